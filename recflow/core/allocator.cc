@@ -1,0 +1,64 @@
+#include "recflow/core/allocator.h"
+
+#include <atomic>
+#include <cstdlib>
+
+namespace recflow {
+namespace {
+
+class CpuAllocator final : public Allocator {
+ public:
+  std::string Name() const override { return "cpu"; }
+
+  void* AllocateRaw(size_t alignment, size_t num_bytes) override {
+    if (alignment < kAllocatorAlignment) alignment = kAllocatorAlignment;
+    // aligned_alloc wants a size that is a multiple of the alignment.
+    const size_t rounded =
+        num_bytes == 0 ? alignment : (num_bytes + alignment - 1) & ~(alignment - 1);
+    void* p = std::aligned_alloc(alignment, rounded);
+    if (p == nullptr) return nullptr;
+    num_allocs_.fetch_add(1, std::memory_order_relaxed);
+    const int64_t in_use =
+        bytes_in_use_.fetch_add(num_bytes, std::memory_order_relaxed) + num_bytes;
+    UpdateMax(peak_, in_use);
+    UpdateMax(largest_, static_cast<int64_t>(num_bytes));
+    return p;
+  }
+
+  void DeallocateRaw(void* ptr, size_t num_bytes) override {
+    if (ptr == nullptr) return;
+    bytes_in_use_.fetch_sub(num_bytes, std::memory_order_relaxed);
+    std::free(ptr);
+  }
+
+  AllocatorStats GetStats() const override {
+    AllocatorStats s;
+    s.num_allocs = num_allocs_.load(std::memory_order_relaxed);
+    s.bytes_in_use = bytes_in_use_.load(std::memory_order_relaxed);
+    s.peak_bytes_in_use = peak_.load(std::memory_order_relaxed);
+    s.largest_alloc_size = largest_.load(std::memory_order_relaxed);
+    return s;
+  }
+
+ private:
+  static void UpdateMax(std::atomic<int64_t>& target, int64_t v) {
+    int64_t cur = target.load(std::memory_order_relaxed);
+    while (v > cur &&
+           !target.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+    }
+  }
+
+  std::atomic<int64_t> num_allocs_{0};
+  std::atomic<int64_t> bytes_in_use_{0};
+  std::atomic<int64_t> peak_{0};
+  std::atomic<int64_t> largest_{0};
+};
+
+}  // namespace
+
+Allocator* cpu_allocator() {
+  static Allocator* const allocator = new CpuAllocator;
+  return allocator;
+}
+
+}  // namespace recflow

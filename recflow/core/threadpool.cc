@@ -1,0 +1,186 @@
+#include "recflow/core/threadpool.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <limits>
+#include <memory>
+#include <utility>
+
+#include "recflow/core/logging.h"
+
+namespace recflow {
+namespace {
+
+// Which pool, if any, the current thread belongs to.
+struct CurrentWorker {
+  const ThreadPool* pool = nullptr;
+  int id = -1;
+};
+thread_local CurrentWorker current_worker;
+
+// Below this much total work, ParallelFor runs inline.
+constexpr int64_t kInlineCostNs = 20'000;
+// Each shard should carry at least this much work.
+constexpr int64_t kMinShardCostNs = 10'000;
+constexpr int64_t kMaxShardsPerThread = 4;
+
+struct ParallelForState {
+  ParallelForState(const std::function<void(int64_t, int64_t)>* fn,
+                   int64_t total, int64_t block, int64_t num_shards)
+      : fn(fn),
+        total(total),
+        block(block),
+        num_shards(num_shards),
+        shards_left(num_shards) {}
+
+  // Valid while any shard is unfinished; only dereferenced after claiming
+  // one.
+  const std::function<void(int64_t, int64_t)>* const fn;
+  const int64_t total;
+  const int64_t block;
+  const int64_t num_shards;
+  std::atomic<int64_t> next_shard{0};
+  std::atomic<int64_t> shards_left;
+  absl::Mutex mu;
+  bool done ABSL_GUARDED_BY(mu) = false;
+};
+
+// Claims and runs shards until none are left. noexcept: a throwing body
+// terminates here rather than unwinding while other threads still run
+// shards of the same loop.
+void RunShards(ParallelForState& state) noexcept {
+  while (true) {
+    int64_t shard = state.next_shard.fetch_add(1, std::memory_order_relaxed);
+    if (shard >= state.num_shards) return;
+    int64_t begin = shard * state.block;
+    int64_t end = std::min(state.total, begin + state.block);
+    (*state.fn)(begin, end);
+    if (state.shards_left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      absl::MutexLock lock(&state.mu);
+      state.done = true;
+    }
+  }
+}
+
+int64_t SaturatingMul(int64_t a, int64_t b) {
+  // Both are positive here.
+  if (a > std::numeric_limits<int64_t>::max() / b) {
+    return std::numeric_limits<int64_t>::max();
+  }
+  return a * b;
+}
+
+}  // namespace
+
+int NumSchedulableCPUs() {
+#if defined(__linux__)
+  for (int max_cpus = 1024; max_cpus <= (1 << 20); max_cpus *= 2) {
+    cpu_set_t* mask = CPU_ALLOC(max_cpus);
+    if (mask == nullptr) break;
+    size_t size = CPU_ALLOC_SIZE(max_cpus);
+    CPU_ZERO_S(size, mask);
+    if (sched_getaffinity(0, size, mask) == 0) {
+      int count = CPU_COUNT_S(size, mask);
+      CPU_FREE(mask);
+      return std::max(count, 1);
+    }
+    int err = errno;
+    CPU_FREE(mask);
+    if (err != EINVAL) break;  // EINVAL: the mask is too small; grow it.
+  }
+#endif
+  unsigned hardware = std::thread::hardware_concurrency();
+  return hardware > 0 ? static_cast<int>(hardware) : 1;
+}
+
+ThreadPool::ThreadPool(std::string name, int num_threads)
+    : name_(std::move(name)) {
+  CHECK_GE(num_threads, 1) << "ThreadPool '" << name_ << "'";
+  threads_.reserve(num_threads);
+  for (int i = 0; i < num_threads; ++i) {
+    threads_.emplace_back([this, i] { WorkerLoop(i); });
+  }
+}
+
+ThreadPool::~ThreadPool() {
+  CHECK_EQ(CurrentThreadId(), -1)
+      << "ThreadPool '" << name_ << "' destroyed by one of its own threads";
+  {
+    absl::MutexLock lock(&mu_);
+    shutting_down_ = true;
+    work_available_.SignalAll();
+  }
+  for (std::thread& thread : threads_) thread.join();
+}
+
+void ThreadPool::Schedule(std::function<void()> fn) {
+  absl::MutexLock lock(&mu_);
+  queue_.push_back(std::move(fn));
+  if (num_waiting_ > 0) work_available_.Signal();
+}
+
+int ThreadPool::CurrentThreadId() const {
+  return current_worker.pool == this ? current_worker.id : -1;
+}
+
+void ThreadPool::WorkerLoop(int index) {
+  // Linux limits thread names to 15 characters plus the terminator.
+  pthread_setname_np(pthread_self(), name_.substr(0, 15).c_str());
+  current_worker = CurrentWorker{this, index};
+  while (true) {
+    std::function<void()> fn;
+    {
+      absl::MutexLock lock(&mu_);
+      while (queue_.empty() && !shutting_down_) {
+        ++num_waiting_;
+        work_available_.Wait(&mu_);
+        --num_waiting_;
+      }
+      if (queue_.empty()) break;  // Shutting down and drained.
+      fn = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    fn();
+  }
+  current_worker = CurrentWorker{};
+}
+
+void ThreadPool::ParallelFor(int64_t total, int64_t cost_per_unit,
+                             const std::function<void(int64_t, int64_t)>& fn) {
+  if (total <= 0) return;
+  const int64_t total_cost =
+      cost_per_unit <= 0 ? 0 : SaturatingMul(total, cost_per_unit);
+  const int64_t num_threads = NumThreads();
+  if (total == 1 || num_threads == 1 || total_cost < kInlineCostNs) {
+    fn(0, total);
+    return;
+  }
+  int64_t num_shards = std::min(
+      {kMaxShardsPerThread * num_threads, total_cost / kMinShardCostNs, total});
+  if (num_shards <= 1) {
+    fn(0, total);
+    return;
+  }
+  const int64_t block = (total + num_shards - 1) / num_shards;
+  num_shards = (total + block - 1) / block;
+
+  auto state =
+      std::make_shared<ParallelForState>(&fn, total, block, num_shards);
+  // The caller works too, so one helper fewer than shards is enough; a pool
+  // thread calling in cannot also be its own helper.
+  const int64_t other_threads = num_threads - (CurrentThreadId() >= 0 ? 1 : 0);
+  const int64_t num_helpers = std::min(num_shards - 1, other_threads);
+  for (int64_t i = 0; i < num_helpers; ++i) {
+    Schedule([state] { RunShards(*state); });
+  }
+  RunShards(*state);
+  if (state->shards_left.load(std::memory_order_acquire) == 0) return;
+  absl::MutexLock lock(&state->mu);
+  state->mu.Await(absl::Condition(&state->done));
+}
+
+}  // namespace recflow

@@ -1,0 +1,92 @@
+// ThreadPool: a fixed set of worker threads with a FIFO work queue, and
+// ParallelFor for splitting a loop across them (TF's intra-op pool idea).
+//
+// Thread-safe: all methods may be called from any thread, including from
+// the pool's own threads. Work must not throw: an exception escaping a
+// scheduled function or a ParallelFor body terminates the process.
+
+#ifndef RECFLOW_CORE_THREADPOOL_H_
+#define RECFLOW_CORE_THREADPOOL_H_
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+
+namespace recflow {
+
+// Number of CPUs this process may run on (its sched_getaffinity mask, so
+// `taskset` and container CPU sets are honored; CPU quotas are not). At
+// least 1.
+int NumSchedulableCPUs();
+
+class ThreadPool {
+ public:
+  // Starts `num_threads` threads named `name` (truncated to the 15
+  // characters Linux allows; visible in top -H and gdb).
+  // REQUIRES: num_threads >= 1.
+  ThreadPool(std::string name, int num_threads);
+
+  // Runs all work already scheduled (including work that queued work
+  // schedules in turn), then joins the threads.
+  // REQUIRES: not called from one of this pool's threads; once destruction
+  // begins, only work running on this pool may call Schedule or ParallelFor.
+  ~ThreadPool();
+
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  // Queues fn to run on one of the pool's threads, in FIFO order of
+  // scheduling. Cheap: one mutex acquisition, and at most one thread woken.
+  void Schedule(std::function<void()> fn);
+
+  int NumThreads() const { return static_cast<int>(threads_.size()); }
+
+  // -1 when the caller is not one of this pool's threads, else its index in
+  // 0..NumThreads()-1.
+  int CurrentThreadId() const;
+
+  // Calls fn(begin, end) on disjoint shards that together cover [0, total),
+  // in parallel on the pool's threads and the calling thread, and returns
+  // when all calls have returned. Does nothing if total <= 0.
+  //
+  // `cost_per_unit` is the estimated cost of one unit of work in
+  // nanoseconds. Shards are sized to be worth scheduling (at least ~10us of
+  // work each), and there are at most 4 per pool thread. When the whole
+  // loop is cheap (total * cost_per_unit < ~20us), total is 1, or the pool
+  // has a single thread, fn(0, total) runs inline on the caller.
+  //
+  // Safe to call from a pool thread, nested to any depth, without
+  // deadlock: Note [ParallelFor work claiming].
+  void ParallelFor(int64_t total, int64_t cost_per_unit,
+                   const std::function<void(int64_t, int64_t)>& fn);
+
+  // Implementation details follow.
+  // Note [ParallelFor work claiming]: shards are handed out by a shared
+  // atomic counter. The caller claims and runs shards itself, and the
+  // helpers it schedules into the pool claim from the same counter; a helper
+  // that starts late finds nothing left and returns at once. So the caller
+  // never waits for a shard that has not started: it only waits for shards
+  // that other threads are already running, and those finish by the same
+  // argument. No pool thread is ever required to become free.
+
+ private:
+  void WorkerLoop(int index);
+
+  const std::string name_;
+  absl::Mutex mu_;
+  absl::CondVar work_available_;
+  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
+  int num_waiting_ ABSL_GUARDED_BY(mu_) = 0;
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace recflow
+
+#endif  // RECFLOW_CORE_THREADPOOL_H_

@@ -1,0 +1,269 @@
+#include "recflow/core/threadpool.h"
+
+#include <pthread.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/barrier.h"
+#include "absl/synchronization/blocking_counter.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+
+namespace recflow {
+namespace {
+
+// Runs fn on another thread and fails (aborting, since a hung thread cannot
+// be stopped) if it does not finish in time: a deadlock must not hang CI.
+void RunWithTimeout(const std::function<void()>& fn,
+                    absl::Duration timeout = absl::Seconds(120)) {
+  auto done = std::make_shared<absl::Notification>();
+  std::thread runner([fn, done] {
+    fn();
+    done->Notify();
+  });
+  if (!done->WaitForNotificationWithTimeout(timeout)) {
+    ADD_FAILURE() << "timed out: deadlock?";
+    std::abort();
+  }
+  runner.join();
+}
+
+// Checks that ParallelFor(total, cost) calls fn on disjoint, non-empty
+// shards covering [0, total) exactly once; returns the number of calls.
+int64_t CheckCoverage(ThreadPool& pool, int64_t total, int64_t cost) {
+  std::vector<std::atomic<int>> hits(static_cast<size_t>(total));
+  std::atomic<int64_t> calls{0};
+  std::atomic<int64_t> bad_shards{0};
+  pool.ParallelFor(total, cost, [&](int64_t begin, int64_t end) {
+    ++calls;
+    if (begin < 0 || end > total || begin >= end) {
+      ++bad_shards;
+      return;
+    }
+    for (int64_t i = begin; i < end; ++i) hits[i].fetch_add(1);
+  });
+  EXPECT_EQ(bad_shards.load(), 0) << "total=" << total << " cost=" << cost;
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < total; ++i) {
+    if (hits[i].load() != 1) ++wrong;
+  }
+  EXPECT_EQ(wrong, 0) << "total=" << total << " cost=" << cost;
+  return calls.load();
+}
+
+TEST(ThreadPoolTest, ParallelForCoversEveryIndexOnce) {
+  for (int threads : {1, 2, 3, 8}) {
+    ThreadPool pool("cover", threads);
+    for (int64_t total : {0, 1, 2, 3, 7, 64, 100, 1001, 65537}) {
+      for (int64_t cost : {int64_t{-1}, int64_t{0}, int64_t{1}, int64_t{10},
+                           int64_t{1000}, int64_t{100000}, int64_t{10000000},
+                           std::numeric_limits<int64_t>::max()}) {
+        int64_t calls = CheckCoverage(pool, total, cost);
+        if (total == 0) {
+          EXPECT_EQ(calls, 0);
+        } else {
+          EXPECT_GE(calls, 1);
+          EXPECT_LE(calls, std::max<int64_t>(1, 4 * threads));
+        }
+      }
+    }
+  }
+}
+
+TEST(ThreadPoolTest, CheapOrSingleThreadedWorkRunsInlineAsOneCall) {
+  ThreadPool pool("inline", 4);
+  std::vector<std::pair<int64_t, int64_t>> shards;
+  std::thread::id caller = std::this_thread::get_id();
+  bool on_caller = true;
+  auto record = [&](int64_t b, int64_t e) {
+    shards.emplace_back(b, e);  // Safe: must run inline.
+    on_caller = on_caller && std::this_thread::get_id() == caller;
+  };
+  pool.ParallelFor(1000, 1, record);  // 1us in total.
+  ASSERT_EQ(shards.size(), 1u);
+  EXPECT_EQ(shards[0], std::make_pair(int64_t{0}, int64_t{1000}));
+  EXPECT_TRUE(on_caller);
+
+  shards.clear();
+  pool.ParallelFor(1, 1000000000, record);  // A single unit.
+  ASSERT_EQ(shards.size(), 1u);
+
+  ThreadPool single("single", 1);
+  shards.clear();
+  single.ParallelFor(1000, 1000000, record);
+  ASSERT_EQ(shards.size(), 1u);
+  EXPECT_EQ(shards[0], std::make_pair(int64_t{0}, int64_t{1000}));
+  EXPECT_TRUE(on_caller);
+}
+
+TEST(ThreadPoolTest, ExpensiveWorkIsSharded) {
+  ThreadPool pool("shard", 4);
+  int64_t calls = CheckCoverage(pool, 1000, 1000000);  // 1s of "work".
+  EXPECT_GT(calls, 4);
+  EXPECT_LE(calls, 16);
+  // 100 units of 1us: ~100us in total, at least ~10us per shard.
+  calls = CheckCoverage(pool, 100, 1000);
+  EXPECT_GT(calls, 1);
+  EXPECT_LE(calls, 10);
+}
+
+TEST(ThreadPoolTest, ParallelForUsesPoolThreads) {
+  ThreadPool pool("spread", 3);
+  absl::Mutex mu;
+  std::set<int> ids;
+  // Each shard waits until at least two distinct threads are seen (or gives
+  // up after a while), so the helpers get a chance to join in.
+  pool.ParallelFor(64, 1000000, [&](int64_t, int64_t) {
+    absl::MutexLock lock(&mu);
+    ids.insert(pool.CurrentThreadId());
+    auto two_seen = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu) {
+      return ids.size() >= 2;
+    };
+    mu.AwaitWithTimeout(absl::Condition(&two_seen), absl::Seconds(10));
+  });
+  EXPECT_GE(ids.size(), 2u);
+}
+
+TEST(ThreadPoolTest, NestedParallelForFromPoolThreadsCompletes) {
+  RunWithTimeout([] {
+    ThreadPool pool("nested", 2);
+    std::atomic<int64_t> sum{0};
+    // Every pool thread is busy in an outer ParallelFor whose shards run
+    // inner ParallelFors on the same pool: no thread is ever free to help.
+    absl::BlockingCounter outer_done(4);
+    for (int task = 0; task < 4; ++task) {
+      pool.Schedule([&] {
+        pool.ParallelFor(8, 1000000, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) {
+            pool.ParallelFor(100, 100000, [&](int64_t b2, int64_t e2) {
+              pool.ParallelFor(e2 - b2, 100000, [&](int64_t b3, int64_t e3) {
+                sum.fetch_add(e3 - b3);
+              });
+            });
+          }
+        });
+        outer_done.DecrementCount();
+      });
+    }
+    outer_done.Wait();
+    EXPECT_EQ(sum.load(), 4 * 8 * 100);
+
+    // And from the outside, nested three deep.
+    sum = 0;
+    pool.ParallelFor(10, 1000000, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        pool.ParallelFor(10, 1000000, [&](int64_t b2, int64_t e2) {
+          for (int64_t j = b2; j < e2; ++j) {
+            pool.ParallelFor(10, 1000000, [&](int64_t b3, int64_t e3) {
+              sum.fetch_add(e3 - b3);
+            });
+          }
+        });
+      }
+    });
+    EXPECT_EQ(sum.load(), 1000);
+  });
+}
+
+TEST(ThreadPoolTest, ScheduleFromManyThreadsRunsEverything) {
+  constexpr int kThreads = 8;
+  constexpr int kPerThread = 2000;
+  std::atomic<int> ran{0};
+  {
+    ThreadPool pool("many", 4);
+    std::vector<std::thread> schedulers;
+    for (int t = 0; t < kThreads; ++t) {
+      schedulers.emplace_back([&] {
+        for (int i = 0; i < kPerThread; ++i) {
+          pool.Schedule([&] { ran.fetch_add(1, std::memory_order_relaxed); });
+        }
+      });
+    }
+    for (auto& t : schedulers) t.join();
+  }  // The destructor drains the queue.
+  EXPECT_EQ(ran.load(), kThreads * kPerThread);
+}
+
+TEST(ThreadPoolTest, DestructorDrainsQueuedAndFollowOnWork) {
+  std::atomic<int> ran{0};
+  {
+    ThreadPool pool("drain", 2);
+    absl::Notification release;
+    // Block both threads so that work piles up in the queue.
+    for (int i = 0; i < 2; ++i) {
+      pool.Schedule([&] { release.WaitForNotification(); });
+    }
+    for (int i = 0; i < 100; ++i) {
+      pool.Schedule([&] {
+        ran.fetch_add(1);
+        // Work scheduled by queued work also runs before the pool dies.
+        pool.Schedule([&] { ran.fetch_add(1); });
+      });
+    }
+    release.Notify();
+  }
+  EXPECT_EQ(ran.load(), 200);
+}
+
+TEST(ThreadPoolTest, CurrentThreadIdAndName) {
+  ThreadPool pool("a_rather_long_pool_name", 3);
+  ThreadPool other("other", 1);
+  EXPECT_EQ(pool.CurrentThreadId(), -1);
+  EXPECT_EQ(pool.NumThreads(), 3);
+
+  absl::Mutex mu;
+  std::set<int> ids;
+  std::set<std::string> names;
+  std::vector<int> other_ids;
+  // Deleted by the one thread whose Block() returns true.
+  auto* all_started = new absl::Barrier(3);
+  absl::BlockingCounter all_done(3);
+  for (int i = 0; i < 3; ++i) {
+    pool.Schedule([&] {
+      // Wait until all three run at once, so each is on its own thread.
+      if (all_started->Block()) delete all_started;
+      char name[32] = {};
+      pthread_getname_np(pthread_self(), name, sizeof(name));
+      {
+        absl::MutexLock lock(&mu);
+        ids.insert(pool.CurrentThreadId());
+        names.insert(name);
+        other_ids.push_back(other.CurrentThreadId());
+      }
+      all_done.DecrementCount();
+    });
+  }
+  all_done.Wait();
+  EXPECT_EQ(ids, (std::set<int>{0, 1, 2}));
+  EXPECT_EQ(names, (std::set<std::string>{"a_rather_long_p"}));
+  EXPECT_EQ(other_ids, (std::vector<int>{-1, -1, -1}));
+
+  absl::Notification checked;
+  int other_id = -2;
+  other.Schedule([&] {
+    other_id = other.CurrentThreadId();
+    checked.Notify();
+  });
+  checked.WaitForNotification();
+  EXPECT_EQ(other_id, 0);
+}
+
+TEST(ThreadPoolTest, NumSchedulableCPUs) {
+  int n = NumSchedulableCPUs();
+  EXPECT_GE(n, 1);
+  EXPECT_LE(n, 1 << 20);
+}
+
+}  // namespace
+}  // namespace recflow

@@ -1,0 +1,63 @@
+// CPU kernels for the array family: Const, Placeholder,
+// PlaceholderWithDefault, Identity, NoOp. All cheap: they run inline.
+#include "recflow/framework/op_kernel.h"
+
+namespace recflow {
+namespace {
+
+class ConstOp : public OpKernel {
+ public:
+  explicit ConstOp(OpKernelConstruction* c) : OpKernel(c) {
+    c->SetStatus(c->GetAttr("value", &value_));
+    if (c->status().ok() && value_.dtype() != output_type(0)) {
+      c->SetStatus(errors::InvalidArgument("value is ", DataTypeString(value_.dtype()),
+                                           " but dtype is ", DataTypeString(output_type(0))));
+    }
+  }
+  bool IsExpensive() const override { return false; }
+  // Consumers share the buffer; its use count keeps them from writing to it.
+  void Compute(OpKernelContext* ctx) override { ctx->set_output(0, value_); }
+
+ private:
+  Tensor value_;
+};
+
+class PlaceholderOp : public OpKernel {
+ public:
+  explicit PlaceholderOp(OpKernelConstruction* c) : OpKernel(c) {
+    PartialShape shape;
+    if (c->GetAttr("shape", &shape).ok()) shape_ = shape.DebugString();
+  }
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    ctx->SetStatus(errors::InvalidArgument("you must feed a value for placeholder '", name(),
+                                           "' (dtype ", DataTypeString(output_type(0)),
+                                           ", shape ", shape_, ")"));
+  }
+
+ private:
+  std::string shape_ = "?";
+};
+
+class IdentityOp : public OpKernel {
+ public:
+  explicit IdentityOp(OpKernelConstruction* c) : OpKernel(c) {}
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override { ctx->set_output(0, ctx->input(0)); }
+};
+
+class NoOpOp : public OpKernel {
+ public:
+  explicit NoOpOp(OpKernelConstruction* c) : OpKernel(c) {}
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {}
+};
+
+REGISTER_KERNEL_BUILDER(Name("Const").Device(DEVICE_CPU), ConstOp);
+REGISTER_KERNEL_BUILDER(Name("Placeholder").Device(DEVICE_CPU), PlaceholderOp);
+REGISTER_KERNEL_BUILDER(Name("PlaceholderWithDefault").Device(DEVICE_CPU), IdentityOp);
+REGISTER_KERNEL_BUILDER(Name("Identity").Device(DEVICE_CPU), IdentityOp);
+REGISTER_KERNEL_BUILDER(Name("NoOp").Device(DEVICE_CPU), NoOpOp);
+
+}  // namespace
+}  // namespace recflow

@@ -1,0 +1,116 @@
+// CPU kernel for MatMul. float and double go to OpenBLAS, which recflow runs
+// single-threaded: the output is split into row (or column) blocks across
+// the intra-op pool, each block one sgemm/dgemm call, so all parallelism is
+// recflow's and OpenBLAS never starts threads that compete with the pools.
+// Integer types use a plain cache-friendly loop.
+#include <cblas.h>
+
+#include <cstring>
+
+#include "recflow/framework/op_kernel.h"
+
+namespace recflow {
+namespace {
+
+// OpenBLAS's own thread pool stays at one thread (see file comment).
+const bool kBlasSingleThreaded = [] {
+  openblas_set_num_threads(1);
+  return true;
+}();
+
+template <typename T>
+void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+          int64_t ldb, T* c, int64_t ldc) {
+  if constexpr (std::is_same_v<T, float>) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
+                n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+  } else if constexpr (std::is_same_v<T, double>) {
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
+                n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+  } else {
+    // Reference loop in i-p-j order for row-major locality.
+    for (int64_t i = 0; i < m; ++i) {
+      T* ci = c + i * ldc;
+      for (int64_t j = 0; j < n; ++j) ci[j] = T(0);
+      for (int64_t p = 0; p < k; ++p) {
+        const T av = ta ? a[p * lda + i] : a[i * lda + p];
+        for (int64_t j = 0; j < n; ++j) ci[j] += av * (tb ? b[j * ldb + p] : b[p * ldb + j]);
+      }
+    }
+  }
+}
+
+template <typename T>
+class MatMulOp : public OpKernel {
+ public:
+  explicit MatMulOp(OpKernelConstruction* c) : OpKernel(c) {
+    c->SetStatus(c->GetAttr("transpose_a", &transpose_a_));
+    c->SetStatus(c->GetAttr("transpose_b", &transpose_b_));
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& a = ctx->input(0);
+    const Tensor& b = ctx->input(1);
+    OP_REQUIRES(ctx, a.dims() == 2 && b.dims() == 2,
+                errors::InvalidArgument("a and b must be matrices, but a is ",
+                                        a.shape().DebugString(), " and b is ",
+                                        b.shape().DebugString()));
+    const int64_t m = a.dim_size(transpose_a_ ? 1 : 0);
+    const int64_t k = a.dim_size(transpose_a_ ? 0 : 1);
+    const int64_t kb = b.dim_size(transpose_b_ ? 1 : 0);
+    const int64_t n = b.dim_size(transpose_b_ ? 0 : 1);
+    OP_REQUIRES(ctx, k == kb,
+                errors::InvalidArgument("a is ", a.shape().DebugString(),
+                                        transpose_a_ ? " (transposed)" : "", " but b is ",
+                                        b.shape().DebugString(), transpose_b_ ? " (transposed)" : "",
+                                        "; inner dimensions must match"));
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({m, n}), &out));
+    if (m == 0 || n == 0) return;
+    T* pc = out->data<T>();
+    if (k == 0) {
+      std::memset(pc, 0, out->TotalBytes());
+      return;
+    }
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    const int64_t lda = a.dim_size(1), ldb = b.dim_size(1), ldc = n;
+    ThreadPool* pool = ctx->intra_op_pool();
+    // Split along the larger output dimension; cost per row/column in ns at
+    // roughly 16 flops per ns per core.
+    const bool by_rows = m >= n;
+    const int64_t units = by_rows ? m : n;
+    const int64_t cost = std::max<int64_t>(1, 2 * k * (by_rows ? n : m) / 16);
+    auto block = [&](int64_t begin, int64_t end) {
+      if (by_rows) {
+        const T* a0 = transpose_a_ ? pa + begin : pa + begin * lda;
+        Gemm<T>(transpose_a_, transpose_b_, end - begin, n, k, a0, lda, pb, ldb, pc + begin * ldc,
+                ldc);
+      } else {
+        const T* b0 = transpose_b_ ? pb + begin * ldb : pb + begin;
+        Gemm<T>(transpose_a_, transpose_b_, m, end - begin, k, pa, lda, b0, ldb, pc + begin, ldc);
+      }
+    };
+    if (pool == nullptr) {
+      block(0, units);
+    } else {
+      pool->ParallelFor(units, cost, block);
+    }
+  }
+
+ private:
+  bool transpose_a_ = false;
+  bool transpose_b_ = false;
+};
+
+REGISTER_KERNEL_BUILDER(Name("MatMul").Device(DEVICE_CPU).TypeConstraint<float>("T"),
+                        MatMulOp<float>);
+REGISTER_KERNEL_BUILDER(Name("MatMul").Device(DEVICE_CPU).TypeConstraint<double>("T"),
+                        MatMulOp<double>);
+REGISTER_KERNEL_BUILDER(Name("MatMul").Device(DEVICE_CPU).TypeConstraint<int32_t>("T"),
+                        MatMulOp<int32_t>);
+REGISTER_KERNEL_BUILDER(Name("MatMul").Device(DEVICE_CPU).TypeConstraint<int64_t>("T"),
+                        MatMulOp<int64_t>);
+
+}  // namespace
+}  // namespace recflow
