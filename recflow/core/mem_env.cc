@@ -4,14 +4,13 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <set>
 #include <string_view>
 #include <utility>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "recflow/core/logging.h"
 
 namespace recflow {
@@ -46,30 +45,34 @@ std::string Parent(const std::string& path) { return Normalize(Dirname(path)); }
 
 }  // namespace
 
+// std::mutex rather than absl::Mutex so that ThreadSanitizer, which does not
+// see inside a system-packaged (uninstrumented) absl, checks code using
+// MemEnv from several threads.
 struct MemEnv::State {
-  absl::Mutex mu;
-  std::map<std::string, std::shared_ptr<FileData>> files ABSL_GUARDED_BY(mu);
-  std::set<std::string> dirs ABSL_GUARDED_BY(mu);
-  int64_t write_budget ABSL_GUARDED_BY(mu) = -1;
-  bool fail_renames ABSL_GUARDED_BY(mu) = false;
-  bool fake_clock ABSL_GUARDED_BY(mu) = false;
-  uint64_t fake_now ABSL_GUARDED_BY(mu) = 0;
+  std::mutex mu;
+  // All fields below, and the contents of every FileData, are guarded by mu.
+  std::map<std::string, std::shared_ptr<FileData>> files;
+  std::set<std::string> dirs;
+  int64_t write_budget = -1;
+  bool fail_renames = false;
+  bool fake_clock = false;
+  uint64_t fake_now = 0;
 
-  bool DirExists(const std::string& p) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+  // The helpers below REQUIRE: mu is held.
+
+  bool DirExists(const std::string& p) const {
     return IsRoot(p) || dirs.count(p) > 0;
   }
 
   // Errno describing why `p` cannot be created in its parent, or 0.
-  int ParentErrno(const std::string& p) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+  int ParentErrno(const std::string& p) const {
     std::string parent = Parent(p);
     if (files.count(parent) > 0) return ENOTDIR;
     if (!DirExists(parent)) return ENOENT;
     return 0;
   }
 
-  bool HasChildren(const std::string& dir) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+  bool HasChildren(const std::string& dir) const {
     std::string prefix = dir == "/" ? dir : dir + "/";
     auto f = files.lower_bound(prefix);
     if (f != files.end() && absl::StartsWith(f->first, prefix)) return true;
@@ -90,7 +93,7 @@ class MemWritableFile : public WritableFile {
 
   absl::Status Append(std::string_view data) override {
     if (closed_) return Closed();
-    absl::MutexLock lock(&state_->mu);
+    std::lock_guard<std::mutex> lock(state_->mu);
     int64_t& budget = state_->write_budget;
     if (budget >= 0 && data.size() > static_cast<uint64_t>(budget)) {
       file_->contents.append(data.data(), static_cast<size_t>(budget));
@@ -133,7 +136,7 @@ class MemRandomAccessFile : public RandomAccessFile {
 
   absl::StatusOr<std::string_view> Read(uint64_t offset, size_t n,
                                         char* scratch) const override {
-    absl::MutexLock lock(&state_->mu);
+    std::lock_guard<std::mutex> lock(state_->mu);
     const std::string& contents = file_->contents;
     if (offset >= contents.size()) return std::string_view(scratch, 0);
     size_t count = std::min<uint64_t>(n, contents.size() - offset);
@@ -142,7 +145,7 @@ class MemRandomAccessFile : public RandomAccessFile {
   }
 
   absl::StatusOr<uint64_t> Size() const override {
-    absl::MutexLock lock(&state_->mu);
+    std::lock_guard<std::mutex> lock(state_->mu);
     return file_->contents.size();
   }
 
@@ -162,7 +165,7 @@ absl::StatusOr<std::unique_ptr<WritableFile>> MemEnv::NewWritableFile(
   std::string p = Normalize(path);
   std::string context =
       absl::StrCat("cannot open ", Quote(path), " for writing");
-  absl::MutexLock lock(&state_->mu);
+  std::lock_guard<std::mutex> lock(state_->mu);
   if (state_->DirExists(p)) return ErrnoToStatus(EISDIR, context);
   auto it = state_->files.find(p);
   std::shared_ptr<FileData> file;
@@ -183,7 +186,7 @@ absl::StatusOr<std::unique_ptr<WritableFile>> MemEnv::NewAppendableFile(
   std::string p = Normalize(path);
   std::string context =
       absl::StrCat("cannot open ", Quote(path), " for appending");
-  absl::MutexLock lock(&state_->mu);
+  std::lock_guard<std::mutex> lock(state_->mu);
   if (state_->DirExists(p)) return ErrnoToStatus(EISDIR, context);
   std::shared_ptr<FileData>& slot = state_->files[p];
   if (slot == nullptr) {
@@ -202,7 +205,7 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> MemEnv::NewRandomAccessFile(
   std::string p = Normalize(path);
   std::string context =
       absl::StrCat("cannot open ", Quote(path), " for reading");
-  absl::MutexLock lock(&state_->mu);
+  std::lock_guard<std::mutex> lock(state_->mu);
   if (state_->DirExists(p)) return ErrnoToStatus(EISDIR, context);
   auto it = state_->files.find(p);
   if (it == state_->files.end()) return ErrnoToStatus(ENOENT, context);
@@ -212,14 +215,14 @@ absl::StatusOr<std::unique_ptr<RandomAccessFile>> MemEnv::NewRandomAccessFile(
 
 bool MemEnv::FileExists(const std::string& path) {
   std::string p = Normalize(path);
-  absl::MutexLock lock(&state_->mu);
+  std::lock_guard<std::mutex> lock(state_->mu);
   return state_->DirExists(p) || state_->files.count(p) > 0;
 }
 
 absl::StatusOr<uint64_t> MemEnv::GetFileSize(const std::string& path) {
   std::string p = Normalize(path);
   std::string context = absl::StrCat("cannot get size of ", Quote(path));
-  absl::MutexLock lock(&state_->mu);
+  std::lock_guard<std::mutex> lock(state_->mu);
   if (state_->DirExists(p)) return ErrnoToStatus(EISDIR, context);
   auto it = state_->files.find(p);
   if (it == state_->files.end()) return ErrnoToStatus(ENOENT, context);
@@ -228,7 +231,7 @@ absl::StatusOr<uint64_t> MemEnv::GetFileSize(const std::string& path) {
 
 absl::Status MemEnv::IsDirectory(const std::string& path) {
   std::string p = Normalize(path);
-  absl::MutexLock lock(&state_->mu);
+  std::lock_guard<std::mutex> lock(state_->mu);
   if (state_->DirExists(p)) return absl::OkStatus();
   if (state_->files.count(p) > 0) {
     return absl::FailedPreconditionError(
@@ -241,7 +244,7 @@ absl::StatusOr<std::vector<std::string>> MemEnv::GetChildren(
     const std::string& dir) {
   std::string p = Normalize(dir);
   std::string context = absl::StrCat("cannot list directory ", Quote(dir));
-  absl::MutexLock lock(&state_->mu);
+  std::lock_guard<std::mutex> lock(state_->mu);
   if (state_->files.count(p) > 0) return ErrnoToStatus(ENOTDIR, context);
   if (!state_->DirExists(p)) return ErrnoToStatus(ENOENT, context);
   std::vector<std::string> names;
@@ -258,7 +261,7 @@ absl::StatusOr<std::vector<std::string>> MemEnv::GetChildren(
 absl::Status MemEnv::CreateDir(const std::string& dir) {
   std::string p = Normalize(dir);
   std::string context = absl::StrCat("cannot create directory ", Quote(dir));
-  absl::MutexLock lock(&state_->mu);
+  std::lock_guard<std::mutex> lock(state_->mu);
   if (state_->DirExists(p) || state_->files.count(p) > 0) {
     return ErrnoToStatus(EEXIST, context);
   }
@@ -270,7 +273,7 @@ absl::Status MemEnv::CreateDir(const std::string& dir) {
 absl::Status MemEnv::DeleteFile(const std::string& path) {
   std::string p = Normalize(path);
   std::string context = absl::StrCat("cannot delete ", Quote(path));
-  absl::MutexLock lock(&state_->mu);
+  std::lock_guard<std::mutex> lock(state_->mu);
   if (state_->DirExists(p)) return ErrnoToStatus(EISDIR, context);
   if (state_->files.erase(p) == 0) return ErrnoToStatus(ENOENT, context);
   return absl::OkStatus();
@@ -279,7 +282,7 @@ absl::Status MemEnv::DeleteFile(const std::string& path) {
 absl::Status MemEnv::DeleteDir(const std::string& dir) {
   std::string p = Normalize(dir);
   std::string context = absl::StrCat("cannot delete directory ", Quote(dir));
-  absl::MutexLock lock(&state_->mu);
+  std::lock_guard<std::mutex> lock(state_->mu);
   if (IsRoot(p)) return ErrnoToStatus(EBUSY, context);
   if (state_->files.count(p) > 0) return ErrnoToStatus(ENOTDIR, context);
   if (state_->dirs.count(p) == 0) return ErrnoToStatus(ENOENT, context);
@@ -294,7 +297,7 @@ absl::Status MemEnv::RenameFile(const std::string& src,
   std::string d = Normalize(dst);
   std::string context =
       absl::StrCat("cannot rename ", Quote(src), " to ", Quote(dst));
-  absl::MutexLock lock(&state_->mu);
+  std::lock_guard<std::mutex> lock(state_->mu);
   State& st = *state_;
   if (st.fail_renames) {
     return absl::InternalError(absl::StrCat(context, ": injected fault"));
@@ -345,7 +348,7 @@ absl::Status MemEnv::SyncDir(const std::string& dir) {
   std::string p = Normalize(dir);
   std::string context =
       absl::StrCat("cannot open directory ", Quote(dir), " to sync it");
-  absl::MutexLock lock(&state_->mu);
+  std::lock_guard<std::mutex> lock(state_->mu);
   if (state_->files.count(p) > 0) return ErrnoToStatus(ENOTDIR, context);
   if (!state_->DirExists(p)) return ErrnoToStatus(ENOENT, context);
   return absl::OkStatus();
@@ -353,7 +356,7 @@ absl::Status MemEnv::SyncDir(const std::string& dir) {
 
 uint64_t MemEnv::NowMicros() {
   {
-    absl::MutexLock lock(&state_->mu);
+    std::lock_guard<std::mutex> lock(state_->mu);
     if (state_->fake_clock) return state_->fake_now;
   }
   return Env::Default()->NowMicros();
@@ -361,7 +364,7 @@ uint64_t MemEnv::NowMicros() {
 
 uint64_t MemEnv::NowUnixMicros() {
   {
-    absl::MutexLock lock(&state_->mu);
+    std::lock_guard<std::mutex> lock(state_->mu);
     if (state_->fake_clock) return state_->fake_now;
   }
   return Env::Default()->NowUnixMicros();
@@ -369,7 +372,7 @@ uint64_t MemEnv::NowUnixMicros() {
 
 void MemEnv::SleepForMicros(int64_t micros) {
   {
-    absl::MutexLock lock(&state_->mu);
+    std::lock_guard<std::mutex> lock(state_->mu);
     if (state_->fake_clock) {
       if (micros > 0) state_->fake_now += static_cast<uint64_t>(micros);
       return;
@@ -379,23 +382,23 @@ void MemEnv::SleepForMicros(int64_t micros) {
 }
 
 void MemEnv::FailAfterBytes(int64_t n) {
-  absl::MutexLock lock(&state_->mu);
+  std::lock_guard<std::mutex> lock(state_->mu);
   state_->write_budget = n < 0 ? -1 : n;
 }
 
 void MemEnv::FailRenames(bool fail) {
-  absl::MutexLock lock(&state_->mu);
+  std::lock_guard<std::mutex> lock(state_->mu);
   state_->fail_renames = fail;
 }
 
 void MemEnv::SetFakeTimeMicros(uint64_t now_micros) {
-  absl::MutexLock lock(&state_->mu);
+  std::lock_guard<std::mutex> lock(state_->mu);
   state_->fake_clock = true;
   state_->fake_now = now_micros;
 }
 
 void MemEnv::AdvanceFakeTimeMicros(uint64_t delta_micros) {
-  absl::MutexLock lock(&state_->mu);
+  std::lock_guard<std::mutex> lock(state_->mu);
   CHECK(state_->fake_clock) << "AdvanceFakeTimeMicros before SetFakeTimeMicros";
   state_->fake_now += delta_micros;
 }

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <condition_variable>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <utility>
 
 #include "recflow/core/logging.h"
@@ -45,8 +47,9 @@ struct ParallelForState {
   const int64_t num_shards;
   std::atomic<int64_t> next_shard{0};
   std::atomic<int64_t> shards_left;
-  absl::Mutex mu;
-  bool done ABSL_GUARDED_BY(mu) = false;
+  std::mutex mu;
+  std::condition_variable done_cv;
+  bool done = false;  // Guarded by mu.
 };
 
 // Claims and runs shards until none are left. noexcept: a throwing body
@@ -60,8 +63,9 @@ void RunShards(ParallelForState& state) noexcept {
     int64_t end = std::min(state.total, begin + state.block);
     (*state.fn)(begin, end);
     if (state.shards_left.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-      absl::MutexLock lock(&state.mu);
+      std::lock_guard<std::mutex> lock(state.mu);
       state.done = true;
+      state.done_cv.notify_one();
     }
   }
 }
@@ -110,17 +114,22 @@ ThreadPool::~ThreadPool() {
   CHECK_EQ(CurrentThreadId(), -1)
       << "ThreadPool '" << name_ << "' destroyed by one of its own threads";
   {
-    absl::MutexLock lock(&mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     shutting_down_ = true;
-    work_available_.SignalAll();
   }
+  work_available_.notify_all();
   for (std::thread& thread : threads_) thread.join();
 }
 
 void ThreadPool::Schedule(std::function<void()> fn) {
-  absl::MutexLock lock(&mu_);
-  queue_.push_back(std::move(fn));
-  if (num_waiting_ > 0) work_available_.Signal();
+  bool wake;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(fn));
+    wake = num_waiting_ > 0;
+  }
+  // Outside the lock, so the woken thread does not block on mu_ at once.
+  if (wake) work_available_.notify_one();
 }
 
 int ThreadPool::CurrentThreadId() const {
@@ -134,10 +143,10 @@ void ThreadPool::WorkerLoop(int index) {
   while (true) {
     std::function<void()> fn;
     {
-      absl::MutexLock lock(&mu_);
+      std::unique_lock<std::mutex> lock(mu_);
       while (queue_.empty() && !shutting_down_) {
         ++num_waiting_;
-        work_available_.Wait(&mu_);
+        work_available_.wait(lock);
         --num_waiting_;
       }
       if (queue_.empty()) break;  // Shutting down and drained.
@@ -179,8 +188,8 @@ void ThreadPool::ParallelFor(int64_t total, int64_t cost_per_unit,
   }
   RunShards(*state);
   if (state->shards_left.load(std::memory_order_acquire) == 0) return;
-  absl::MutexLock lock(&state->mu);
-  state->mu.Await(absl::Condition(&state->done));
+  std::unique_lock<std::mutex> lock(state->mu);
+  state->done_cv.wait(lock, [&] { return state->done; });
 }
 
 }  // namespace recflow

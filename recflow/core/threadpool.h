@@ -8,15 +8,14 @@
 #ifndef RECFLOW_CORE_THREADPOOL_H_
 #define RECFLOW_CORE_THREADPOOL_H_
 
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 
 namespace recflow {
 
@@ -78,12 +77,15 @@ class ThreadPool {
  private:
   void WorkerLoop(int index);
 
+  // std::mutex rather than absl::Mutex: ThreadSanitizer sees pthread
+  // mutexes, but not the uninstrumented absl::Mutex of a system-packaged
+  // absl, which would bury real reports under false ones.
   const std::string name_;
-  absl::Mutex mu_;
-  absl::CondVar work_available_;
-  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
-  int num_waiting_ ABSL_GUARDED_BY(mu_) = 0;
-  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  std::mutex mu_;
+  std::condition_variable work_available_;
+  std::deque<std::function<void()>> queue_;  // Guarded by mu_.
+  int num_waiting_ = 0;                      // Guarded by mu_.
+  bool shutting_down_ = false;               // Guarded by mu_.
   std::vector<std::thread> threads_;
 };
 

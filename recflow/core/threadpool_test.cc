@@ -3,22 +3,26 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <barrier>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
+#include <latch>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
-#include "absl/synchronization/barrier.h"
-#include "absl/synchronization/blocking_counter.h"
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
-#include "absl/time/time.h"
 #include "gtest/gtest.h"
+
+// Only std synchronization here (not absl's): ThreadSanitizer cannot see
+// inside an uninstrumented, system-packaged absl.
 
 namespace recflow {
 namespace {
@@ -26,15 +30,25 @@ namespace {
 // Runs fn on another thread and fails (aborting, since a hung thread cannot
 // be stopped) if it does not finish in time: a deadlock must not hang CI.
 void RunWithTimeout(const std::function<void()>& fn,
-                    absl::Duration timeout = absl::Seconds(120)) {
-  auto done = std::make_shared<absl::Notification>();
+                    std::chrono::seconds timeout = std::chrono::seconds(120)) {
+  struct Done {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+  };
+  auto done = std::make_shared<Done>();
   std::thread runner([fn, done] {
     fn();
-    done->Notify();
+    std::lock_guard<std::mutex> lock(done->mu);
+    done->done = true;
+    done->cv.notify_all();
   });
-  if (!done->WaitForNotificationWithTimeout(timeout)) {
-    ADD_FAILURE() << "timed out: deadlock?";
-    std::abort();
+  {
+    std::unique_lock<std::mutex> lock(done->mu);
+    if (!done->cv.wait_for(lock, timeout, [&] { return done->done; })) {
+      ADD_FAILURE() << "timed out: deadlock?";
+      std::abort();
+    }
   }
   runner.join();
 }
@@ -120,17 +134,17 @@ TEST(ThreadPoolTest, ExpensiveWorkIsSharded) {
 
 TEST(ThreadPoolTest, ParallelForUsesPoolThreads) {
   ThreadPool pool("spread", 3);
-  absl::Mutex mu;
+  std::mutex mu;
+  std::condition_variable cv;
   std::set<int> ids;
   // Each shard waits until at least two distinct threads are seen (or gives
   // up after a while), so the helpers get a chance to join in.
   pool.ParallelFor(64, 1000000, [&](int64_t, int64_t) {
-    absl::MutexLock lock(&mu);
+    std::unique_lock<std::mutex> lock(mu);
     ids.insert(pool.CurrentThreadId());
-    auto two_seen = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu) {
-      return ids.size() >= 2;
-    };
-    mu.AwaitWithTimeout(absl::Condition(&two_seen), absl::Seconds(10));
+    cv.notify_all();
+    cv.wait_for(lock, std::chrono::seconds(10),
+                [&] { return ids.size() >= 2; });
   });
   EXPECT_GE(ids.size(), 2u);
 }
@@ -141,7 +155,7 @@ TEST(ThreadPoolTest, NestedParallelForFromPoolThreadsCompletes) {
     std::atomic<int64_t> sum{0};
     // Every pool thread is busy in an outer ParallelFor whose shards run
     // inner ParallelFors on the same pool: no thread is ever free to help.
-    absl::BlockingCounter outer_done(4);
+    std::latch outer_done(4);
     for (int task = 0; task < 4; ++task) {
       pool.Schedule([&] {
         pool.ParallelFor(8, 1000000, [&](int64_t b, int64_t e) {
@@ -153,10 +167,10 @@ TEST(ThreadPoolTest, NestedParallelForFromPoolThreadsCompletes) {
             });
           }
         });
-        outer_done.DecrementCount();
+        outer_done.count_down();
       });
     }
-    outer_done.Wait();
+    outer_done.wait();
     EXPECT_EQ(sum.load(), 4 * 8 * 100);
 
     // And from the outside, nested three deep.
@@ -174,6 +188,22 @@ TEST(ThreadPoolTest, NestedParallelForFromPoolThreadsCompletes) {
     });
     EXPECT_EQ(sum.load(), 1000);
   });
+}
+
+TEST(ThreadPoolTest, ParallelForResultsAreVisibleToTheCaller) {
+  // Plain (non-atomic) writes by helper threads must be visible after
+  // ParallelFor returns; ThreadSanitizer checks the happens-before edge.
+  ThreadPool pool("visible", 4);
+  for (int round = 0; round < 50; ++round) {
+    std::vector<int64_t> out(4096, -1);
+    pool.ParallelFor(static_cast<int64_t>(out.size()), 100000,
+                     [&](int64_t b, int64_t e) {
+                       for (int64_t i = b; i < e; ++i) out[i] = i * round;
+                     });
+    for (int64_t i = 0; i < static_cast<int64_t>(out.size()); ++i) {
+      ASSERT_EQ(out[i], i * round);
+    }
+  }
 }
 
 TEST(ThreadPoolTest, ScheduleFromManyThreadsRunsEverything) {
@@ -199,10 +229,10 @@ TEST(ThreadPoolTest, DestructorDrainsQueuedAndFollowOnWork) {
   std::atomic<int> ran{0};
   {
     ThreadPool pool("drain", 2);
-    absl::Notification release;
+    std::latch release(1);
     // Block both threads so that work piles up in the queue.
     for (int i = 0; i < 2; ++i) {
-      pool.Schedule([&] { release.WaitForNotification(); });
+      pool.Schedule([&] { release.wait(); });
     }
     for (int i = 0; i < 100; ++i) {
       pool.Schedule([&] {
@@ -211,7 +241,7 @@ TEST(ThreadPoolTest, DestructorDrainsQueuedAndFollowOnWork) {
         pool.Schedule([&] { ran.fetch_add(1); });
       });
     }
-    release.Notify();
+    release.count_down();
   }
   EXPECT_EQ(ran.load(), 200);
 }
@@ -220,43 +250,44 @@ TEST(ThreadPoolTest, CurrentThreadIdAndName) {
   ThreadPool pool("a_rather_long_pool_name", 3);
   ThreadPool other("other", 1);
   EXPECT_EQ(pool.CurrentThreadId(), -1);
+  EXPECT_EQ(other.CurrentThreadId(), -1);
   EXPECT_EQ(pool.NumThreads(), 3);
 
-  absl::Mutex mu;
+  std::mutex mu;
   std::set<int> ids;
   std::set<std::string> names;
   std::vector<int> other_ids;
-  // Deleted by the one thread whose Block() returns true.
-  auto* all_started = new absl::Barrier(3);
-  absl::BlockingCounter all_done(3);
+  std::barrier all_started(3);
+  std::latch all_done(3);
   for (int i = 0; i < 3; ++i) {
     pool.Schedule([&] {
       // Wait until all three run at once, so each is on its own thread.
-      if (all_started->Block()) delete all_started;
+      all_started.arrive_and_wait();
       char name[32] = {};
       pthread_getname_np(pthread_self(), name, sizeof(name));
       {
-        absl::MutexLock lock(&mu);
+        std::lock_guard<std::mutex> lock(mu);
         ids.insert(pool.CurrentThreadId());
         names.insert(name);
         other_ids.push_back(other.CurrentThreadId());
       }
-      all_done.DecrementCount();
+      all_done.count_down();
     });
   }
-  all_done.Wait();
+  all_done.wait();
+  std::lock_guard<std::mutex> lock(mu);
   EXPECT_EQ(ids, (std::set<int>{0, 1, 2}));
   EXPECT_EQ(names, (std::set<std::string>{"a_rather_long_p"}));
   EXPECT_EQ(other_ids, (std::vector<int>{-1, -1, -1}));
 
-  absl::Notification checked;
-  int other_id = -2;
+  std::atomic<int> other_id{-2};
+  std::latch checked(1);
   other.Schedule([&] {
     other_id = other.CurrentThreadId();
-    checked.Notify();
+    checked.count_down();
   });
-  checked.WaitForNotification();
-  EXPECT_EQ(other_id, 0);
+  checked.wait();
+  EXPECT_EQ(other_id.load(), 0);
 }
 
 TEST(ThreadPoolTest, NumSchedulableCPUs) {

@@ -1,0 +1,285 @@
+#include "recflow/runtime/session.h"
+
+#include <atomic>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "recflow/framework/op_kernel.h"
+#include "recflow/framework/op_registry.h"
+#include "recflow/framework/scope.h"
+#include "recflow/ops/array_ops.h"
+#include "recflow/ops/math_ops.h"
+#include "recflow/ops/state_ops.h"
+#include "recflow/proto/saved_model.pb.h"
+
+namespace recflow {
+namespace {
+
+using testing::HasSubstr;
+
+// Test-only ops: an identity that counts its runs, and one that always fails.
+std::atomic<int> g_counting_runs{0};
+
+REGISTER_OP("TestCountingIdentity")
+    .Input("input: float")
+    .Output("output: float")
+    .SetShapeFn(shape_fns::UnchangedShape)
+    .Doc("Test only: Identity that counts how often it runs.");
+REGISTER_OP("TestFail")
+    .Input("input: float")
+    .Output("output: float")
+    .SetShapeFn(shape_fns::UnchangedShape)
+    .Doc("Test only: always fails.");
+
+class CountingIdentityOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    g_counting_runs.fetch_add(1);
+    ctx->set_output(0, ctx->input(0));
+  }
+};
+class FailOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    ctx->SetStatus(errors::InvalidArgument("the test kernel refuses"));
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("TestCountingIdentity").Device(DEVICE_CPU), CountingIdentityOp);
+REGISTER_KERNEL_BUILDER(Name("TestFail").Device(DEVICE_CPU), FailOp);
+
+Output Counting(const Scope& s, Output in) {
+  NodeBuilder b(s.GetUniqueNameForOp("TestCountingIdentity"), "TestCountingIdentity");
+  b.Input(in);
+  return Output(s.AddNode(b));
+}
+
+std::unique_ptr<Session> MakeSession(const Scope& root, SessionOptions options = {}) {
+  auto def = root.ToGraphDef();
+  EXPECT_TRUE(def.ok()) << def.status();
+  auto s = Session::Create(options, *def);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return std::move(s).value();
+}
+
+Tensor RandomMatrix(int rows, int cols, uint32_t seed) {
+  Tensor t(DT_FLOAT, TensorShape({rows, cols}));
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-2, 2);
+  for (float& v : t.flat<float>()) v = dist(rng);
+  return t;
+}
+
+TEST(SessionTest, FeedsFetchesAndTargets) {
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, PartialShape({-1, 3}));
+  Output two = ops::Const(root.WithOpName("two"), 2.f);
+  Output y = ops::Mul(root.WithOpName("y"), x, two);
+  Output z = ops::AddV2(root.WithOpName("z"), y, x);
+  auto session = MakeSession(root);
+  const Tensor xv = RandomMatrix(2, 3, 1);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->Run({{"x", xv}}, {"y:0", "z"}, {}, &out).ok());
+  ASSERT_EQ(out.size(), 2u);
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_FLOAT_EQ(out[0].flat<float>()[i], 2 * xv.flat<float>()[i]);
+    EXPECT_FLOAT_EQ(out[1].flat<float>()[i], 3 * xv.flat<float>()[i]);
+  }
+  // Feeding an intermediate tensor cuts the graph there.
+  const Tensor yv = RandomMatrix(2, 3, 2);
+  ASSERT_TRUE(session->Run({{"y", yv}, {"x", xv}}, {"z"}, {}, &out).ok());
+  EXPECT_FLOAT_EQ(out[0].flat<float>()[4], yv.flat<float>()[4] + xv.flat<float>()[4]);
+  // Fetching a fed tensor returns the fed value.
+  ASSERT_TRUE(session->Run({{"y", yv}}, {"y"}, {}, &out).ok());
+  EXPECT_TRUE(TensorsEqual(out[0], yv));
+  // One executor per signature.
+  EXPECT_EQ(session->num_cached_executors(), 3);
+  ASSERT_TRUE(session->Run({{"x", xv}}, {"y:0", "z"}, {}, &out).ok());
+  EXPECT_EQ(session->num_cached_executors(), 3);
+}
+
+TEST(SessionTest, PrunesWhatFetchesDoNotNeed) {
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  Output needed = Counting(root.WithOpName("needed"), x);
+  Counting(root.WithOpName("unneeded"), x);
+  Output fed = Counting(root.WithOpName("fed_producer"), x);
+  ops::Identity(root.WithOpName("after_fed"), fed);
+  auto session = MakeSession(root);
+  std::vector<Tensor> out;
+  g_counting_runs = 0;
+  ASSERT_TRUE(session->Run({{"x", Tensor::Scalar(1.f)}}, {"needed"}, {}, &out).ok());
+  EXPECT_EQ(g_counting_runs.load(), 1);  // 'unneeded' and 'fed_producer' did not run
+  g_counting_runs = 0;
+  ASSERT_TRUE(session->Run({{"fed_producer", Tensor::Scalar(5.f)}}, {"after_fed"}, {}, &out).ok());
+  EXPECT_EQ(g_counting_runs.load(), 0);  // a fed tensor's producer does not run
+  EXPECT_EQ(out[0].scalar<float>(), 5.f);
+  g_counting_runs = 0;
+  ASSERT_TRUE(session->Run({{"x", Tensor::Scalar(1.f)}}, {}, {"unneeded"}, nullptr).ok());
+  EXPECT_EQ(g_counting_runs.load(), 1);  // a target runs for its effect
+}
+
+TEST(SessionTest, BadFeedsAndFetchesAreNamed) {
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, PartialShape({-1, 3}));
+  ops::Identity(root.WithOpName("y"), x);
+  auto session = MakeSession(root);
+  std::vector<Tensor> out;
+  const Tensor xv = RandomMatrix(2, 3, 3);
+  EXPECT_THAT(session->Run({{"nope", xv}}, {"y"}, {}, &out).message(),
+              HasSubstr("feed 'nope': no node named 'nope'"));
+  EXPECT_THAT(session->Run({{"x", xv}}, {"nope:0"}, {}, &out).message(),
+              HasSubstr("fetch 'nope:0': no node named 'nope'"));
+  EXPECT_THAT(session->Run({{"x", xv}}, {"y:1"}, {}, &out).message(), HasSubstr("has 1 outputs"));
+  EXPECT_THAT(session->Run({{"x", xv}}, {}, {"missing_target"}, &out).message(),
+              HasSubstr("target 'missing_target'"));
+  EXPECT_THAT(session->Run({{"x", Tensor::Scalar<int32_t>(1)}}, {"y"}, {}, &out).message(),
+              HasSubstr("feed 'x' has dtype int32 but the graph expects float"));
+  EXPECT_THAT(session->Run({{"x", RandomMatrix(2, 4, 4)}}, {"y"}, {}, &out).message(),
+              HasSubstr("cannot feed a value of shape [2,4] for 'x', which has shape [?,3]"));
+  EXPECT_THAT(session->Run({}, {"y"}, {}, &out).message(),
+              HasSubstr("you must feed a value for placeholder 'x'"));
+  EXPECT_THAT(session->Run({{"x", xv}, {"x:0", xv}}, {"y"}, {}, &out).message(),
+              HasSubstr("fed more than once"));
+  EXPECT_THAT(session->Run({}, {}, {}, &out).message(), HasSubstr("at least one fetch"));
+}
+
+TEST(SessionTest, AKernelErrorCancelsTheStepAndNamesTheNode) {
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  NodeBuilder b("broken", "TestFail");
+  b.Input(x);
+  Output broken(root.AddNode(b));
+  Output after = Counting(root.WithOpName("after"), broken);
+  ASSERT_TRUE(root.ok());
+  auto session = MakeSession(root);
+  std::vector<Tensor> out;
+  g_counting_runs = 0;
+  absl::Status s = session->Run({{"x", Tensor::Scalar(1.f)}}, {"after"}, {}, &out);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("node 'broken' (TestFail): the test kernel refuses"));
+  EXPECT_EQ(g_counting_runs.load(), 0);
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(SessionTest, RunningAnOpWithoutAKernelNamesOpAndNode) {
+  tensorflow::GraphDef def;
+  auto* n = def.add_node();
+  n->set_name("mystery");
+  n->set_op("NotARealOp");
+  auto session = Session::Create({}, def);
+  ASSERT_TRUE(session.ok()) << session.status();  // unknown ops may exist in a graph
+  absl::Status s = (*session)->Run({}, {}, {"mystery"}, nullptr);
+  EXPECT_THAT(s.message(), HasSubstr("node 'mystery' uses op 'NotARealOp'"));
+  // A registered op with no kernel for its dtype.
+  Scope root = Scope::NewRootScope();
+  Output a = ops::Const(root, Tensor::FromVector<int8_t>({1, 2}, TensorShape({2})));
+  ops::AddV2(root.WithOpName("int8_add"), a, a);
+  auto s2 = MakeSession(root);
+  std::vector<Tensor> out;
+  absl::Status e = s2->Run({}, {"int8_add"}, {}, &out);
+  EXPECT_THAT(e.message(), HasSubstr("no kernel for node 'int8_add' (op AddV2) on CPU with T=int8"));
+  EXPECT_THAT(e.message(), HasSubstr("registered kernels"));
+}
+
+TEST(SessionTest, VariablesPersistAcrossRunsBothStyles) {
+  Scope root = Scope::NewRootScope();
+  Output v = ops::Variable(root.WithOpName("v"), PartialShape({2}), DT_FLOAT);
+  Output init = ops::Assign(root.WithOpName("init"), v,
+                            ops::Const(root, {1.f, 2.f}, TensorShape({2})));
+  Output doubled = ops::Mul(root.WithOpName("doubled"), v, ops::Const(root, 2.f));
+  ops::Assign(root.WithOpName("update"), v, doubled);
+  Output h = ops::VarHandleOp(root.WithOpName("h"), DT_FLOAT, PartialShape({}));
+  ops::AssignVariableOp(root.WithOpName("h_init"), h, ops::Const(root, 7.f));
+  ops::ReadVariableOp(root.WithOpName("h_read"), h, DT_FLOAT);
+  auto session = MakeSession(root);
+  std::vector<Tensor> out;
+  EXPECT_THAT(session->Run({}, {"doubled"}, {}, &out).message(),
+              HasSubstr("uninitialized variable 'v'"));
+  ASSERT_TRUE(session->Run({}, {}, {"init"}, nullptr).ok());
+  const Tensor before_update = [&] {
+    std::vector<Tensor> o;
+    EXPECT_TRUE(session->Run({}, {"v"}, {}, &o).ok());
+    return o[0];
+  }();
+  ASSERT_TRUE(session->Run({}, {}, {"update"}, nullptr).ok());
+  ASSERT_TRUE(session->Run({}, {}, {"update"}, nullptr).ok());
+  ASSERT_TRUE(session->Run({}, {"v"}, {}, &out).ok());
+  EXPECT_EQ(out[0].flat<float>()[1], 8.f);
+  EXPECT_EQ(before_update.flat<float>()[1], 2.f);  // a value read earlier never changes
+  ASSERT_TRUE(session->Run({}, {}, {"h_init"}, nullptr).ok());
+  ASSERT_TRUE(session->Run({}, {"h_read"}, {}, &out).ok());
+  EXPECT_EQ(out[0].scalar<float>(), 7.f);
+  EXPECT_THAT(session->Run({{"v", Tensor::Scalar(1.f)}}, {}, {"update"}, nullptr).message(),
+              HasSubstr("expects float_ref"));
+}
+
+TEST(SessionTest, ExtendAddsNodesAndConcurrentRunsAgree) {
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, PartialShape({-1, 8}));
+  Output w = ops::Const(root.WithOpName("w"), RandomMatrix(8, 8, 5));
+  ops::MatMul(root.WithOpName("y"), x, w);
+  auto session = MakeSession(root, SessionOptions{2, 2});
+  tensorflow::GraphDef more;
+  auto* n = more.add_node();
+  n->set_name("y2");
+  n->set_op("Identity");
+  n->add_input("y");
+  (*n->mutable_attr())["T"].set_type(tensorflow::DT_FLOAT);
+  ASSERT_TRUE(session->Extend(more).ok());
+  EXPECT_FALSE(session->Extend(more).ok());  // names must be new
+  const Tensor xv = RandomMatrix(64, 8, 6);
+  std::vector<Tensor> expected;
+  ASSERT_TRUE(session->Run({{"x", xv}}, {"y2"}, {}, &expected).ok());
+  std::atomic<int> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 50; ++i) {
+        std::vector<Tensor> out;
+        if (!session->Run({{"x", xv}}, {"y2"}, {}, &out).ok() ||
+            !TensorsEqual(out[0], expected[0])) {
+          mismatches.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(mismatches.load(), 0);
+}
+
+TEST(SessionTest, RunsTheTensorFlowHalfPlusTwoGraph) {
+  std::ifstream in(RECFLOW_SOURCE_DIR
+                   "/../shared/testdata/tf_serving/saved_model_half_plus_two_cpu/00000123/"
+                   "saved_model.pb",
+                   std::ios::binary);
+  std::stringstream buf;
+  buf << in.rdbuf();
+  tensorflow::SavedModel sm;
+  ASSERT_TRUE(sm.ParseFromString(buf.str()));
+  auto session = Session::Create({}, sm.meta_graphs(0).graph_def());
+  ASSERT_TRUE(session.ok()) << session.status();
+  // The graph's own initializer assigns a=0.5, b=2, c=3 ...
+  ASSERT_TRUE((*session)->Run({}, {}, {"init"}, nullptr).ok());
+  std::vector<Tensor> out;
+  const Tensor x = Tensor::FromVector<float>({1.f, 2.f, 5.f}, TensorShape({3, 1}));
+  absl::Status s = (*session)->Run({{"x:0", x}}, {"y:0", "y2:0"}, {}, &out);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_THAT(std::vector<float>(out[0].flat<float>().begin(), out[0].flat<float>().end()),
+              testing::ElementsAre(2.5f, 3.f, 4.5f));
+  EXPECT_THAT(std::vector<float>(out[1].flat<float>().begin(), out[1].flat<float>().end()),
+              testing::ElementsAre(3.5f, 4.f, 5.5f));
+  // The tf.Example path needs ParseExample and Reshape, which this binary lacks so far.
+  EXPECT_THAT((*session)->Run({{"tf_example:0", Tensor(DT_STRING, TensorShape({1}))}}, {"y:0"},
+                              {}, &out)
+                  .message(),
+              HasSubstr("is not registered in this binary"));
+}
+
+}  // namespace
+}  // namespace recflow
