@@ -40,13 +40,14 @@ template <typename T>
 class ZeroOutOp : public OpKernel {
  public:
   // Plans once per node: reads and checks the attrs. An error reported here
-  // fails graph-to-executor construction with the node named.
+  // fails building the executor (the first Run), with the node named.
   explicit ZeroOutOp(OpKernelConstruction* c) : OpKernel(c) {
     OP_REQUIRES_OK(c, c->GetAttr("preserve_index", &preserve_index_));
-    // The op's "int >= 0" already rejects a negative value; this guards
-    // NodeDefs that reach the kernel without validation.
+    // Graph construction already enforces the op's "int >= 0"; checking
+    // here too keeps the kernel safe on its own, at no cost per step.
     OP_REQUIRES(c, preserve_index_ >= 0,
-                errors::InvalidArgument("preserve_index must be >= 0, got ", preserve_index_));
+                errors::InvalidArgument("preserve_index must be >= 0, got ",
+                                        preserve_index_));
   }
 
   // Runs every step, possibly on several threads at once: reads only
@@ -55,14 +56,16 @@ class ZeroOutOp : public OpKernel {
     const Tensor& input = ctx->input(0);
     const int64_t n = input.NumElements();
     OP_REQUIRES(ctx, input.dims() >= 1,
-                errors::InvalidArgument("input must have rank >= 1, got rank ", input.dims(),
-                                        " with shape ", input.shape().DebugString()));
+                errors::InvalidArgument("input must have rank >= 1, got rank ",
+                                        input.dims(), " with shape ",
+                                        input.shape().DebugString()));
     OP_REQUIRES(ctx, n > 0,
                 errors::InvalidArgument("input must not be empty, got shape ",
                                         input.shape().DebugString()));
     OP_REQUIRES(ctx, preserve_index_ < n,
                 errors::InvalidArgument("preserve_index is ", preserve_index_,
-                                        " but the input has only ", n, " elements (shape ",
+                                        " but the input has only ", n,
+                                        " elements (shape ",
                                         input.shape().DebugString(), ")"));
 
     Tensor* output = nullptr;
@@ -85,7 +88,7 @@ class ZeroOutOp : public OpKernel {
 
 }  // namespace
 
-// --- Registrations -----------------------------------------------------------
+// --- Registrations ---------------------------------------------------------
 
 REGISTER_OP("ZeroOut")
     .Input("to_zero: T")
@@ -100,13 +103,17 @@ flattened input is copied to the same position of the output; every other
 element is 0. `to_zero` must have rank >= 1 and at least preserve_index + 1
 elements.)doc");
 
-REGISTER_KERNEL_BUILDER(Name("ZeroOut").Device(DEVICE_CPU).TypeConstraint<int32_t>("T"),
-                        ZeroOutOp<int32_t>);
-REGISTER_KERNEL_BUILDER(Name("ZeroOut").Device(DEVICE_CPU).TypeConstraint<int64_t>("T"),
-                        ZeroOutOp<int64_t>);
-REGISTER_KERNEL_BUILDER(Name("ZeroOut").Device(DEVICE_CPU).TypeConstraint<float>("T"),
-                        ZeroOutOp<float>);
-REGISTER_KERNEL_BUILDER(Name("ZeroOut").Device(DEVICE_CPU).TypeConstraint<double>("T"),
-                        ZeroOutOp<double>);
+REGISTER_KERNEL_BUILDER(
+    Name("ZeroOut").Device(DEVICE_CPU).TypeConstraint<int32_t>("T"),
+    ZeroOutOp<int32_t>);
+REGISTER_KERNEL_BUILDER(
+    Name("ZeroOut").Device(DEVICE_CPU).TypeConstraint<int64_t>("T"),
+    ZeroOutOp<int64_t>);
+REGISTER_KERNEL_BUILDER(
+    Name("ZeroOut").Device(DEVICE_CPU).TypeConstraint<float>("T"),
+    ZeroOutOp<float>);
+REGISTER_KERNEL_BUILDER(
+    Name("ZeroOut").Device(DEVICE_CPU).TypeConstraint<double>("T"),
+    ZeroOutOp<double>);
 
 }  // namespace recflow
