@@ -179,9 +179,11 @@ void ThreadPool::ParallelFor(int64_t total, int64_t cost_per_unit,
 
   auto state =
       std::make_shared<ParallelForState>(&fn, total, block, num_shards);
-  // The caller works too, so one helper fewer than shards is enough; a pool
-  // thread calling in cannot also be its own helper.
-  const int64_t other_threads = num_threads - (CurrentThreadId() >= 0 ? 1 : 0);
+  // The caller works too, so the pool's size is the total parallelism: at
+  // most NumThreads() - 1 helpers join it. (A caller outside the pool, such
+  // as an executor thread, already occupies a core; adding NumThreads()
+  // helpers to it oversubscribes the machine.)
+  const int64_t other_threads = num_threads - 1;
   const int64_t num_helpers = std::min(num_shards - 1, other_threads);
   for (int64_t i = 0; i < num_helpers; ++i) {
     Schedule([state] { RunShards(*state); });

@@ -12,10 +12,14 @@
 namespace recflow {
 
 // Loads the library at `path` and returns the ops it registered. Loading
-// the same path again returns the same list without reloading. Errors: the
-// loader's message naming the file (missing file, missing symbols, wrong
-// architecture), or the library's registration errors (an op that is
-// already registered, a malformed op spec). Thread-safe.
+// the same library again (by any spelling of its path) returns the same
+// result without re-running its registrations. Errors: NotFound when there is
+// no such file; InvalidArgument with the loader's message when the file is
+// not a loadable library (wrong format or architecture, missing symbols) or
+// when its registrations fail (an op or kernel that is already registered, a
+// malformed op spec). A library whose registrations failed stays loaded and
+// keeps failing; kernels it did register are not removed.
+// A path without '/' names a file in the current directory. Thread-safe.
 absl::StatusOr<tensorflow::OpList> LoadOpLibrary(const std::string& path);
 
 }  // namespace recflow

@@ -24,6 +24,7 @@
 #include "gtest/gtest.h"
 #include "recflow/core/status.h"
 #include "recflow/core/tensor.h"
+#include "recflow/framework/op_kernel.h"
 #include "recflow/framework/op_registry.h"
 #include "recflow/framework/scope.h"
 #include "recflow/framework/shape_inference_testutil.h"
@@ -134,8 +135,20 @@ TEST(LoadLibraryTest, FileThatIsNotASharedLibraryIsAClearError) {
   }
   auto ops = LoadOpLibrary(path);
   ASSERT_FALSE(ops.ok());
+  EXPECT_EQ(ops.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(ops.status().message(), HasSubstr("cannot load op library"));
   EXPECT_THAT(ops.status().message(), HasSubstr(path));
+}
+
+TEST(LoadLibraryTest, AnotherSpellingOfThePathGivesTheSameOps) {
+  const std::string lib = RECFLOW_BINARY_DIR "/lib/zero_out.so";
+  auto first = LoadOpLibrary(lib);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto again = LoadOpLibrary(RECFLOW_BINARY_DIR "/lib/../lib/zero_out.so");
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_EQ(again->op_size(), 1);
+  EXPECT_EQ(again->op(0).name(), "ZeroOut");
+  EXPECT_THAT(KernelRegistry::Global()->RegistrationErrors(), ::testing::IsEmpty());
 }
 
 // ---------------------------------------------------------------------------

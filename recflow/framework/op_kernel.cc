@@ -54,12 +54,11 @@ absl::Status OpKernelContext::forward_input_or_allocate_output(int input_index, 
       DataTypeIsPod(in.tensor.dtype()) && in.tensor.NumElements() == shape.num_elements() &&
       in.tensor.raw_data() == in.tensor.buffer()->data() &&
       in.tensor.TotalBytes() == in.tensor.buffer()->size_bytes()) {
-    auto reshaped = in.tensor.Reshaped(shape);
-    if (reshaped.ok()) {
-      outputs_[output_index].tensor = *std::move(reshaped);
-      *out = &outputs_[output_index].tensor;
-      return absl::OkStatus();
-    }
+    Tensor& dst = outputs_[output_index].tensor;
+    dst = in.tensor;
+    if (dst.shape() != shape) dst = *dst.Reshaped(shape);  // same element count
+    *out = &dst;
+    return absl::OkStatus();
   }
   return allocate_output(output_index, shape, out);
 }
@@ -82,6 +81,16 @@ KernelRegistry* KernelRegistry::Global() {
 
 void KernelRegistry::Register(KernelDef def, std::string class_name, KernelFactory factory) {
   absl::MutexLock lock(&mu_);
+  auto [begin, end] = kernels_.equal_range(def.op);
+  for (auto it = begin; it != end; ++it) {
+    const KernelDef& other = it->second.def;
+    if (other.device_type == def.device_type && other.type_constraints == def.type_constraints &&
+        other.priority == def.priority) {
+      errors_.push_back(absl::StrCat("kernel ", def.DebugString(), " (", class_name,
+                                     ") is already registered by ", it->second.class_name));
+      return;
+    }
+  }
   std::string op = def.op;
   kernels_.emplace(std::move(op),
                    Registration{std::move(def), std::move(class_name), std::move(factory)});
@@ -146,6 +155,11 @@ bool KernelRegistry::HasKernelForOp(absl::string_view op, absl::string_view devi
     if (it->second.def.device_type == device_type) return true;
   }
   return false;
+}
+
+std::vector<std::string> KernelRegistry::RegistrationErrors() const {
+  absl::MutexLock lock(&mu_);
+  return errors_;
 }
 
 std::vector<std::string> KernelRegistry::ListKernels() const {

@@ -268,7 +268,10 @@ class KernelRegistry {
  public:
   static KernelRegistry* Global();
 
+  // A second kernel with the same op, device and type constraints is not
+  // added; the clash is recorded in RegistrationErrors().
   void Register(KernelDef def, std::string class_name, KernelFactory factory);
+  std::vector<std::string> RegistrationErrors() const;
   // The best kernel for `node` on `device_type`. NotFound naming the node,
   // its dtypes and the kernels registered for the op when none matches.
   absl::StatusOr<const KernelDef*> FindKernel(absl::string_view device_type,
@@ -294,6 +297,7 @@ class KernelRegistry {
 
   mutable absl::Mutex mu_;
   std::multimap<std::string, Registration, std::less<>> kernels_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> errors_ ABSL_GUARDED_BY(mu_);
 };
 
 // Implementation details of REGISTER_KERNEL_BUILDER follow.

@@ -39,13 +39,29 @@ struct MulFn<bfloat16> {
   bfloat16 operator()(bfloat16 a, bfloat16 b) const { return bfloat16(float(a) * float(b)); }
 };
 
-void Parallel(OpKernelContext* ctx, int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+// Below this many elements the loop runs inline without building a
+// std::function or touching the pool.
+constexpr int64_t kInlineElements = 32 * 1024;
+
+template <typename F>
+void Parallel(OpKernelContext* ctx, int64_t n, F&& fn) {
   ThreadPool* pool = ctx->intra_op_pool();
-  if (pool == nullptr) {
-    fn(0, n);
+  if (pool == nullptr || n < kInlineElements) {
+    fn(int64_t{0}, n);
   } else {
-    pool->ParallelFor(n, kElementCost, fn);
+    pool->ParallelFor(n, kElementCost, std::forward<F>(fn));
   }
+}
+
+// True when `suffix` equals the trailing dimensions of `shape` (so it
+// broadcasts over the leading ones, as a bias does).
+bool IsTrailingSuffix(const TensorShape& shape, const TensorShape& suffix) {
+  if (suffix.dims() > shape.dims() || suffix.num_elements() == 0) return false;
+  const int offset = shape.dims() - suffix.dims();
+  for (int i = 0; i < suffix.dims(); ++i) {
+    if (shape.dim_size(offset + i) != suffix.dim_size(i)) return false;
+  }
+  return true;
 }
 
 // Broadcast plan: output dims and each input's strides (0 where broadcast),
@@ -115,6 +131,23 @@ class BinaryOp : public OpKernel {
       T* po = out->data<T>();
       Parallel(ctx, a.NumElements(), [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) po[i] = fn(pa[i], pb[i]);
+      });
+      return;
+    }
+    // x + bias: one operand is the trailing part of the other's shape.
+    const bool b_is_suffix = IsTrailingSuffix(a.shape(), b.shape());
+    if (b_is_suffix || IsTrailingSuffix(b.shape(), a.shape())) {
+      const Tensor& big = b_is_suffix ? a : b;
+      const Tensor& small = b_is_suffix ? b : a;
+      OP_REQUIRES_OK(ctx, Allocate(ctx, big.shape(), &out));
+      const T* pbig = big.data<T>();
+      const T* psmall = small.data<T>();
+      T* po = out->data<T>();
+      const int64_t inner = small.NumElements();
+      Parallel(ctx, big.NumElements(), [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          po[i] = b_is_suffix ? fn(pbig[i], psmall[i % inner]) : fn(psmall[i % inner], pbig[i]);
+        }
       });
       return;
     }

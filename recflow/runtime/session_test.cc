@@ -80,7 +80,7 @@ TEST(SessionTest, FeedsFetchesAndTargets) {
   Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, PartialShape({-1, 3}));
   Output two = ops::Const(root.WithOpName("two"), 2.f);
   Output y = ops::Mul(root.WithOpName("y"), x, two);
-  Output z = ops::AddV2(root.WithOpName("z"), y, x);
+  ops::AddV2(root.WithOpName("z"), y, x);
   auto session = MakeSession(root);
   const Tensor xv = RandomMatrix(2, 3, 1);
   std::vector<Tensor> out;
@@ -106,7 +106,7 @@ TEST(SessionTest, FeedsFetchesAndTargets) {
 TEST(SessionTest, PrunesWhatFetchesDoNotNeed) {
   Scope root = Scope::NewRootScope();
   Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
-  Output needed = Counting(root.WithOpName("needed"), x);
+  Counting(root.WithOpName("needed"), x);
   Counting(root.WithOpName("unneeded"), x);
   Output fed = Counting(root.WithOpName("fed_producer"), x);
   ops::Identity(root.WithOpName("after_fed"), fed);
@@ -155,7 +155,7 @@ TEST(SessionTest, AKernelErrorCancelsTheStepAndNamesTheNode) {
   NodeBuilder b("broken", "TestFail");
   b.Input(x);
   Output broken(root.AddNode(b));
-  Output after = Counting(root.WithOpName("after"), broken);
+  Counting(root.WithOpName("after"), broken);
   ASSERT_TRUE(root.ok());
   auto session = MakeSession(root);
   std::vector<Tensor> out;
@@ -190,8 +190,8 @@ TEST(SessionTest, RunningAnOpWithoutAKernelNamesOpAndNode) {
 TEST(SessionTest, VariablesPersistAcrossRunsBothStyles) {
   Scope root = Scope::NewRootScope();
   Output v = ops::Variable(root.WithOpName("v"), PartialShape({2}), DT_FLOAT);
-  Output init = ops::Assign(root.WithOpName("init"), v,
-                            ops::Const(root, {1.f, 2.f}, TensorShape({2})));
+  ops::Assign(root.WithOpName("init"), v,
+              ops::Const(root, {1.f, 2.f}, TensorShape({2})));
   Output doubled = ops::Mul(root.WithOpName("doubled"), v, ops::Const(root, 2.f));
   ops::Assign(root.WithOpName("update"), v, doubled);
   Output h = ops::VarHandleOp(root.WithOpName("h"), DT_FLOAT, PartialShape({}));
