@@ -13,7 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string_view>
+#include "absl/strings/string_view.h"
 
 namespace recflow {
 namespace crc32c {
@@ -24,7 +24,7 @@ uint32_t Extend(uint32_t init_crc, const char* data, size_t n);
 
 // Returns the crc32c of data[0, n).
 inline uint32_t Value(const char* data, size_t n) { return Extend(0, data, n); }
-inline uint32_t Value(std::string_view data) {
+inline uint32_t Value(absl::string_view data) {
   return Extend(0, data.data(), data.size());
 }
 

@@ -44,7 +44,7 @@ TEST(Crc32cTest, KnownVectors) {
             Value(reinterpret_cast<const char*>(iscsi), sizeof(iscsi)));
 
   EXPECT_EQ(0u, Value("", 0));
-  EXPECT_EQ(Value("a", 1), Value(std::string_view("a")));
+  EXPECT_EQ(Value("a", 1), Value(absl::string_view("a")));
 }
 
 TEST(Crc32cTest, KnownVectorsOnBothImplementations) {

@@ -82,14 +82,8 @@ absl::StatusCode ErrnoToCode(int err) {
   }
 }
 
-// Debian's absl is built with its own string_view type, which absl::StrCat
-// takes but std::string_view does not convert to.
-absl::string_view AsAbsl(std::string_view s) {
-  return absl::string_view(s.data(), s.size());
-}
-
-std::string Quote(std::string_view path) {
-  return absl::StrCat("'", AsAbsl(path), "'");
+std::string Quote(absl::string_view path) {
+  return absl::StrCat("'", path, "'");
 }
 
 uint64_t ClockMicros(clockid_t clock) {
@@ -128,7 +122,7 @@ class PosixWritableFile : public WritableFile {
     if (fd_ >= 0) (void)Close();
   }
 
-  absl::Status Append(std::string_view data) override {
+  absl::Status Append(absl::string_view data) override {
     if (fd_ < 0) return ClosedError(path_);
     // Small appends (record headers, footers) are gathered in the buffer.
     size_t copy = std::min(data.size(), kBufferSize - pos_);
@@ -198,7 +192,7 @@ class PosixRandomAccessFile : public RandomAccessFile {
       : path_(std::move(path)), fd_(fd) {}
   ~PosixRandomAccessFile() override { ::close(fd_); }
 
-  absl::StatusOr<std::string_view> Read(uint64_t offset, size_t n,
+  absl::StatusOr<absl::string_view> Read(uint64_t offset, size_t n,
                                         char* scratch) const override {
     constexpr uint64_t kMaxOffset =
         static_cast<uint64_t>(std::numeric_limits<off_t>::max());
@@ -221,7 +215,7 @@ class PosixRandomAccessFile : public RandomAccessFile {
       if (r == 0) break;  // End of file.
       done += static_cast<size_t>(r);
     }
-    return std::string_view(scratch, done);
+    return absl::string_view(scratch, done);
   }
 
   absl::StatusOr<uint64_t> Size() const override {
@@ -315,7 +309,7 @@ class PosixEnv : public Env {
         }
         break;
       }
-      std::string_view name = entry->d_name;
+      absl::string_view name = entry->d_name;
       if (name == "." || name == "..") continue;
       names.emplace_back(name);
     }
@@ -407,7 +401,7 @@ class PosixEnv : public Env {
   }
 };
 
-std::string StripTrailingSlashes(std::string_view path) {
+std::string StripTrailingSlashes(absl::string_view path) {
   while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
   return std::string(path);
 }
@@ -424,20 +418,20 @@ std::string RandomHex64() {
   return buf;
 }
 
-absl::Status TooLargeError(const std::string& path, std::string_view size,
+absl::Status TooLargeError(const std::string& path, absl::string_view size,
                            uint64_t max_bytes) {
   return absl::ResourceExhaustedError(absl::StrCat(
-      "cannot read ", Quote(path), " into memory: it is ", AsAbsl(size),
+      "cannot read ", Quote(path), " into memory: it is ", size,
       " bytes, over the limit of ", max_bytes,
       " bytes (stream large files instead of reading them whole)"));
 }
 
 }  // namespace
 
-absl::Status ErrnoToStatus(int err, std::string_view context) {
+absl::Status ErrnoToStatus(int err, absl::string_view context) {
   if (err == 0) return absl::OkStatus();
   return absl::Status(ErrnoToCode(err),
-                      absl::StrCat(AsAbsl(context), ": ", StrError(err)));
+                      absl::StrCat(context, ": ", StrError(err)));
 }
 
 Env* Env::Default() {
@@ -490,7 +484,7 @@ absl::Status ReadFileToString(Env* env, const std::string& path,
     }
     out->resize(offset + want);
     char* dst = out->data() + offset;
-    absl::StatusOr<std::string_view> got =
+    absl::StatusOr<absl::string_view> got =
         (*file)->Read(offset, static_cast<size_t>(want), dst);
     if (!got.ok()) return got.status();
     if (got->data() != dst) std::memmove(dst, got->data(), got->size());
@@ -506,7 +500,7 @@ absl::Status ReadFileToString(Env* env, const std::string& path,
 }
 
 absl::Status WriteStringToFile(Env* env, const std::string& path,
-                               std::string_view data) {
+                               absl::string_view data) {
   absl::StatusOr<std::unique_ptr<WritableFile>> file =
       env->NewWritableFile(path);
   if (!file.ok()) return file.status();
@@ -516,7 +510,7 @@ absl::Status WriteStringToFile(Env* env, const std::string& path,
 }
 
 absl::Status WriteStringToFileAtomically(Env* env, const std::string& path,
-                                         std::string_view data) {
+                                         absl::string_view data) {
   const std::string tmp =
       absl::StrCat(path, ".tmp.", ::getpid(), ".", RandomHex64());
   absl::Status s;
@@ -558,26 +552,26 @@ absl::Status DeleteRecursively(Env* env, const std::string& dir) {
   return env->DeleteDir(dir);
 }
 
-std::string JoinPath(std::string_view a, std::string_view b) {
+std::string JoinPath(absl::string_view a, absl::string_view b) {
   if (a.empty()) return std::string(b);
   if (b.empty()) return std::string(a);
   bool a_slash = a.back() == '/';
   bool b_slash = b.front() == '/';
-  if (a_slash && b_slash) return absl::StrCat(AsAbsl(a), AsAbsl(b.substr(1)));
-  if (a_slash || b_slash) return absl::StrCat(AsAbsl(a), AsAbsl(b));
-  return absl::StrCat(AsAbsl(a), "/", AsAbsl(b));
+  if (a_slash && b_slash) return absl::StrCat(a, b.substr(1));
+  if (a_slash || b_slash) return absl::StrCat(a, b);
+  return absl::StrCat(a, "/", b);
 }
 
-std::string Dirname(std::string_view path) {
+std::string Dirname(absl::string_view path) {
   size_t pos = path.rfind('/');
-  if (pos == std::string_view::npos) return "";
+  if (pos == absl::string_view::npos) return "";
   if (pos == 0) return "/";
   return std::string(path.substr(0, pos));
 }
 
-std::string Basename(std::string_view path) {
+std::string Basename(absl::string_view path) {
   size_t pos = path.rfind('/');
-  if (pos == std::string_view::npos) return std::string(path);
+  if (pos == absl::string_view::npos) return std::string(path);
   return std::string(path.substr(pos + 1));
 }
 

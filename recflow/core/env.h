@@ -29,7 +29,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <string_view>
+#include "absl/strings/string_view.h"
 #include <vector>
 
 #include "absl/status/status.h"
@@ -50,7 +50,7 @@ class WritableFile {
   WritableFile& operator=(const WritableFile&) = delete;
   virtual ~WritableFile() = default;
 
-  virtual absl::Status Append(std::string_view data) = 0;
+  virtual absl::Status Append(absl::string_view data) = 0;
   virtual absl::Status Flush() = 0;
   virtual absl::Status Sync() = 0;
   // After Close, all other calls return FailedPrecondition; a second Close
@@ -70,7 +70,7 @@ class RandomAccessFile {
   // `scratch` (which must hold n bytes and outlive the use of the result) or
   // into memory owned by the file. Returns fewer than n bytes only at end of
   // file (an offset at or past the end gives an empty result, not an error).
-  virtual absl::StatusOr<std::string_view> Read(uint64_t offset, size_t n,
+  virtual absl::StatusOr<absl::string_view> Read(uint64_t offset, size_t n,
                                                 char* scratch) const = 0;
 
   // Current size of the file in bytes.
@@ -227,7 +227,7 @@ absl::Status ReadFileToString(Env* env, const std::string& path,
 // or a crash may observe a partial file. Use WriteStringToFileAtomically for
 // anything another process reads.
 absl::Status WriteStringToFile(Env* env, const std::string& path,
-                               std::string_view data);
+                               absl::string_view data);
 
 // Replaces `path` with `data` so that readers and crashes see either the old
 // contents or the new, never a mix: writes "<path>.tmp.<pid>.<random>" in
@@ -237,7 +237,7 @@ absl::Status WriteStringToFile(Env* env, const std::string& path,
 // directory sync is returned too, although `path` already has the new
 // contents (they may not survive a crash).
 absl::Status WriteStringToFileAtomically(Env* env, const std::string& path,
-                                         std::string_view data);
+                                         absl::string_view data);
 
 // Deletes `dir` and everything below it (or `dir` itself if it is a file).
 // Symbolic links are deleted, not followed. NotFound if `dir` does not exist.
@@ -246,7 +246,7 @@ absl::Status DeleteRecursively(Env* env, const std::string& dir);
 // Maps an errno value to a Status with the code listed at the top of this
 // file and the message "<context>: <strerror(err)>". For Env implementations
 // and other code that makes system calls.
-absl::Status ErrnoToStatus(int err, std::string_view context);
+absl::Status ErrnoToStatus(int err, absl::string_view context);
 
 // ---------------------------------------------------------------------------
 // Path manipulation (pure string functions; '/' is the only separator).
@@ -255,10 +255,10 @@ absl::Status ErrnoToStatus(int err, std::string_view context);
 // JoinPath("a/", "/b") == "a/b". An empty component is skipped:
 // JoinPath("", "b") == "b". Unlike Python, an absolute second component is
 // still appended: JoinPath("/x", "/y") == "/x/y".
-std::string JoinPath(std::string_view a, std::string_view b);
+std::string JoinPath(absl::string_view a, absl::string_view b);
 
 template <typename... Rest>
-std::string JoinPath(std::string_view a, std::string_view b, std::string_view c,
+std::string JoinPath(absl::string_view a, absl::string_view b, absl::string_view c,
                      const Rest&... rest) {
   return JoinPath(JoinPath(a, b), c, rest...);
 }
@@ -266,11 +266,11 @@ std::string JoinPath(std::string_view a, std::string_view b, std::string_view c,
 // The part of `path` before the last '/': Dirname("a/b/c") == "a/b",
 // Dirname("/a") == "/", Dirname("a") == "" (the current directory),
 // Dirname("a/b/") == "a/b".
-std::string Dirname(std::string_view path);
+std::string Dirname(absl::string_view path);
 
 // The part of `path` after the last '/': Basename("a/b/c") == "c",
 // Basename("a") == "a", Basename("a/b/") == "".
-std::string Basename(std::string_view path);
+std::string Basename(absl::string_view path);
 
 }  // namespace recflow
 

@@ -97,7 +97,7 @@ class EnvTest : public ::testing::TestWithParam<EnvFactory> {
     }
   }
 
-  std::string Path(std::string_view name) const {
+  std::string Path(absl::string_view name) const {
     return JoinPath(root_, name);
   }
 
@@ -197,7 +197,7 @@ TEST_P(EnvTest, RandomAccessReads) {
         uint64_t offset = rng() % data.size();
         size_t n = rng() % buf.size();
         auto got = (*file)->Read(offset, n, buf.data());
-        if (!got.ok() || *got != std::string_view(data).substr(offset, n)) {
+        if (!got.ok() || *got != absl::string_view(data).substr(offset, n)) {
           ++mismatches;
         }
       }
@@ -387,7 +387,7 @@ TEST(PosixEnvTest, LargeOffsets) {
   char scratch[16];
   auto r = (*file)->Read(kOffset - 2, sizeof(scratch), scratch);
   ASSERT_TRUE(r.ok()) << r.status();
-  EXPECT_EQ(*r, std::string_view("\0\0marker", 8));
+  EXPECT_EQ(*r, absl::string_view("\0\0marker", 8));
 
   std::string out;
   absl::Status s = ReadFileToString(env, path, &out, 1 << 20);
@@ -513,7 +513,7 @@ class FailingSyncEnv : public EnvWrapper {
    public:
     explicit FailingSyncFile(std::unique_ptr<WritableFile> base)
         : base_(std::move(base)) {}
-    absl::Status Append(std::string_view data) override {
+    absl::Status Append(absl::string_view data) override {
       return base_->Append(data);
     }
     absl::Status Flush() override { return base_->Flush(); }

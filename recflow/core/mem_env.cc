@@ -6,7 +6,7 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <string_view>
+#include "absl/strings/string_view.h"
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -22,18 +22,12 @@ struct FileData {
   std::string contents;
 };
 
-// Debian's absl is built with its own string_view type, which absl::StrCat
-// takes but std::string_view does not convert to.
-absl::string_view AsAbsl(std::string_view s) {
-  return absl::string_view(s.data(), s.size());
-}
-
-std::string Quote(std::string_view path) {
-  return absl::StrCat("'", AsAbsl(path), "'");
+std::string Quote(absl::string_view path) {
+  return absl::StrCat("'", path, "'");
 }
 
 // Strips trailing slashes (but keeps "/") and maps "." to "".
-std::string Normalize(std::string_view path) {
+std::string Normalize(absl::string_view path) {
   while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
   if (path == ".") return "";
   return std::string(path);
@@ -91,7 +85,7 @@ class MemWritableFile : public WritableFile {
         file_(std::move(file)),
         path_(std::move(path)) {}
 
-  absl::Status Append(std::string_view data) override {
+  absl::Status Append(absl::string_view data) override {
     if (closed_) return Closed();
     std::lock_guard<std::mutex> lock(state_->mu);
     int64_t& budget = state_->write_budget;
@@ -134,14 +128,14 @@ class MemRandomAccessFile : public RandomAccessFile {
                       std::shared_ptr<FileData> file)
       : state_(std::move(state)), file_(std::move(file)) {}
 
-  absl::StatusOr<std::string_view> Read(uint64_t offset, size_t n,
+  absl::StatusOr<absl::string_view> Read(uint64_t offset, size_t n,
                                         char* scratch) const override {
     std::lock_guard<std::mutex> lock(state_->mu);
     const std::string& contents = file_->contents;
-    if (offset >= contents.size()) return std::string_view(scratch, 0);
+    if (offset >= contents.size()) return absl::string_view(scratch, 0);
     size_t count = std::min<uint64_t>(n, contents.size() - offset);
     std::memcpy(scratch, contents.data() + offset, count);
-    return std::string_view(scratch, count);
+    return absl::string_view(scratch, count);
   }
 
   absl::StatusOr<uint64_t> Size() const override {
