@@ -7,7 +7,7 @@
 #include <map>
 
 #include "absl/strings/str_join.h"
-#include "absl/synchronization/mutex.h"
+#include "recflow/core/mutex.h"
 #include "recflow/core/status.h"
 #include "recflow/framework/op_kernel.h"
 #include "recflow/framework/op_registry.h"
@@ -26,9 +26,9 @@ struct LoadResult {
 }  // namespace
 
 absl::StatusOr<tensorflow::OpList> LoadOpLibrary(const std::string& path) {
-  static absl::Mutex mu(absl::kConstInit);
+  static Mutex mu;
   static auto* loaded = new std::map<void*, LoadResult>;
-  absl::MutexLock lock(&mu);
+  MutexLock lock(&mu);
 
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {

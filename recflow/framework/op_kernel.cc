@@ -80,7 +80,7 @@ KernelRegistry* KernelRegistry::Global() {
 }
 
 void KernelRegistry::Register(KernelDef def, std::string class_name, KernelFactory factory) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto [begin, end] = kernels_.equal_range(def.op);
   for (auto it = begin; it != end; ++it) {
     const KernelDef& other = it->second.def;
@@ -98,7 +98,7 @@ void KernelRegistry::Register(KernelDef def, std::string class_name, KernelFacto
 
 absl::StatusOr<const KernelRegistry::Registration*> KernelRegistry::Find(
     absl::string_view device_type, const tensorflow::NodeDef& node) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   const Registration* best = nullptr;
   std::vector<std::string> candidates;
   auto [begin, end] = kernels_.equal_range(node.op());
@@ -149,7 +149,7 @@ absl::StatusOr<const KernelDef*> KernelRegistry::FindKernel(
 }
 
 bool KernelRegistry::HasKernelForOp(absl::string_view op, absl::string_view device_type) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto [begin, end] = kernels_.equal_range(op);
   for (auto it = begin; it != end; ++it) {
     if (it->second.def.device_type == device_type) return true;
@@ -158,12 +158,12 @@ bool KernelRegistry::HasKernelForOp(absl::string_view op, absl::string_view devi
 }
 
 std::vector<std::string> KernelRegistry::RegistrationErrors() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return errors_;
 }
 
 std::vector<std::string> KernelRegistry::ListKernels() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   std::vector<std::string> out;
   for (const auto& [op, r] : kernels_) {
     out.push_back(absl::StrCat(r.def.DebugString(), " -> ", r.class_name));

@@ -35,7 +35,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "recflow/core/mutex.h"
 #include "recflow/core/status.h"
 #include "recflow/core/tensor.h"
 #include "recflow/framework/attr_value_util.h"
@@ -295,7 +295,7 @@ class KernelRegistry {
   absl::StatusOr<const Registration*> Find(absl::string_view device_type,
                                            const tensorflow::NodeDef& node) const;
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::multimap<std::string, Registration, std::less<>> kernels_ ABSL_GUARDED_BY(mu_);
   std::vector<std::string> errors_ ABSL_GUARDED_BY(mu_);
 };

@@ -393,7 +393,7 @@ OpRegistry* OpRegistry::Global() {
 
 absl::Status OpRegistry::Register(const OpDefBuilder& builder) {
   ASSIGN_OR_RETURN(OpRegistrationData data, builder.Finalize());
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (ops_.count(data.op_def.name()) > 0) {
     return errors::AlreadyExists("op '", data.op_def.name(), "' is already registered");
   }
@@ -403,7 +403,7 @@ absl::Status OpRegistry::Register(const OpDefBuilder& builder) {
 }
 
 const OpRegistrationData* OpRegistry::Find(absl::string_view op_name) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   auto it = ops_.find(op_name);
   return it == ops_.end() ? nullptr : it->second.get();
 }
@@ -430,7 +430,7 @@ absl::StatusOr<const OpRegistrationData*> OpRegistry::LookUp(absl::string_view o
 }
 
 std::vector<std::string> OpRegistry::ListOpNames() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   std::vector<std::string> names;
   names.reserve(ops_.size());
   for (const auto& [name, data] : ops_) names.push_back(name);
@@ -438,18 +438,18 @@ std::vector<std::string> OpRegistry::ListOpNames() const {
 }
 
 void OpRegistry::Export(tensorflow::OpList* ops) const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   ops->Clear();
   for (const auto& [name, data] : ops_) *ops->add_op() = data->op_def;
 }
 
 std::vector<std::string> OpRegistry::RegistrationErrors() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return errors_;
 }
 
 void OpRegistry::RecordRegistrationError(std::string error) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   errors_.push_back(std::move(error));
 }
 

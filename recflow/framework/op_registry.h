@@ -39,7 +39,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "recflow/core/mutex.h"
 #include "recflow/framework/shape_inference.h"
 #include "recflow/proto/op_def.pb.h"
 
@@ -96,7 +96,7 @@ class OpRegistry {
   void RecordRegistrationError(std::string error);
 
  private:
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::map<std::string, std::unique_ptr<OpRegistrationData>, std::less<>> ops_
       ABSL_GUARDED_BY(mu_);
   std::vector<std::string> errors_ ABSL_GUARDED_BY(mu_);

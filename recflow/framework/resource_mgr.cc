@@ -4,7 +4,7 @@ namespace recflow {
 
 void ResourceMgr::Cleanup(const std::string& container) {
   std::vector<std::shared_ptr<ResourceBase>> dropped;  // destroyed outside the lock
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   for (auto it = resources_.begin(); it != resources_.end();) {
     if (std::get<0>(it->first) == container) {
       dropped.push_back(std::move(it->second));
@@ -16,7 +16,7 @@ void ResourceMgr::Cleanup(const std::string& container) {
 }
 
 std::vector<std::string> ResourceMgr::DebugStrings() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   std::vector<std::string> out;
   for (const auto& [key, r] : resources_) {
     out.push_back(absl::StrCat(std::get<0>(key), "/", std::get<2>(key), " (", std::get<1>(key),

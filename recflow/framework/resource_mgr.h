@@ -18,7 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "recflow/core/mutex.h"
 #include "recflow/core/resource_handle.h"
 #include "recflow/core/status.h"
 
@@ -35,7 +35,7 @@ class ResourceMgr {
   template <typename T>
   absl::Status Create(const std::string& container, const std::string& name,
                       std::shared_ptr<T> resource) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto [it, inserted] = resources_.try_emplace(Key{container, TypeName<T>(), name},
                                                  std::move(resource));
     if (!inserted) {
@@ -49,7 +49,7 @@ class ResourceMgr {
   template <typename T>
   absl::StatusOr<std::shared_ptr<T>> Lookup(const std::string& container,
                                             const std::string& name) const {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     auto it = resources_.find(Key{container, TypeName<T>(), name});
     if (it == resources_.end()) {
       return errors::NotFound("resource ", container, "/", name, " of type ", TypeName<T>(),
@@ -64,7 +64,7 @@ class ResourceMgr {
   absl::StatusOr<std::shared_ptr<T>> LookupOrCreate(
       const std::string& container, const std::string& name,
       const std::function<absl::StatusOr<std::shared_ptr<T>>()>& creator) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     Key key{container, TypeName<T>(), name};
     auto it = resources_.find(key);
     if (it != resources_.end()) return std::static_pointer_cast<T>(it->second);
@@ -75,7 +75,7 @@ class ResourceMgr {
 
   template <typename T>
   absl::Status Delete(const std::string& container, const std::string& name) {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (resources_.erase(Key{container, TypeName<T>(), name}) == 0) {
       return errors::NotFound("resource ", container, "/", name, " of type ", TypeName<T>(),
                               " does not exist");
@@ -98,7 +98,7 @@ class ResourceMgr {
   using Key = std::tuple<std::string, std::string, std::string>;  // container, type, name
 
   const std::string default_container_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   std::map<Key, std::shared_ptr<ResourceBase>> resources_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -6,12 +6,12 @@
 namespace recflow {
 
 bool Var::is_initialized() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return initialized_;
 }
 
 absl::StatusOr<Tensor> Var::Read() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (!initialized_) {
     return errors::FailedPrecondition("attempting to use uninitialized variable '", name_,
                                       "'; run its initializer (or restore a checkpoint) first");
@@ -25,7 +25,7 @@ absl::Status Var::Assign(const Tensor& value, bool validate_shape) {
                                    " value to variable '", name_, "' of dtype ",
                                    DataTypeString(dtype_));
   }
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (validate_shape) {
     if (!declared_shape_.IsCompatibleWith(PartialShape(value.shape()))) {
       return errors::InvalidArgument("cannot assign a value of shape ", value.shape().DebugString(),
@@ -45,7 +45,7 @@ absl::Status Var::Assign(const Tensor& value, bool validate_shape) {
 }
 
 absl::Status Var::Update(const std::function<absl::Status(Tensor*)>& fn) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (!initialized_) {
     return errors::FailedPrecondition("attempting to update uninitialized variable '", name_,
                                       "'");
@@ -55,7 +55,7 @@ absl::Status Var::Update(const std::function<absl::Status(Tensor*)>& fn) {
 }
 
 std::string Var::DebugString() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return absl::StrCat("Var(", name_, ": ", DataTypeString(dtype_), " ",
                       initialized_ ? value_.shape().DebugString()
                                    : declared_shape_.DebugString() + ", uninitialized",
@@ -63,7 +63,7 @@ std::string Var::DebugString() const {
 }
 
 int64_t Var::MemoryUsed() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return initialized_ ? static_cast<int64_t>(value_.TotalBytes()) : 0;
 }
 

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "recflow/core/mutex.h"
 #include "recflow/core/resource_handle.h"
 #include "recflow/core/tensor.h"
 #include "recflow/framework/partial_shape.h"
@@ -53,7 +53,7 @@ class Var : public ResourceBase {
   const DataType dtype_;
   const PartialShape declared_shape_;
   const std::string name_;
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   Tensor value_ ABSL_GUARDED_BY(mu_);
   bool initialized_ ABSL_GUARDED_BY(mu_) = false;
 };

@@ -38,7 +38,7 @@ absl::StatusOr<Tensor> RunGraph(const std::vector<Tensor>& inputs,
     phs.push_back(ops::Placeholder(root.WithOpName("in" + std::to_string(i)), inputs[i].dtype()));
     feeds.emplace_back("in" + std::to_string(i), inputs[i]);
   }
-  Output out = build(root.WithOpName("out"), phs);
+  build(root.WithOpName("out"), phs);
   ASSIGN_OR_RETURN(tensorflow::GraphDef def, root.ToGraphDef());
   ASSIGN_OR_RETURN(auto session, Session::Create(SessionOptions{threads, threads}, def));
   std::vector<Tensor> outputs;

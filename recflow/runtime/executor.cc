@@ -3,8 +3,8 @@
 #include <atomic>
 #include <exception>
 
-#include "absl/synchronization/mutex.h"
-#include "absl/synchronization/notification.h"
+#include "recflow/core/mutex.h"
+#include "recflow/core/mutex.h"
 #include "recflow/core/logging.h"
 
 namespace recflow {
@@ -45,9 +45,9 @@ struct Executor::StepState {
   std::unique_ptr<std::atomic<int>[]> pending;
   std::atomic<int> outstanding{0};
   std::atomic<bool> cancelled{false};
-  absl::Mutex mu;
+  Mutex mu;
   absl::Status status ABSL_GUARDED_BY(mu);
-  absl::Notification done;
+  Notification done;
   const Args* args = nullptr;
 };
 
@@ -117,13 +117,13 @@ absl::Status Executor::Run(const Args& args) const {
   }
   for (int r : inline_roots) Process(&step, r);
   step.done.WaitForNotification();
-  absl::MutexLock lock(&step.mu);
+  MutexLock lock(&step.mu);
   return step.status;
 }
 
 void Executor::Fail(StepState* step, int item, const absl::Status& s) const {
   const Node* n = items_[item].node;
-  absl::MutexLock lock(&step->mu);
+  MutexLock lock(&step->mu);
   if (step->status.ok()) {
     step->status = absl::Status(
         s.code(), absl::StrCat("node '", n->name(), "' (", n->op(), "): ", s.message()));

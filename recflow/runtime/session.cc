@@ -32,7 +32,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(const SessionOptions& o
   device_options.intra_op_pool = s->intra_op_pool_.get();
   s->device_ = std::make_unique<Device>(device_options);
   {
-    absl::MutexLock lock(&s->mu_);
+    MutexLock lock(&s->mu_);
     s->graph_ = std::make_shared<Graph>();
   }
   if (graph_def.node_size() > 0) RETURN_IF_ERROR(s->Extend(graph_def));
@@ -40,7 +40,7 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(const SessionOptions& o
 }
 
 absl::Status Session::Extend(const tensorflow::GraphDef& graph_def) {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   tensorflow::GraphDef merged = graph_def_;
   for (const auto& node : graph_def.node()) *merged.add_node() = node;
   if (graph_def.has_versions()) *merged.mutable_versions() = graph_def.versions();
@@ -55,12 +55,12 @@ absl::Status Session::Extend(const tensorflow::GraphDef& graph_def) {
 }
 
 int Session::num_cached_executors() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return static_cast<int>(signatures_.size());
 }
 
 std::shared_ptr<const Graph> Session::graph() const {
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   return graph_;
 }
 
@@ -109,7 +109,7 @@ absl::StatusOr<std::shared_ptr<const Session::Signature>> Session::GetOrCreateSi
 
   std::shared_ptr<const Graph> graph;
   {
-    absl::MutexLock lock(&mu_);
+    MutexLock lock(&mu_);
     if (auto it = signatures_.find(key); it != signatures_.end()) return it->second;
     graph = graph_;
   }
@@ -221,7 +221,7 @@ absl::StatusOr<std::shared_ptr<const Session::Signature>> Session::GetOrCreateSi
   exec_options.inter_op_pool = inter_op_pool_.get();
   ASSIGN_OR_RETURN(sig->executor, Executor::Create(exec_options, std::move(pruned)));
 
-  absl::MutexLock lock(&mu_);
+  MutexLock lock(&mu_);
   if (graph_ != graph) return std::shared_ptr<const Signature>(std::move(sig));  // Extended meanwhile
   auto [it, inserted] = signatures_.emplace(key, std::move(sig));
   return it->second;

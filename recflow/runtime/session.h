@@ -20,7 +20,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "recflow/core/mutex.h"
 #include "recflow/core/tensor.h"
 #include "recflow/core/threadpool.h"
 #include "recflow/framework/device.h"
@@ -73,7 +73,7 @@ class Session {
   std::unique_ptr<ThreadPool> intra_op_pool_;
   std::unique_ptr<Device> device_;
 
-  mutable absl::Mutex mu_;
+  mutable Mutex mu_;
   tensorflow::GraphDef graph_def_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<const Graph> graph_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::shared_ptr<const Signature>> signatures_
