@@ -61,3 +61,41 @@ REGISTER_KERNEL_BUILDER(Name("NoOp").Device(DEVICE_CPU), NoOpOp);
 
 }  // namespace
 }  // namespace recflow
+
+namespace recflow {
+namespace {
+
+// ZerosLike / OnesLike: a filled tensor with the input's shape and dtype.
+template <bool kOnes>
+class FillLikeOp : public OpKernel {
+ public:
+  explicit FillLikeOp(OpKernelConstruction* c) : OpKernel(c) {}
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
+    const DataType dt = x.dtype();
+    bool handled = DispatchPodType(dt, [&]<typename T>() {
+      T value{};
+      if constexpr (kOnes) {
+        if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) {
+          value = T(1.0f);
+        } else {
+          value = T(1);
+        }
+      }
+      std::fill_n(out->data<T>(), out->NumElements(), value);
+    });
+    if (!handled && dt == DT_STRING && !kOnes) handled = true;  // strings start empty
+    OP_REQUIRES(ctx, handled,
+                errors::InvalidArgument("no ", kOnes ? "ones" : "zeros", " of dtype ",
+                                        DataTypeString(dt)));
+  }
+};
+
+REGISTER_KERNEL_BUILDER(Name("ZerosLike").Device(DEVICE_CPU), FillLikeOp<false>);
+REGISTER_KERNEL_BUILDER(Name("OnesLike").Device(DEVICE_CPU), FillLikeOp<true>);
+
+}  // namespace
+}  // namespace recflow

@@ -65,6 +65,21 @@ REGISTER_OP("NoOp")
     .SetShapeFn(shape_fns::NoOutputs)
     .Doc("Does nothing; used as a target to group control dependencies.");
 
+REGISTER_OP("ZerosLike")
+    .Input("x: T")
+    .Output("y: T")
+    .Attr("T: type")
+    .SetShapeFn(shape_fns::UnchangedShape)
+    .Doc("A tensor of zeros with the shape and dtype of x.");
+
+REGISTER_OP("OnesLike")
+    .Input("x: T")
+    .Output("y: T")
+    .Attr("T: {bfloat16, half, float, double, int8, uint8, int16, uint16, int32, uint32, int64, "
+          "uint64, complex64, complex128, bool}")
+    .SetShapeFn(shape_fns::UnchangedShape)
+    .Doc("A tensor of ones with the shape and dtype of x.");
+
 namespace ops {
 
 Output Const(const Scope& scope, const Tensor& value) {
@@ -88,6 +103,18 @@ Output PlaceholderWithDefault(const Scope& scope, Output input, const PartialSha
 Output Identity(const Scope& scope, Output input) {
   NodeBuilder b(scope.GetUniqueNameForOp("Identity"), "Identity");
   b.Input(input);
+  return Output(scope.AddNode(b));
+}
+
+Output ZerosLike(const Scope& scope, Output x) {
+  NodeBuilder b(scope.GetUniqueNameForOp("ZerosLike"), "ZerosLike");
+  b.Input(x);
+  return Output(scope.AddNode(b));
+}
+
+Output OnesLike(const Scope& scope, Output x) {
+  NodeBuilder b(scope.GetUniqueNameForOp("OnesLike"), "OnesLike");
+  b.Input(x);
   return Output(scope.AddNode(b));
 }
 

@@ -27,6 +27,9 @@ Output Placeholder(const Scope& scope, DataType dtype, const PartialShape& shape
 // `input` unless fed.
 Output PlaceholderWithDefault(const Scope& scope, Output input, const PartialShape& shape);
 Output Identity(const Scope& scope, Output input);
+// Zeros / ones with x's shape and dtype.
+Output ZerosLike(const Scope& scope, Output x);
+Output OnesLike(const Scope& scope, Output x);
 // Does nothing; a target that groups control dependencies.
 Output NoOp(const Scope& scope);
 

@@ -2,6 +2,8 @@
 #ifndef RECFLOW_OPS_MATH_OPS_H_
 #define RECFLOW_OPS_MATH_OPS_H_
 
+#include <vector>
+
 #include "recflow/framework/scope.h"
 
 namespace recflow::ops {
@@ -12,6 +14,8 @@ Output AddV2(const Scope& scope, Output x, Output y);
 Output Add(const Scope& scope, Output x, Output y);
 // x * y with NumPy broadcasting.
 Output Mul(const Scope& scope, Output x, Output y);
+// The elementwise sum of same-shaped tensors.
+Output AddN(const Scope& scope, std::vector<Output> inputs);
 
 struct MatMulAttrs {
   bool transpose_a = false;

@@ -31,7 +31,7 @@ TEST(OpRegistryContentTest, CoreOpsAreRegisteredWithShapeFunctions) {
 
 TEST(OpRegistryContentTest, EveryOpHasACpuKernel) {
   for (const std::string& op : OpRegistry::Global()->ListOpNames()) {
-    if (op == "ZeroOut") continue;  // from a custom-op library another test may load
+    if (op == "ZeroOut" || op.rfind("Test", 0) == 0) continue;  // custom-op library, test-only ops
     EXPECT_TRUE(KernelRegistry::Global()->HasKernelForOp(op, DEVICE_CPU)) << op;
   }
   EXPECT_THAT(KernelRegistry::Global()->ListKernels(),

@@ -1,0 +1,20 @@
+// Helpers shared by gradient functions (ops/*_grad.cc).
+#ifndef RECFLOW_OPS_GRAD_UTIL_H_
+#define RECFLOW_OPS_GRAD_UTIL_H_
+
+#include "recflow/framework/gradients.h"
+
+namespace recflow::grad {
+
+// `grad` (the gradient of a broadcasting binary op's output) reduced to the
+// shape of `x`: summed over the axes along which x was broadcast, then
+// reshaped to x's shape. A no-op when x's static shape equals the output's.
+Output ReduceToShapeOf(const Scope& scope, Output grad, Output x, const Output& out);
+
+// Both reductions for a binary op x (op) y with output `out`.
+void ReduceBinaryGrads(const Scope& scope, const Node& op, Output gx, Output gy,
+                       std::vector<Output>* grad_inputs);
+
+}  // namespace recflow::grad
+
+#endif  // RECFLOW_OPS_GRAD_UTIL_H_

@@ -1,0 +1,1 @@
+// recflow/train: optimizers, losses, metrics, training loop (see DESIGN.md).
