@@ -23,6 +23,22 @@ namespace {
 constexpr absl::string_view kAttrKinds[] = {"string", "int", "float", "bool",
                                            "type", "shape", "tensor", "func"};
 
+// TensorFlow's type-class shorthands ("T: numbertype") as allowed-type lists.
+const char* TypeClassExpansion(absl::string_view name) {
+  if (name == "numbertype") {
+    return "float, double, int32, uint8, int16, int8, complex64, int64, qint8, quint8, qint32, "
+           "bfloat16, qint16, quint16, uint16, complex128, half, uint32, uint64";
+  }
+  if (name == "realnumbertype") {
+    return "float, double, int32, int64, uint8, int16, int8, uint16, half, uint32, uint64, "
+           "bfloat16";
+  }
+  if (name == "quantizedtype") return "qint8, quint8, qint32, qint16, quint16";
+  if (name == "floatingpointtype") return "half, bfloat16, float, double";
+  if (name == "integraltype") return "int8, int16, int32, int64, uint8, uint16, uint32, uint64";
+  return nullptr;
+}
+
 bool IsIdentifier(absl::string_view s) {
   if (s.empty() || !(absl::ascii_isalpha(s[0]) || s[0] == '_')) return false;
   for (char c : s) {
@@ -215,6 +231,8 @@ absl::Status ParseAttrSpec(absl::string_view spec, OpDef::AttrDef* attr) {
     }
     RETURN_IF_ERROR(ParseAllowed(inner.substr(1, inner.size() - 2), &type,
                                  attr->mutable_allowed_values()));
+  } else if (const char* expansion = TypeClassExpansion(inner)) {
+    RETURN_IF_ERROR(ParseAllowed(expansion, &type, attr->mutable_allowed_values()));
   } else {
     type = std::string(inner);
     if (std::find(std::begin(kAttrKinds), std::end(kAttrKinds), type) == std::end(kAttrKinds)) {

@@ -22,7 +22,9 @@
 //                 "name: Ref(T)"     a TF1 reference (mutable variable)
 //   Attr          "name: int", "name: int >= 1 = 2", "name: {float, int32}",
 //                 "name: list(int) = []", "name: string = 'x'",
-//                 "name: shape = [-1]", "name: type", "name: tensor"
+//                 "name: shape = [-1]", "name: type", "name: tensor",
+//                 "T: numbertype" (also realnumbertype, floatingpointtype,
+//                 integraltype, quantizedtype: TF's type classes)
 // A type or number attr an input names but no Attr() declares is added as
 // "T: type" / "N: int >= 1".
 //

@@ -62,6 +62,13 @@ TEST(OpDefBuilderTest, ParsesInputsOutputsAndAttrs) {
   EXPECT_EQ(attrs["Tlist"]->type(), "list(type)");
 }
 
+TEST(OpDefBuilderTest, TypeClassShorthands) {
+  auto op = Build(std::move(OpDefBuilder("Num").Input("x: T").Attr("T: realnumbertype")));
+  ASSERT_TRUE(op.ok()) << op.status();
+  EXPECT_EQ(op->attr(0).type(), "type");
+  EXPECT_EQ(op->attr(0).allowed_values().list().type_size(), 12);
+}
+
 TEST(OpDefBuilderTest, ReportsBadSpecs) {
   auto err = [](OpDefBuilder b) { return Build(b).status(); };
   EXPECT_THAT(err(std::move(OpDefBuilder("X").Attr("T: wat"))).message(),

@@ -87,7 +87,10 @@ class Scope {
   // A new graph and error state.
   static Scope NewRootScope();
 
-  // The next op gets exactly this name (under the scope's prefix).
+  // Ops created through the returned scope are named `name` (under the
+  // prefix), made unique: "name", "name_1", ... (TensorFlow's semantics).
+  // A helper that creates several nodes should put its intermediate nodes
+  // in a NewSubScope so the final node gets the name.
   Scope WithOpName(absl::string_view name) const;
   // Ops get the prefix "<prefix>/<name>/"; the sub-scope name is made
   // unique among sibling sub-scopes.
@@ -117,7 +120,7 @@ class Scope {
 
   std::shared_ptr<Shared> shared_;
   std::string prefix_;
-  std::string op_name_;  // from WithOpName; applies to the next op only
+  std::string op_name_;  // from WithOpName
   std::vector<Node*> control_deps_;
   std::string device_;
 };

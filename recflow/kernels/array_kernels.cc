@@ -10,8 +10,9 @@ class ConstOp : public OpKernel {
   explicit ConstOp(OpKernelConstruction* c) : OpKernel(c) {
     c->SetStatus(c->GetAttr("value", &value_));
     if (c->status().ok() && value_.dtype() != output_type(0)) {
-      c->SetStatus(errors::InvalidArgument("value is ", DataTypeString(value_.dtype()),
-                                           " but dtype is ", DataTypeString(output_type(0))));
+      c->SetStatus(errors::InvalidArgument(
+          "value is ", DataTypeString(value_.dtype()), " but dtype is ",
+          DataTypeString(output_type(0))));
     }
   }
   bool IsExpensive() const override { return false; }
@@ -30,9 +31,9 @@ class PlaceholderOp : public OpKernel {
   }
   bool IsExpensive() const override { return false; }
   void Compute(OpKernelContext* ctx) override {
-    ctx->SetStatus(errors::InvalidArgument("you must feed a value for placeholder '", name(),
-                                           "' (dtype ", DataTypeString(output_type(0)),
-                                           ", shape ", shape_, ")"));
+    ctx->SetStatus(errors::InvalidArgument(
+        "you must feed a value for placeholder '", name(), "' (dtype ",
+        DataTypeString(output_type(0)), ", shape ", shape_, ")"));
   }
 
  private:
@@ -43,7 +44,9 @@ class IdentityOp : public OpKernel {
  public:
   explicit IdentityOp(OpKernelConstruction* c) : OpKernel(c) {}
   bool IsExpensive() const override { return false; }
-  void Compute(OpKernelContext* ctx) override { ctx->set_output(0, ctx->input(0)); }
+  void Compute(OpKernelContext* ctx) override {
+    ctx->set_output(0, ctx->input(0));
+  }
 };
 
 class NoOpOp : public OpKernel {
@@ -55,7 +58,8 @@ class NoOpOp : public OpKernel {
 
 REGISTER_KERNEL_BUILDER(Name("Const").Device(DEVICE_CPU), ConstOp);
 REGISTER_KERNEL_BUILDER(Name("Placeholder").Device(DEVICE_CPU), PlaceholderOp);
-REGISTER_KERNEL_BUILDER(Name("PlaceholderWithDefault").Device(DEVICE_CPU), IdentityOp);
+REGISTER_KERNEL_BUILDER(Name("PlaceholderWithDefault").Device(DEVICE_CPU),
+                        IdentityOp);
 REGISTER_KERNEL_BUILDER(Name("Identity").Device(DEVICE_CPU), IdentityOp);
 REGISTER_KERNEL_BUILDER(Name("NoOp").Device(DEVICE_CPU), NoOpOp);
 
@@ -87,14 +91,16 @@ class FillLikeOp : public OpKernel {
       }
       std::fill_n(out->data<T>(), out->NumElements(), value);
     });
-    if (!handled && dt == DT_STRING && !kOnes) handled = true;  // strings start empty
+    if (!handled && dt == DT_STRING && !kOnes)
+      handled = true;  // strings start empty
     OP_REQUIRES(ctx, handled,
-                errors::InvalidArgument("no ", kOnes ? "ones" : "zeros", " of dtype ",
-                                        DataTypeString(dt)));
+                errors::InvalidArgument("no ", kOnes ? "ones" : "zeros",
+                                        " of dtype ", DataTypeString(dt)));
   }
 };
 
-REGISTER_KERNEL_BUILDER(Name("ZerosLike").Device(DEVICE_CPU), FillLikeOp<false>);
+REGISTER_KERNEL_BUILDER(Name("ZerosLike").Device(DEVICE_CPU),
+                        FillLikeOp<false>);
 REGISTER_KERNEL_BUILDER(Name("OnesLike").Device(DEVICE_CPU), FillLikeOp<true>);
 
 }  // namespace

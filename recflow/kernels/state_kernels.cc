@@ -1,6 +1,9 @@
-// CPU kernels for variables: VariableV2 / Assign (TF1 ref style) and
-// VarHandleOp / ReadVariableOp / AssignVariableOp (resource style). Both
-// styles hold their value in a framework Var in the device's ResourceMgr.
+// CPU kernels for variables: VariableV2 / Assign / AssignAdd / AssignSub
+// (TF1 ref style) and VarHandleOp / ReadVariableOp / AssignVariableOp /
+// AssignAddVariableOp / AssignSubVariableOp (resource style). Both styles
+// hold their value in a framework Var in the device's ResourceMgr.
+#include "recflow/kernels/state_kernels.h"
+
 #include "absl/base/call_once.h"
 #include "recflow/framework/op_kernel.h"
 
@@ -157,5 +160,85 @@ REGISTER_KERNEL_BUILDER(Name("VarHandleOp").Device(DEVICE_CPU), VarHandleOp);
 REGISTER_KERNEL_BUILDER(Name("ReadVariableOp").Device(DEVICE_CPU), ReadVariableOp);
 REGISTER_KERNEL_BUILDER(Name("AssignVariableOp").Device(DEVICE_CPU), AssignVariableOp);
 
+// AssignAdd / AssignSub and their resource forms: var op= value, in place
+// under the variable's lock (copy-on-write when a reader shares the buffer).
+// Big variables are split across the intra-op pool.
+template <typename T, bool kAdd, bool kResource>
+class AssignUpdateOp : public OpKernel {
+ public:
+  explicit AssignUpdateOp(OpKernelConstruction* c) : OpKernel(c) {}
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    std::shared_ptr<Var> var;
+    if constexpr (kResource) {
+      auto looked_up = VarFromHandle(ctx, 0);
+      OP_REQUIRES_OK(ctx, looked_up.status());
+      var = *std::move(looked_up);
+      OP_REQUIRES(ctx, var->dtype() == DataTypeToEnum<T>::value,
+                  errors::InvalidArgument("variable '", var->name(), "' has dtype ",
+                                          DataTypeString(var->dtype()), ", updated as ",
+                                          DataTypeString(DataTypeToEnum<T>::value)));
+    } else {
+      var = ctx->input_ref(0);
+      OP_REQUIRES(ctx, var != nullptr,
+                  errors::InvalidArgument("input 'ref' must come from a variable"));
+    }
+    const Tensor& value = ctx->input(1);
+    OP_REQUIRES_OK(ctx, var->Update([&](Tensor* t) -> absl::Status {
+      if (t->shape() != value.shape()) {
+        return errors::InvalidArgument("cannot ", kAdd ? "add" : "subtract", " a value of shape ",
+                                       value.shape().DebugString(), kAdd ? " to" : " from",
+                                       " variable '", var->name(), "' of shape ",
+                                       t->shape().DebugString(), "; shapes must be equal");
+      }
+      T* dst = t->data<T>();
+      const T* src = value.data<T>();
+      auto fn = [dst, src](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          if constexpr (kAdd) {
+            dst[i] += src[i];
+          } else {
+            dst[i] -= src[i];
+          }
+        }
+      };
+      const int64_t n = t->NumElements();
+      ThreadPool* pool = ctx->intra_op_pool();
+      if (pool == nullptr || n < kParallelElements) {
+        fn(0, n);
+      } else {
+        pool->ParallelFor(n, /*cost_per_unit=*/1, fn);
+      }
+      return absl::OkStatus();
+    }));
+    if constexpr (!kResource) ctx->set_output_ref(0, var);
+  }
+
+ private:
+  static constexpr int64_t kParallelElements = 32 * 1024;
+};
+
+#define RECFLOW_REGISTER_ASSIGN_UPDATE_(T)                                             \
+  REGISTER_KERNEL_BUILDER(Name("AssignAdd").Device(DEVICE_CPU).TypeConstraint<T>("T"), \
+                          AssignUpdateOp<T, true, false>);                             \
+  REGISTER_KERNEL_BUILDER(Name("AssignSub").Device(DEVICE_CPU).TypeConstraint<T>("T"), \
+                          AssignUpdateOp<T, false, false>);                            \
+  REGISTER_KERNEL_BUILDER(                                                             \
+      Name("AssignAddVariableOp").Device(DEVICE_CPU).TypeConstraint<T>("dtype"),       \
+      AssignUpdateOp<T, true, true>);                                                  \
+  REGISTER_KERNEL_BUILDER(                                                             \
+      Name("AssignSubVariableOp").Device(DEVICE_CPU).TypeConstraint<T>("dtype"),       \
+      AssignUpdateOp<T, false, true>)
+RECFLOW_REGISTER_ASSIGN_UPDATE_(float);
+RECFLOW_REGISTER_ASSIGN_UPDATE_(double);
+RECFLOW_REGISTER_ASSIGN_UPDATE_(int32_t);
+RECFLOW_REGISTER_ASSIGN_UPDATE_(int64_t);
+#undef RECFLOW_REGISTER_ASSIGN_UPDATE_
+
 }  // namespace
+
+absl::StatusOr<std::shared_ptr<Var>> LookupResourceVar(OpKernelContext* ctx, int input) {
+  return VarFromHandle(ctx, input);
+}
+
 }  // namespace recflow

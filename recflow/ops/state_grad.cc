@@ -11,6 +11,10 @@ REGISTER_NO_GRADIENT_OP("Assign");
 REGISTER_NO_GRADIENT_OP("VarHandleOp");
 REGISTER_NO_GRADIENT_OP("ReadVariableOp");
 REGISTER_NO_GRADIENT_OP("AssignVariableOp");
+REGISTER_NO_GRADIENT_OP("AssignAdd");
+REGISTER_NO_GRADIENT_OP("AssignSub");
+REGISTER_NO_GRADIENT_OP("AssignAddVariableOp");
+REGISTER_NO_GRADIENT_OP("AssignSubVariableOp");
 
 }  // namespace
 }  // namespace recflow

@@ -28,6 +28,18 @@ absl::Status AssignShape(InferenceContext* c) {
   return absl::OkStatus();
 }
 
+// AssignAdd / AssignSub: the value must have the variable's shape.
+absl::Status AssignUpdateShape(InferenceContext* c) {
+  auto merged = c->input(0).Merge(c->input(1));
+  if (!merged.ok()) {
+    return errors::InvalidArgument("cannot update a variable of shape ", c->input(0).DebugString(),
+                                   " with a value of shape ", c->input(1).DebugString(),
+                                   "; shapes must be equal");
+  }
+  c->set_output(0, *merged);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 REGISTER_OP("VariableV2")
@@ -79,6 +91,47 @@ REGISTER_OP("AssignVariableOp")
     .SetShapeFn(shape_fns::NoOutputs)
     .Doc("Sets the value of a resource variable.");
 
+// TensorFlow's `numbertype` (the registry takes explicit lists).
+#define RECFLOW_NUMBER_TYPES_ \
+  "bfloat16, half, float, double, uint8, uint16, uint32, uint64, int8, int16, int32, int64, " \
+  "complex64, complex128"
+
+REGISTER_OP("AssignAdd")
+    .Input("ref: Ref(T)")
+    .Input("value: T")
+    .Output("output_ref: Ref(T)")
+    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("use_locking: bool = false")
+    .SetShapeFn(AssignUpdateShape)
+    .Doc("Adds `value` to the variable behind `ref` and outputs the ref.");
+
+REGISTER_OP("AssignSub")
+    .Input("ref: Ref(T)")
+    .Input("value: T")
+    .Output("output_ref: Ref(T)")
+    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("use_locking: bool = false")
+    .SetShapeFn(AssignUpdateShape)
+    .Doc("Subtracts `value` from the variable behind `ref` and outputs the ref.");
+
+#undef RECFLOW_NUMBER_TYPES_
+
+REGISTER_OP("AssignAddVariableOp")
+    .Input("resource: resource")
+    .Input("value: dtype")
+    .Attr("dtype: type")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::NoOutputs)
+    .Doc("Adds `value` to a resource variable.");
+
+REGISTER_OP("AssignSubVariableOp")
+    .Input("resource: resource")
+    .Input("value: dtype")
+    .Attr("dtype: type")
+    .SetIsStateful()
+    .SetShapeFn(shape_fns::NoOutputs)
+    .Doc("Subtracts `value` from a resource variable.");
+
 namespace ops {
 
 Output Variable(const Scope& scope, const PartialShape& shape, DataType dtype,
@@ -112,6 +165,30 @@ Output ReadVariableOp(const Scope& scope, Output resource, DataType dtype) {
 
 Output AssignVariableOp(const Scope& scope, Output resource, Output value) {
   NodeBuilder b(scope.GetUniqueNameForOp("AssignVariableOp"), "AssignVariableOp");
+  b.Input(resource).Input(value);
+  return Output(scope.AddNode(b));
+}
+
+Output AssignAdd(const Scope& scope, Output ref, Output value, const AssignUpdateAttrs& attrs) {
+  NodeBuilder b(scope.GetUniqueNameForOp("AssignAdd"), "AssignAdd");
+  b.Input(ref).Input(value).Attr("use_locking", attrs.use_locking);
+  return Output(scope.AddNode(b));
+}
+
+Output AssignSub(const Scope& scope, Output ref, Output value, const AssignUpdateAttrs& attrs) {
+  NodeBuilder b(scope.GetUniqueNameForOp("AssignSub"), "AssignSub");
+  b.Input(ref).Input(value).Attr("use_locking", attrs.use_locking);
+  return Output(scope.AddNode(b));
+}
+
+Output AssignAddVariableOp(const Scope& scope, Output resource, Output value) {
+  NodeBuilder b(scope.GetUniqueNameForOp("AssignAddVariableOp"), "AssignAddVariableOp");
+  b.Input(resource).Input(value);
+  return Output(scope.AddNode(b));
+}
+
+Output AssignSubVariableOp(const Scope& scope, Output resource, Output value) {
+  NodeBuilder b(scope.GetUniqueNameForOp("AssignSubVariableOp"), "AssignSubVariableOp");
   b.Input(resource).Input(value);
   return Output(scope.AddNode(b));
 }

@@ -26,12 +26,24 @@ struct AssignAttrs {
 // Sets the variable behind `ref` to `value`; returns the ref.
 Output Assign(const Scope& scope, Output ref, Output value, const AssignAttrs& attrs = {});
 
+struct AssignUpdateAttrs {
+  bool use_locking = false;  // recflow always updates under the variable's lock
+};
+// Adds `value` (same shape) to the variable behind `ref`; returns the ref.
+Output AssignAdd(const Scope& scope, Output ref, Output value, const AssignUpdateAttrs& attrs = {});
+// Subtracts `value` (same shape) from the variable behind `ref`; returns the ref.
+Output AssignSub(const Scope& scope, Output ref, Output value, const AssignUpdateAttrs& attrs = {});
+
 // A handle to a resource variable.
 Output VarHandleOp(const Scope& scope, DataType dtype, const PartialShape& shape,
                    const VariableAttrs& attrs = {});
 Output ReadVariableOp(const Scope& scope, Output resource, DataType dtype);
 // Returns the AssignVariableOp node (it has no outputs) as a target.
 Output AssignVariableOp(const Scope& scope, Output resource, Output value);
+// Add / subtract `value` to / from a resource variable; return the node as a
+// target.
+Output AssignAddVariableOp(const Scope& scope, Output resource, Output value);
+Output AssignSubVariableOp(const Scope& scope, Output resource, Output value);
 
 }  // namespace recflow::ops
 

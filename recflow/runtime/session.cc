@@ -1,9 +1,11 @@
 #include "recflow/runtime/session.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_join.h"
+#include "recflow/core/logging.h"
 #include "recflow/core/status.h"
 #include "recflow/runtime/call_frame.h"
 #include "recflow/runtime/executor.h"
@@ -23,6 +25,11 @@ Session::~Session() = default;
 absl::StatusOr<std::unique_ptr<Session>> Session::Create(const SessionOptions& options,
                                                          const tensorflow::GraphDef& graph_def) {
   auto s = std::unique_ptr<Session>(new Session);
+  s->optimizer_options_ = options.optimizer;
+  if (const char* env = std::getenv("RECFLOW_GRAPH_OPTIMIZER");
+      env != nullptr && absl::string_view(env) == "off") {
+    s->optimizer_options_ = GraphOptimizerOptions::Disabled();
+  }
   const int cpus = NumSchedulableCPUs();
   const int inter = options.inter_op_threads > 0 ? options.inter_op_threads : cpus;
   const int intra = options.intra_op_threads > 0 ? options.intra_op_threads : cpus;
@@ -213,9 +220,22 @@ absl::StatusOr<std::shared_ptr<const Session::Signature>> Session::GetOrCreateSi
     SetAttrValue(static_cast<int64_t>(k), &(*ret->mutable_attr())["index"]);
   }
 
+  GraphOptimizerStats stats;
+  absl::Status optimized;
+  if (optimizer_options_.AnyEnabled()) {
+    optimized = OptimizeGraph(optimizer_options_, device_.get(), &def, &stats);
+  }
   auto pruned = std::make_unique<Graph>();
   GraphConstructorOptions opts;
-  RETURN_IF_ERROR(ConvertGraphDefToGraph(opts, def, pruned.get()));
+  RETURN_IF_ERROR(ConvertGraphDefToGraph(opts, def, pruned.get()));  // a bad signature fails here
+  if (!optimized.ok()) {
+    // `def` is still a valid graph (the passes that completed applied): run
+    // it rather than fail the step over an optimization.
+    LOG(WARNING) << "signature " << key << ": graph optimization stopped early, running the "
+                 << "graph as far as it got: " << optimized;
+  } else if (optimizer_options_.AnyEnabled()) {
+    VLOG(1) << "signature " << key << ": " << stats.ToString();
+  }
   Executor::Options exec_options;
   exec_options.device = device_.get();
   exec_options.inter_op_pool = inter_op_pool_.get();

@@ -5,8 +5,10 @@
 //   RETURN_IF_ERROR(session->Run({{"x", x}}, {"y:0"}, {"train_op"}, &out));
 //
 // Run prunes the graph to what the fetches and targets need (a fed tensor
-// cuts the graph there: its producer does not run), builds an executor for
-// that feed/fetch/target signature once and caches it. Variables and other
+// cuts the graph there: its producer does not run), optimizes that subgraph
+// (constant folding, common-subexpression elimination, MatMul fusion; see
+// graph_optimizer.h), builds an executor for that feed/fetch/target
+// signature once and caches it. Variables and other
 // resources live in the session's device and persist across Runs.
 // Thread-safe: Run may be called from many threads; Extend may be called
 // between or during Runs (Runs already started use the graph they saw).
@@ -26,6 +28,7 @@
 #include "recflow/framework/device.h"
 #include "recflow/framework/graph.h"
 #include "recflow/proto/graph.pb.h"
+#include "recflow/runtime/graph_optimizer.h"
 
 namespace recflow {
 
@@ -37,6 +40,10 @@ struct SessionOptions {
   // Threads a single big kernel splits its work across; 0 means one per
   // schedulable CPU, 1 means kernels run single-threaded.
   int intra_op_threads = 0;
+  // Passes run on each signature's graph before its executor is built; all
+  // on by default. GraphOptimizerOptions::Disabled() runs graphs as written
+  // (as does the environment variable RECFLOW_GRAPH_OPTIMIZER=off).
+  GraphOptimizerOptions optimizer;
 };
 
 class Session {
@@ -69,6 +76,7 @@ class Session {
       const std::vector<std::pair<std::string, Tensor>>& feeds,
       const std::vector<std::string>& fetches, const std::vector<std::string>& targets);
 
+  GraphOptimizerOptions optimizer_options_;
   std::unique_ptr<ThreadPool> inter_op_pool_;
   std::unique_ptr<ThreadPool> intra_op_pool_;
   std::unique_ptr<Device> device_;

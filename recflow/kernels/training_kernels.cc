@@ -1,0 +1,422 @@
+// CPU kernels for the dense optimizer updates (ops/training_ops.cc):
+// ApplyGradientDescent, ApplyMomentum, ApplyAdagrad, ApplyAdam, ApplyAdamW,
+// ApplyFtrl, ApplyFtrlV2 and their Resource* forms, for float and double.
+//
+// Each kernel is one fused pass: a single loop updates the variable and its
+// slots element by element (no temporaries), split across the intra-op pool
+// when the variable is big. The formulas are TensorFlow's
+// (tensorflow/core/kernels/training_ops.cc), evaluated in the same order.
+//
+// The variable and its slots are updated under their locks (Var::Update),
+// taken in address order so that two updates sharing variables cannot
+// deadlock; each update is in place unless a reader shares the buffer, in
+// which case Var::Update hands out a private copy first (copy-on-write).
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/types/span.h"
+#include "recflow/framework/op_kernel.h"
+#include "recflow/kernels/state_kernels.h"
+
+namespace recflow {
+namespace {
+
+// Below this much estimated work (ns) the loop runs inline.
+constexpr int64_t kInlineCostNs = 32 * 1024;
+
+template <typename F>
+void ParallelLoop(OpKernelContext* ctx, int64_t n, int64_t cost_per_element_ns,
+                  F&& fn) {
+  ThreadPool* pool = ctx->intra_op_pool();
+  if (pool == nullptr || n * cost_per_element_ns < kInlineCostNs) {
+    fn(int64_t{0}, n);
+  } else {
+    pool->ParallelFor(n, cost_per_element_ns, std::forward<F>(fn));
+  }
+}
+
+// Runs `fn` with every variable in `vars` locked for update; (*tensors)[i]
+// is the value of vars[i]. Locks are taken in address order.
+absl::Status UpdateVars(const std::vector<std::shared_ptr<Var>>& vars,
+                        std::vector<Tensor*>* tensors,
+                        const std::function<absl::Status()>& fn) {
+  std::vector<int> order(vars.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    return std::less<Var*>()(vars[a].get(), vars[b].get());
+  });
+  tensors->assign(vars.size(), nullptr);
+  std::function<absl::Status(size_t)> lock_from =
+      [&](size_t k) -> absl::Status {
+    if (k == order.size()) return fn();
+    return vars[order[k]]->Update([&](Tensor* t) {
+      (*tensors)[order[k]] = t;
+      return lock_from(k + 1);
+    });
+  };
+  return lock_from(0);
+}
+
+// What every Apply kernel shares: find the variable and slots (ref inputs
+// or resource handles), check the scalars, lock, check shapes, then run the
+// op's fused loop (Apply).
+template <typename T, bool kResource>
+class ApplyOpBase : public OpKernel {
+ public:
+  // Inputs [0, num_vars) are the variable and its slots, input `grad_index`
+  // is the gradient, every other input a scalar hyperparameter.
+  ApplyOpBase(OpKernelConstruction* c, int num_vars, int grad_index)
+      : OpKernel(c), num_vars_(num_vars), grad_index_(grad_index) {
+    bool use_locking = false;  // always locked; see training_ops.h
+    c->SetStatus(c->GetAttr("use_locking", &use_locking));
+    for (const auto& arg : c->op_def().input_arg())
+      input_names_.push_back(arg.name());
+  }
+
+  void Compute(OpKernelContext* ctx) final {
+    std::vector<std::shared_ptr<Var>> vars(num_vars_);
+    for (int i = 0; i < num_vars_; ++i) {
+      if constexpr (kResource) {
+        auto var = LookupResourceVar(ctx, i);
+        OP_REQUIRES_OK(ctx, var.status());
+        vars[i] = *std::move(var);
+        OP_REQUIRES(
+            ctx, vars[i]->dtype() == DataTypeToEnum<T>::value,
+            errors::InvalidArgument(
+                input_names_[i], " is variable '", vars[i]->name(),
+                "' of dtype ", DataTypeString(vars[i]->dtype()), " but T is ",
+                DataTypeString(DataTypeToEnum<T>::value)));
+      } else {
+        vars[i] = ctx->input_ref(i);
+        OP_REQUIRES(ctx, vars[i] != nullptr,
+                    errors::InvalidArgument("input '", input_names_[i],
+                                            "' must come from a variable"));
+      }
+      for (int j = 0; j < i; ++j) {
+        OP_REQUIRES(ctx, vars[i] != vars[j],
+                    errors::InvalidArgument(
+                        input_names_[j], " and ", input_names_[i],
+                        " are the same variable '", vars[i]->name(),
+                        "'; each slot needs a variable of its own"));
+      }
+    }
+    for (int i = num_vars_; i < ctx->num_inputs(); ++i) {
+      if (i == grad_index_) continue;
+      OP_REQUIRES(ctx, ctx->input(i).dims() == 0,
+                  errors::InvalidArgument(input_names_[i], " is not a scalar: ",
+                                          ctx->input(i).shape().DebugString()));
+    }
+    OP_REQUIRES_OK(ctx, ValidateHyperparameters(ctx));
+    const Tensor& grad = ctx->input(grad_index_);
+    std::vector<Tensor*> values;
+    OP_REQUIRES_OK(ctx, UpdateVars(vars, &values, [&]() -> absl::Status {
+                     for (int i = 1; i < num_vars_; ++i) {
+                       if (values[i]->shape() != values[0]->shape()) {
+                         return errors::InvalidArgument(
+                             "var and ", input_names_[i],
+                             " do not have the same shape: ",
+                             values[0]->shape().DebugString(), " vs ",
+                             values[i]->shape().DebugString(), " (variables '",
+                             vars[0]->name(), "' and '", vars[i]->name(), "')");
+                       }
+                     }
+                     if (grad.shape() != values[0]->shape()) {
+                       return errors::InvalidArgument(
+                           "var and ", input_names_[grad_index_],
+                           " do not have the same shape: ",
+                           values[0]->shape().DebugString(), " vs ",
+                           grad.shape().DebugString(), " (variable '",
+                           vars[0]->name(), "')");
+                     }
+                     Apply(ctx, absl::MakeSpan(values), grad.data<T>(),
+                           grad.NumElements());
+                     return absl::OkStatus();
+                   }));
+    if constexpr (!kResource) ctx->set_output_ref(0, vars[0]);
+  }
+
+ protected:
+  static T Scalar(OpKernelContext* ctx, int i) {
+    return ctx->input(i).scalar<T>();
+  }
+  // Checks hyperparameter values (FTRL's lr > 0, ...). Runs before locking.
+  virtual absl::Status ValidateHyperparameters(OpKernelContext* ctx) const {
+    return absl::OkStatus();
+  }
+  // The fused update over `n` elements. vars[i] is the value of input i.
+  virtual void Apply(OpKernelContext* ctx, absl::Span<Tensor* const> vars,
+                     const T* grad, int64_t n) const = 0;
+
+ private:
+  const int num_vars_;
+  const int grad_index_;
+  std::vector<std::string> input_names_;
+};
+
+// var -= alpha * delta
+template <typename T, bool kResource>
+class ApplyGradientDescentOp : public ApplyOpBase<T, kResource> {
+ public:
+  explicit ApplyGradientDescentOp(OpKernelConstruction* c)
+      : ApplyOpBase<T, kResource>(c, 1, 2) {}
+
+ private:
+  void Apply(OpKernelContext* ctx, absl::Span<Tensor* const> vars, const T* g,
+             int64_t n) const override {
+    T* var = vars[0]->data<T>();
+    const T lr = this->Scalar(ctx, 1);
+    ParallelLoop(ctx, n, 1, [=](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) var[i] -= g[i] * lr;
+    });
+  }
+};
+
+// inputs: var, accum, lr, grad, momentum
+template <typename T, bool kResource>
+class ApplyMomentumOp : public ApplyOpBase<T, kResource> {
+ public:
+  explicit ApplyMomentumOp(OpKernelConstruction* c)
+      : ApplyOpBase<T, kResource>(c, 2, 3) {
+    c->SetStatus(c->GetAttr("use_nesterov", &use_nesterov_));
+  }
+
+ private:
+  void Apply(OpKernelContext* ctx, absl::Span<Tensor* const> vars, const T* g,
+             int64_t n) const override {
+    T* var = vars[0]->data<T>();
+    T* accum = vars[1]->data<T>();
+    const T lr = this->Scalar(ctx, 2);
+    const T momentum = this->Scalar(ctx, 4);
+    if (use_nesterov_) {
+      ParallelLoop(ctx, n, 2, [=](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          const T a = accum[i] * momentum + g[i];
+          accum[i] = a;
+          var[i] -= g[i] * lr + a * momentum * lr;
+        }
+      });
+    } else {
+      ParallelLoop(ctx, n, 2, [=](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          const T a = accum[i] * momentum + g[i];
+          accum[i] = a;
+          var[i] -= a * lr;
+        }
+      });
+    }
+  }
+  bool use_nesterov_ = false;
+};
+
+// inputs: var, accum, lr, grad
+template <typename T, bool kResource>
+class ApplyAdagradOp : public ApplyOpBase<T, kResource> {
+ public:
+  explicit ApplyAdagradOp(OpKernelConstruction* c)
+      : ApplyOpBase<T, kResource>(c, 2, 3) {
+    c->SetStatus(c->GetAttr("update_slots", &update_slots_));
+  }
+
+ private:
+  void Apply(OpKernelContext* ctx, absl::Span<Tensor* const> vars, const T* g,
+             int64_t n) const override {
+    T* var = vars[0]->data<T>();
+    T* accum = vars[1]->data<T>();
+    const T lr = this->Scalar(ctx, 2);
+    const bool update_slots = update_slots_;
+    ParallelLoop(ctx, n, 4, [=](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        T a = accum[i];
+        if (update_slots) {
+          a += g[i] * g[i];
+          accum[i] = a;
+        }
+        var[i] -= g[i] * lr / std::sqrt(a);
+      }
+    });
+  }
+  bool update_slots_ = true;
+};
+
+// inputs: var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon,
+// [weight_decay,] grad
+template <typename T, bool kResource, bool kWeightDecay>
+class ApplyAdamOp : public ApplyOpBase<T, kResource> {
+ public:
+  explicit ApplyAdamOp(OpKernelConstruction* c)
+      : ApplyOpBase<T, kResource>(c, 3, kWeightDecay ? 10 : 9) {
+    c->SetStatus(c->GetAttr("use_nesterov", &use_nesterov_));
+  }
+
+ private:
+  void Apply(OpKernelContext* ctx, absl::Span<Tensor* const> vars, const T* g,
+             int64_t n) const override {
+    T* var = vars[0]->data<T>();
+    T* m = vars[1]->data<T>();
+    T* v = vars[2]->data<T>();
+    const T beta1_power = this->Scalar(ctx, 3);
+    const T beta2_power = this->Scalar(ctx, 4);
+    const T lr = this->Scalar(ctx, 5);
+    const T beta1 = this->Scalar(ctx, 6);
+    const T beta2 = this->Scalar(ctx, 7);
+    const T epsilon = this->Scalar(ctx, 8);
+    // Decoupled weight decay (AdamW): var *= (1 - lr * weight_decay) first.
+    const T decay = kWeightDecay ? lr * this->Scalar(ctx, 9) : T(0);
+    const T alpha = lr * std::sqrt(T(1) - beta2_power) / (T(1) - beta1_power);
+    const T one_minus_beta1 = T(1) - beta1;
+    const T one_minus_beta2 = T(1) - beta2;
+    auto loop = [&](auto nesterov) {
+      ParallelLoop(ctx, n, 6, [=](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          const T gi = g[i];
+          const T mi = m[i] + (gi - m[i]) * one_minus_beta1;
+          const T vi = v[i] + (gi * gi - v[i]) * one_minus_beta2;
+          m[i] = mi;
+          v[i] = vi;
+          T x = var[i];
+          if constexpr (kWeightDecay) x -= x * decay;
+          if constexpr (decltype(nesterov)::value) {
+            x -= ((gi * one_minus_beta1 + beta1 * mi) * alpha) /
+                 (std::sqrt(vi) + epsilon);
+          } else {
+            x -= (mi * alpha) / (std::sqrt(vi) + epsilon);
+          }
+          var[i] = x;
+        }
+      });
+    };
+    if (use_nesterov_) {
+      loop(std::true_type());
+    } else {
+      loop(std::false_type());
+    }
+  }
+  bool use_nesterov_ = false;
+};
+
+// inputs: var, accum, linear, grad, lr, l1, l2, [l2_shrinkage,] lr_power
+template <typename T, bool kResource, bool kV2>
+class ApplyFtrlOp : public ApplyOpBase<T, kResource> {
+ public:
+  explicit ApplyFtrlOp(OpKernelConstruction* c)
+      : ApplyOpBase<T, kResource>(c, 3, 3) {
+    c->SetStatus(c->GetAttr("multiply_linear_by_lr", &multiply_linear_by_lr_));
+  }
+
+ private:
+  static constexpr int kLr = 4, kL1 = 5, kL2 = 6, kShrinkage = 7,
+                       kLrPower = kV2 ? 8 : 7;
+
+  absl::Status ValidateHyperparameters(OpKernelContext* ctx) const override {
+    const T lr = this->Scalar(ctx, kLr), l1 = this->Scalar(ctx, kL1),
+            l2 = this->Scalar(ctx, kL2);
+    const T lr_power = this->Scalar(ctx, kLrPower);
+    if (!(lr > T(0)))
+      return errors::InvalidArgument("lr must be positive, got ", lr);
+    if (!(l1 >= T(0))) {
+      return errors::InvalidArgument(
+          "l1 regularization strength must be non-negative, got ", l1);
+    }
+    if (!(l2 >= T(0))) {
+      return errors::InvalidArgument(
+          "l2 regularization strength must be non-negative, got ", l2);
+    }
+    if constexpr (kV2) {
+      const T shrinkage = this->Scalar(ctx, kShrinkage);
+      if (!(shrinkage >= T(0))) {
+        return errors::InvalidArgument(
+            "l2 shrinkage regularization strength must be non-negative, got ",
+            shrinkage);
+      }
+    }
+    if (!(lr_power <= T(0))) {
+      return errors::InvalidArgument("lr_power must be non-positive, got ",
+                                     lr_power);
+    }
+    return absl::OkStatus();
+  }
+
+  void Apply(OpKernelContext* ctx, absl::Span<Tensor* const> vars, const T* g,
+             int64_t n) const override {
+    T* var = vars[0]->data<T>();
+    T* accum = vars[1]->data<T>();
+    T* linear = vars[2]->data<T>();
+    const T lr = this->Scalar(ctx, kLr);
+    const T l1 = this->Scalar(ctx, kL1);
+    const T l2 = this->Scalar(ctx, kL2);
+    const T shrinkage2 = kV2 ? T(2) * this->Scalar(ctx, kShrinkage) : T(0);
+    const T lr_power = this->Scalar(ctx, kLrPower);
+    const bool sqrt_power = lr_power == T(-0.5);
+    const T neg_power = -lr_power;
+    const bool by_lr = multiply_linear_by_lr_;
+    // With multiply_linear_by_lr the linear slot holds lr * linear, and the
+    // thresholds and denominators are scaled to match (TF's variant).
+    const T l1_t = by_lr ? l1 * lr : l1;
+    const T l2_t = by_lr ? T(2) * l2 * lr : T(2) * l2;
+    ParallelLoop(ctx, n, sqrt_power ? 10 : 40, [=](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const T gi = g[i];
+        const T w = var[i];
+        const T a = accum[i];
+        const T g_shrunk = kV2 ? gi + shrinkage2 * w : gi;
+        const T new_a = a + gi * gi;
+        const T p_new =
+            sqrt_power ? std::sqrt(new_a) : std::pow(new_a, neg_power);
+        const T p_old = sqrt_power ? std::sqrt(a) : std::pow(a, neg_power);
+        T lin = linear[i];
+        T quadratic;
+        if (by_lr) {
+          lin += g_shrunk * lr - (p_new - p_old) * w;
+          quadratic = p_new + l2_t;
+        } else {
+          lin += g_shrunk - (p_new - p_old) / lr * w;
+          quadratic = p_new / lr + l2_t;
+        }
+        linear[i] = lin;
+        const T sign = lin > T(0) ? T(1) : (lin < T(0) ? T(-1) : T(0));
+        var[i] = std::abs(lin) > l1_t ? (sign * l1_t - lin) / quadratic : T(0);
+        accum[i] = new_a;
+      }
+    });
+  }
+  bool multiply_linear_by_lr_ = false;
+};
+
+#define RECFLOW_REGISTER_APPLY_(op, T, ...)                                   \
+  REGISTER_KERNEL_BUILDER(Name(op).Device(DEVICE_CPU).TypeConstraint<T>("T"), \
+                          __VA_ARGS__)
+
+#define RECFLOW_REGISTER_APPLY_KERNELS_(T)                                     \
+  RECFLOW_REGISTER_APPLY_("ApplyGradientDescent", T,                           \
+                          ApplyGradientDescentOp<T, false>);                   \
+  RECFLOW_REGISTER_APPLY_("ResourceApplyGradientDescent", T,                   \
+                          ApplyGradientDescentOp<T, true>);                    \
+  RECFLOW_REGISTER_APPLY_("ApplyMomentum", T, ApplyMomentumOp<T, false>);      \
+  RECFLOW_REGISTER_APPLY_("ResourceApplyMomentum", T,                          \
+                          ApplyMomentumOp<T, true>);                           \
+  RECFLOW_REGISTER_APPLY_("ApplyAdagrad", T, ApplyAdagradOp<T, false>);        \
+  RECFLOW_REGISTER_APPLY_("ResourceApplyAdagrad", T, ApplyAdagradOp<T, true>); \
+  RECFLOW_REGISTER_APPLY_("ApplyAdam", T, ApplyAdamOp<T, false, false>);       \
+  RECFLOW_REGISTER_APPLY_("ResourceApplyAdam", T,                              \
+                          ApplyAdamOp<T, true, false>);                        \
+  RECFLOW_REGISTER_APPLY_("ApplyAdamW", T, ApplyAdamOp<T, false, true>);       \
+  RECFLOW_REGISTER_APPLY_("ResourceApplyAdamW", T,                             \
+                          ApplyAdamOp<T, true, true>);                         \
+  RECFLOW_REGISTER_APPLY_("ApplyFtrl", T, ApplyFtrlOp<T, false, false>);       \
+  RECFLOW_REGISTER_APPLY_("ResourceApplyFtrl", T,                              \
+                          ApplyFtrlOp<T, true, false>);                        \
+  RECFLOW_REGISTER_APPLY_("ApplyFtrlV2", T, ApplyFtrlOp<T, false, true>);      \
+  RECFLOW_REGISTER_APPLY_("ResourceApplyFtrlV2", T, ApplyFtrlOp<T, true, true>)
+
+RECFLOW_REGISTER_APPLY_KERNELS_(float);
+RECFLOW_REGISTER_APPLY_KERNELS_(double);
+
+#undef RECFLOW_REGISTER_APPLY_KERNELS_
+#undef RECFLOW_REGISTER_APPLY_
+
+}  // namespace
+}  // namespace recflow

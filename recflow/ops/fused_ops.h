@@ -1,0 +1,37 @@
+// Builder helper for the fused ops that the graph optimizer
+// (runtime/graph_optimizer.h) rewrites graphs to (definitions in
+// fused_ops.cc). Models normally never build these by hand: they build
+// MatMul + BiasAdd + Relu and the session fuses them. The helper exists for
+// tests and for graphs that want the fused form explicitly.
+//
+// _FusedMatMul is TensorFlow's internal op of the same name (its inputs,
+// attrs and fused_ops strings), minus the host_args input newer TensorFlow
+// versions added for FusedBatchNorm fusions.
+#ifndef RECFLOW_OPS_FUSED_OPS_H_
+#define RECFLOW_OPS_FUSED_OPS_H_
+
+#include <string>
+#include <vector>
+
+#include "recflow/framework/scope.h"
+
+namespace recflow::ops {
+
+struct FusedMatMulAttrs {
+  bool transpose_a = false;
+  bool transpose_b = false;
+  // What follows the product, in order. recflow's kernel supports
+  // {"BiasAdd"} and {"BiasAdd", ACT} with ACT one of Relu, Relu6, Elu,
+  // LeakyRelu, Sigmoid, Tanh.
+  std::vector<std::string> fused_ops = {"BiasAdd"};
+  float epsilon = 0.0001f;       // TensorFlow's FusedBatchNorm attr; unused
+  float leakyrelu_alpha = 0.2f;  // for LeakyRelu
+};
+// act(op(a) x op(b) + args[0]), args[0] the bias: a vector of the product's
+// column count.
+Output FusedMatMul(const Scope& scope, Output a, Output b, std::vector<Output> args,
+                   const FusedMatMulAttrs& attrs = {});
+
+}  // namespace recflow::ops
+
+#endif  // RECFLOW_OPS_FUSED_OPS_H_

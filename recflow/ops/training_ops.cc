@@ -1,0 +1,447 @@
+#include "recflow/ops/training_ops.h"
+
+#include <string>
+
+#include "recflow/framework/op_registry.h"
+
+namespace recflow {
+namespace {
+
+std::string InputName(const InferenceContext* c, int i) {
+  const OpRegistrationData* reg = OpRegistry::Global()->Find(c->op());
+  if (reg != nullptr && i < reg->op_def.input_arg_size())
+    return reg->op_def.input_arg(i).name();
+  return absl::StrCat("input ", i);
+}
+
+// Shape function of the dense Apply* ops: inputs [0, kNumVars) are the
+// variable and its slots (refs with the variable's shape, or resource
+// handles whose shape is unknown here), input kGrad has the variable's
+// shape, and every other input is a scalar hyperparameter. The ref forms
+// output the variable's shape.
+template <int kNumVars, int kGrad, bool kResource>
+absl::Status ApplyShapeFn(InferenceContext* c) {
+  PartialShape s = kResource ? PartialShape() : c->input(0);
+  if (!kResource) {
+    for (int i = 1; i < kNumVars; ++i) {
+      auto merged = s.Merge(c->input(i));
+      if (!merged.ok()) {
+        return errors::InvalidArgument(
+            "var and ", InputName(c, i),
+            " do not have the same shape: ", s.DebugString(), " vs ",
+            c->input(i).DebugString());
+      }
+      s = *merged;
+    }
+  }
+  auto merged = s.Merge(c->input(kGrad));
+  if (!merged.ok()) {
+    return errors::InvalidArgument(
+        "var and ", InputName(c, kGrad),
+        " do not have the same shape: ", s.DebugString(), " vs ",
+        c->input(kGrad).DebugString());
+  }
+  s = *merged;
+  for (int i = kNumVars; i < c->num_inputs(); ++i) {
+    if (i == kGrad) continue;
+    const PartialShape& in = c->input(i);
+    if (!in.unknown_rank() && in.rank() != 0) {
+      return errors::InvalidArgument(
+          InputName(c, i), " must be a scalar, got shape ", in.DebugString());
+    }
+  }
+  if (c->num_outputs() > 0) c->set_output(0, s);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// TensorFlow's `numbertype` (the registry takes explicit lists).
+#define RECFLOW_NUMBER_TYPES_                                            \
+  "bfloat16, half, float, double, uint8, uint16, uint32, uint64, int8, " \
+  "int16, int32, int64, "                                                \
+  "complex64, complex128"
+
+// --- Gradient descent --------------------------------------------------------
+
+REGISTER_OP("ApplyGradientDescent")
+    .Input("var: Ref(T)")
+    .Input("alpha: T")
+    .Input("delta: T")
+    .Output("out: Ref(T)")
+    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("use_locking: bool = false")
+    .SetShapeFn(ApplyShapeFn<1, 2, false>)
+    .Doc("Updates var by subtracting alpha * delta from it.");
+
+REGISTER_OP("ResourceApplyGradientDescent")
+    .Input("var: resource")
+    .Input("alpha: T")
+    .Input("delta: T")
+    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("use_locking: bool = false")
+    .SetIsStateful()
+    .SetShapeFn(ApplyShapeFn<1, 2, true>)
+    .Doc(
+        "Updates the resource variable var by subtracting alpha * delta from "
+        "it.");
+
+// --- Momentum ----------------------------------------------------------------
+
+REGISTER_OP("ApplyMomentum")
+    .Input("var: Ref(T)")
+    .Input("accum: Ref(T)")
+    .Input("lr: T")
+    .Input("grad: T")
+    .Input("momentum: T")
+    .Output("out: Ref(T)")
+    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("use_locking: bool = false")
+    .Attr("use_nesterov: bool = false")
+    .SetShapeFn(ApplyShapeFn<2, 3, false>)
+    .Doc(
+        "Updates var and accum with the momentum scheme (optionally "
+        "Nesterov).\n\n"
+        "accum = accum * momentum + grad; var -= lr * accum, or with "
+        "use_nesterov "
+        "var -= grad * lr + accum * momentum * lr.");
+
+REGISTER_OP("ResourceApplyMomentum")
+    .Input("var: resource")
+    .Input("accum: resource")
+    .Input("lr: T")
+    .Input("grad: T")
+    .Input("momentum: T")
+    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("use_locking: bool = false")
+    .Attr("use_nesterov: bool = false")
+    .SetIsStateful()
+    .SetShapeFn(ApplyShapeFn<2, 3, true>)
+    .Doc("ApplyMomentum on resource variables.");
+
+// --- Adagrad -----------------------------------------------------------------
+
+REGISTER_OP("ApplyAdagrad")
+    .Input("var: Ref(T)")
+    .Input("accum: Ref(T)")
+    .Input("lr: T")
+    .Input("grad: T")
+    .Output("out: Ref(T)")
+    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("use_locking: bool = false")
+    .Attr("update_slots: bool = true")
+    .SetShapeFn(ApplyShapeFn<2, 3, false>)
+    .Doc(
+        "Updates var and accum with the Adagrad scheme.\n\n"
+        "accum += grad^2 (when update_slots); var -= lr * grad / sqrt(accum).");
+
+REGISTER_OP("ResourceApplyAdagrad")
+    .Input("var: resource")
+    .Input("accum: resource")
+    .Input("lr: T")
+    .Input("grad: T")
+    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("use_locking: bool = false")
+    .Attr("update_slots: bool = true")
+    .SetIsStateful()
+    .SetShapeFn(ApplyShapeFn<2, 3, true>)
+    .Doc("ApplyAdagrad on resource variables.");
+
+// --- Adam --------------------------------------------------------------------
+
+REGISTER_OP("ApplyAdam")
+    .Input("var: Ref(T)")
+    .Input("m: Ref(T)")
+    .Input("v: Ref(T)")
+    .Input("beta1_power: T")
+    .Input("beta2_power: T")
+    .Input("lr: T")
+    .Input("beta1: T")
+    .Input("beta2: T")
+    .Input("epsilon: T")
+    .Input("grad: T")
+    .Output("out: Ref(T)")
+    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("use_locking: bool = false")
+    .Attr("use_nesterov: bool = false")
+    .SetShapeFn(ApplyShapeFn<3, 9, false>)
+    .Doc(
+        "Updates var, m and v with the Adam scheme.\n\n"
+        "lr_t = lr * sqrt(1 - beta2_power) / (1 - beta1_power); m += (grad - "
+        "m) * (1 - beta1); "
+        "v += (grad^2 - v) * (1 - beta2); var -= lr_t * m / (sqrt(v) + "
+        "epsilon).");
+
+REGISTER_OP("ResourceApplyAdam")
+    .Input("var: resource")
+    .Input("m: resource")
+    .Input("v: resource")
+    .Input("beta1_power: T")
+    .Input("beta2_power: T")
+    .Input("lr: T")
+    .Input("beta1: T")
+    .Input("beta2: T")
+    .Input("epsilon: T")
+    .Input("grad: T")
+    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("use_locking: bool = false")
+    .Attr("use_nesterov: bool = false")
+    .SetIsStateful()
+    .SetShapeFn(ApplyShapeFn<3, 9, true>)
+    .Doc("ApplyAdam on resource variables.");
+
+REGISTER_OP("ApplyAdamW")
+    .Input("var: Ref(T)")
+    .Input("m: Ref(T)")
+    .Input("v: Ref(T)")
+    .Input("beta1_power: T")
+    .Input("beta2_power: T")
+    .Input("lr: T")
+    .Input("beta1: T")
+    .Input("beta2: T")
+    .Input("epsilon: T")
+    .Input("weight_decay: T")
+    .Input("grad: T")
+    .Output("out: Ref(T)")
+    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("use_locking: bool = false")
+    .Attr("use_nesterov: bool = false")
+    .SetShapeFn(ApplyShapeFn<3, 10, false>)
+    .Doc(
+        "ApplyAdam with decoupled weight decay: var -= lr * weight_decay * "
+        "var, then Adam.\n\n"
+        "recflow's own op (TensorFlow has no single AdamW op). The decay uses "
+        "var's value "
+        "before this step's Adam update, as tf.keras AdamW does.");
+
+REGISTER_OP("ResourceApplyAdamW")
+    .Input("var: resource")
+    .Input("m: resource")
+    .Input("v: resource")
+    .Input("beta1_power: T")
+    .Input("beta2_power: T")
+    .Input("lr: T")
+    .Input("beta1: T")
+    .Input("beta2: T")
+    .Input("epsilon: T")
+    .Input("weight_decay: T")
+    .Input("grad: T")
+    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("use_locking: bool = false")
+    .Attr("use_nesterov: bool = false")
+    .SetIsStateful()
+    .SetShapeFn(ApplyShapeFn<3, 10, true>)
+    .Doc("ApplyAdamW on resource variables.");
+
+// --- FTRL --------------------------------------------------------------------
+
+REGISTER_OP("ApplyFtrl")
+    .Input("var: Ref(T)")
+    .Input("accum: Ref(T)")
+    .Input("linear: Ref(T)")
+    .Input("grad: T")
+    .Input("lr: T")
+    .Input("l1: T")
+    .Input("l2: T")
+    .Input("lr_power: T")
+    .Output("out: Ref(T)")
+    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("use_locking: bool = false")
+    .Attr("multiply_linear_by_lr: bool = false")
+    .SetShapeFn(ApplyShapeFn<3, 3, false>)
+    .Doc("Updates var, accum and linear with the FTRL-proximal scheme.");
+
+REGISTER_OP("ResourceApplyFtrl")
+    .Input("var: resource")
+    .Input("accum: resource")
+    .Input("linear: resource")
+    .Input("grad: T")
+    .Input("lr: T")
+    .Input("l1: T")
+    .Input("l2: T")
+    .Input("lr_power: T")
+    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("use_locking: bool = false")
+    .Attr("multiply_linear_by_lr: bool = false")
+    .SetIsStateful()
+    .SetShapeFn(ApplyShapeFn<3, 3, true>)
+    .Doc("ApplyFtrl on resource variables.");
+
+REGISTER_OP("ApplyFtrlV2")
+    .Input("var: Ref(T)")
+    .Input("accum: Ref(T)")
+    .Input("linear: Ref(T)")
+    .Input("grad: T")
+    .Input("lr: T")
+    .Input("l1: T")
+    .Input("l2: T")
+    .Input("l2_shrinkage: T")
+    .Input("lr_power: T")
+    .Output("out: Ref(T)")
+    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("use_locking: bool = false")
+    .Attr("multiply_linear_by_lr: bool = false")
+    .SetShapeFn(ApplyShapeFn<3, 3, false>)
+    .Doc(
+        "Updates var, accum and linear with FTRL-proximal plus online L2 "
+        "shrinkage.\n\n"
+        "As ApplyFtrl with grad + 2 * l2_shrinkage * var in the linear term.");
+
+REGISTER_OP("ResourceApplyFtrlV2")
+    .Input("var: resource")
+    .Input("accum: resource")
+    .Input("linear: resource")
+    .Input("grad: T")
+    .Input("lr: T")
+    .Input("l1: T")
+    .Input("l2: T")
+    .Input("l2_shrinkage: T")
+    .Input("lr_power: T")
+    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("use_locking: bool = false")
+    .Attr("multiply_linear_by_lr: bool = false")
+    .SetIsStateful()
+    .SetShapeFn(ApplyShapeFn<3, 3, true>)
+    .Doc("ApplyFtrlV2 on resource variables.");
+
+#undef RECFLOW_NUMBER_TYPES_
+
+namespace ops {
+namespace {
+
+Output Build(const Scope& scope, const char* op,
+             std::initializer_list<Output> inputs,
+             std::initializer_list<std::pair<const char*, bool>> attrs) {
+  NodeBuilder b(scope.GetUniqueNameForOp(op), op);
+  for (const Output& in : inputs) b.Input(in);
+  for (const auto& [name, value] : attrs) b.Attr(name, value);
+  return Output(scope.AddNode(b));
+}
+
+}  // namespace
+
+Output ApplyGradientDescent(const Scope& scope, Output var, Output alpha,
+                            Output delta,
+                            const ApplyGradientDescentAttrs& attrs) {
+  return Build(scope, "ApplyGradientDescent", {var, alpha, delta},
+               {{"use_locking", attrs.use_locking}});
+}
+Output ResourceApplyGradientDescent(const Scope& scope, Output var,
+                                    Output alpha, Output delta,
+                                    const ApplyGradientDescentAttrs& attrs) {
+  return Build(scope, "ResourceApplyGradientDescent", {var, alpha, delta},
+               {{"use_locking", attrs.use_locking}});
+}
+
+Output ApplyMomentum(const Scope& scope, Output var, Output accum, Output lr,
+                     Output grad, Output momentum,
+                     const ApplyMomentumAttrs& attrs) {
+  return Build(scope, "ApplyMomentum", {var, accum, lr, grad, momentum},
+               {{"use_locking", attrs.use_locking},
+                {"use_nesterov", attrs.use_nesterov}});
+}
+Output ResourceApplyMomentum(const Scope& scope, Output var, Output accum,
+                             Output lr, Output grad, Output momentum,
+                             const ApplyMomentumAttrs& attrs) {
+  return Build(scope, "ResourceApplyMomentum", {var, accum, lr, grad, momentum},
+               {{"use_locking", attrs.use_locking},
+                {"use_nesterov", attrs.use_nesterov}});
+}
+
+Output ApplyAdagrad(const Scope& scope, Output var, Output accum, Output lr,
+                    Output grad, const ApplyAdagradAttrs& attrs) {
+  return Build(scope, "ApplyAdagrad", {var, accum, lr, grad},
+               {{"use_locking", attrs.use_locking},
+                {"update_slots", attrs.update_slots}});
+}
+Output ResourceApplyAdagrad(const Scope& scope, Output var, Output accum,
+                            Output lr, Output grad,
+                            const ApplyAdagradAttrs& attrs) {
+  return Build(scope, "ResourceApplyAdagrad", {var, accum, lr, grad},
+               {{"use_locking", attrs.use_locking},
+                {"update_slots", attrs.update_slots}});
+}
+
+Output ApplyAdam(const Scope& scope, Output var, Output m, Output v,
+                 Output beta1_power, Output beta2_power, Output lr,
+                 Output beta1, Output beta2, Output epsilon, Output grad,
+                 const ApplyAdamAttrs& attrs) {
+  return Build(
+      scope, "ApplyAdam",
+      {var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad},
+      {{"use_locking", attrs.use_locking},
+       {"use_nesterov", attrs.use_nesterov}});
+}
+Output ResourceApplyAdam(const Scope& scope, Output var, Output m, Output v,
+                         Output beta1_power, Output beta2_power, Output lr,
+                         Output beta1, Output beta2, Output epsilon,
+                         Output grad, const ApplyAdamAttrs& attrs) {
+  return Build(
+      scope, "ResourceApplyAdam",
+      {var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad},
+      {{"use_locking", attrs.use_locking},
+       {"use_nesterov", attrs.use_nesterov}});
+}
+
+Output ApplyAdamW(const Scope& scope, Output var, Output m, Output v,
+                  Output beta1_power, Output beta2_power, Output lr,
+                  Output beta1, Output beta2, Output epsilon,
+                  Output weight_decay, Output grad,
+                  const ApplyAdamAttrs& attrs) {
+  return Build(scope, "ApplyAdamW",
+               {var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon,
+                weight_decay, grad},
+               {{"use_locking", attrs.use_locking},
+                {"use_nesterov", attrs.use_nesterov}});
+}
+Output ResourceApplyAdamW(const Scope& scope, Output var, Output m, Output v,
+                          Output beta1_power, Output beta2_power, Output lr,
+                          Output beta1, Output beta2, Output epsilon,
+                          Output weight_decay, Output grad,
+                          const ApplyAdamAttrs& attrs) {
+  return Build(scope, "ResourceApplyAdamW",
+               {var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon,
+                weight_decay, grad},
+               {{"use_locking", attrs.use_locking},
+                {"use_nesterov", attrs.use_nesterov}});
+}
+
+Output ApplyFtrl(const Scope& scope, Output var, Output accum, Output linear,
+                 Output grad, Output lr, Output l1, Output l2, Output lr_power,
+                 const ApplyFtrlAttrs& attrs) {
+  return Build(scope, "ApplyFtrl",
+               {var, accum, linear, grad, lr, l1, l2, lr_power},
+               {{"use_locking", attrs.use_locking},
+                {"multiply_linear_by_lr", attrs.multiply_linear_by_lr}});
+}
+Output ResourceApplyFtrl(const Scope& scope, Output var, Output accum,
+                         Output linear, Output grad, Output lr, Output l1,
+                         Output l2, Output lr_power,
+                         const ApplyFtrlAttrs& attrs) {
+  return Build(scope, "ResourceApplyFtrl",
+               {var, accum, linear, grad, lr, l1, l2, lr_power},
+               {{"use_locking", attrs.use_locking},
+                {"multiply_linear_by_lr", attrs.multiply_linear_by_lr}});
+}
+
+Output ApplyFtrlV2(const Scope& scope, Output var, Output accum, Output linear,
+                   Output grad, Output lr, Output l1, Output l2,
+                   Output l2_shrinkage, Output lr_power,
+                   const ApplyFtrlAttrs& attrs) {
+  return Build(scope, "ApplyFtrlV2",
+               {var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power},
+               {{"use_locking", attrs.use_locking},
+                {"multiply_linear_by_lr", attrs.multiply_linear_by_lr}});
+}
+Output ResourceApplyFtrlV2(const Scope& scope, Output var, Output accum,
+                           Output linear, Output grad, Output lr, Output l1,
+                           Output l2, Output l2_shrinkage, Output lr_power,
+                           const ApplyFtrlAttrs& attrs) {
+  return Build(scope, "ResourceApplyFtrlV2",
+               {var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power},
+               {{"use_locking", attrs.use_locking},
+                {"multiply_linear_by_lr", attrs.multiply_linear_by_lr}});
+}
+
+}  // namespace ops
+}  // namespace recflow

@@ -1,0 +1,279 @@
+// The Optimizer base: gradients, slots, the apply loop and the train op.
+// The concrete optimizers are in optimizers.cc.
+#include "recflow/train/optimizer.h"
+
+#include <set>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_join.h"
+#include "recflow/core/status.h"
+#include "recflow/framework/gradients.h"
+#include "recflow/ops/array_ops.h"
+#include "recflow/ops/math_ops.h"
+#include "recflow/train/global_step.h"
+#include "recflow/train/variables.h"
+
+namespace recflow::train {
+namespace {
+
+// A scalar Const of `dtype` holding `value`.
+absl::StatusOr<Output> ScalarConst(const Scope& scope, DataType dtype,
+                                   double value) {
+  switch (dtype) {
+    case DT_FLOAT:
+      return ops::Const(scope, static_cast<float>(value));
+    case DT_DOUBLE:
+      return ops::Const(scope, value);
+    case DT_INT32:
+      return ops::Const(scope, static_cast<int32_t>(value));
+    case DT_INT64:
+      return ops::Const(scope, static_cast<int64_t>(value));
+    default:
+      return errors::InvalidArgument(
+          "optimizers handle float and double variables, not ",
+          DataTypeString(dtype));
+  }
+}
+
+}  // namespace
+
+Output Hyperparameter::ToTensor(const Scope& scope, DataType dtype) const {
+  if (!scope.ok()) return Output();
+  if (!is_constant()) {
+    if (BaseType(tensor_.type()) == dtype) return tensor_;
+    return ops::Cast(scope, tensor_, dtype);
+  }
+  auto c = ScalarConst(scope, dtype, value_);
+  if (!c.ok()) {
+    scope.UpdateStatus(c.status());
+    return Output();
+  }
+  return *c;
+}
+
+absl::StatusOr<Output> Optimizer::Minimize(const Scope& scope, Output loss,
+                                           std::vector<Output> var_list,
+                                           Output global_step) {
+  ASSIGN_OR_RETURN(std::vector<GradAndVar> grads_and_vars,
+                   ComputeGradients(scope, loss, std::move(var_list)));
+  return ApplyGradients(scope, grads_and_vars, global_step);
+}
+
+absl::StatusOr<std::vector<GradAndVar>> Optimizer::ComputeGradients(
+    const Scope& scope, Output loss, std::vector<Output> var_list) const {
+  RETURN_IF_ERROR(scope.status());
+  if (!loss.valid())
+    return errors::InvalidArgument(name_, ": the loss is an invalid Output");
+  if (var_list.empty()) {
+    var_list = TrainableVariables(*scope.graph());
+    if (var_list.empty()) {
+      return errors::InvalidArgument(
+          name_,
+          ": the graph has no trainable variables (create them with "
+          "train::Variable) and no var_list was given");
+    }
+  }
+  // What to differentiate: a ref variable itself, or every read of a
+  // resource variable.
+  std::vector<Output> xs;
+  std::vector<std::pair<size_t, size_t>>
+      ranges;  // per variable: [begin, end) in xs
+  for (const Output& var : var_list) {
+    RETURN_IF_ERROR(CheckIsVariable(var));
+    const size_t begin = xs.size();
+    if (IsResourceVariable(var)) {
+      for (const Edge* e : var.node()->out_edges()) {
+        if (!e->IsControlEdge() && e->dst->op() == "ReadVariableOp")
+          xs.push_back(Output(e->dst));
+      }
+    } else {
+      xs.push_back(var);
+    }
+    ranges.emplace_back(begin, xs.size());
+  }
+  std::vector<Output> grads;
+  RETURN_IF_ERROR(AddSymbolicGradients(scope, {loss}, xs, &grads));
+  std::vector<GradAndVar> out;
+  for (size_t i = 0; i < var_list.size(); ++i) {
+    std::vector<Output> terms;
+    for (size_t k = ranges[i].first; k < ranges[i].second; ++k) {
+      if (grads[k].valid()) terms.push_back(grads[k]);
+    }
+    Output grad;
+    if (terms.size() == 1) {
+      grad = terms[0];
+    } else if (terms.size() > 1) {
+      grad = ops::AddN(scope.NewSubScope("gradients"), terms);
+      RETURN_IF_ERROR(scope.status());
+    }
+    out.push_back({grad, var_list[i]});
+  }
+  return out;
+}
+
+absl::StatusOr<Output> Optimizer::ApplyGradients(
+    const Scope& scope, const std::vector<GradAndVar>& grads_and_vars,
+    Output global_step) {
+  RETURN_IF_ERROR(scope.status());
+  std::vector<GradAndVar> todo;
+  std::vector<std::string> all_names;
+  std::set<std::string> seen;
+  for (const GradAndVar& gv : grads_and_vars) {
+    RETURN_IF_ERROR(CheckIsVariable(gv.var));
+    const std::string& var_name = VariableName(gv.var);
+    if (!seen.insert(var_name).second) {
+      return errors::InvalidArgument(name_, ": variable '", var_name,
+                                     "' appears twice in grads_and_vars");
+    }
+    all_names.push_back(var_name);
+    if (!gv.grad.valid()) continue;
+    const DataType dtype = VariableDtype(gv.var);
+    if (dtype != DT_FLOAT && dtype != DT_DOUBLE) {
+      return errors::InvalidArgument(
+          name_, ": variable '", var_name, "' has dtype ",
+          DataTypeString(dtype),
+          "; optimizers update float and double variables");
+    }
+    if (BaseType(gv.grad.type()) != dtype) {
+      return errors::InvalidArgument(
+          name_, ": the gradient '", gv.grad.name(), "' of variable '",
+          var_name, "' is ", DataTypeString(BaseType(gv.grad.type())),
+          " but the variable is ", DataTypeString(dtype));
+    }
+    todo.push_back(gv);
+  }
+  if (todo.empty()) {
+    return errors::InvalidArgument(
+        name_, ": no gradients provided for any variable: [",
+        absl::StrJoin(all_names, ", "),
+        "]; check that the loss depends on them through differentiable ops");
+  }
+  if (global_step.valid()) {
+    RETURN_IF_ERROR(
+        errors::Annotate(CheckIsVariable(global_step), "global_step"));
+    const DataType gs_dtype = VariableDtype(global_step);
+    if (gs_dtype != DT_INT64 && gs_dtype != DT_INT32) {
+      return errors::InvalidArgument("global_step '", global_step.name(),
+                                     "' must be int64 or int32, not ",
+                                     DataTypeString(gs_dtype));
+    }
+  }
+
+  // Slots and non-slot variables, named from the caller's scope.
+  std::vector<Output> vars;
+  for (const GradAndVar& gv : todo) {
+    vars.push_back(gv.var);
+    if (slots_.count(VariableName(gv.var)) == 0) {
+      slots_[VariableName(gv.var)];  // created (possibly with no slots)
+      RETURN_IF_ERROR(CreateSlots(scope, gv.var));
+    }
+  }
+  if (!non_slots_created_) {
+    RETURN_IF_ERROR(CreateNonSlotVariables(scope, vars));
+    non_slots_created_ = true;
+  }
+  RETURN_IF_ERROR(scope.status());
+
+  // The updates, under "<name()>/".
+  const Scope opt_scope = scope.NewSubScope(name_);
+  apply_scope_ = &opt_scope;
+  hyper_cache_.clear();
+  absl::Cleanup reset = [this] {
+    apply_scope_ = nullptr;
+    hyper_cache_.clear();
+  };
+  std::vector<Output> updates;
+  for (const GradAndVar& gv : todo) {
+    const Scope update_scope =
+        opt_scope.NewSubScope("update_" + VariableName(gv.var));
+    ASSIGN_OR_RETURN(Output update, ApplyDense(update_scope, gv.grad, gv.var));
+    RETURN_IF_ERROR(scope.status());
+    updates.push_back(update);
+  }
+  ASSIGN_OR_RETURN(std::vector<Output> deps, Finish(opt_scope, updates));
+  if (global_step.valid()) {
+    deps.push_back(IncrementGlobalStep(opt_scope.WithControlDependencies(deps),
+                                       global_step));
+  }
+  RETURN_IF_ERROR(scope.status());
+  NodeBuilder b(scope.GetUniqueNameForOp(name_), "NoOp");
+  for (const Output& d : deps) b.ControlInput(d.node());
+  Node* train_op = scope.AddNode(b);
+  RETURN_IF_ERROR(scope.status());
+  return Output(train_op);
+}
+
+Output Optimizer::GetSlot(const Output& var,
+                          const std::string& slot_name) const {
+  if (!var.valid()) return Output();
+  auto it = slots_.find(VariableName(var));
+  if (it == slots_.end()) return Output();
+  auto slot = it->second.find(slot_name);
+  return slot == it->second.end() ? Output() : slot->second;
+}
+
+absl::StatusOr<Output> Optimizer::CreateSlot(const Scope& scope,
+                                             const Output& var,
+                                             const std::string& slot_name,
+                                             double value) {
+  const PartialShape shape = VariableShape(var);
+  const std::string& var_name = VariableName(var);
+  if (!shape.IsFullyDefined()) {
+    return errors::InvalidArgument(
+        name_, ": cannot create slot '", slot_name, "' of variable '", var_name,
+        "': its shape ", shape.DebugString(), " is not fully defined");
+  }
+  const DataType dtype = VariableDtype(var);
+  const std::string relative = var_name + "/" + name_;
+  // The initial value under "<var>/<name>/Initializer/".
+  const Scope init_scope =
+      scope.NewSubScope(relative).NewSubScope("Initializer");
+  const char* kind = value == 0 ? "zeros" : "Const";
+  Output dims =
+      ops::Const(init_scope.WithOpName(std::string(kind) + "/shape_as_tensor"),
+                 Tensor::FromVector<int64_t>(shape.dims()));
+  ASSIGN_OR_RETURN(
+      Output fill_value,
+      ScalarConst(init_scope.WithOpName(std::string(kind) + "/value"), dtype,
+                  value));
+  Output init = ops::Fill(init_scope.WithOpName(kind), dims, fill_value);
+  Output slot = internal::CreateVariable(
+      scope, scope.GetUniqueNameForOp(relative), shape, dtype, init,
+      {.trainable = false, .use_resource = IsResourceVariable(var)});
+  RETURN_IF_ERROR(scope.status());
+  slots_[var_name][slot_name] = slot;
+  init_ops_.push_back(
+      Output(scope.graph()->FindNode(slot.node()->name() + "/Assign")));
+  return slot;
+}
+
+absl::StatusOr<Output> Optimizer::CreateNonSlotVariable(const Scope& scope,
+                                                        const std::string& name,
+                                                        DataType dtype,
+                                                        bool use_resource,
+                                                        double value) {
+  ASSIGN_OR_RETURN(
+      Output init,
+      ScalarConst(scope.NewSubScope(name).WithOpName("initial_value"), dtype,
+                  value));
+  Output var = internal::CreateVariable(
+      scope, scope.GetUniqueNameForOp(name), PartialShape({}), dtype, init,
+      {.trainable = false, .use_resource = use_resource});
+  RETURN_IF_ERROR(scope.status());
+  init_ops_.push_back(
+      Output(scope.graph()->FindNode(var.node()->name() + "/Assign")));
+  return var;
+}
+
+Output Optimizer::Hyper(const std::string& hyper_name, const Hyperparameter& h,
+                        DataType dtype) {
+  DCHECK(apply_scope_ != nullptr);
+  auto key = std::make_pair(hyper_name, dtype);
+  auto it = hyper_cache_.find(key);
+  if (it != hyper_cache_.end()) return it->second;
+  Output t = h.ToTensor(apply_scope_->WithOpName(hyper_name), dtype);
+  hyper_cache_[key] = t;
+  return t;
+}
+
+}  // namespace recflow::train

@@ -1,0 +1,324 @@
+// Optimizers: graph builders that turn a loss into a train op, as
+// TensorFlow 1.x's tf.compat.v1.train.Optimizer family does.
+//
+//   Output gs = train::CreateGlobalStep(root);
+//   train::AdamOptimizer opt({.learning_rate = 0.01});
+//   ASSIGN_OR_RETURN(Output train_op, opt.Minimize(root, loss, {}, gs));
+//   Output init = train::GlobalVariablesInitializer(root);
+//   // run "init" once, then train_op once per step.
+//
+// Minimize = ComputeGradients (symbolic autodiff, framework/gradients.h) +
+// ApplyGradients, which creates each variable's slots (zero- or
+// value-filled variables named as TensorFlow names them: "<var>/Adam",
+// "<var>/Adam_1", "<var>/Momentum", ...), one fused apply op per variable
+// (ops/training_ops.h: ApplyAdam or ResourceApplyAdam, ...) and a NoOp
+// named after the optimizer ("Adam") that groups the updates, the
+// optimizer's own bookkeeping (Adam's beta powers) and, when a global step
+// is given, its increment (which runs after every update, so schedules see
+// the step the update was made at).
+//
+// Variables may be TF1 refs (VariableV2) or resource handles (VarHandleOp),
+// mixed; slots take the style of their variable. Gradients of a resource
+// variable are taken with respect to its ReadVariableOp outputs and summed.
+// Slots need variables with fully defined shapes. Names are under the scope
+// passed in (pass the root scope for TensorFlow's names).
+//
+// Slot and non-slot variables are created through train::Variable, so
+// GlobalVariablesInitializer() initializes them; InitOps() lists this
+// optimizer's own initializers.
+//
+// An Optimizer may be applied several times (to several var lists); slots
+// are created once per variable. Not thread-safe: build from one thread.
+#ifndef RECFLOW_TRAIN_OPTIMIZER_H_
+#define RECFLOW_TRAIN_OPTIMIZER_H_
+
+#include <map>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "recflow/framework/scope.h"
+
+namespace recflow::train {
+
+// A hyperparameter: a number, or a scalar Output (a learning-rate schedule,
+// a placeholder). Converted to the dtype of the variable it updates.
+class Hyperparameter {
+ public:
+  template <typename N, std::enable_if_t<std::is_arithmetic_v<N>, int> = 0>
+  Hyperparameter(N value) : value_(static_cast<double>(value)) {}  // NOLINT
+  Hyperparameter(Output tensor) : tensor_(tensor) {}               // NOLINT
+
+  bool is_constant() const { return !tensor_.valid(); }
+  // REQUIRES: is_constant().
+  double value() const { return value_; }
+  const Output& tensor() const { return tensor_; }
+  // A scalar of `dtype`: a Const, or the Output (Cast when its dtype differs).
+  Output ToTensor(const Scope& scope, DataType dtype) const;
+
+ private:
+  double value_ = 0;
+  Output tensor_;
+};
+
+struct GradAndVar {
+  Output grad;  // NoGradient() (invalid) when no gradient reaches the variable
+  Output var;   // a VariableV2 ref or VarHandleOp handle
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  // "Adam", "Momentum", ...: the train op's name and the slot suffix.
+  const std::string& name() const { return name_; }
+
+  // ComputeGradients + ApplyGradients. `var_list` empty: every trainable
+  // variable (TrainableVariables). `global_step` (optional) is incremented
+  // once per run of the returned train op.
+  absl::StatusOr<Output> Minimize(const Scope& scope, Output loss,
+                                  std::vector<Output> var_list = {},
+                                  Output global_step = Output());
+
+  // The gradient of `loss` for each variable (invalid where none flows).
+  // InvalidArgument when a var_list entry is not a variable or the list is
+  // empty and the graph has no trainable variables.
+  absl::StatusOr<std::vector<GradAndVar>> ComputeGradients(
+      const Scope& scope, Output loss, std::vector<Output> var_list = {}) const;
+
+  // Applies the gradients (pairs with no gradient are skipped;
+  // InvalidArgument naming the variables when none has one) and returns the
+  // train op.
+  absl::StatusOr<Output> ApplyGradients(
+      const Scope& scope, const std::vector<GradAndVar>& grads_and_vars,
+      Output global_step = Output());
+
+  // Initializers of the slot and non-slot variables created so far.
+  const std::vector<Output>& InitOps() const { return init_ops_; }
+  // The slot `slot_name` of `var` ("m", "v", "momentum", "accumulator",
+  // "accum", "linear"), or an invalid Output.
+  Output GetSlot(const Output& var, const std::string& slot_name) const;
+  // The slot names this optimizer creates, in creation order.
+  virtual std::vector<std::string> GetSlotNames() const { return {}; }
+
+ protected:
+  Optimizer(std::string name, bool use_locking)
+      : name_(std::move(name)), use_locking_(use_locking) {}
+
+  // Creates the slots a variable needs (called once per variable).
+  virtual absl::Status CreateSlots(const Scope& scope, const Output& var) {
+    return absl::OkStatus();
+  }
+  // Creates non-slot variables (Adam's beta powers) once, given every
+  // variable of the first ApplyGradients call.
+  virtual absl::Status CreateNonSlotVariables(const Scope& scope,
+                                              const std::vector<Output>& vars) {
+    return absl::OkStatus();
+  }
+  // The update of one variable: its fused apply op.
+  virtual absl::StatusOr<Output> ApplyDense(const Scope& scope,
+                                            const Output& grad,
+                                            const Output& var) = 0;
+  // Bookkeeping after the updates; returns what the train op groups.
+  // Default: the updates.
+  virtual absl::StatusOr<std::vector<Output>> Finish(
+      const Scope& scope, std::vector<Output> update_ops) {
+    return update_ops;
+  }
+
+  // Helpers for subclasses.
+  // A slot of `var` filled with `value`, named "<var>/<name()>[_k]",
+  // registered under `slot_name`.
+  absl::StatusOr<Output> CreateSlot(const Scope& scope, const Output& var,
+                                    const std::string& slot_name, double value);
+  // A scalar variable `name` of `dtype` initialized to `value`, not trainable.
+  absl::StatusOr<Output> CreateNonSlotVariable(const Scope& scope,
+                                               const std::string& name,
+                                               DataType dtype,
+                                               bool use_resource, double value);
+  // The hyperparameter as a scalar of `dtype`, made once per ApplyGradients
+  // call and dtype (named "<name()>/<hyper_name>").
+  Output Hyper(const std::string& hyper_name, const Hyperparameter& h,
+               DataType dtype);
+  bool use_locking() const { return use_locking_; }
+
+ private:
+  const std::string name_;
+  const bool use_locking_;
+  bool non_slots_created_ = false;
+  // var node name -> slot name -> slot variable.
+  std::map<std::string, std::map<std::string, Output>> slots_;
+  std::vector<Output> init_ops_;
+  // Valid during ApplyGradients.
+  const Scope* apply_scope_ = nullptr;  // Not owned.
+  std::map<std::pair<std::string, DataType>, Output> hyper_cache_;
+};
+
+// --- The optimizers
+// -----------------------------------------------------------
+
+struct GradientDescentOptions {
+  Hyperparameter learning_rate = 0.01;
+  bool use_locking = false;
+  std::string name = "GradientDescent";
+};
+// var -= learning_rate * grad (ApplyGradientDescent).
+class GradientDescentOptimizer : public Optimizer {
+ public:
+  explicit GradientDescentOptimizer(const GradientDescentOptions& options);
+  explicit GradientDescentOptimizer(Hyperparameter learning_rate)
+      : GradientDescentOptimizer(
+            GradientDescentOptions{.learning_rate = learning_rate}) {}
+
+ protected:
+  absl::StatusOr<Output> ApplyDense(const Scope& scope, const Output& grad,
+                                    const Output& var) override;
+
+ private:
+  GradientDescentOptions options_;
+};
+
+struct MomentumOptions {
+  Hyperparameter learning_rate = 0.01;
+  Hyperparameter momentum = 0.9;
+  bool use_nesterov = false;
+  bool use_locking = false;
+  std::string name = "Momentum";
+};
+// ApplyMomentum; slot "momentum" ("<var>/Momentum"), zeros.
+class MomentumOptimizer : public Optimizer {
+ public:
+  explicit MomentumOptimizer(const MomentumOptions& options);
+  std::vector<std::string> GetSlotNames() const override {
+    return {"momentum"};
+  }
+
+ protected:
+  absl::Status CreateSlots(const Scope& scope, const Output& var) override;
+  absl::StatusOr<Output> ApplyDense(const Scope& scope, const Output& grad,
+                                    const Output& var) override;
+
+ private:
+  MomentumOptions options_;
+};
+
+struct AdagradOptions {
+  Hyperparameter learning_rate = 0.01;
+  double initial_accumulator_value = 0.1;  // must be > 0
+  bool use_locking = false;
+  std::string name = "Adagrad";
+};
+// ApplyAdagrad; slot "accumulator" ("<var>/Adagrad"), filled with
+// initial_accumulator_value.
+class AdagradOptimizer : public Optimizer {
+ public:
+  explicit AdagradOptimizer(const AdagradOptions& options);
+  std::vector<std::string> GetSlotNames() const override {
+    return {"accumulator"};
+  }
+
+ protected:
+  absl::Status CreateSlots(const Scope& scope, const Output& var) override;
+  absl::StatusOr<Output> ApplyDense(const Scope& scope, const Output& grad,
+                                    const Output& var) override;
+
+ private:
+  AdagradOptions options_;
+};
+
+struct AdamOptions {
+  Hyperparameter learning_rate = 0.001;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  Hyperparameter epsilon = 1e-8;
+  bool use_nesterov = false;
+  bool use_locking = false;
+  std::string name = "Adam";
+};
+// ApplyAdam; slots "m" and "v" ("<var>/Adam", "<var>/Adam_1"), zeros, and
+// non-slot variables "beta1_power" / "beta2_power" (initialized to beta1 /
+// beta2, multiplied by them after every step's updates), in the dtype and
+// style of the first variable by name.
+class AdamOptimizer : public Optimizer {
+ public:
+  explicit AdamOptimizer(const AdamOptions& options = {});
+  std::vector<std::string> GetSlotNames() const override { return {"m", "v"}; }
+  // The beta power variables (invalid before the first ApplyGradients).
+  Output beta1_power() const { return beta1_power_; }
+  Output beta2_power() const { return beta2_power_; }
+
+ protected:
+  // For AdamW: same slots and bookkeeping, another update.
+  AdamOptimizer(const AdamOptions& options, Hyperparameter weight_decay);
+
+  absl::Status CreateSlots(const Scope& scope, const Output& var) override;
+  absl::Status CreateNonSlotVariables(const Scope& scope,
+                                      const std::vector<Output>& vars) override;
+  absl::StatusOr<Output> ApplyDense(const Scope& scope, const Output& grad,
+                                    const Output& var) override;
+  absl::StatusOr<std::vector<Output>> Finish(
+      const Scope& scope, std::vector<Output> update_ops) override;
+
+ private:
+  AdamOptions options_;
+  bool decoupled_weight_decay_ = false;
+  Hyperparameter weight_decay_ = 0.0;
+  Output beta1_power_, beta2_power_;
+};
+
+struct AdamWOptions {
+  Hyperparameter learning_rate = 0.001;
+  // Decoupled: each step var -= learning_rate * weight_decay * var.
+  Hyperparameter weight_decay = 0.004;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  Hyperparameter epsilon = 1e-7;
+  bool use_nesterov = false;
+  bool use_locking = false;
+  std::string name = "AdamW";
+};
+// Adam with decoupled weight decay (Loshchilov & Hutter; tf.keras AdamW),
+// as one fused op per variable: recflow's ApplyAdamW. Slots and beta powers
+// as AdamOptimizer ("<var>/AdamW", "<var>/AdamW_1").
+class AdamWOptimizer : public AdamOptimizer {
+ public:
+  explicit AdamWOptimizer(const AdamWOptions& options = {});
+};
+
+struct FtrlOptions {
+  Hyperparameter learning_rate = 0.01;
+  Hyperparameter learning_rate_power = -0.5;  // <= 0
+  double initial_accumulator_value = 0.1;     // >= 0
+  Hyperparameter l1_regularization_strength = 0.0;
+  Hyperparameter l2_regularization_strength = 0.0;
+  // Online L2 shrinkage (ApplyFtrlV2); a constant 0 uses ApplyFtrl, as
+  // TensorFlow does.
+  Hyperparameter l2_shrinkage_regularization_strength = 0.0;
+  bool use_locking = false;
+  std::string name = "Ftrl";
+};
+// FTRL-proximal; slots "accum" ("<var>/Ftrl", filled with
+// initial_accumulator_value) and "linear" ("<var>/Ftrl_1", zeros).
+class FtrlOptimizer : public Optimizer {
+ public:
+  explicit FtrlOptimizer(const FtrlOptions& options);
+  std::vector<std::string> GetSlotNames() const override {
+    return {"accum", "linear"};
+  }
+
+ protected:
+  absl::Status CreateSlots(const Scope& scope, const Output& var) override;
+  absl::StatusOr<Output> ApplyDense(const Scope& scope, const Output& grad,
+                                    const Output& var) override;
+
+ private:
+  FtrlOptions options_;
+};
+
+}  // namespace recflow::train
+
+#endif  // RECFLOW_TRAIN_OPTIMIZER_H_

@@ -1,1 +1,0 @@
-// recflow/train: optimizers, losses, metrics, training loop (see DESIGN.md).
