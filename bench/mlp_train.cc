@@ -168,14 +168,16 @@ absl::Status BuildModel(const Flags& flags, Model* m) {
     const bool last = l + 1 == widths.size();
     Scope s = root.NewSubScope(absl::StrCat("dense_", l));
     const float limit = static_cast<float>(std::sqrt(6.0 / static_cast<double>(in + out)));
+    // Resource variables: see Note [Resource variables] in examples/mlp/mlp.cc.
+    const train::VariableOptions vo{.use_resource = true};
     Output w = train::Variable(s, "kernel", PartialShape({in, out}), DT_FLOAT,
-                               ops::Const(s, GenTensor(10 + l, TensorShape({in, out}), limit)));
+                               ops::Const(s, GenTensor(10 + l, TensorShape({in, out}), limit)), vo);
     Output b = train::Variable(s, "bias", PartialShape({out}), DT_FLOAT,
-                               ops::Const(s, GenTensor(20 + l, TensorShape({out}), 0.01f)));
+                               ops::Const(s, GenTensor(20 + l, TensorShape({out}), 0.01f)), vo);
     m->vars.push_back(w);
     m->vars.push_back(b);
     m->layers.emplace_back(in, out);
-    Output z = ops::BiasAdd(s, ops::MatMul(s, a, w), b);
+    Output z = ops::BiasAdd(s, ops::MatMul(s, a, train::ReadValue(s, w)), train::ReadValue(s, b));
     a = last ? z : ops::Relu(s, z);
     in = out;
   }

@@ -20,6 +20,11 @@ samples are interleaved across modes):
 Every mode prints the losses of its first --check_steps steps, which must
 agree with the first mode's; then timing lines as the recflow binary's
 (microseconds per step).
+
+--omp_wait_policy=passive sets OMP_WAIT_POLICY before torch loads libgomp:
+torch's OpenMP threads then sleep at the end of a parallel region instead of
+spinning, which leaves the cores to OpenBLAS's own threads during the
+matmuls (bench/run times the peer both ways and keeps the faster).
 """
 
 import argparse
@@ -148,7 +153,12 @@ def main():
     p.add_argument("--batch", type=int, default=4096)
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--modes", default="eager,eager_foreach,script")
+    p.add_argument("--omp_wait_policy", default="",
+                   help="set OMP_WAIT_POLICY (active/passive) before torch loads libgomp")
     args = p.parse_args()
+    if args.omp_wait_policy:
+        # libgomp reads it once, when torch loads it below.
+        os.environ["OMP_WAIT_POLICY"] = args.omp_wait_policy.upper()
 
     import torch  # after argparse, so --help works without torch
 
@@ -159,11 +169,13 @@ def main():
         pass
     libs, core, blas_cfg = blas_info(torch)
     print("info side=pytorch case=train torch=%s threads=%d interop_threads=%d batch=%d "
-          "blas_info=%s blas_libs=%s blas_core=%s OPENBLAS_CORETYPE=%s OPENBLAS_L2_SIZE=%s"
+          "blas_info=%s blas_libs=%s blas_core=%s OPENBLAS_CORETYPE=%s OPENBLAS_L2_SIZE=%s "
+          "OMP_WAIT_POLICY=%s"
           % (torch.__version__, torch.get_num_threads(), torch.get_num_interop_threads(),
              args.batch, blas_cfg, ",".join(libs) or "?", core,
              os.environ.get("OPENBLAS_CORETYPE", "<unset>"),
-             os.environ.get("OPENBLAS_L2_SIZE", "<unset>")))
+             os.environ.get("OPENBLAS_L2_SIZE", "<unset>"),
+             os.environ.get("OMP_WAIT_POLICY", "<unset>")))
 
     params = init_params()
     xn, yn = make_batch(args.batch)

@@ -1,7 +1,7 @@
 // mlp_example: trains an MLP binary classifier end to end with recflow's
 // builder API, autodiff and optimizers, on a seeded synthetic task.
 //
-//   mlp_example --features=32 --hidden=64,32 --batch=256 --epochs=10 \
+//   mlp_example --features=32 --hidden=64,32 --batch=256 --epochs=10
 //       --train_examples=20000 --test_examples=5000 --optimizer=adam --lr=0.003
 //
 // The task: x ~ N(0, I) with --features dimensions; a random "teacher"
@@ -221,11 +221,20 @@ absl::StatusOr<Model> BuildModel(const Scope& root, const Flags& flags) {
     ops::InitializerOptions init{.dtype = DT_FLOAT,
                                  .seed = static_cast<int64_t>(flags.seed),
                                  .seed2 = static_cast<int64_t>(l + 1)};
+    // Note [Resource variables]: the weights are resource variables
+    // (VarHandleOp + ReadVariableOp), not TF1 refs. A ref is read by each
+    // consumer when it runs, so with refs the optimizer's update of a kernel
+    // (ready as soon as its gradient is) can race with the backward MatMul
+    // that still reads the same kernel for the layer below, and a step may
+    // see a half-updated weight. A ReadVariableOp reads once per step, and
+    // the update copies the buffer while that read is alive (copy-on-write).
+    const train::VariableOptions vo{.use_resource = true};
     Output w = train::Variable(s, "kernel", PartialShape({in, out}), DT_FLOAT,
-                               ops::GlorotUniform(s, TensorShape({in, out}), init));
+                               ops::GlorotUniform(s, TensorShape({in, out}), init), vo);
     Output b = train::Variable(s, "bias", PartialShape({out}), DT_FLOAT,
-                               ops::Zeros(s, TensorShape({out})));
-    Output z = ops::BiasAdd(last ? root.WithOpName("logits") : s, ops::MatMul(s, a, w), b);
+                               ops::Zeros(s, TensorShape({out})), vo);
+    Output z = ops::BiasAdd(last ? root.WithOpName("logits") : s,
+                            ops::MatMul(s, a, train::ReadValue(s, w)), train::ReadValue(s, b));
     a = last ? z : ops::Relu(s, z);
     in = out;
   }
