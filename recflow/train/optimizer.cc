@@ -182,10 +182,19 @@ absl::StatusOr<Output> Optimizer::ApplyGradients(
     apply_scope_ = nullptr;
     hyper_cache_.clear();
   };
+  // Every update waits for every gradient. A TF1 ref variable is read when
+  // each consumer runs, so an update that ran as soon as its own gradient
+  // existed could change a weight that a backward MatMul of a lower layer
+  // has yet to read (a race, and nondeterministic training). Every read that
+  // feeds a gradient is an ancestor of it, so after all gradients no read is
+  // pending.
+  std::vector<Output> all_grads;
+  for (const GradAndVar& gv : todo) all_grads.push_back(gv.grad);
+  const Scope after_grads = opt_scope.WithControlDependencies(all_grads);
   std::vector<Output> updates;
   for (const GradAndVar& gv : todo) {
     const Scope update_scope =
-        opt_scope.NewSubScope("update_" + VariableName(gv.var));
+        after_grads.NewSubScope("update_" + VariableName(gv.var));
     ASSIGN_OR_RETURN(Output update, ApplyDense(update_scope, gv.grad, gv.var));
     RETURN_IF_ERROR(scope.status());
     updates.push_back(update);
