@@ -4,44 +4,16 @@
 // work units — whole matrices, or row blocks of them when there are fewer
 // matrices than threads — are spread over the intra-op pool. Integer types
 // use a plain loop.
-#include <cblas.h>
 
 #include <cstring>
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
 #include "recflow/framework/op_kernel.h"
+#include "recflow/kernels/blas_gemm.h"
 
 namespace recflow {
 namespace {
-
-// OpenBLAS must not start threads of its own (see matmul_kernels.cc).
-const bool kBlasSingleThreaded = [] {
-  openblas_set_num_threads(1);
-  return true;
-}();
-
-// c[m, n] = op(a) op(b), row-major, with leading dimensions.
-template <typename T>
-void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
-          int64_t ldb, T* c, int64_t ldc) {
-  if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
-                n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
-  } else if constexpr (std::is_same_v<T, double>) {
-    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
-                n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
-  } else {
-    for (int64_t i = 0; i < m; ++i) {
-      T* ci = c + i * ldc;
-      for (int64_t j = 0; j < n; ++j) ci[j] = T(0);
-      for (int64_t p = 0; p < k; ++p) {
-        const T av = ta ? a[p * lda + i] : a[i * lda + p];
-        for (int64_t j = 0; j < n; ++j) ci[j] += av * (tb ? b[j * ldb + p] : b[p * ldb + j]);
-      }
-    }
-  }
-}
 
 template <typename T>
 class BatchMatMulOp : public OpKernel {
@@ -148,7 +120,7 @@ class BatchMatMulOp : public OpKernel {
         const T* a = px + x_index[b] * x_size;
         // Row r of op(x) starts at a + r * x_cols, or column r when adjoint.
         const T* a0 = adj_x_ ? a + r0 : a + r0 * x_cols;
-        Gemm<T>(adj_x_, adj_y_, r1 - r0, n, k, a0, x_cols, py + y_index[b] * y_size, y_cols,
+        blas::Gemm<T>(adj_x_, adj_y_, r1 - r0, n, k, a0, x_cols, py + y_index[b] * y_size, y_cols,
                 po + b * o_size + r0 * n, n);
       }
     };

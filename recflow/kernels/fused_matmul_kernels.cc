@@ -11,7 +11,6 @@
 // single-threaded (thread CPU time): 1.04x (512^3) to 1.4x (4096x64 x 64x64,
 // the shape of a recommendation MLP's narrow layers) faster than the
 // unfused nodes.
-#include <cblas.h>
 
 #include <algorithm>
 #include <cmath>
@@ -21,16 +20,11 @@
 
 #include "absl/strings/str_join.h"
 #include "recflow/framework/op_kernel.h"
+#include "recflow/kernels/blas_gemm.h"
 #include "recflow/kernels/cwise_ops_common.h"
 
 namespace recflow {
 namespace {
-
-// OpenBLAS's own thread pool stays at one thread (see matmul_kernels.cc).
-const bool kBlasSingleThreaded = [] {
-  openblas_set_num_threads(1);
-  return true;
-}();
 
 // A gemm panel's output is at most this big, so the epilogue finds it in
 // cache (L2 or better) wherever it runs. Panels never go below
@@ -41,19 +35,6 @@ const bool kBlasSingleThreaded = [] {
 // blocks).
 constexpr int64_t kEpiloguePanelBytes = 1024 * 1024;
 constexpr int64_t kMinPanelUnits = 64;
-
-template <typename T>
-void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
-          int64_t ldb, T* c, int64_t ldc) {
-  if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
-                k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
-  } else {
-    static_assert(std::is_same_v<T, double>);
-    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n,
-                k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
-  }
-}
 
 enum class Activation { kNone, kRelu, kRelu6, kElu, kLeakyRelu, kSigmoid, kTanh };
 
@@ -241,14 +222,14 @@ class FusedMatMulOp : public OpKernel {
     auto gemm_and_epilogue = [&](int64_t begin, int64_t end) {
       if (by_rows) {
         const T* a0 = transpose_a_ ? pa + begin : pa + begin * lda;
-        Gemm<T>(transpose_a_, transpose_b_, end - begin, n, k, a0, lda, pb, ldb, pc + begin * ldc,
+        blas::Gemm<T>(transpose_a_, transpose_b_, end - begin, n, k, a0, lda, pb, ldb, pc + begin * ldc,
                 ldc);
         for (int64_t i = begin; i < end; ++i) {
           epilogue_(pbias, alpha_, pc + i * ldc, n);
         }
       } else {
         const T* b0 = transpose_b_ ? pb + begin * ldb : pb + begin;
-        Gemm<T>(transpose_a_, transpose_b_, m, end - begin, k, pa, lda, b0, ldb, pc + begin, ldc);
+        blas::Gemm<T>(transpose_a_, transpose_b_, m, end - begin, k, pa, lda, b0, ldb, pc + begin, ldc);
         for (int64_t i = 0; i < m; ++i) {
           epilogue_(pbias + begin, alpha_, pc + i * ldc + begin, end - begin);
         }

@@ -3,11 +3,11 @@
 // the intra-op pool, each block one sgemm/dgemm call, so all parallelism is
 // recflow's and OpenBLAS never starts threads that compete with the pools.
 // Integer types use a plain cache-friendly loop.
-#include <cblas.h>
 
 #include <cstring>
 
 #include "recflow/framework/op_kernel.h"
+#include "recflow/kernels/blas_gemm.h"
 
 namespace recflow {
 namespace {
@@ -17,28 +17,6 @@ const bool kBlasSingleThreaded = [] {
   openblas_set_num_threads(1);
   return true;
 }();
-
-template <typename T>
-void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
-          int64_t ldb, T* c, int64_t ldc) {
-  if constexpr (std::is_same_v<T, float>) {
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
-                n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
-  } else if constexpr (std::is_same_v<T, double>) {
-    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
-                n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
-  } else {
-    // Reference loop in i-p-j order for row-major locality.
-    for (int64_t i = 0; i < m; ++i) {
-      T* ci = c + i * ldc;
-      for (int64_t j = 0; j < n; ++j) ci[j] = T(0);
-      for (int64_t p = 0; p < k; ++p) {
-        const T av = ta ? a[p * lda + i] : a[i * lda + p];
-        for (int64_t j = 0; j < n; ++j) ci[j] += av * (tb ? b[j * ldb + p] : b[p * ldb + j]);
-      }
-    }
-  }
-}
 
 template <typename T>
 class MatMulOp : public OpKernel {
@@ -89,11 +67,11 @@ class MatMulOp : public OpKernel {
     auto block = [&](int64_t begin, int64_t end) {
       if (by_rows) {
         const T* a0 = transpose_a_ ? pa + begin : pa + begin * lda;
-        Gemm<T>(transpose_a_, transpose_b_, end - begin, n, k, a0, lda, pb, ldb, pc + begin * ldc,
+        blas::Gemm<T>(transpose_a_, transpose_b_, end - begin, n, k, a0, lda, pb, ldb, pc + begin * ldc,
                 ldc);
       } else {
         const T* b0 = transpose_b_ ? pb + begin * ldb : pb + begin;
-        Gemm<T>(transpose_a_, transpose_b_, m, end - begin, k, pa, lda, b0, ldb, pc + begin, ldc);
+        blas::Gemm<T>(transpose_a_, transpose_b_, m, end - begin, k, pa, lda, b0, ldb, pc + begin, ldc);
       }
     };
     if (blocks <= 1) {
