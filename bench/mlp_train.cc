@@ -56,6 +56,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "bench/bench_util.h"
 #include "recflow/core/status.h"
 #include "recflow/core/tensor.h"
 #include "recflow/framework/scope.h"
@@ -74,6 +75,13 @@
 namespace recflow {
 namespace {
 
+using bench::EnvOr;
+using bench::Fmt;
+using bench::Gen;
+using bench::GenTensor;
+using bench::Median;
+using bench::ParseFlag;
+
 struct Flags {
   std::string bench_case = "train";
   int threads = 2;
@@ -88,41 +96,6 @@ struct Flags {
   int64_t gemm_m = 4096, gemm_n = 1024, gemm_k = 1024;
 };
 
-// The shared input generator (same as bench/session_overhead.cc): element i
-// of stream `seed`, uniform in [-1, 1) with 24 significant bits, exact in
-// float32. Must match gen() in bench/peers/session_overhead.py.
-float Gen(uint64_t seed, uint64_t i) {
-  uint64_t h = (i + (seed << 32)) * 0x9E3779B97F4A7C15ULL;
-  h ^= h >> 29;
-  h *= 0xBF58476D1CE4E5B9ULL;
-  h ^= h >> 32;
-  const uint64_t top = h >> 40;  // 24 bits
-  return static_cast<float>(static_cast<double>(top) / 8388608.0 - 1.0);
-}
-
-Tensor GenTensor(uint64_t seed, const TensorShape& shape, float scale) {
-  Tensor t(DT_FLOAT, shape);
-  float* p = t.data<float>();
-  for (int64_t i = 0; i < t.NumElements(); ++i) p[i] = scale * Gen(seed, static_cast<uint64_t>(i));
-  return t;
-}
-
-std::string Fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), format, v);
-  return buf;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-const char* EnvOr(const char* name, const char* fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? v : fallback;
-}
 
 // Times `step` (returns a Status): `samples` samples of `iters` calls each,
 // after `warmup` untimed calls. Prints one mode= line (microseconds per call).
@@ -361,13 +334,6 @@ absl::Status RunPeak(const Flags& flags) {
 }
 
 // --- flags ----------------------------------------------------------------------
-
-bool ParseFlag(absl::string_view arg, absl::string_view name, absl::string_view* value) {
-  const std::string prefix = absl::StrCat("--", name, "=");
-  if (arg.size() < prefix.size() || arg.substr(0, prefix.size()) != prefix) return false;
-  *value = arg.substr(prefix.size());
-  return true;
-}
 
 int Main(int argc, char** argv) {
   Flags flags;

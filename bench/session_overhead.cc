@@ -33,6 +33,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "bench/bench_util.h"
 #include "recflow/core/status.h"
 #include "recflow/core/tensor.h"
 #include "recflow/framework/scope.h"
@@ -49,6 +50,13 @@ extern "C" char* openblas_get_config(void);
 namespace recflow {
 namespace {
 
+using bench::EnvOr;
+using bench::Fmt;
+using bench::Gen;
+using bench::GenTensor;
+using bench::Median;
+using bench::ParseFlag;
+
 struct Flags {
   std::string bench_case = "chain";
   int threads = 2;
@@ -60,41 +68,6 @@ struct Flags {
   std::string dump;
 };
 
-// The shared input generator: element i of stream `seed`, uniform in
-// [-1, 1) with 24 significant bits, so it is exact in float32. Must match
-// gen() in bench/peers/session_overhead.py.
-float Gen(uint64_t seed, uint64_t i) {
-  uint64_t h = (i + (seed << 32)) * 0x9E3779B97F4A7C15ULL;
-  h ^= h >> 29;
-  h *= 0xBF58476D1CE4E5B9ULL;
-  h ^= h >> 32;
-  const uint64_t top = h >> 40;  // 24 bits
-  return static_cast<float>(static_cast<double>(top) / 8388608.0 - 1.0);
-}
-
-Tensor GenTensor(uint64_t seed, const TensorShape& shape) {
-  Tensor t(DT_FLOAT, shape);
-  float* p = t.data<float>();
-  for (int64_t i = 0; i < t.NumElements(); ++i) p[i] = Gen(seed, static_cast<uint64_t>(i));
-  return t;
-}
-
-std::string Fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), format, v);
-  return buf;
-}
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-const char* EnvOr(const char* name, const char* fallback) {
-  const char* v = std::getenv(name);
-  return v != nullptr ? v : fallback;
-}
 
 absl::Status WriteDump(const std::string& path, const Tensor& t) {
   FILE* f = std::fopen(path.c_str(), "wb");
@@ -208,13 +181,6 @@ absl::Status RunMatMul(const Flags& flags) {
   const int warmup = flags.warmup > 0 ? flags.warmup : 2;
   return TimeIt(flags, "session_run", iters, warmup,
                 [&] { return session->Run(feeds, fetches, targets, &out); });
-}
-
-bool ParseFlag(absl::string_view arg, absl::string_view name, absl::string_view* value) {
-  const std::string prefix = absl::StrCat("--", name, "=");
-  if (arg.size() < prefix.size() || arg.substr(0, prefix.size()) != prefix) return false;
-  *value = arg.substr(prefix.size());
-  return true;
 }
 
 int Main(int argc, char** argv) {
