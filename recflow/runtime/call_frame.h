@@ -14,7 +14,7 @@ namespace recflow {
 class FunctionCallFrame : public CallFrame {
  public:
   FunctionCallFrame(std::vector<Tensor> args, int num_retvals)
-      : args_(std::move(args)), retvals_(num_retvals), set_(num_retvals, false) {}
+      : args_(std::move(args)), retvals_(num_retvals), set_(num_retvals, 0) {}
 
   absl::Status GetArg(int index, Tensor* value) const override {
     if (index < 0 || index >= static_cast<int>(args_.size())) {
@@ -29,7 +29,7 @@ class FunctionCallFrame : public CallFrame {
       return errors::Internal("result index ", index, " out of range [0, ", retvals_.size(), ")");
     }
     retvals_[index] = value;
-    set_[index] = true;
+    set_[index] = 1;
     return absl::OkStatus();
   }
 
@@ -45,7 +45,10 @@ class FunctionCallFrame : public CallFrame {
  private:
   std::vector<Tensor> args_;
   std::vector<Tensor> retvals_;
-  std::vector<bool> set_;
+  // One byte per result, not std::vector<bool>: _Retval nodes on different
+  // threads set neighbouring flags at once, and vector<bool> packs them into
+  // shared words (a data race that lost results).
+  std::vector<char> set_;
 };
 
 }  // namespace recflow

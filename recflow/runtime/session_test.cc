@@ -283,3 +283,29 @@ TEST(SessionTest, RunsTheTensorFlowHalfPlusTwoGraph) {
 
 }  // namespace
 }  // namespace recflow
+
+namespace recflow {
+namespace {
+
+// Many fetches of cheap nodes run their _Retval nodes on several threads at
+// once; every result must arrive (a packed flag vector once lost some).
+TEST(SessionTest, ManyConcurrentFetchesAllArrive) {
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, PartialShape({1, 1}));
+  std::vector<std::string> fetches;
+  for (int i = 0; i < 64; ++i) {  // MatMul is expensive: dispatched over the pool
+    Output w = ops::Const(root, {static_cast<float>(i)}, TensorShape({1, 1}));
+    fetches.push_back(ops::MatMul(root, x, w).name());
+  }
+  auto session = MakeSession(root, SessionOptions{2, 1});
+  for (int run = 0; run < 500; ++run) {
+    std::vector<Tensor> out;
+    absl::Status s = session->Run(
+        {{"x", Tensor::FromVector<float>({2.f}, TensorShape({1, 1}))}}, fetches, {}, &out);
+    ASSERT_TRUE(s.ok()) << s;
+    for (int i = 0; i < 64; ++i) ASSERT_EQ(out[i].flat<float>()[0], 2.f * i);
+  }
+}
+
+}  // namespace
+}  // namespace recflow
