@@ -12,9 +12,10 @@ BUILD_PACKAGES=(
   libprotobuf-dev protobuf-compiler       # GraphDef/SavedModel protos
   libabsl-dev                             # Status, strings, containers, sync
   libopenblas-dev                         # MatMul
+  libfarmhash-dev                         # Fingerprint64 (string ids, as TF)
   libgtest-dev libgmock-dev               # tests
 )
-BENCH_PACKAGES=(python3-torch python3-numpy)
+BENCH_PACKAGES=(python3-torch python3-numpy python3-pandas)
 
 packages=("${BUILD_PACKAGES[@]}")
 if [[ ${1:-} == --bench ]]; then packages+=("${BENCH_PACKAGES[@]}"); fi
