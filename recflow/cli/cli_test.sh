@@ -29,7 +29,7 @@ expect() {
 
 expect inspect_saved_model_dir 0 "serving_default \(tensorflow/serving/predict\)" \
   "$RECFLOW" graph inspect "$HPT"
-expect inspect_summary 0 "ParseExample +1 +\(op not registered\)" \
+expect inspect_summary 0 "ParseExample +1" \
   "$RECFLOW" graph inspect "$HPT/saved_model.pb" --summary_only
 expect inspect_node_attrs 0 "value = Tensor<float \[\]: \[0.5\]>" \
   "$RECFLOW" graph inspect "$HPT/saved_model.pb"
@@ -56,6 +56,33 @@ expect missing_library 1 "cannot load op library '/nonexistent.so'" \
   "$RECFLOW" --load_op_library=/nonexistent.so ops list
 expect ops_show 0 "attr +transpose_a: bool = false" "$RECFLOW" ops show MatMul
 expect ops_show_unknown 1 "op type not registered: 'MatMull'" "$RECFLOW" ops show MatMull
+
+# gen-data: the synthetic dataset (docs/data.md).
+expect gen_data 0 "wrote 2000 train rows \(2 files\) and 300 test rows" \
+  "$RECFLOW" gen-data --rows 2000 --test_rows 300 --seed 5 --num_files 2 --threads 1 --out "$TMP/gd1"
+expect gen_data_two_threads 0 "ground truth on test: AUC 0\.[6-9]" \
+  "$RECFLOW" gen-data --rows=2000 --test_rows=300 --seed=5 --num_files=2 --threads=2 --out="$TMP/gd2"
+expect gen_data_same_bytes 0 "" diff -r "$TMP/gd1" "$TMP/gd2"
+expect gen_data_files 0 "^test-00001-of-00002\.tsv$" ls "$TMP/gd1"
+expect gen_data_json 0 '"oracle": \{"auc": 0\.[0-9]+, "logloss": 0\.' cat "$TMP/gd1/dataset.json"
+expect gen_data_tsv_columns 0 "^all 1000 lines have 40 columns$" \
+  awk -F'\t' 'NF != 40 {bad++} END {print bad ? "bad" : "all " NR " lines have 40 columns"}' \
+  "$TMP/gd1/train-00000-of-00002.tsv"
+"$RECFLOW" gen-data --rows 2000 --test_rows 300 --seed 6 --num_files 2 --out "$TMP/gd3" >/dev/null 2>&1
+expect gen_data_other_seed 1 "differ" cmp "$TMP/gd1/train-00000-of-00002.tsv" "$TMP/gd3/train-00000-of-00002.tsv"
+expect gen_data_tfrecord 0 "wrote 500 train rows" \
+  "$RECFLOW" gen-data --rows 500 --test_rows 50 --format tfrecord --out "$TMP/gdtf"
+expect gen_data_missing_out 2 "--out is required" "$RECFLOW" gen-data --rows 10
+expect gen_data_missing_rows 2 "--rows is required" "$RECFLOW" gen-data --out "$TMP/x"
+expect gen_data_zero_rows 2 "--rows must be a positive integer, got '0'" \
+  "$RECFLOW" gen-data --rows 0 --out "$TMP/x"
+expect gen_data_bad_format 2 "--format: unknown format 'csv'; choose criteo or tfrecord" \
+  "$RECFLOW" gen-data --rows 10 --format csv --out "$TMP/x"
+expect gen_data_bad_files 2 "--num_files \(20\) must not exceed --rows \(10\)" \
+  "$RECFLOW" gen-data --rows 10 --num_files 20 --out "$TMP/x"
+touch "$TMP/plain_file"
+expect gen_data_unwritable 1 "--out $TMP/plain_file/sub: cannot create the directory" \
+  "$RECFLOW" gen-data --rows 10 --out "$TMP/plain_file/sub"
 
 echo "$pass passed, $fails failed"
 ((fails == 0))

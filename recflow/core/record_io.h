@@ -45,6 +45,16 @@ struct RecordReaderOptions {
   size_t buffer_bytes = 1 << 20;
 };
 
+// What the last failed ReadRecord found (RecordReader::last_error()).
+enum class RecordError {
+  kNone,          // the last read succeeded (or hit the clean end)
+  kTruncated,     // the file ends inside a record; framing lost
+  kBadLengthCrc,  // the length's crc does not match; framing lost
+  kBadDataCrc,    // the data's crc does not match; skipped past it
+  kTooLong,       // length (crc-valid) > max_record_bytes; skipped past it
+  kIo,            // the file could not be read (error from the Env)
+};
+
 // Reads records sequentially from a RandomAccessFile, through a buffer.
 // Not thread-safe. Errors name `name` (the path) and the record's offset:
 //   OutOfRange           clean end of file (no bytes left)
@@ -54,7 +64,13 @@ struct RecordReaderOptions {
 // After DataLoss on a data crc the reader has moved past the record, so a
 // caller that skips bad records can go on; after a bad length crc or
 // truncation it cannot (the framing is lost) and further reads return
-// OutOfRange.
+// OutOfRange. An oversized length whose crc is valid is skipped without
+// reading its data (the framing is intact), unless the file ends before the
+// record's declared end (then it is reported as truncated).
+//
+// Cost: records smaller than buffer_bytes are copied once, from the buffer
+// into *record (whose capacity is reused across calls); larger ones are read
+// straight into *record. No other allocation per record.
 class RecordReader {
  public:
   RecordReader(const RandomAccessFile* file, std::string name,
@@ -63,11 +79,20 @@ class RecordReader {
   absl::Status ReadRecord(std::string* record);
   // Byte offset of the next record (for checkpointing a position).
   uint64_t offset() const { return offset_; }
-  // Continues from a previously saved offset().
+  // Continues from a previously saved offset(). Clears a lost framing.
   void Seek(uint64_t offset);
+  // Why the last ReadRecord failed (kNone after a success or clean end).
+  RecordError last_error() const { return last_error_; }
+  const std::string& name() const { return name_; }
 
  private:
-  absl::Status Fill(size_t n);  // Ensures n bytes buffered at offset_.
+  // Ensures n bytes are buffered at offset_: OK, OutOfRange when the file
+  // ends first (then available() bytes are buffered), or the Env's error.
+  absl::Status Fill(size_t n);
+  size_t available() const;    // Buffered bytes at offset_.
+  const char* cursor() const;  // Buffered data at offset_.
+  absl::Status Fail(RecordError kind, absl::Status status);
+  RecordError last_error_ = RecordError::kNone;
   const RandomAccessFile* file_;
   std::string name_;
   RecordReaderOptions options_;

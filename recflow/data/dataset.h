@@ -22,6 +22,34 @@
 // between GetNext calls; background stages drain or snapshot their
 // in-flight work consistently.
 //
+// Note [Saving the parallel stages]: Save never loses or repeats an element
+// that a background thread already pulled from its input.
+//   - Parallel Map finishes every call in flight (a call still queued runs on
+//     the saving thread) and saves the finished-but-unconsumed results
+//     (elements, or errors at their position) in order, together with its
+//     input's position after the newest pulled element.
+//   - Prefetch pauses its producer thread between two input GetNext calls
+//     and saves the buffered elements plus the input's position.
+//   - Parallel Interleave pauses its read-ahead tasks between two GetNext
+//     calls and saves, per open cycle slot, the input element that opened it
+//     (fn is called again on Restore), the slot iterator's position and the
+//     read-ahead buffer.
+//   - Cache saves the elements it holds (its whole contents once complete),
+//     so a restored iterator replays them without the original process.
+// Restore must be called on a fresh iterator from the same dataset
+// definition, before its first GetNext; a stage's fn (Map, Interleave) must
+// be deterministic for the continuation to be exact.
+//
+// Epochs: Repeat makes a new iterator over its input for every pass, whose
+// IteratorContext::epoch is a key derived from the outer key and the pass
+// number (the first pass keeps the outer key). Shuffle derives its seed
+// from (seed, epoch), so each pass is shuffled differently yet
+// reproducibly, and a restored iterator continues the same permutation.
+//
+// Invalid arguments to the builder (Batch(0), Shuffle(-1) ...) are reported
+// by MakeIterator (and by DatasetBase::CheckValid) as InvalidArgument naming
+// the stage and the value.
+//
 // Bad records: sources and parsers consult the pipeline's ErrorPolicy. With
 // kSkip (the default) a bad record is dropped and counted in DataStats by
 // reason; with kFail GetNext returns DataLoss / InvalidArgument naming the
@@ -131,13 +159,23 @@ class IteratorState {
 // ---------------------------------------------------------------------------
 // Iteration context: what every stage of one iterator shares.
 
+class IteratorResources;  // Private to recflow/data (dataset_internal.h).
+
 struct IteratorContext {
-  Env* env = nullptr;                     // Env::Default() when null.
+  Env* env = nullptr;  // Env::Default() when null.
   ErrorPolicy error_policy;
-  std::shared_ptr<DataStats> stats;       // Created by MakeIterator if null.
+  std::shared_ptr<DataStats> stats;  // Created by MakeIterator if null.
   // Threads for parallel stages (map, interleave, parse). When null a
   // parallel stage with num_parallel_calls > 1 creates its own pool.
   ThreadPool* thread_pool = nullptr;
+
+  // Set by the pipeline, not by callers. Pass key of the current epoch (see
+  // "Epochs" above): 0 outside any Repeat.
+  uint64_t epoch = 0;
+  // Per-iterator state that must outlive one pass of a stage (Cache's
+  // contents under Repeat). Created by MakeIterator; a stage run with a
+  // null `resources` keeps such state per pass only.
+  std::shared_ptr<IteratorResources> resources;
 };
 
 class DatasetBase;
@@ -183,6 +221,11 @@ class DatasetBase : public std::enable_shared_from_this<DatasetBase> {
   virtual const std::vector<PartialShape>& output_shapes() const = 0;
   // "Batch(4096, drop_remainder)<-Map<-TFRecord(3 files)" style.
   virtual std::string DebugString() const = 0;
+
+  // OK, or the InvalidArgument of an invalid builder argument in this stage
+  // or any stage below it. MakeIterator fails with it; an iterator made from
+  // an invalid dataset returns it from GetNext.
+  virtual absl::Status CheckValid() const { return absl::OkStatus(); }
 };
 
 using DatasetPtr = std::shared_ptr<const DatasetBase>;
@@ -208,6 +251,7 @@ class Iterator {
 
  private:
   friend class Dataset;
+  DatasetPtr dataset_;  // Keeps the pipeline alive; destroyed last.
   std::shared_ptr<const IteratorContext> ctx_;
   std::unique_ptr<IteratorBase> impl_;
 };
@@ -215,7 +259,7 @@ class Iterator {
 // ---------------------------------------------------------------------------
 // The fluent builder: value type over a DatasetPtr.
 //
-//   auto files = ListFiles({"/data/day_*.tfrecord"}, /*shuffle_seed=*/-1)
+//   ASSIGN_OR_RETURN(auto files, ListFiles(env, {"/data/day_*.tfrecord"}));
 //   Dataset ds = Dataset::TFRecord(files, {.num_shards=4, .shard_index=1})
 //                    .Shuffle(10000, /*seed=*/7)
 //                    .Batch(4096, /*drop_remainder=*/true)
@@ -224,7 +268,7 @@ class Iterator {
 //   ASSIGN_OR_RETURN(Iterator it, ds.MakeIterator());
 
 struct ShardOptions {
-  int num_shards = 1;   // Files are split: file i goes to shard i % num_shards.
+  int num_shards = 1;  // Files are split: file i goes to shard i % num_shards.
   int shard_index = 0;
 };
 
@@ -247,12 +291,14 @@ struct TFRecordOptions {
   int64_t max_record_bytes = int64_t{1} << 28;
   int64_t read_buffer_bytes = 1 << 20;
   int64_t records_per_element = 1;  // As TextLineOptions::lines_per_element.
-  bool emit_origin = false;  // "path:record N" (0-based record index).
+  bool emit_origin = false;         // "path:record N" (0-based record index).
 };
 
 // Expands glob patterns (*, ?, [..] in the last path component) and plain
 // paths into a sorted, de-duplicated file list. NotFound naming the pattern
-// when a pattern matches nothing.
+// when a pattern matches nothing (a plain path that does not exist matches
+// nothing); InvalidArgument for a glob character in a directory component.
+// Directories matched by a glob are left out. `env` null: Env::Default().
 absl::StatusOr<std::vector<std::string>> ListFiles(
     Env* env, const std::vector<std::string>& patterns);
 
@@ -261,7 +307,17 @@ class Dataset {
   explicit Dataset(DatasetPtr impl) : impl_(std::move(impl)) {}
 
   // Sources. Files are read in the given order (after sharding).
-  // Elements: one scalar string per line (without the '\n' or "\r\n").
+  // Elements: one scalar string per line (without the '\n' or "\r\n"; a
+  // last line without '\n' counts; empty lines are empty strings). An empty
+  // file gives no elements. Bad records per ErrorPolicy: a file that cannot
+  // be opened or read ("unreadable_file"; kFail returns the Env's error,
+  // e.g. NotFound, naming the path) and a line longer than max_line_bytes
+  // ("line_too_long"; kFail: DataLoss naming "path:LINE"). A multi-line
+  // element interrupted by such an error is returned first (shorter); the
+  // error comes with the next GetNext. Position: file index and byte offset
+  // (a restore seeks there). Files are read with read_buffer_bytes reads
+  // through IteratorContext::env; the only per-line allocation is the
+  // element's std::string.
   static Dataset TextLine(std::vector<std::string> files,
                           ShardOptions shard = {}, TextLineOptions opts = {});
   // Elements: one scalar string per record.
@@ -277,12 +333,22 @@ class Dataset {
   // For each input element (e.g. a file name), fn(element) gives a dataset;
   // `cycle_length` of them are read at once, `block_length` elements from
   // each in turn; with num_parallel_calls > 1 they are read ahead on
-  // threads. Deterministic order by default.
+  // threads. Deterministic order by default. The element type of the
+  // datasets fn returns is unknown to the builder: pass out_dtypes /
+  // out_shapes so that a Batch above can tell ragged components (empty:
+  // unknown, Batch then stacks every component densely).
   Dataset Interleave(std::function<absl::StatusOr<Dataset>(const Element&)> fn,
                      int cycle_length, int block_length = 1,
-                     int num_parallel_calls = 1) const;
+                     int num_parallel_calls = 1,
+                     std::vector<DataType> out_dtypes = {},
+                     std::vector<PartialShape> out_shapes = {}) const;
   // Applies fn to each element; with num_parallel_calls > 1 runs up to that
   // many calls at once and still yields in input order (deterministic).
+  // An error returned by fn is returned by GetNext at that element's
+  // position; the next GetNext goes on with the following element.
+  // num_parallel_calls == -1 means NumSchedulableCPUs(). out_dtypes /
+  // out_shapes declare fn's output (empty: unknown); when declared, every
+  // output is checked against them (InvalidArgument naming the component).
   Dataset Map(MapFn fn, int num_parallel_calls = 1,
               std::vector<DataType> out_dtypes = {},
               std::vector<PartialShape> out_shapes = {}) const;
@@ -296,9 +362,16 @@ class Dataset {
   // that component becomes two: values (concatenated) and row_splits (int64
   // [B+1]). Which components are ragged is decided by output_shapes (an
   // unknown dim 0 -> ragged).
+  // REQUIRES (else InvalidArgument at MakeIterator): batch_size >= 1. An
+  // input error in the middle of a batch is returned at once; the elements
+  // already collected are kept and start the next batch.
   Dataset Batch(int64_t batch_size, bool drop_remainder = false) const;
+  // A background thread keeps up to buffer_size (>= 1) elements ready.
   Dataset Prefetch(int64_t buffer_size) const;
-  Dataset Repeat(int64_t count = -1) const;   // -1: forever.
+  // An input that yields nothing in a pass ends the repetition (no busy
+  // loop). count >= -1.
+  Dataset Repeat(int64_t count = -1) const;  // -1: forever.
+  // -1: all elements (Take) / skip everything (Skip); otherwise >= 0.
   Dataset Take(int64_t count) const;
   Dataset Skip(int64_t count) const;
   // First pass reads the input and keeps all elements in memory; later

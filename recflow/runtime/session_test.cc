@@ -12,6 +12,7 @@
 #include "recflow/framework/op_registry.h"
 #include "recflow/framework/scope.h"
 #include "recflow/ops/array_ops.h"
+#include "recflow/proto/example.pb.h"
 #include "recflow/ops/math_ops.h"
 #include "recflow/ops/state_ops.h"
 #include "recflow/proto/saved_model.pb.h"
@@ -274,11 +275,15 @@ TEST(SessionTest, RunsTheTensorFlowHalfPlusTwoGraph) {
               testing::ElementsAre(2.5f, 3.f, 4.5f));
   EXPECT_THAT(std::vector<float>(out[1].flat<float>().begin(), out[1].flat<float>().end()),
               testing::ElementsAre(3.5f, 4.f, 5.5f));
-  // The tf.Example path needs ParseExample and Reshape, which this binary lacks so far.
-  EXPECT_THAT((*session)->Run({{"tf_example:0", Tensor(DT_STRING, TensorShape({1}))}}, {"y:0"},
-                              {}, &out)
-                  .message(),
-              HasSubstr("is not registered in this binary"));
+  // The tf.Example path: ParseExample of a serialized Example, then Reshape.
+  tensorflow::Example example;
+  (*example.mutable_features()->mutable_feature())["x"].mutable_float_list()->add_value(5.f);
+  Tensor serialized(DT_STRING, TensorShape({1}));
+  serialized.flat<std::string>()[0] = example.SerializeAsString();
+  s = (*session)->Run({{"tf_example:0", serialized}}, {"y:0"}, {}, &out);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_THAT(std::vector<float>(out[0].flat<float>().begin(), out[0].flat<float>().end()),
+              testing::ElementsAre(4.5f));
 }
 
 }  // namespace
