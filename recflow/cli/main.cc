@@ -2,7 +2,7 @@
 //
 //   recflow [--load_op_library=PATH ...] COMMAND [ARGS]
 //
-// Commands: graph inspect, ops list/show, demo, version, help.
+// Commands: graph inspect, ops list/show, demo, gen-data, version, help.
 #include <cstring>
 #include <iostream>
 
@@ -71,6 +71,7 @@ constexpr char kUsage[] =
     "  ops list             list the registered ops\n"
     "  ops show NAME        print one op's definition\n"
     "  demo                 build and run a small MLP on synthetic data\n"
+    "  gen-data             write the synthetic click-log dataset (--rows N --out DIR ...)\n"
     "  version              print the version\n"
     "  help                 this message\n"
     "\n"
@@ -118,6 +119,7 @@ int main(int argc, char** argv) {
   if (command == "graph") return cli::GraphCommand(rest);
   if (command == "ops") return cli::OpsCommand(rest);
   if (command == "demo") return cli::DemoCommand(rest);
+  if (command == "gen-data") return cli::GenDataCommand(rest);
   if (command == "version") {
     std::cout << "recflow 0.1.0\n";
     return 0;
