@@ -13,6 +13,7 @@ BUILD_PACKAGES=(
   libabsl-dev                             # Status, strings, containers, sync
   libopenblas-dev                         # MatMul
   libfarmhash-dev                         # Fingerprint64 (string ids, as TF)
+  libsnappy-dev                           # old TF checkpoint indexes (snappy blocks)
   libgtest-dev libgmock-dev               # tests
 )
 BENCH_PACKAGES=(python3-torch python3-numpy python3-pandas)

@@ -1,0 +1,137 @@
+// BundleWriter: writes a tensor-bundle checkpoint (bundle_format.h),
+// streaming, sharded by size, and published atomically.
+//
+//   ASSIGN_OR_RETURN(auto writer, BundleWriter::Create(env, "/ckpt/model.ckpt-100"));
+//   RETURN_IF_ERROR(writer->Add("dense/w", w));
+//   RETURN_IF_ERROR(writer->AddChunks("emb/values", DT_FLOAT, {n, 64}, ExportRows));
+//   RETURN_IF_ERROR(writer->Finish());
+//
+// Memory: tensor bytes go to the current data shard through one bounded
+// buffer (options.buffer_bytes); pieces at least that large are checksummed
+// and written straight from the caller's memory. Only the index entries
+// (a few dozen bytes per tensor) are kept until Finish, so a model never has
+// to fit in memory twice, and AddChunks lets a producer (a hash table
+// exporting its rows) hand over a huge tensor in pieces without ever
+// building it.
+//
+// Atomicity: everything is written under temporary names
+// ("P.data-00000.tempstate<random>", "P.index.tempstate<random>"). Finish
+// syncs and closes the shards, renames them to their final names
+// "P.data-0000k-of-0000N" (N is known only then), writes and syncs the
+// index under its temporary name and renames it to "P.index" last; the
+// index is the commit point. A crash or error before that leaves no
+// "P.index", so readers never see a partial bundle, and never touches files
+// of bundles at other prefixes. (Overwriting an existing bundle at the same
+// prefix is not atomic: its data files are replaced before its index.)
+// On error, or when the writer is destroyed without Finish, the temporary
+// files are deleted (best effort).
+//
+// Not thread-safe.
+#ifndef RECFLOW_CHECKPOINT_BUNDLE_WRITER_H_
+#define RECFLOW_CHECKPOINT_BUNDLE_WRITER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "recflow/checkpoint/bundle_format.h"
+#include "recflow/core/env.h"
+#include "recflow/core/tensor.h"
+#include "recflow/proto/tensor_bundle.pb.h"
+
+namespace recflow::checkpoint {
+
+struct BundleWriterOptions {
+  // A new data shard is started when the next tensor would take the current
+  // one past this many bytes (a tensor is never split across shards, so a
+  // tensor larger than this gets a shard of its own). 0: one shard, as
+  // TensorFlow writes.
+  uint64_t max_shard_bytes = 0;
+  // The write buffer (TensorFlow uses 8 MiB).
+  size_t buffer_bytes = 8 << 20;
+  // fsync the data shards and the index before publishing them, and the
+  // directory after. Off only for tests and throwaway bundles.
+  bool sync = true;
+};
+
+class BundleWriter {
+ public:
+  // Creates the prefix's directory if needed and opens the first shard.
+  static absl::StatusOr<std::unique_ptr<BundleWriter>> Create(
+      Env* env, absl::string_view prefix, const BundleWriterOptions& options = {});
+  // Deletes the temporary files unless Finish succeeded.
+  ~BundleWriter();
+  BundleWriter(const BundleWriter&) = delete;
+  BundleWriter& operator=(const BundleWriter&) = delete;
+
+  // Appends `tensor` under `name`. InvalidArgument for an empty or
+  // duplicate name, an uninitialized tensor or a dtype bundles cannot hold
+  // (resource, variant). After any error the writer is dead: every later
+  // call returns that error.
+  absl::Status Add(absl::string_view name, const Tensor& tensor);
+
+  // Appends a tensor of `dtype` (fixed-size types only) and `shape` whose
+  // bytes (little endian, row major) `produce` hands to `sink` in pieces of
+  // any size, in order; each piece must stay valid until sink returns. The
+  // pieces must add up to exactly shape.num_elements() * DataTypeSize(dtype)
+  // bytes (InvalidArgument otherwise). An error returned by `produce` (or
+  // by sink, which `produce` should pass on) kills the writer.
+  using ChunkSink = std::function<absl::Status(absl::string_view piece)>;
+  absl::Status AddChunks(absl::string_view name, DataType dtype, const TensorShape& shape,
+                         const std::function<absl::Status(const ChunkSink& sink)>& produce);
+
+  // Publishes the bundle (see the top of this file). The writer cannot be
+  // used afterwards.
+  absl::Status Finish();
+
+  const std::string& prefix() const { return prefix_; }
+  int num_tensors() const { return static_cast<int>(entries_.size()); }
+  // Data bytes written so far, over all shards.
+  uint64_t data_bytes() const { return total_bytes_; }
+
+ private:
+  BundleWriter(Env* env, std::string prefix, const BundleWriterOptions& options);
+  absl::Status OpenShard();
+  absl::Status CloseShard();
+  // Starts a new shard when `bytes` more would overflow the current one.
+  absl::Status MaybeStartShard(uint64_t bytes);
+  // Appends to the current shard; extends *crc over the bytes.
+  absl::Status Append(absl::string_view data, uint32_t* crc);
+  absl::Status FlushBuffer();
+  absl::Status CheckNewEntry(absl::string_view name, DataType dtype);
+  absl::Status Fail(absl::Status s);
+  void DeleteTemporaryFiles();
+  std::string TempDataFilename(int shard) const;
+
+  Env* const env_;  // Not owned.
+  const std::string prefix_;
+  const BundleWriterOptions options_;
+  const std::string temp_suffix_;
+  absl::Status status_;
+  bool finished_ = false;
+
+  std::unique_ptr<WritableFile> shard_;
+  int num_shards_ = 0;        // shards opened so far
+  uint64_t shard_bytes_ = 0;  // bytes in the current shard
+  uint64_t total_bytes_ = 0;
+  std::string buffer_;        // capacity options_.buffer_bytes
+  std::map<std::string, tensorflow::BundleEntryProto, std::less<>> entries_;
+};
+
+// Writes the index of a bundle at `prefix` from a header and entries sorted
+// by name, through a temporary file renamed over "prefix.index". Used by
+// BundleWriter::Finish and MergeBundles.
+absl::Status WriteBundleIndex(
+    Env* env, absl::string_view prefix, const tensorflow::BundleHeaderProto& header,
+    const std::map<std::string, tensorflow::BundleEntryProto, std::less<>>& entries,
+    bool sync);
+
+}  // namespace recflow::checkpoint
+
+#endif  // RECFLOW_CHECKPOINT_BUNDLE_WRITER_H_
