@@ -1,0 +1,757 @@
+// HashEmbeddingTable: storage, lookup, optimizer steps, eviction and stats.
+// Export and import live in hash_embedding_table_io.cc.
+#include "recflow/embedding/hash_embedding_table.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <type_traits>
+
+#include "absl/numeric/bits.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "recflow/core/allocator.h"
+#include "recflow/core/status.h"
+
+namespace recflow::embedding {
+
+namespace {
+
+// Below this much estimated work a call runs on the caller alone.
+constexpr int64_t kParallelThresholdNs = 50'000;
+constexpr uint32_t kMaxSlots = std::numeric_limits<uint32_t>::max();
+
+// True when no element is NaN or infinite (exponent bits all ones), without
+// an early exit so the loop vectorizes.
+bool AllFinite(const float* g, int64_t dim) {
+  uint32_t any_special = 0;
+  for (int64_t i = 0; i < dim; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, g + i, sizeof(bits));
+    any_special |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  return any_special == 0;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<HashEmbeddingTable>> HashEmbeddingTable::Create(
+    const EmbeddingTableOptions& options) {
+  RETURN_IF_ERROR(Validate(options));
+  return std::unique_ptr<HashEmbeddingTable>(new HashEmbeddingTable(options));
+}
+
+HashEmbeddingTable::HashEmbeddingTable(const EmbeddingTableOptions& options)
+    : options_(options),
+      num_slots_(NumSlots(options.optimizer)),
+      row_floats_(options.dim * (1 + NumSlots(options.optimizer))),
+      stride_bytes_((sizeof(RowMeta) + row_floats_ * sizeof(float) + 7) / 8 *
+                    8),
+      initializer_(options.initializer, options.seed, options.dim),
+      shards_(new Shard[options.num_shards]) {
+  shard_shift_ =
+      64 - absl::countr_zero(static_cast<unsigned>(options_.num_shards));
+  int64_t per_slab = options_.rows_per_slab;
+  if (per_slab == 0) {
+    per_slab = std::max<int64_t>(16, (256 << 10) / stride_bytes_);
+  }
+  rows_per_slab_ =
+      static_cast<int64_t>(absl::bit_ceil(static_cast<uint64_t>(per_slab)));
+  slab_shift_ = absl::countr_zero(static_cast<uint64_t>(rows_per_slab_));
+  slab_mask_ = static_cast<uint32_t>(rows_per_slab_ - 1);
+
+  default_row_.assign(options_.dim, 0.0f);
+  if (options_.default_value.size() == 1) {
+    std::fill(default_row_.begin(), default_row_.end(),
+              options_.default_value[0]);
+  } else if (!options_.default_value.empty()) {
+    default_row_ = options_.default_value;
+  }
+  switch (options_.optimizer) {
+    case OptimizerKind::kSgd:
+      break;
+    case OptimizerKind::kAdagrad:
+      slot_init_ = {options_.initial_accumulator_value};
+      break;
+    case OptimizerKind::kAdam:
+      slot_init_ = {0.0f, 0.0f};
+      break;
+    case OptimizerKind::kFtrl:
+      slot_init_ = {options_.initial_accumulator_value, 0.0f};
+      break;
+  }
+  if (options_.admission.kind != AdmissionOptions::Kind::kAlways) {
+    const int64_t width = std::max<int64_t>(
+        1, options_.admission.sketch_width / options_.num_shards);
+    for (int i = 0; i < options_.num_shards; ++i) {
+      Shard& s = shards_[i];
+      WriterLock lock(&s.mu);
+      s.sketch = CountMinSketch(width, options_.admission.sketch_depth,
+                                Mix64(options_.seed + i + 1));
+    }
+  }
+}
+
+HashEmbeddingTable::~HashEmbeddingTable() {
+  const size_t slab_bytes = rows_per_slab_ * stride_bytes_;
+  static_assert(std::is_trivially_destructible_v<RowMeta>);
+  for (int i = 0; i < options_.num_shards; ++i) {
+    Shard& s = shards_[i];
+    WriterLock lock(&s.mu);
+    for (Slab& slab : s.slabs) {
+      cpu_allocator()->DeallocateRaw(slab.data, slab_bytes);
+    }
+  }
+}
+
+HashEmbeddingTable::ShardGroups HashEmbeddingTable::GroupByShard(
+    absl::Span<const int64_t> ids) const {
+  const int n_shards = options_.num_shards;
+  ShardGroups g;
+  g.begin.assign(n_shards + 1, 0);
+  g.positions.resize(ids.size());
+  if (n_shards == 1) {
+    g.begin[1] = static_cast<int64_t>(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) g.positions[i] = i;
+    return g;
+  }
+  std::vector<uint16_t> shard_of(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    shard_of[i] = static_cast<uint16_t>(ShardOf(ids[i]));
+    ++g.begin[shard_of[i] + 1];
+  }
+  for (int s = 0; s < n_shards; ++s) g.begin[s + 1] += g.begin[s];
+  std::vector<int64_t> cursor(g.begin.begin(), g.begin.end() - 1);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    g.positions[cursor[shard_of[i]]++] = static_cast<int64_t>(i);
+  }
+  return g;
+}
+
+void HashEmbeddingTable::ForEachShard(
+    int64_t total_cost_ns, ThreadPool* pool,
+    const std::function<void(int)>& fn) const {
+  const int n = options_.num_shards;
+  if (pool == nullptr || pool->NumThreads() <= 1 || n == 1 ||
+      total_cost_ns < kParallelThresholdNs) {
+    for (int s = 0; s < n; ++s) fn(s);
+    return;
+  }
+  pool->ParallelFor(n, std::max<int64_t>(1, total_cost_ns / n),
+                    [&fn](int64_t begin, int64_t end) {
+                      for (int64_t s = begin; s < end; ++s) {
+                        fn(static_cast<int>(s));
+                      }
+                    });
+}
+
+void HashEmbeddingTable::AdvanceClock(int64_t step) {
+  int64_t cur = clock_.load(std::memory_order_relaxed);
+  while (step > cur &&
+         !clock_.compare_exchange_weak(cur, step, std::memory_order_relaxed)) {
+  }
+}
+
+void HashEmbeddingTable::InitSlots(float* row) const {
+  const int64_t dim = options_.dim;
+  for (int k = 0; k < num_slots_; ++k) {
+    float* slot = row + (k + 1) * dim;
+    std::fill(slot, slot + dim, slot_init_[k]);
+  }
+}
+
+absl::StatusOr<uint32_t> HashEmbeddingTable::AllocateSlot(Shard& s) {
+  if (!s.free_slots.empty()) {
+    const uint32_t slot = s.free_slots.back();
+    s.free_slots.pop_back();
+    return slot;
+  }
+  if (s.next_slot == kMaxSlots) {
+    return errors::ResourceExhausted("embedding table '", options_.name,
+                                     "': a shard holds the maximum of ",
+                                     kMaxSlots, " rows; use more shards");
+  }
+  const uint32_t slot = s.next_slot;
+  if ((slot >> slab_shift_) == s.slabs.size()) {
+    const size_t bytes = rows_per_slab_ * stride_bytes_;
+    Slab slab;
+    slab.data = static_cast<char*>(
+        cpu_allocator()->AllocateRaw(kAllocatorAlignment, bytes));
+    if (slab.data == nullptr) {
+      return errors::ResourceExhausted("embedding table '", options_.name,
+                                       "': cannot allocate a slab of ", bytes,
+                                       " bytes for new rows");
+    }
+    for (int64_t r = 0; r < rows_per_slab_; ++r) {
+      new (slab.data + r * stride_bytes_) RowMeta();
+    }
+    s.slabs.push_back(slab);
+  }
+  ++s.next_slot;
+  return slot;
+}
+
+absl::StatusOr<uint32_t> HashEmbeddingTable::InsertRow(Shard& s, int64_t id,
+                                                       int64_t version) {
+  ASSIGN_OR_RETURN(const uint32_t slot, AllocateSlot(s));
+  float* row = RowData(s, slot);
+  initializer_.Init(id, row);
+  InitSlots(row);
+  RowMeta& meta = Meta(s, slot);
+  meta.id = id;
+  meta.frequency.store(0, std::memory_order_relaxed);
+  meta.version = version;
+  s.index.emplace(id, slot);
+  s.inserts.fetch_add(1, std::memory_order_relaxed);
+  return slot;
+}
+
+void HashEmbeddingTable::EraseRow(Shard& s, int64_t id, uint32_t slot,
+                                  int64_t log_step) {
+  s.free_slots.push_back(slot);
+  s.deletion_log.push_back({id, log_step});
+}
+
+bool HashEmbeddingTable::Admit(Shard& s, int64_t id, int64_t count) {
+  const AdmissionOptions& a = options_.admission;
+  switch (a.kind) {
+    case AdmissionOptions::Kind::kAlways:
+      return true;
+    case AdmissionOptions::Kind::kCount:
+      return s.sketch.Add(id, count) >= a.min_count;
+    case AdmissionOptions::Kind::kProbability: {
+      const int64_t before = s.sketch.Estimate(id);
+      const int64_t after = s.sketch.Add(id, count);
+      const int64_t trials = std::min(after - before, count);
+      for (int64_t k = before + 1; k <= before + trials; ++k) {
+        if (AdmissionDraw(options_.seed, id, k) < a.probability) return true;
+      }
+      return false;
+    }
+  }
+  return false;
+}
+
+// Note [Two-phase lookup]: the ids of one shard are first served under the
+// reader lock (the common case in steady-state training: the row exists), and
+// only the misses take the writer lock, where each is looked up again (another
+// thread may have created it meanwhile), counted toward admission once per
+// call with all its occurrences, and created if admitted.
+absl::Status HashEmbeddingTable::LookupShard(
+    Shard& s, absl::Span<const int64_t> ids,
+    absl::Span<const int64_t> positions, float* out, LookupMode mode,
+    LookupResult* result) {
+  const int64_t dim = options_.dim;
+  const size_t row_bytes = dim * sizeof(float);
+  const bool train = mode == LookupMode::kTrain;
+  std::vector<int64_t> misses;
+  {
+    ReaderLock lock(&s.mu);
+    // Note [Lookup pipeline]: a large table misses the cache on both the
+    // index probe and the row, so the loop runs three stages apart: prefetch
+    // the index for id i + kIndexAhead, probe id i + kRowAhead and prefetch
+    // its row, copy row i. Found slots wait in a small ring.
+    constexpr size_t kIndexAhead = 16, kRowAhead = 8, kRing = 16;
+    static_assert(kRing > kRowAhead && (kRing & (kRing - 1)) == 0);
+    const size_t n = positions.size();
+    const int64_t prefetch_span = sizeof(RowMeta) + row_bytes;
+    int64_t ring[kRing];
+    for (size_t i = 0; i < std::min(n, kIndexAhead); ++i) {
+      s.index.prefetch(ids[positions[i]]);
+    }
+    for (size_t i = 0; i < n + kRowAhead; ++i) {
+      if (i < n) {
+        if (i + kIndexAhead < n)
+          s.index.prefetch(ids[positions[i + kIndexAhead]]);
+        auto it = s.index.find(ids[positions[i]]);
+        if (it == s.index.end()) {
+          ring[i % kRing] = -1;
+        } else {
+          ring[i % kRing] = it->second;
+          // The metadata and the weights (not the slots).
+          const char* row = RowStart(s, it->second);
+          __builtin_prefetch(row);
+          __builtin_prefetch(row + prefetch_span - 1);
+        }
+      }
+      if (i < kRowAhead) continue;
+      const size_t j = i - kRowAhead;
+      const int64_t pos = positions[j];
+      const int64_t slot = ring[j % kRing];
+      if (slot < 0) {
+        misses.push_back(pos);
+        continue;
+      }
+      std::memcpy(out + pos * dim, RowData(s, static_cast<uint32_t>(slot)),
+                  row_bytes);
+      if (train) {
+        Meta(s, static_cast<uint32_t>(slot))
+            .frequency.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  }
+  result->found += static_cast<int64_t>(positions.size() - misses.size());
+  if (misses.empty()) return absl::OkStatus();
+  if (!train) {
+    for (const int64_t pos : misses) {
+      std::memcpy(out + pos * dim, default_row_.data(), row_bytes);
+    }
+    s.missing_lookups.fetch_add(misses.size(), std::memory_order_relaxed);
+    result->defaulted += static_cast<int64_t>(misses.size());
+    return absl::OkStatus();
+  }
+
+  // Distinct missing ids in first-occurrence order, with their counts.
+  absl::flat_hash_map<int64_t, int64_t> distinct;
+  std::vector<int64_t> which(misses.size());  // miss -> distinct index
+  std::vector<int64_t> uids, counts;
+  for (size_t m = 0; m < misses.size(); ++m) {
+    auto [it, inserted] =
+        distinct.try_emplace(ids[misses[m]], static_cast<int64_t>(uids.size()));
+    if (inserted) {
+      uids.push_back(ids[misses[m]]);
+      counts.push_back(0);
+    }
+    which[m] = it->second;
+    ++counts[it->second];
+  }
+  std::vector<int64_t> slot_of(uids.size(), -1);
+  absl::Status status;
+  WriterLock lock(&s.mu);
+  const int64_t new_version = clock() + 1;
+  for (size_t u = 0; u < uids.size(); ++u) {
+    auto it = s.index.find(uids[u]);
+    if (it != s.index.end()) {
+      slot_of[u] = it->second;
+    } else if (Admit(s, uids[u], counts[u])) {
+      absl::StatusOr<uint32_t> slot = InsertRow(s, uids[u], new_version);
+      if (!slot.ok()) {
+        status = slot.status();
+        break;
+      }
+      slot_of[u] = *slot;
+      s.admitted.fetch_add(1, std::memory_order_relaxed);
+      ++result->inserted;
+    } else {
+      s.rejected_lookups.fetch_add(counts[u], std::memory_order_relaxed);
+    }
+  }
+  for (size_t m = 0; m < misses.size(); ++m) {
+    const int64_t slot = slot_of[which[m]];
+    float* dst = out + misses[m] * dim;
+    if (slot < 0) {
+      std::memcpy(dst, default_row_.data(), row_bytes);
+      ++result->defaulted;
+    } else {
+      std::memcpy(dst, RowData(s, static_cast<uint32_t>(slot)), row_bytes);
+      Meta(s, static_cast<uint32_t>(slot))
+          .frequency.fetch_add(1, std::memory_order_relaxed);
+      ++result->found;
+    }
+  }
+  return status;
+}
+
+absl::Status HashEmbeddingTable::Lookup(absl::Span<const int64_t> ids,
+                                        absl::Span<float> out, LookupMode mode,
+                                        ThreadPool* pool,
+                                        LookupResult* result) {
+  const int64_t n = static_cast<int64_t>(ids.size());
+  if (static_cast<int64_t>(out.size()) != n * options_.dim) {
+    return errors::InvalidArgument("Lookup in embedding table '", options_.name,
+                                   "': output has ", out.size(), " floats but ",
+                                   n, " ids * dim ", options_.dim, " = ",
+                                   n * options_.dim, " are needed");
+  }
+  if (n == 0) return absl::OkStatus();
+  const ShardGroups groups = GroupByShard(ids);
+  const int n_shards = options_.num_shards;
+  std::vector<absl::Status> statuses(n_shards);
+  std::vector<LookupResult> results(n_shards);
+  ForEachShard(n * (40 + options_.dim), pool, [&](int si) {
+    const int64_t b = groups.begin[si], e = groups.begin[si + 1];
+    if (b == e) return;
+    statuses[si] =
+        LookupShard(shards_[si], ids,
+                    absl::MakeConstSpan(groups.positions.data() + b, e - b),
+                    out.data(), mode, &results[si]);
+  });
+  LookupResult total;
+  for (int si = 0; si < n_shards; ++si) {
+    total.found += results[si].found;
+    total.inserted += results[si].inserted;
+    total.defaulted += results[si].defaulted;
+  }
+  if (result != nullptr) *result = total;
+  for (const absl::Status& st : statuses) RETURN_IF_ERROR(st);
+  return absl::OkStatus();
+}
+
+absl::Status HashEmbeddingTable::CheckApplyArgs(const char* op,
+                                                absl::Span<const int64_t> ids,
+                                                absl::Span<const float> grads,
+                                                int needed_slots) const {
+  const int64_t n = static_cast<int64_t>(ids.size());
+  if (static_cast<int64_t>(grads.size()) != n * options_.dim) {
+    return errors::InvalidArgument(
+        op, " on embedding table '", options_.name, "': grads has ",
+        grads.size(), " floats but ", n, " ids * dim ", options_.dim, " = ",
+        n * options_.dim, " are needed");
+  }
+  if (options_.nonfinite_gradients == NonFinitePolicy::kError) {
+    for (int64_t i = 0; i < n; ++i) {
+      if (!AllFinite(grads.data() + i * options_.dim, options_.dim)) {
+        return errors::InvalidArgument(
+            op, " on embedding table '", options_.name,
+            "': the gradient for id ", ids[i], " (row ", i,
+            ") holds NaN or infinity; nothing was applied");
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+template <typename Update>
+absl::Status HashEmbeddingTable::ApplyImpl(absl::Span<const int64_t> ids,
+                                           absl::Span<const float> grads,
+                                           int64_t step, int64_t cost_per_id_ns,
+                                           ThreadPool* pool,
+                                           ApplyResult* result,
+                                           const Update& update) {
+  const int64_t n = static_cast<int64_t>(ids.size());
+  const int64_t dim = options_.dim;
+  const bool skip_nonfinite =
+      options_.nonfinite_gradients == NonFinitePolicy::kSkipRow;
+  std::vector<ApplyResult> results(options_.num_shards);
+  if (n > 0) {
+    const ShardGroups groups = GroupByShard(ids);
+    ForEachShard(n * cost_per_id_ns, pool, [&](int si) {
+      const int64_t b = groups.begin[si], e = groups.begin[si + 1];
+      if (b == e) return;
+      Shard& s = shards_[si];
+      ApplyResult& r = results[si];
+      WriterLock lock(&s.mu);
+      // Probe every id first (prefetching the index ahead), then update the
+      // rows in order (prefetching rows ahead): Note [Lookup pipeline].
+      constexpr int64_t kIndexAhead = 16, kRowAhead = 4;
+      std::vector<int64_t> slots(e - b);
+      for (int64_t k = b; k < std::min(e, b + kIndexAhead); ++k) {
+        s.index.prefetch(ids[groups.positions[k]]);
+      }
+      for (int64_t k = b; k < e; ++k) {
+        if (k + kIndexAhead < e) {
+          s.index.prefetch(ids[groups.positions[k + kIndexAhead]]);
+        }
+        auto it = s.index.find(ids[groups.positions[k]]);
+        // (Cast first: `cond ? -1 : uint32` would be unsigned.)
+        slots[k - b] =
+            it == s.index.end() ? -1 : static_cast<int64_t>(it->second);
+      }
+      for (int64_t k = b; k < e; ++k) {
+        if (k + kRowAhead < e && slots[k + kRowAhead - b] >= 0) {
+          const char* row =
+              RowStart(s, static_cast<uint32_t>(slots[k + kRowAhead - b]));
+          for (int64_t off = 0; off < stride_bytes_; off += 64) {
+            __builtin_prefetch(row + off, 1);
+          }
+        }
+        const int64_t slot = slots[k - b];
+        if (slot < 0) {
+          ++r.dropped;
+          continue;
+        }
+        const int64_t pos = groups.positions[k];
+        const float* g = grads.data() + pos * dim;
+        if (skip_nonfinite && !AllFinite(g, dim)) {
+          ++r.nonfinite;
+          continue;
+        }
+        update(g, RowData(s, static_cast<uint32_t>(slot)));
+        Meta(s, static_cast<uint32_t>(slot)).version = step;
+        ++r.updated;
+      }
+      s.dropped_updates.fetch_add(r.dropped, std::memory_order_relaxed);
+      s.nonfinite_updates.fetch_add(r.nonfinite, std::memory_order_relaxed);
+    });
+  }
+  AdvanceClock(step);
+  if (result != nullptr) {
+    *result = ApplyResult();
+    for (const ApplyResult& r : results) {
+      result->updated += r.updated;
+      result->dropped += r.dropped;
+      result->nonfinite += r.nonfinite;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status HashEmbeddingTable::ApplySgd(absl::Span<const int64_t> ids,
+                                          absl::Span<const float> grads,
+                                          const SgdParams& params, int64_t step,
+                                          ThreadPool* pool,
+                                          ApplyResult* result) {
+  RETURN_IF_ERROR(CheckApplyArgs("ApplySgd", ids, grads, 0));
+  RETURN_IF_ERROR(errors::Annotate(Validate(params), "ApplySgd"));
+  const int64_t dim = options_.dim;
+  return ApplyImpl(ids, grads, step, 40 + dim, pool, result,
+                   [&params, dim](const float* g, float* row) {
+                     SgdUpdateRow(params, dim, g, row);
+                   });
+}
+
+absl::Status HashEmbeddingTable::ApplyAdagrad(absl::Span<const int64_t> ids,
+                                              absl::Span<const float> grads,
+                                              const AdagradParams& params,
+                                              int64_t step, ThreadPool* pool,
+                                              ApplyResult* result) {
+  if (options_.optimizer != OptimizerKind::kAdagrad) {
+    return errors::FailedPrecondition(
+        "ApplyAdagrad on embedding table '", options_.name,
+        "': the table was created for optimizer ",
+        OptimizerName(options_.optimizer), ", without Adagrad's accumulator");
+  }
+  RETURN_IF_ERROR(CheckApplyArgs("ApplyAdagrad", ids, grads, 1));
+  RETURN_IF_ERROR(errors::Annotate(Validate(params), "ApplyAdagrad"));
+  const int64_t dim = options_.dim;
+  return ApplyImpl(ids, grads, step, 40 + 4 * dim, pool, result,
+                   [&params, dim](const float* g, float* row) {
+                     AdagradUpdateRow(params, dim, g, row, row + dim);
+                   });
+}
+
+absl::Status HashEmbeddingTable::ApplyAdam(absl::Span<const int64_t> ids,
+                                           absl::Span<const float> grads,
+                                           const AdamParams& params,
+                                           int64_t step, ThreadPool* pool,
+                                           ApplyResult* result) {
+  if (options_.optimizer != OptimizerKind::kAdam) {
+    return errors::FailedPrecondition(
+        "ApplyAdam on embedding table '", options_.name,
+        "': the table was created for optimizer ",
+        OptimizerName(options_.optimizer), ", without Adam's m and v slots");
+  }
+  RETURN_IF_ERROR(CheckApplyArgs("ApplyAdam", ids, grads, 2));
+  RETURN_IF_ERROR(errors::Annotate(Validate(params), "ApplyAdam"));
+  const int64_t dim = options_.dim;
+  const float lr_t = AdamLearningRate(params);
+  return ApplyImpl(ids, grads, step, 40 + 6 * dim, pool, result,
+                   [&params, lr_t, dim](const float* g, float* row) {
+                     AdamUpdateRow(params, lr_t, dim, g, row, row + dim,
+                                   row + 2 * dim);
+                   });
+}
+
+absl::Status HashEmbeddingTable::ApplyFtrl(absl::Span<const int64_t> ids,
+                                           absl::Span<const float> grads,
+                                           const FtrlParams& params,
+                                           int64_t step, ThreadPool* pool,
+                                           ApplyResult* result) {
+  if (options_.optimizer != OptimizerKind::kFtrl) {
+    return errors::FailedPrecondition(
+        "ApplyFtrl on embedding table '", options_.name,
+        "': the table was created for optimizer ",
+        OptimizerName(options_.optimizer), ", without FTRL's n and z slots");
+  }
+  RETURN_IF_ERROR(CheckApplyArgs("ApplyFtrl", ids, grads, 2));
+  RETURN_IF_ERROR(errors::Annotate(Validate(params), "ApplyFtrl"));
+  const int64_t dim = options_.dim;
+  return ApplyImpl(ids, grads, step, 40 + 12 * dim, pool, result,
+                   [&params, dim](const float* g, float* row) {
+                     FtrlUpdateRow(params, dim, g, row, row + dim,
+                                   row + 2 * dim);
+                   });
+}
+
+EvictionResult HashEmbeddingTable::Evict(int64_t current_step,
+                                         ThreadPool* pool) {
+  return Evict(current_step, options_.eviction, pool);
+}
+
+EvictionResult HashEmbeddingTable::Evict(int64_t current_step,
+                                         const EvictionOptions& criteria,
+                                         ThreadPool* pool) {
+  const int n_shards = options_.num_shards;
+  std::vector<EvictionResult> results(n_shards);
+  const int64_t max_age = criteria.max_age_steps;
+  const int64_t min_freq = criteria.min_frequency;
+  if (max_age > 0 || min_freq > 0) {
+    ForEachShard(size() * 20, pool, [&](int si) {
+      Shard& s = shards_[si];
+      EvictionResult& r = results[si];
+      WriterLock lock(&s.mu);
+      const int64_t log_step = clock() + 1;
+      for (auto it = s.index.begin(); it != s.index.end();) {
+        const RowMeta& meta = Meta(s, it->second);
+        const bool old = max_age > 0 && current_step - meta.version > max_age;
+        const bool rare =
+            min_freq > 0 &&
+            meta.frequency.load(std::memory_order_relaxed) < min_freq;
+        if (old || rare) {
+          (old ? r.by_age : r.by_frequency) += 1;
+          EraseRow(s, it->first, it->second, log_step);
+          s.index.erase(it++);
+        } else {
+          ++it;
+        }
+      }
+      s.evicted.fetch_add(r.by_age + r.by_frequency, std::memory_order_relaxed);
+      r.rows_left = static_cast<int64_t>(s.index.size());
+    });
+  }
+  EvictionResult total;
+  for (const EvictionResult& r : results) {
+    total.by_age += r.by_age;
+    total.by_frequency += r.by_frequency;
+  }
+  total.rows_left = size();
+  return total;
+}
+
+int64_t HashEmbeddingTable::Remove(absl::Span<const int64_t> ids) {
+  const ShardGroups groups = GroupByShard(ids);
+  int64_t removed = 0;
+  for (int si = 0; si < options_.num_shards; ++si) {
+    const int64_t b = groups.begin[si], e = groups.begin[si + 1];
+    if (b == e) continue;
+    Shard& s = shards_[si];
+    WriterLock lock(&s.mu);
+    const int64_t log_step = clock() + 1;
+    int64_t here = 0;
+    for (int64_t k = b; k < e; ++k) {
+      const int64_t id = ids[groups.positions[k]];
+      auto it = s.index.find(id);
+      if (it == s.index.end()) continue;
+      EraseRow(s, id, it->second, log_step);
+      s.index.erase(it);
+      ++here;
+    }
+    s.removed.fetch_add(here, std::memory_order_relaxed);
+    removed += here;
+  }
+  return removed;
+}
+
+void HashEmbeddingTable::Clear() {
+  for (int si = 0; si < options_.num_shards; ++si) {
+    Shard& s = shards_[si];
+    WriterLock lock(&s.mu);
+    s.index.clear();
+    s.next_slot = 0;
+    s.free_slots.clear();
+    s.sketch.Clear();
+    s.deletion_log.clear();
+  }
+  clock_.store(0, std::memory_order_relaxed);
+}
+
+void HashEmbeddingTable::TrimDeletionLog(int64_t step) {
+  for (int si = 0; si < options_.num_shards; ++si) {
+    Shard& s = shards_[si];
+    WriterLock lock(&s.mu);
+    auto& log = s.deletion_log;
+    log.erase(std::remove_if(
+                  log.begin(), log.end(),
+                  [step](const DeletionEntry& e) { return e.step <= step; }),
+              log.end());
+  }
+}
+
+void HashEmbeddingTable::DecayAdmissionCounts() {
+  for (int si = 0; si < options_.num_shards; ++si) {
+    Shard& s = shards_[si];
+    WriterLock lock(&s.mu);
+    s.sketch.Decay();
+  }
+}
+
+int64_t HashEmbeddingTable::size() const {
+  int64_t rows = 0;
+  for (int si = 0; si < options_.num_shards; ++si) {
+    Shard& s = shards_[si];
+    ReaderLock lock(&s.mu);
+    rows += static_cast<int64_t>(s.index.size());
+  }
+  return rows;
+}
+
+bool HashEmbeddingTable::Contains(int64_t id) const {
+  Shard& s = shards_[ShardOf(id)];
+  ReaderLock lock(&s.mu);
+  return s.index.contains(id);
+}
+
+std::optional<RowSnapshot> HashEmbeddingTable::GetRow(int64_t id) const {
+  Shard& s = shards_[ShardOf(id)];
+  ReaderLock lock(&s.mu);
+  auto it = s.index.find(id);
+  if (it == s.index.end()) return std::nullopt;
+  const float* row = RowData(s, it->second);
+  const int64_t dim = options_.dim;
+  RowSnapshot snap;
+  snap.weights.assign(row, row + dim);
+  for (int k = 0; k < num_slots_; ++k) {
+    snap.slots.emplace_back(row + (k + 1) * dim, row + (k + 2) * dim);
+  }
+  const RowMeta& meta = Meta(s, it->second);
+  snap.frequency = meta.frequency.load(std::memory_order_relaxed);
+  snap.version = meta.version;
+  return snap;
+}
+
+int64_t HashEmbeddingTable::AdmissionCount(int64_t id) const {
+  Shard& s = shards_[ShardOf(id)];
+  ReaderLock lock(&s.mu);
+  return s.sketch.Estimate(id);
+}
+
+TableStats HashEmbeddingTable::GetStats() const {
+  TableStats t;
+  using Map = absl::flat_hash_map<int64_t, uint32_t>;
+  constexpr int64_t kIndexSlotBytes = sizeof(Map::value_type) + 1;  // + ctrl
+  const int64_t slab_bytes = rows_per_slab_ * stride_bytes_;
+  t.bytes_per_row = stride_bytes_;
+  for (int si = 0; si < options_.num_shards; ++si) {
+    Shard& s = shards_[si];
+    ReaderLock lock(&s.mu);
+    t.rows += static_cast<int64_t>(s.index.size());
+    t.slab_bytes += static_cast<int64_t>(s.slabs.size()) * slab_bytes;
+    t.free_slots += static_cast<int64_t>(s.free_slots.size()) +
+                    static_cast<int64_t>(s.slabs.size()) * rows_per_slab_ -
+                    s.next_slot;
+    t.index_bytes +=
+        static_cast<int64_t>(s.index.capacity()) * kIndexSlotBytes +
+        static_cast<int64_t>(s.free_slots.capacity() * sizeof(uint32_t));
+    t.sketch_bytes += s.sketch.MemoryBytes();
+    t.deletion_log_bytes +=
+        static_cast<int64_t>(s.deletion_log.capacity() * sizeof(DeletionEntry));
+    auto get = [](const std::atomic<int64_t>& a) {
+      return a.load(std::memory_order_relaxed);
+    };
+    t.admitted += get(s.admitted);
+    t.inserts += get(s.inserts);
+    t.rejected_lookups += get(s.rejected_lookups);
+    t.missing_lookups += get(s.missing_lookups);
+    t.evicted += get(s.evicted);
+    t.removed += get(s.removed);
+    t.dropped_updates += get(s.dropped_updates);
+    t.nonfinite_updates += get(s.nonfinite_updates);
+  }
+  t.total_bytes = t.slab_bytes + t.index_bytes + t.sketch_bytes +
+                  t.deletion_log_bytes +
+                  static_cast<int64_t>(sizeof(Shard)) * options_.num_shards;
+  return t;
+}
+
+std::string HashEmbeddingTable::DebugString() const {
+  const TableStats t = GetStats();
+  return absl::StrFormat(
+      "HashEmbeddingTable(%s, dim=%d, optimizer=%s, "
+      "rows=%d, %.1f MiB)",
+      options_.name, options_.dim, OptimizerName(options_.optimizer), t.rows,
+      t.total_bytes / (1024.0 * 1024.0));
+}
+
+}  // namespace recflow::embedding

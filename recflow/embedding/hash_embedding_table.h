@@ -1,0 +1,388 @@
+// HashEmbeddingTable: an unbounded embedding table keyed by raw int64 feature
+// ids (any value, negative ones included), the storage behind recflow's
+// embedding ops. Each row holds `dim` float weights, the slots of the table's
+// sparse optimizer (0..2 vectors of `dim` floats), a frequency (kTrain
+// lookups since insertion) and a version (the step of its last update).
+//
+// What the kernels use:
+//   Lookup()      batched gather; in kTrain mode it creates rows for ids that
+//                 pass admission, in kReadOnly (serving) it never writes.
+//   Apply*()      batched sparse optimizer step over distinct ids (dedup the
+//                 per-occurrence gradient with unique_ids.h first).
+//   Evict()       removes stale or rare rows.
+//   Export()/Import()/Remove()/Clear()  checkpoints, full or delta.
+//   GetStats()    counts and memory.
+//
+// Steps. Apply*'s `step` is the 1-based number of the update, i.e. the value
+// the global step has after it (TF's apply_gradients(global_step=...)
+// increments the global step with the update). Pass the same numbering to
+// Evict(current_step) and to Export's since_step. The table remembers the
+// largest step given to Apply* or found in Import (its "clock"). Changes made
+// between updates are stamped clock + 1, since they belong to the next
+// update: the version of a row created by Lookup (or by Import without
+// versions), and the step logged for an evicted or removed id.
+//
+// Note [Delta checkpoints]: Export with since_step = S returns every row
+// whose version > S, plus the ids evicted or removed since S. Every change
+// made after the Apply(step = S) call returned is in it (a few made just
+// before may be too; re-applying them is harmless). Restore a delta by
+// Remove(deleted ids) first, then Import(chunks). The list of deletions is
+// kept until TrimDeletionLog(S) drops what a retained full checkpoint at S
+// already reflects.
+//
+// Thread-safety: thread-safe. Storage is split into shards (shard = top bits
+// of a 64-bit mix of the id); each shard has a reader/writer lock:
+//   - Lookup of existing rows holds the reader lock (many lookups run
+//     concurrently; the frequency bump is an atomic add);
+//   - creating rows (kTrain lookup of new ids, Import), Apply*, Evict,
+//     Remove and Clear hold the writer lock of the shards they touch;
+//   - Export copies each chunk under the reader locks of the shards involved.
+// Each row is read and written atomically, not the table as a whole: an
+// Export concurrent with training is consistent per row, not across rows
+// (pause training, as the checkpoint hook does between steps, for a
+// consistent snapshot). A lookup concurrent with an update of the same row
+// sees it either before or after the update, never half-written.
+//
+// The ThreadPool* arguments may be null (run on the caller); otherwise work is
+// split over shards with ParallelFor, and the caller takes part.
+#ifndef RECFLOW_EMBEDDING_HASH_EMBEDDING_TABLE_H_
+#define RECFLOW_EMBEDDING_HASH_EMBEDDING_TABLE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "recflow/core/tensor.h"
+#include "recflow/core/threadpool.h"
+#include "recflow/embedding/count_min_sketch.h"
+#include "recflow/embedding/embedding_options.h"
+#include "recflow/embedding/row_initializer.h"
+#include "recflow/embedding/shared_mutex.h"
+#include "recflow/embedding/sparse_optimizers.h"
+
+namespace recflow::embedding {
+
+enum class LookupMode {
+  // Training forward pass: an absent id is counted toward admission and gets
+  // a row once admitted (in this very call if this lookup admits it); every
+  // lookup of a present row adds 1 to its frequency.
+  kTrain,
+  // Serving / evaluation: never creates rows, never changes frequencies or
+  // the admission sketch; absent ids read the default row.
+  kReadOnly,
+};
+
+// What one Lookup call did (optional output).
+struct LookupResult {
+  int64_t found = 0;      // occurrences that read an existing row
+  int64_t inserted = 0;   // rows created by this call
+  int64_t defaulted = 0;  // occurrences that read the default row
+};
+
+// What one Apply* call did (optional output).
+struct ApplyResult {
+  int64_t updated = 0;    // rows updated
+  int64_t dropped = 0;    // ids with no row (not admitted or evicted)
+  int64_t nonfinite = 0;  // rows skipped for NaN/Inf gradients (kSkipRow)
+};
+
+struct EvictionResult {
+  int64_t by_age = 0;        // rows removed for max_age_steps
+  int64_t by_frequency = 0;  // rows removed for min_frequency (and not age)
+  int64_t rows_left = 0;
+};
+
+// Counters since creation (they survive Clear and Import) and memory now.
+struct TableStats {
+  int64_t rows = 0;               // live rows
+  int64_t admitted = 0;           // ids that passed admission in Lookup
+  int64_t inserts = 0;            // rows created (admitted + new in Import)
+  int64_t rejected_lookups = 0;   // kTrain occurrences of not-yet-admitted ids
+  int64_t missing_lookups = 0;    // kReadOnly occurrences of absent ids
+  int64_t evicted = 0;            // rows removed by Evict
+  int64_t removed = 0;            // rows removed by Remove
+  int64_t dropped_updates = 0;    // gradient rows for ids with no row
+  int64_t nonfinite_updates = 0;  // gradient rows skipped (kSkipRow)
+  // Memory.
+  int64_t bytes_per_row = 0;  // floats of a row + its metadata
+  int64_t slab_bytes = 0;     // allocated row storage (incl. free slots)
+  int64_t free_slots = 0;     // evicted slots waiting for reuse
+  int64_t index_bytes = 0;    // hash index (capacity * slot size)
+  int64_t sketch_bytes = 0;   // admission sketches
+  int64_t deletion_log_bytes = 0;
+  int64_t total_bytes = 0;  // all of the above
+};
+
+// One chunk of exported (or to-be-imported) rows, sorted by key on export.
+struct TableChunk {
+  Tensor keys;    // int64 [n]
+  Tensor values;  // float [n, dim]
+  // float [n, num_slots, dim] in slot order (SlotNames()). On import it may
+  // be left uninitialized (Tensor()) or have 0 slots: slots then start at
+  // their initial values (e.g. a serving export without optimizer state).
+  Tensor slots;
+  Tensor frequencies;  // int64 [n]; optional on import (then 0)
+  Tensor versions;     // int64 [n]; optional on import (then clock + 1)
+};
+
+struct ExportOptions {
+  // < 0: every row (a full checkpoint). >= 0: a delta: rows with
+  // version > since_step, and ExportResult::deleted_ids.
+  int64_t since_step = -1;
+  // Rows per chunk handed to the sink. REQUIRES: > 0.
+  int64_t max_rows_per_chunk = 65536;
+  // Leave TableChunk::slots uninitialized (serving exports).
+  bool include_slots = true;
+  // When set, Evict(*evict_at_step) with the table's eviction options runs
+  // first (so evicted rows are not written).
+  std::optional<int64_t> evict_at_step;
+};
+
+struct ExportResult {
+  int64_t rows = 0;
+  int64_t chunks = 0;
+  // Delta exports: the distinct ids evicted or removed since since_step,
+  // sorted (int64 [m]). Full exports: int64 [0].
+  Tensor deleted_ids;
+  std::optional<EvictionResult> eviction;  // when evict_at_step was set
+};
+
+// A copy of one row (tests, debugging, serving diagnostics).
+struct RowSnapshot {
+  std::vector<float> weights;             // dim
+  std::vector<std::vector<float>> slots;  // num_slots x dim
+  int64_t frequency = 0;
+  int64_t version = 0;
+};
+
+class HashEmbeddingTable {
+ public:
+  // InvalidArgument naming the bad option (see Validate(options)).
+  static absl::StatusOr<std::unique_ptr<HashEmbeddingTable>> Create(
+      const EmbeddingTableOptions& options);
+  ~HashEmbeddingTable();
+  HashEmbeddingTable(const HashEmbeddingTable&) = delete;
+  HashEmbeddingTable& operator=(const HashEmbeddingTable&) = delete;
+
+  const EmbeddingTableOptions& options() const { return options_; }
+  const std::string& name() const { return options_.name; }
+  int64_t dim() const { return options_.dim; }
+  int num_slots() const { return num_slots_; }
+  int num_shards() const { return options_.num_shards; }
+  // The default row (dim floats) that absent ids read.
+  absl::Span<const float> default_row() const { return default_row_; }
+
+  // out[i, :] = row of ids[i] (or the default row), for i in [0, n).
+  // InvalidArgument when out.size() != ids.size() * dim. ResourceExhausted
+  // when a shard cannot hold more rows (2^32 - 1 per shard) or memory runs
+  // out; rows created before the error stay.
+  absl::Status Lookup(absl::Span<const int64_t> ids, absl::Span<float> out,
+                      LookupMode mode, ThreadPool* pool = nullptr,
+                      LookupResult* result = nullptr);
+
+  // One optimizer step over distinct `ids` with gradients `grads`
+  // [ids.size(), dim] (row i for ids[i]). Ids without a row (not admitted, or
+  // evicted since the lookup) are dropped and counted; Apply never creates
+  // rows. Each updated row's version becomes `step`. Duplicated ids are
+  // updated once per occurrence, in order (dedup with Unique() instead).
+  // Non-finite gradient rows follow options().nonfinite_gradients.
+  // InvalidArgument for a size mismatch or bad hyperparameters (nothing is
+  // applied); FailedPrecondition when the table's optimizer lacks the slots
+  // (ApplySgd works on any table and leaves slots alone).
+  absl::Status ApplySgd(absl::Span<const int64_t> ids,
+                        absl::Span<const float> grads, const SgdParams& params,
+                        int64_t step, ThreadPool* pool = nullptr,
+                        ApplyResult* result = nullptr);
+  absl::Status ApplyAdagrad(absl::Span<const int64_t> ids,
+                            absl::Span<const float> grads,
+                            const AdagradParams& params, int64_t step,
+                            ThreadPool* pool = nullptr,
+                            ApplyResult* result = nullptr);
+  absl::Status ApplyAdam(absl::Span<const int64_t> ids,
+                         absl::Span<const float> grads,
+                         const AdamParams& params, int64_t step,
+                         ThreadPool* pool = nullptr,
+                         ApplyResult* result = nullptr);
+  absl::Status ApplyFtrl(absl::Span<const int64_t> ids,
+                         absl::Span<const float> grads,
+                         const FtrlParams& params, int64_t step,
+                         ThreadPool* pool = nullptr,
+                         ApplyResult* result = nullptr);
+
+  // Removes the rows that options().eviction (or `criteria`) selects at
+  // `current_step`, frees their slots for reuse and logs their ids for delta
+  // exports. With both rules disabled it removes nothing.
+  EvictionResult Evict(int64_t current_step, ThreadPool* pool = nullptr);
+  EvictionResult Evict(int64_t current_step, const EvictionOptions& criteria,
+                       ThreadPool* pool = nullptr);
+
+  // Streams the rows (all, or a delta: ExportOptions) sorted by key, in
+  // chunks of at most max_rows_per_chunk rows, to `sink`; stops at and
+  // returns the first error the sink returns. Memory beyond one chunk: 8 bytes
+  // per exported key. No shard lock is held while the sink runs. An export
+  // with no rows calls the sink once with an empty chunk (n = 0), so a
+  // checkpoint writer always sees the tensors' dtypes and inner shapes.
+  absl::StatusOr<ExportResult> Export(
+      const ExportOptions& options,
+      const std::function<absl::Status(const TableChunk&)>& sink,
+      ThreadPool* pool = nullptr);
+
+  // Inserts or overwrites the chunk's rows (merge). Bypasses admission. A key
+  // repeated within the chunk: the later row wins. InvalidArgument naming the
+  // tensor when a dtype or shape does not fit (e.g. values [n, 8] for a table
+  // of dim 16, or slots for another optimizer); nothing is imported then.
+  // To replace the table, Clear() first.
+  absl::Status Import(const TableChunk& chunk, ThreadPool* pool = nullptr);
+
+  // Deletes the rows of `ids` (absent ids are ignored) and logs them for
+  // delta exports. Returns the number removed.
+  int64_t Remove(absl::Span<const int64_t> ids);
+
+  // Removes every row, empties the admission sketches and the deletion log,
+  // and resets the clock to 0 (before restoring a full checkpoint). Keeps the
+  // slab memory for reuse and the counters of GetStats().
+  void Clear();
+
+  // Drops deletion-log entries that a full checkpoint at `step` reflects.
+  void TrimDeletionLog(int64_t step);
+
+  // Halves the admission sketches' counters (call periodically so that ids
+  // popular long ago need to be seen again to be admitted).
+  void DecayAdmissionCounts();
+
+  // The largest step seen by Apply* or Import (versions).
+  int64_t clock() const { return clock_.load(std::memory_order_relaxed); }
+
+  int64_t size() const;  // live rows
+  bool Contains(int64_t id) const;
+  std::optional<RowSnapshot> GetRow(int64_t id) const;
+  // The admission sketch's current count for `id` (0 with kAlways).
+  int64_t AdmissionCount(int64_t id) const;
+
+  TableStats GetStats() const;
+  // "HashEmbeddingTable(name, dim=16, optimizer=adagrad, rows=123, 4.5 MiB)".
+  std::string DebugString() const;
+
+  // Implementation details follow.
+ private:
+  struct RowMeta {
+    int64_t id = 0;
+    std::atomic<int64_t> frequency{0};
+    int64_t version = 0;
+  };
+  // Note [Row layout]: a slab is one 64-byte-aligned allocation of
+  // rows_per_slab_ rows of stride_bytes_ each; a row is its RowMeta followed
+  // by row_floats_ floats (weights | slot0 | slot1 ...). Keeping the
+  // metadata next to the weights means a lookup, which reads the weights and
+  // bumps the frequency, touches adjacent cache lines only.
+  struct Slab {
+    char* data = nullptr;
+  };
+  struct DeletionEntry {
+    int64_t id;
+    int64_t step;
+  };
+  // alignas: shards are written by different threads.
+  struct alignas(64) Shard {
+    mutable SharedMutex mu;
+    absl::flat_hash_map<int64_t, uint32_t> index ABSL_GUARDED_BY(mu);
+    std::vector<Slab> slabs ABSL_GUARDED_BY(mu);
+    uint32_t next_slot ABSL_GUARDED_BY(mu) = 0;  // slots ever handed out
+    std::vector<uint32_t> free_slots ABSL_GUARDED_BY(mu);
+    CountMinSketch sketch ABSL_GUARDED_BY(mu);
+    std::vector<DeletionEntry> deletion_log ABSL_GUARDED_BY(mu);
+    std::atomic<int64_t> admitted{0}, inserts{0}, rejected_lookups{0},
+        missing_lookups{0}, evicted{0}, removed{0}, dropped_updates{0},
+        nonfinite_updates{0};
+  };
+  // Positions of a batch's ids grouped by shard (a counting sort).
+  struct ShardGroups {
+    std::vector<int64_t> begin;      // num_shards + 1 offsets into positions
+    std::vector<int64_t> positions;  // indices into the batch
+  };
+
+  explicit HashEmbeddingTable(const EmbeddingTableOptions& options);
+
+  int ShardOf(int64_t id) const {
+    return static_cast<int>(Mix64(static_cast<uint64_t>(id)) >> shard_shift_);
+  }
+  ShardGroups GroupByShard(absl::Span<const int64_t> ids) const;
+  // Runs fn(shard) for every shard, over `pool` when the whole job is
+  // estimated to cost enough (`total_cost_ns`).
+  void ForEachShard(int64_t total_cost_ns, ThreadPool* pool,
+                    const std::function<void(int)>& fn) const;
+
+  char* RowStart(const Shard& s, uint32_t slot) const
+      ABSL_SHARED_LOCKS_REQUIRED(s.mu) {
+    return s.slabs[slot >> slab_shift_].data +
+           static_cast<int64_t>(slot & slab_mask_) * stride_bytes_;
+  }
+  float* RowData(const Shard& s, uint32_t slot) const
+      ABSL_SHARED_LOCKS_REQUIRED(s.mu) {
+    return reinterpret_cast<float*>(RowStart(s, slot) + sizeof(RowMeta));
+  }
+  RowMeta& Meta(const Shard& s, uint32_t slot) const
+      ABSL_SHARED_LOCKS_REQUIRED(s.mu) {
+    return *reinterpret_cast<RowMeta*>(RowStart(s, slot));
+  }
+  // A free slot (reused or new); ResourceExhausted when out of slots/memory.
+  absl::StatusOr<uint32_t> AllocateSlot(Shard& s)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // Creates row `id` (not present) with initial weights and slots.
+  absl::StatusOr<uint32_t> InsertRow(Shard& s, int64_t id, int64_t version)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  void EraseRow(Shard& s, int64_t id, uint32_t slot, int64_t log_step)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  void InitSlots(float* row) const;
+  // Admission decision for `count` new occurrences of absent `id`.
+  bool Admit(Shard& s, int64_t id, int64_t count)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  absl::Status LookupShard(Shard& s, absl::Span<const int64_t> ids,
+                           absl::Span<const int64_t> positions, float* out,
+                           LookupMode mode, LookupResult* result);
+  void AdvanceClock(int64_t step);
+
+  // The shared body of Apply*: `update(grad, row)` updates one row. Defined
+  // and instantiated in the .cc only.
+  template <typename Update>
+  absl::Status ApplyImpl(absl::Span<const int64_t> ids,
+                         absl::Span<const float> grads, int64_t step,
+                         int64_t cost_per_id_ns, ThreadPool* pool,
+                         ApplyResult* result, const Update& update);
+  absl::Status CheckApplyArgs(const char* op, absl::Span<const int64_t> ids,
+                              absl::Span<const float> grads,
+                              int needed_slots) const;
+
+  // Export helpers (hash_embedding_table_io.cc).
+  absl::Status ValidateChunk(const TableChunk& chunk) const;
+  std::vector<int64_t> CollectKeys(int64_t since_step, ThreadPool* pool) const;
+  absl::StatusOr<TableChunk> CopyChunk(absl::Span<const int64_t> keys,
+                                       bool include_slots) const;
+  Tensor DeletedIdsSince(int64_t since_step) const;
+
+  const EmbeddingTableOptions options_;
+  const int num_slots_;
+  const int64_t row_floats_;    // dim * (1 + num_slots)
+  const int64_t stride_bytes_;  // sizeof(RowMeta) + 4 * row_floats_, 8-aligned
+  int shard_shift_;             // 64 - log2(num_shards)
+  int slab_shift_;              // log2(rows_per_slab)
+  uint32_t slab_mask_;
+  int64_t rows_per_slab_;
+  std::vector<float> default_row_;
+  std::vector<float> slot_init_;  // initial value per slot
+  RowInitializer initializer_;
+  std::unique_ptr<Shard[]> shards_;
+  std::atomic<int64_t> clock_{0};
+};
+
+}  // namespace recflow::embedding
+
+#endif  // RECFLOW_EMBEDDING_HASH_EMBEDDING_TABLE_H_

@@ -1,0 +1,261 @@
+// HashEmbeddingTable: export (full and delta, streamed in sorted chunks) and
+// import (merge) of rows as tensors.
+#include <algorithm>
+#include <cstring>
+
+#include "recflow/core/status.h"
+#include "recflow/embedding/hash_embedding_table.h"
+
+namespace recflow::embedding {
+
+namespace {
+
+// "int64 [3,16]" for messages.
+std::string Describe(const Tensor& t) {
+  return absl::StrCat(DataTypeString(t.dtype()), " ", t.shape().DebugString());
+}
+
+bool Present(const Tensor& t) { return t.dtype() != DT_INVALID; }
+
+}  // namespace
+
+absl::Status HashEmbeddingTable::ValidateChunk(const TableChunk& c) const {
+  auto bad = [this](auto... what) {
+    return errors::InvalidArgument("Import into embedding table '",
+                                   options_.name, "': ", what...);
+  };
+  if (c.keys.dtype() != DT_INT64 || c.keys.dims() != 1) {
+    return bad("keys must be int64 [n], got ", Describe(c.keys));
+  }
+  const int64_t n = c.keys.dim_size(0);
+  const int64_t dim = options_.dim;
+  if (c.values.dtype() != DT_FLOAT || c.values.dims() != 2 ||
+      c.values.dim_size(0) != n || c.values.dim_size(1) != dim) {
+    return bad("values must be float [n=", n, ", dim=", dim, "], got ",
+               Describe(c.values));
+  }
+  if (Present(c.slots)) {
+    if (c.slots.dtype() != DT_FLOAT || c.slots.dims() != 3 ||
+        c.slots.dim_size(0) != n || c.slots.dim_size(2) != dim ||
+        (c.slots.dim_size(1) != num_slots_ && c.slots.dim_size(1) != 0)) {
+      return bad("slots must be float [n=", n, ", num_slots=", num_slots_, " (",
+                 OptimizerName(options_.optimizer), "), dim=", dim,
+                 "] or have 0 slots, got ", Describe(c.slots));
+    }
+  }
+  for (const auto& [t, name] :
+       {std::pair<const Tensor*, const char*>{&c.frequencies, "frequencies"},
+        {&c.versions, "versions"}}) {
+    if (Present(*t) &&
+        (t->dtype() != DT_INT64 || t->dims() != 1 || t->dim_size(0) != n)) {
+      return bad(name, " must be int64 [n=", n, "], got ", Describe(*t));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status HashEmbeddingTable::Import(const TableChunk& chunk,
+                                        ThreadPool* pool) {
+  RETURN_IF_ERROR(ValidateChunk(chunk));
+  const int64_t n = chunk.keys.dim_size(0);
+  if (n == 0) return absl::OkStatus();
+  const int64_t dim = options_.dim;
+  const int64_t* keys = chunk.keys.data<int64_t>();
+  const float* values = chunk.values.data<float>();
+  const float* slots = Present(chunk.slots) && chunk.slots.dim_size(1) > 0
+                           ? chunk.slots.data<float>()
+                           : nullptr;
+  const int64_t* freqs =
+      Present(chunk.frequencies) ? chunk.frequencies.data<int64_t>() : nullptr;
+  const int64_t* versions =
+      Present(chunk.versions) ? chunk.versions.data<int64_t>() : nullptr;
+  const int64_t default_version = clock() + 1;
+  const absl::Span<const int64_t> key_span(keys, n);
+  const ShardGroups groups = GroupByShard(key_span);
+  std::vector<absl::Status> statuses(options_.num_shards);
+  ForEachShard(n * (60 + 2 * row_floats_), pool, [&](int si) {
+    const int64_t b = groups.begin[si], e = groups.begin[si + 1];
+    if (b == e) return;
+    Shard& s = shards_[si];
+    WriterLock lock(&s.mu);
+    for (int64_t k = b; k < e; ++k) {
+      const int64_t pos = groups.positions[k];
+      const int64_t version = versions ? versions[pos] : default_version;
+      uint32_t slot;
+      auto it = s.index.find(keys[pos]);
+      if (it != s.index.end()) {
+        slot = it->second;
+      } else {
+        absl::StatusOr<uint32_t> inserted = InsertRow(s, keys[pos], version);
+        if (!inserted.ok()) {
+          statuses[si] = inserted.status();
+          return;
+        }
+        slot = *inserted;
+      }
+      float* row = RowData(s, slot);
+      std::memcpy(row, values + pos * dim, dim * sizeof(float));
+      if (slots != nullptr) {
+        std::memcpy(row + dim, slots + pos * num_slots_ * dim,
+                    num_slots_ * dim * sizeof(float));
+      } else {
+        InitSlots(row);
+      }
+      RowMeta& meta = Meta(s, slot);
+      meta.frequency.store(freqs ? freqs[pos] : 0, std::memory_order_relaxed);
+      meta.version = version;
+    }
+  });
+  if (versions != nullptr) {
+    AdvanceClock(*std::max_element(versions, versions + n));
+  }
+  for (const absl::Status& st : statuses) RETURN_IF_ERROR(st);
+  return absl::OkStatus();
+}
+
+std::vector<int64_t> HashEmbeddingTable::CollectKeys(int64_t since_step,
+                                                     ThreadPool* pool) const {
+  const int n_shards = options_.num_shards;
+  std::vector<std::vector<int64_t>> per_shard(n_shards);
+  ForEachShard(size() * 10, pool, [&](int si) {
+    Shard& s = shards_[si];
+    ReaderLock lock(&s.mu);
+    std::vector<int64_t>& keys = per_shard[si];
+    keys.reserve(s.index.size());
+    for (const auto& [id, slot] : s.index) {
+      if (since_step < 0 || Meta(s, slot).version > since_step) {
+        keys.push_back(id);
+      }
+    }
+  });
+  size_t total = 0;
+  for (const auto& v : per_shard) total += v.size();
+  std::vector<int64_t> keys;
+  keys.reserve(total);
+  for (auto& v : per_shard) {
+    keys.insert(keys.end(), v.begin(), v.end());
+    std::vector<int64_t>().swap(v);
+  }
+  std::sort(keys.begin(), keys.end());
+  return keys;
+}
+
+absl::StatusOr<TableChunk> HashEmbeddingTable::CopyChunk(
+    absl::Span<const int64_t> keys, bool include_slots) const {
+  const int64_t n = static_cast<int64_t>(keys.size());
+  const int64_t dim = options_.dim;
+  TableChunk c;
+  ASSIGN_OR_RETURN(c.keys, Tensor::Create(DT_INT64, TensorShape({n})));
+  ASSIGN_OR_RETURN(c.values, Tensor::Create(DT_FLOAT, TensorShape({n, dim})));
+  if (include_slots) {
+    ASSIGN_OR_RETURN(
+        c.slots, Tensor::Create(DT_FLOAT, TensorShape({n, num_slots_, dim})));
+  }
+  ASSIGN_OR_RETURN(c.frequencies, Tensor::Create(DT_INT64, TensorShape({n})));
+  ASSIGN_OR_RETURN(c.versions, Tensor::Create(DT_INT64, TensorShape({n})));
+  int64_t* out_keys = c.keys.data<int64_t>();
+  float* out_values = c.values.data<float>();
+  // Null for a table without slots too: its slots tensor is [n, 0, dim].
+  float* out_slots =
+      include_slots && num_slots_ > 0 ? c.slots.data<float>() : nullptr;
+  int64_t* out_freqs = c.frequencies.data<int64_t>();
+  int64_t* out_versions = c.versions.data<int64_t>();
+  std::vector<char> found(n, 0);
+  const ShardGroups groups = GroupByShard(keys);
+  for (int si = 0; si < options_.num_shards; ++si) {
+    const int64_t b = groups.begin[si], e = groups.begin[si + 1];
+    if (b == e) continue;
+    Shard& s = shards_[si];
+    ReaderLock lock(&s.mu);
+    for (int64_t k = b; k < e; ++k) {
+      const int64_t pos = groups.positions[k];
+      auto it = s.index.find(keys[pos]);
+      if (it == s.index.end()) continue;  // removed since CollectKeys
+      found[pos] = 1;
+      const float* row = RowData(s, it->second);
+      out_keys[pos] = keys[pos];
+      std::memcpy(out_values + pos * dim, row, dim * sizeof(float));
+      if (out_slots != nullptr) {
+        std::memcpy(out_slots + pos * num_slots_ * dim, row + dim,
+                    num_slots_ * dim * sizeof(float));
+      }
+      const RowMeta& meta = Meta(s, it->second);
+      out_freqs[pos] = meta.frequency.load(std::memory_order_relaxed);
+      out_versions[pos] = meta.version;
+    }
+  }
+  // Close the gaps of rows that vanished meanwhile, keeping key order.
+  int64_t m = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!found[i]) continue;
+    if (m != i) {
+      out_keys[m] = out_keys[i];
+      std::memmove(out_values + m * dim, out_values + i * dim,
+                   dim * sizeof(float));
+      if (out_slots != nullptr) {
+        std::memmove(out_slots + m * num_slots_ * dim,
+                     out_slots + i * num_slots_ * dim,
+                     num_slots_ * dim * sizeof(float));
+      }
+      out_freqs[m] = out_freqs[i];
+      out_versions[m] = out_versions[i];
+    }
+    ++m;
+  }
+  if (m != n) {
+    c.keys = c.keys.Slice(0, m);
+    c.values = c.values.Slice(0, m);
+    if (include_slots) c.slots = c.slots.Slice(0, m);
+    c.frequencies = c.frequencies.Slice(0, m);
+    c.versions = c.versions.Slice(0, m);
+  }
+  return c;
+}
+
+Tensor HashEmbeddingTable::DeletedIdsSince(int64_t since_step) const {
+  std::vector<int64_t> ids;
+  for (int si = 0; si < options_.num_shards; ++si) {
+    Shard& s = shards_[si];
+    ReaderLock lock(&s.mu);
+    for (const DeletionEntry& e : s.deletion_log) {
+      if (e.step > since_step) ids.push_back(e.id);
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return Tensor::FromVector<int64_t>(absl::MakeConstSpan(ids));
+}
+
+absl::StatusOr<ExportResult> HashEmbeddingTable::Export(
+    const ExportOptions& options,
+    const std::function<absl::Status(const TableChunk&)>& sink,
+    ThreadPool* pool) {
+  if (options.max_rows_per_chunk <= 0) {
+    return errors::InvalidArgument("Export of embedding table '", options_.name,
+                                   "': max_rows_per_chunk must be > 0, got ",
+                                   options.max_rows_per_chunk);
+  }
+  ExportResult result;
+  if (options.evict_at_step.has_value()) {
+    result.eviction = Evict(*options.evict_at_step, pool);
+  }
+  const std::vector<int64_t> keys = CollectKeys(options.since_step, pool);
+  const int64_t total = static_cast<int64_t>(keys.size());
+  int64_t start = 0;
+  do {
+    const int64_t len = std::min(options.max_rows_per_chunk, total - start);
+    ASSIGN_OR_RETURN(const TableChunk chunk,
+                     CopyChunk(absl::MakeConstSpan(keys.data() + start, len),
+                               options.include_slots));
+    RETURN_IF_ERROR(sink(chunk));
+    result.rows += chunk.keys.dim_size(0);
+    ++result.chunks;
+    start += len;
+  } while (start < total);
+  result.deleted_ids = options.since_step >= 0
+                           ? DeletedIdsSince(options.since_step)
+                           : Tensor(DT_INT64, TensorShape({0}));
+  return result;
+}
+
+}  // namespace recflow::embedding
