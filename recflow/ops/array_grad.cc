@@ -5,8 +5,11 @@
 // nodes instead of Shape/arithmetic nodes, so its own shapes stay known and
 // the graph stays small.
 //
-// GatherV2's gradient is dense (UnsortedSegmentSum into params' shape),
-// not TensorFlow's IndexedSlices.
+// GatherV2's gradient is dense (UnsortedSegmentSum into params' shape)
+// for AddSymbolicGradients; on axis 0 it also has a sparse form,
+// TensorFlow's IndexedSlices (GatherV2SparseGrad), which
+// AddSymbolicGradientsSparse and the optimizers use (framework/gradients.h,
+// Note [sparse gradients]).
 #include <numeric>
 #include <optional>
 
@@ -414,6 +417,56 @@ absl::Status GatherV2Grad(const Scope& scope, const Node& op,
   return scope.status();
 }
 
+// GatherV2 on axis 0, sparse: the incoming rows, one per index, as
+// IndexedSlices of params' shape (TensorFlow's _GatherV2Grad). Other axes
+// fall back to the dense gradient.
+absl::Status GatherV2SparseGrad(const Scope& scope, const Node& op,
+                                const std::vector<Output>& g,
+                                std::vector<GradientValue>* grad_inputs) {
+  const Output params = OpInput(op, 0), indices = OpInput(op, 1);
+  const auto axis_value = ConstValues(OpInput(op, 2));
+  const PartialShape ps = params.shape();
+  const bool axis0 = axis_value && axis_value->size() == 1 &&
+                     ((*axis_value)[0] == 0 ||
+                      (!ps.unknown_rank() && (*axis_value)[0] == -ps.rank()));
+  if (!axis0) {
+    std::vector<Output> dense;
+    RETURN_IF_ERROR(GatherV2Grad(scope, op, g, &dense));
+    for (const Output& o : dense) grad_inputs->emplace_back(o);
+    return scope.status();
+  }
+  IndexedSlices s;
+  s.dense_shape = ShapeOf(scope, params, DT_INT64);
+  Output flat_indices = indices;
+  if (indices.shape().rank() != 1) {
+    flat_indices = ops::Reshape(scope, indices, IntConst(scope, {-1}, DT_INT64));
+  }
+  if (BaseType(indices.type()) != DT_INT32 && BaseType(indices.type()) != DT_INT64) {
+    flat_indices = ops::Cast(scope, flat_indices, DT_INT32);
+  }
+  s.indices = flat_indices;
+  // Values: g reshaped to [n] + params.shape[1:].
+  bool inner_known = !ps.unknown_rank() && ps.rank() >= 1;
+  std::vector<int64_t> rows_shape = {-1};
+  for (int d = 1; inner_known && d < ps.rank(); ++d) {
+    inner_known = ps.dim(d) >= 0;
+    rows_shape.push_back(ps.dim(d));
+  }
+  Output shape = inner_known
+                     ? IntConst(scope, rows_shape, DT_INT64)
+                     : ops::ConcatV2(scope,
+                                     {IntConst(scope, {-1}, DT_INT64),
+                                      ops::Slice(scope, s.dense_shape,
+                                                 IntConst(scope, {1}, DT_INT64),
+                                                 IntConst(scope, {-1}, DT_INT64))},
+                                     IntConst(scope, {0}, DT_INT32, true));
+  s.values = indices.shape().rank() == 1 ? g[0] : ops::Reshape(scope, g[0], shape);
+  grad_inputs->push_back(s);
+  grad_inputs->push_back(GradientValue());
+  grad_inputs->push_back(GradientValue());
+  return scope.status();
+}
+
 absl::Status GatherNdGrad(const Scope& scope, const Node& op,
                           const std::vector<Output>& g,
                           std::vector<Output>* grad_inputs) {
@@ -471,6 +524,7 @@ REGISTER_GRADIENT_OP("Tile", TileGrad);
 REGISTER_GRADIENT_OP("Pad", PadGrad);
 REGISTER_GRADIENT_OP("Fill", FillGrad);
 REGISTER_GRADIENT_OP("GatherV2", GatherV2Grad);
+REGISTER_SPARSE_GRADIENT_OP("GatherV2", GatherV2SparseGrad);
 REGISTER_GRADIENT_OP("GatherNd", GatherNdGrad);
 REGISTER_GRADIENT_OP("ScatterNd", ScatterNdGrad);
 REGISTER_GRADIENT_OP("UnsortedSegmentSum", UnsortedSegmentSumGrad);

@@ -10,6 +10,7 @@
 #include "recflow/framework/gradients.h"
 #include "recflow/ops/array_ops.h"
 #include "recflow/ops/math_ops.h"
+#include "recflow/ops/sparse_ops.h"
 #include "recflow/train/global_step.h"
 #include "recflow/train/variables.h"
 
@@ -55,12 +56,39 @@ absl::StatusOr<Output> Optimizer::Minimize(const Scope& scope, Output loss,
                                            std::vector<Output> var_list,
                                            Output global_step) {
   ASSIGN_OR_RETURN(std::vector<GradAndVar> grads_and_vars,
-                   ComputeGradients(scope, loss, std::move(var_list)));
+                   ComputeGradients(scope, loss, std::move(var_list),
+                                    {.keep_sparse = true}));
   return ApplyGradients(scope, grads_and_vars, global_step);
 }
 
+namespace {
+
+// Sparse terms summed by concatenation (indices in int64 when their dtypes
+// differ).
+IndexedSlices ConcatSlices(const Scope& scope,
+                           const std::vector<IndexedSlices>& terms) {
+  if (terms.size() == 1) return terms[0];
+  bool mixed = false;
+  for (const IndexedSlices& t : terms) {
+    mixed |= BaseType(t.indices.type()) != BaseType(terms[0].indices.type());
+  }
+  std::vector<Output> values, indices;
+  for (const IndexedSlices& t : terms) {
+    values.push_back(t.values);
+    indices.push_back(mixed && BaseType(t.indices.type()) != DT_INT64
+                          ? ops::Cast(scope, t.indices, DT_INT64)
+                          : t.indices);
+  }
+  const Output axis = ops::Const(scope, int32_t{0});
+  return {ops::ConcatV2(scope, values, axis), ops::ConcatV2(scope, indices, axis),
+          terms[0].dense_shape};
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<GradAndVar>> Optimizer::ComputeGradients(
-    const Scope& scope, Output loss, std::vector<Output> var_list) const {
+    const Scope& scope, Output loss, std::vector<Output> var_list,
+    const ComputeGradientsOptions& options) const {
   RETURN_IF_ERROR(scope.status());
   if (!loss.valid())
     return errors::InvalidArgument(name_, ": the loss is an invalid Output");
@@ -74,7 +102,7 @@ absl::StatusOr<std::vector<GradAndVar>> Optimizer::ComputeGradients(
     }
   }
   // What to differentiate: a ref variable itself, or every read of a
-  // resource variable.
+  // resource variable and the handle (for ResourceGather and the like).
   std::vector<Output> xs;
   std::vector<std::pair<size_t, size_t>>
       ranges;  // per variable: [begin, end) in xs
@@ -86,27 +114,42 @@ absl::StatusOr<std::vector<GradAndVar>> Optimizer::ComputeGradients(
         if (!e->IsControlEdge() && e->dst->op() == "ReadVariableOp")
           xs.push_back(Output(e->dst));
       }
+      xs.push_back(var);
     } else {
       xs.push_back(var);
     }
     ranges.emplace_back(begin, xs.size());
   }
-  std::vector<Output> grads;
-  RETURN_IF_ERROR(AddSymbolicGradients(scope, {loss}, xs, &grads));
+  std::vector<GradientValue> grads;
+  RETURN_IF_ERROR(AddSymbolicGradientsSparse(scope, {loss}, xs, {}, &grads));
   std::vector<GradAndVar> out;
   for (size_t i = 0; i < var_list.size(); ++i) {
-    std::vector<Output> terms;
+    std::vector<Output> dense;
+    std::vector<IndexedSlices> sparse;
     for (size_t k = ranges[i].first; k < ranges[i].second; ++k) {
-      if (grads[k].valid()) terms.push_back(grads[k]);
+      if (grads[k].is_sparse()) {
+        sparse.push_back(grads[k].sparse);
+      } else if (grads[k].dense.valid()) {
+        dense.push_back(grads[k].dense);
+      }
     }
-    Output grad;
-    if (terms.size() == 1) {
-      grad = terms[0];
-    } else if (terms.size() > 1) {
-      grad = ops::AddN(scope.NewSubScope("gradients"), terms);
-      RETURN_IF_ERROR(scope.status());
+    GradAndVar gv{.grad = Output(), .var = var_list[i]};
+    const Scope grad_scope = scope.NewSubScope("gradients");
+    if (!sparse.empty() && dense.empty() && options.keep_sparse) {
+      gv.sparse_grad = ConcatSlices(grad_scope, sparse);
+    } else {
+      // Dense: a dense consumer, or the caller wants dense gradients.
+      for (const IndexedSlices& s : sparse) {
+        dense.push_back(IndexedSlicesToDense(grad_scope, s));
+      }
+      if (dense.size() == 1) {
+        gv.grad = dense[0];
+      } else if (dense.size() > 1) {
+        gv.grad = ops::AddN(grad_scope, dense);
+      }
     }
-    out.push_back({grad, var_list[i]});
+    RETURN_IF_ERROR(scope.status());
+    out.push_back(gv);
   }
   return out;
 }
@@ -126,7 +169,12 @@ absl::StatusOr<Output> Optimizer::ApplyGradients(
                                      "' appears twice in grads_and_vars");
     }
     all_names.push_back(var_name);
-    if (!gv.grad.valid()) continue;
+    if (gv.grad.valid() && gv.sparse_grad.valid()) {
+      return errors::InvalidArgument(
+          name_, ": variable '", var_name,
+          "' has both a dense and a sparse gradient; give one");
+    }
+    if (!gv.grad.valid() && !gv.sparse_grad.valid()) continue;
     const DataType dtype = VariableDtype(gv.var);
     if (dtype != DT_FLOAT && dtype != DT_DOUBLE) {
       return errors::InvalidArgument(
@@ -134,11 +182,16 @@ absl::StatusOr<Output> Optimizer::ApplyGradients(
           DataTypeString(dtype),
           "; optimizers update float and double variables");
     }
-    if (BaseType(gv.grad.type()) != dtype) {
+    const Output& values = gv.grad.valid() ? gv.grad : gv.sparse_grad.values;
+    if (BaseType(values.type()) != dtype) {
       return errors::InvalidArgument(
-          name_, ": the gradient '", gv.grad.name(), "' of variable '",
-          var_name, "' is ", DataTypeString(BaseType(gv.grad.type())),
+          name_, ": the gradient '", values.name(), "' of variable '",
+          var_name, "' is ", DataTypeString(BaseType(values.type())),
           " but the variable is ", DataTypeString(dtype));
+    }
+    if (gv.sparse_grad.valid() && !gv.sparse_grad.indices.valid()) {
+      return errors::InvalidArgument(name_, ": the sparse gradient of variable '",
+                                     var_name, "' has no indices");
     }
     todo.push_back(gv);
   }
@@ -189,13 +242,33 @@ absl::StatusOr<Output> Optimizer::ApplyGradients(
   // feeds a gradient is an ancestor of it, so after all gradients no read is
   // pending.
   std::vector<Output> all_grads;
-  for (const GradAndVar& gv : todo) all_grads.push_back(gv.grad);
+  for (const GradAndVar& gv : todo) {
+    if (gv.grad.valid()) {
+      all_grads.push_back(gv.grad);
+    } else {
+      all_grads.push_back(gv.sparse_grad.values);
+      all_grads.push_back(gv.sparse_grad.indices);
+    }
+  }
   const Scope after_grads = opt_scope.WithControlDependencies(all_grads);
   std::vector<Output> updates;
   for (const GradAndVar& gv : todo) {
     const Scope update_scope =
         after_grads.NewSubScope("update_" + VariableName(gv.var));
-    ASSIGN_OR_RETURN(Output update, ApplyDense(update_scope, gv.grad, gv.var));
+    Output update;
+    if (gv.grad.valid()) {
+      ASSIGN_OR_RETURN(update, ApplyDense(update_scope, gv.grad, gv.var));
+    } else {
+      // TensorFlow's _apply_sparse_duplicate_indices: one row per index.
+      const IndexedSlices& g = gv.sparse_grad;
+      ops::UniqueOutputs unique = ops::Unique(update_scope, g.indices);
+      const IndexedSlices merged{
+          ops::UnsortedSegmentSum(update_scope, g.values, unique.idx,
+                                  ops::Size(update_scope, unique.y)),
+          unique.y, g.dense_shape};
+      RETURN_IF_ERROR(scope.status());
+      ASSIGN_OR_RETURN(update, ApplySparse(update_scope, merged, gv.var));
+    }
     RETURN_IF_ERROR(scope.status());
     updates.push_back(update);
   }
@@ -210,6 +283,14 @@ absl::StatusOr<Output> Optimizer::ApplyGradients(
   Node* train_op = scope.AddNode(b);
   RETURN_IF_ERROR(scope.status());
   return Output(train_op);
+}
+
+absl::StatusOr<Output> Optimizer::ApplySparse(const Scope& scope,
+                                              const IndexedSlices& grad,
+                                              const Output& var) {
+  Output dense = IndexedSlicesToDense(scope, grad);
+  RETURN_IF_ERROR(scope.status());
+  return ApplyDense(scope, dense, var);
 }
 
 Output Optimizer::GetSlot(const Output& var,

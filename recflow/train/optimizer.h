@@ -19,7 +19,21 @@
 //
 // Variables may be TF1 refs (VariableV2) or resource handles (VarHandleOp),
 // mixed; slots take the style of their variable. Gradients of a resource
-// variable are taken with respect to its ReadVariableOp outputs and summed.
+// variable are taken with respect to its ReadVariableOp outputs and to the
+// handle itself (what ResourceGather and ResourceEmbeddingBag read), and
+// summed.
+//
+// Sparse gradients (framework/gradients.h, Note [sparse gradients]):
+// Minimize keeps the gradients of embedding lookups (GatherV2 on axis 0,
+// ResourceGather, EmbeddingBag, ResourceEmbeddingBag) sparse, and
+// ApplyGradients applies a sparse gradient as TensorFlow 1.x does: it sums
+// the rows of duplicate indices (Unique + UnsortedSegmentSum) and updates
+// only those rows with one sparse apply op (ops/sparse_training_ops.h:
+// SparseApplyMomentum, SparseApplyAdagrad, SparseApplyFtrl(V2), recflow's
+// SparseApplyGradientDescent and lazy SparseApplyAdam, or their Resource*
+// forms). Rows the batch did not touch, and their slots, stay as they are.
+// A variable whose gradient is partly dense (it is also used densely) gets
+// one dense gradient and a dense update.
 // Slots need variables with fully defined shapes. Names are under the scope
 // passed in (pass the root scope for TensorFlow's names).
 //
@@ -39,6 +53,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "recflow/framework/gradients.h"
 #include "recflow/framework/scope.h"
 
 namespace recflow::train {
@@ -63,9 +78,21 @@ class Hyperparameter {
   Output tensor_;
 };
 
+// A variable and its gradient: dense (`grad`), sparse (`sparse_grad`,
+// IndexedSlices over the variable's first dimension) or none (both
+// invalid, when no gradient reaches the variable). Never both.
 struct GradAndVar {
   Output grad;  // NoGradient() (invalid) when no gradient reaches the variable
   Output var;   // a VariableV2 ref or VarHandleOp handle
+  IndexedSlices sparse_grad = {};
+};
+
+struct ComputeGradientsOptions {
+  // Keep sparse gradients sparse (GradAndVar::sparse_grad). Off by default
+  // so that code written for dense gradients (clip.h's ClipByGlobalNorm)
+  // sees every gradient in `grad`: the sparse ones are then densified with
+  // UnsortedSegmentSum. Minimize turns it on.
+  bool keep_sparse = false;
 };
 
 class Optimizer {
@@ -77,9 +104,10 @@ class Optimizer {
   // "Adam", "Momentum", ...: the train op's name and the slot suffix.
   const std::string& name() const { return name_; }
 
-  // ComputeGradients + ApplyGradients. `var_list` empty: every trainable
-  // variable (TrainableVariables). `global_step` (optional) is incremented
-  // once per run of the returned train op.
+  // ComputeGradients (keeping sparse gradients sparse) + ApplyGradients.
+  // `var_list` empty: every trainable variable (TrainableVariables).
+  // `global_step` (optional) is incremented once per run of the returned
+  // train op.
   absl::StatusOr<Output> Minimize(const Scope& scope, Output loss,
                                   std::vector<Output> var_list = {},
                                   Output global_step = Output());
@@ -88,11 +116,13 @@ class Optimizer {
   // InvalidArgument when a var_list entry is not a variable or the list is
   // empty and the graph has no trainable variables.
   absl::StatusOr<std::vector<GradAndVar>> ComputeGradients(
-      const Scope& scope, Output loss, std::vector<Output> var_list = {}) const;
+      const Scope& scope, Output loss, std::vector<Output> var_list = {},
+      const ComputeGradientsOptions& options = {}) const;
 
   // Applies the gradients (pairs with no gradient are skipped;
   // InvalidArgument naming the variables when none has one) and returns the
-  // train op.
+  // train op. Sparse gradients get their duplicate indices summed and a
+  // sparse update (ApplySparse).
   absl::StatusOr<Output> ApplyGradients(
       const Scope& scope, const std::vector<GradAndVar>& grads_and_vars,
       Output global_step = Output());
@@ -123,6 +153,13 @@ class Optimizer {
   virtual absl::StatusOr<Output> ApplyDense(const Scope& scope,
                                             const Output& grad,
                                             const Output& var) = 0;
+  // The update of the rows grad.indices of one variable. The indices are
+  // unique (ApplyGradients sums duplicates first). Default: ApplyDense of
+  // the densified gradient (IndexedSlicesToDense), for optimizers without a
+  // sparse update.
+  virtual absl::StatusOr<Output> ApplySparse(const Scope& scope,
+                                             const IndexedSlices& grad,
+                                             const Output& var);
   // Bookkeeping after the updates; returns what the train op groups.
   // Default: the updates.
   virtual absl::StatusOr<std::vector<Output>> Finish(
@@ -166,7 +203,8 @@ struct GradientDescentOptions {
   bool use_locking = false;
   std::string name = "GradientDescent";
 };
-// var -= learning_rate * grad (ApplyGradientDescent).
+// var -= learning_rate * grad (ApplyGradientDescent; sparse:
+// SparseApplyGradientDescent).
 class GradientDescentOptimizer : public Optimizer {
  public:
   explicit GradientDescentOptimizer(const GradientDescentOptions& options);
@@ -177,6 +215,9 @@ class GradientDescentOptimizer : public Optimizer {
  protected:
   absl::StatusOr<Output> ApplyDense(const Scope& scope, const Output& grad,
                                     const Output& var) override;
+  absl::StatusOr<Output> ApplySparse(const Scope& scope,
+                                     const IndexedSlices& grad,
+                                     const Output& var) override;
 
  private:
   GradientDescentOptions options_;
@@ -189,7 +230,8 @@ struct MomentumOptions {
   bool use_locking = false;
   std::string name = "Momentum";
 };
-// ApplyMomentum; slot "momentum" ("<var>/Momentum"), zeros.
+// ApplyMomentum (sparse: SparseApplyMomentum, which leaves the momentum of
+// untouched rows as it is); slot "momentum" ("<var>/Momentum"), zeros.
 class MomentumOptimizer : public Optimizer {
  public:
   explicit MomentumOptimizer(const MomentumOptions& options);
@@ -201,6 +243,9 @@ class MomentumOptimizer : public Optimizer {
   absl::Status CreateSlots(const Scope& scope, const Output& var) override;
   absl::StatusOr<Output> ApplyDense(const Scope& scope, const Output& grad,
                                     const Output& var) override;
+  absl::StatusOr<Output> ApplySparse(const Scope& scope,
+                                     const IndexedSlices& grad,
+                                     const Output& var) override;
 
  private:
   MomentumOptions options_;
@@ -212,8 +257,8 @@ struct AdagradOptions {
   bool use_locking = false;
   std::string name = "Adagrad";
 };
-// ApplyAdagrad; slot "accumulator" ("<var>/Adagrad"), filled with
-// initial_accumulator_value.
+// ApplyAdagrad (sparse: SparseApplyAdagrad); slot "accumulator"
+// ("<var>/Adagrad"), filled with initial_accumulator_value.
 class AdagradOptimizer : public Optimizer {
  public:
   explicit AdagradOptimizer(const AdagradOptions& options);
@@ -225,6 +270,9 @@ class AdagradOptimizer : public Optimizer {
   absl::Status CreateSlots(const Scope& scope, const Output& var) override;
   absl::StatusOr<Output> ApplyDense(const Scope& scope, const Output& grad,
                                     const Output& var) override;
+  absl::StatusOr<Output> ApplySparse(const Scope& scope,
+                                     const IndexedSlices& grad,
+                                     const Output& var) override;
 
  private:
   AdagradOptions options_;
@@ -238,6 +286,11 @@ struct AdamOptions {
   bool use_nesterov = false;
   bool use_locking = false;
   std::string name = "Adam";
+  // Sparse gradients: lazy Adam (SparseApplyAdam: m, v and var change only
+  // in the rows of the batch, as TensorFlow Addons' LazyAdam), or, when
+  // false, the dense update of the densified gradient (every row's moments
+  // decay, exactly TensorFlow 1.x's Adam, at the cost of a dense pass).
+  bool lazy_sparse = true;
 };
 // ApplyAdam; slots "m" and "v" ("<var>/Adam", "<var>/Adam_1"), zeros, and
 // non-slot variables "beta1_power" / "beta2_power" (initialized to beta1 /
@@ -260,6 +313,9 @@ class AdamOptimizer : public Optimizer {
                                       const std::vector<Output>& vars) override;
   absl::StatusOr<Output> ApplyDense(const Scope& scope, const Output& grad,
                                     const Output& var) override;
+  absl::StatusOr<Output> ApplySparse(const Scope& scope,
+                                     const IndexedSlices& grad,
+                                     const Output& var) override;
   absl::StatusOr<std::vector<Output>> Finish(
       const Scope& scope, std::vector<Output> update_ops) override;
 
@@ -283,7 +339,8 @@ struct AdamWOptions {
 };
 // Adam with decoupled weight decay (Loshchilov & Hutter; tf.keras AdamW),
 // as one fused op per variable: recflow's ApplyAdamW. Slots and beta powers
-// as AdamOptimizer ("<var>/AdamW", "<var>/AdamW_1").
+// as AdamOptimizer ("<var>/AdamW", "<var>/AdamW_1"). Sparse gradients are
+// densified (the decay applies to every row).
 class AdamWOptimizer : public AdamOptimizer {
  public:
   explicit AdamWOptimizer(const AdamWOptions& options = {});
@@ -301,8 +358,9 @@ struct FtrlOptions {
   bool use_locking = false;
   std::string name = "Ftrl";
 };
-// FTRL-proximal; slots "accum" ("<var>/Ftrl", filled with
-// initial_accumulator_value) and "linear" ("<var>/Ftrl_1", zeros).
+// FTRL-proximal (sparse: SparseApplyFtrl(V2)); slots "accum" ("<var>/Ftrl",
+// filled with initial_accumulator_value) and "linear" ("<var>/Ftrl_1",
+// zeros).
 class FtrlOptimizer : public Optimizer {
  public:
   explicit FtrlOptimizer(const FtrlOptions& options);
@@ -314,6 +372,9 @@ class FtrlOptimizer : public Optimizer {
   absl::Status CreateSlots(const Scope& scope, const Output& var) override;
   absl::StatusOr<Output> ApplyDense(const Scope& scope, const Output& grad,
                                     const Output& var) override;
+  absl::StatusOr<Output> ApplySparse(const Scope& scope,
+                                     const IndexedSlices& grad,
+                                     const Output& var) override;
 
  private:
   FtrlOptions options_;

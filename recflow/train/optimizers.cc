@@ -5,6 +5,7 @@
 
 #include "recflow/core/status.h"
 #include "recflow/ops/math_ops.h"
+#include "recflow/ops/sparse_training_ops.h"
 #include "recflow/ops/training_ops.h"
 #include "recflow/train/optimizer.h"
 #include "recflow/train/variables.h"
@@ -46,6 +47,18 @@ absl::StatusOr<Output> GradientDescentOptimizer::ApplyDense(const Scope& scope,
              : ops::ApplyGradientDescent(scope, var, lr, grad, attrs);
 }
 
+absl::StatusOr<Output> GradientDescentOptimizer::ApplySparse(
+    const Scope& scope, const IndexedSlices& grad, const Output& var) {
+  const DataType dtype = VariableDtype(var);
+  Output lr = Hyper("learning_rate", options_.learning_rate, dtype);
+  const ops::ApplyGradientDescentAttrs attrs{.use_locking = use_locking()};
+  return IsResourceVariable(var)
+             ? ops::ResourceSparseApplyGradientDescent(scope, var, lr, grad.values,
+                                                       grad.indices, attrs)
+             : ops::SparseApplyGradientDescent(scope, var, lr, grad.values,
+                                               grad.indices, attrs);
+}
+
 // --- Momentum ----------------------------------------------------------------
 
 MomentumOptimizer::MomentumOptimizer(const MomentumOptions& options)
@@ -69,6 +82,22 @@ absl::StatusOr<Output> MomentumOptimizer::ApplyDense(const Scope& scope,
              ? ops::ResourceApplyMomentum(scope, var, accum, lr, grad, momentum,
                                           attrs)
              : ops::ApplyMomentum(scope, var, accum, lr, grad, momentum, attrs);
+}
+
+absl::StatusOr<Output> MomentumOptimizer::ApplySparse(const Scope& scope,
+                                                      const IndexedSlices& grad,
+                                                      const Output& var) {
+  const DataType dtype = VariableDtype(var);
+  Output accum = GetSlot(var, "momentum");
+  Output lr = Hyper("learning_rate", options_.learning_rate, dtype);
+  Output momentum = Hyper("momentum", options_.momentum, dtype);
+  const ops::ApplyMomentumAttrs attrs{.use_locking = use_locking(),
+                                      .use_nesterov = options_.use_nesterov};
+  return IsResourceVariable(var)
+             ? ops::ResourceSparseApplyMomentum(scope, var, accum, lr, grad.values,
+                                               grad.indices, momentum, attrs)
+             : ops::SparseApplyMomentum(scope, var, accum, lr, grad.values,
+                                       grad.indices, momentum, attrs);
 }
 
 // --- Adagrad -----------------------------------------------------------------
@@ -98,6 +127,20 @@ absl::StatusOr<Output> AdagradOptimizer::ApplyDense(const Scope& scope,
   return IsResourceVariable(var)
              ? ops::ResourceApplyAdagrad(scope, var, accum, lr, grad, attrs)
              : ops::ApplyAdagrad(scope, var, accum, lr, grad, attrs);
+}
+
+absl::StatusOr<Output> AdagradOptimizer::ApplySparse(const Scope& scope,
+                                                     const IndexedSlices& grad,
+                                                     const Output& var) {
+  const DataType dtype = VariableDtype(var);
+  Output accum = GetSlot(var, "accumulator");
+  Output lr = Hyper("learning_rate", options_.learning_rate, dtype);
+  const ops::ApplyAdagradAttrs attrs{.use_locking = use_locking()};
+  return IsResourceVariable(var)
+             ? ops::ResourceSparseApplyAdagrad(scope, var, accum, lr, grad.values,
+                                              grad.indices, attrs)
+             : ops::SparseApplyAdagrad(scope, var, accum, lr, grad.values,
+                                      grad.indices, attrs);
 }
 
 // --- Adam and AdamW ----------------------------------------------------------
@@ -165,6 +208,33 @@ absl::StatusOr<Output> AdamOptimizer::ApplyDense(const Scope& scope,
                                            epsilon, grad, attrs)
                   : ops::ApplyAdam(scope, var, m, v, beta1_power, beta2_power,
                                    lr, beta1, beta2, epsilon, grad, attrs);
+}
+
+absl::StatusOr<Output> AdamOptimizer::ApplySparse(const Scope& scope,
+                                                  const IndexedSlices& grad,
+                                                  const Output& var) {
+  if (decoupled_weight_decay_ || !options_.lazy_sparse) {
+    return Optimizer::ApplySparse(scope, grad, var);  // dense
+  }
+  const DataType dtype = VariableDtype(var);
+  Output m = GetSlot(var, "m");
+  Output v = GetSlot(var, "v");
+  Output beta1_power = CastTo(scope, ReadValue(scope, beta1_power_), dtype);
+  Output beta2_power = CastTo(scope, ReadValue(scope, beta2_power_), dtype);
+  Output lr = Hyper("learning_rate", options_.learning_rate, dtype);
+  Output beta1 = Hyper("beta1", options_.beta1, dtype);
+  Output beta2 = Hyper("beta2", options_.beta2, dtype);
+  Output epsilon = Hyper("epsilon", options_.epsilon, dtype);
+  const ops::ApplyAdamAttrs attrs{.use_locking = use_locking(),
+                                  .use_nesterov = options_.use_nesterov};
+  return IsResourceVariable(var)
+             ? ops::ResourceSparseApplyAdam(scope, var, m, v, beta1_power,
+                                            beta2_power, lr, beta1, beta2,
+                                            epsilon, grad.values, grad.indices,
+                                            attrs)
+             : ops::SparseApplyAdam(scope, var, m, v, beta1_power, beta2_power,
+                                    lr, beta1, beta2, epsilon, grad.values,
+                                    grad.indices, attrs);
 }
 
 absl::StatusOr<std::vector<Output>> AdamOptimizer::Finish(
@@ -256,6 +326,42 @@ absl::StatusOr<Output> FtrlOptimizer::ApplyDense(const Scope& scope,
                                         l2, l2_shrinkage, lr_power, attrs)
              : ops::ApplyFtrlV2(scope, var, accum, linear, grad, lr, l1, l2,
                                 l2_shrinkage, lr_power, attrs);
+}
+
+absl::StatusOr<Output> FtrlOptimizer::ApplySparse(const Scope& scope,
+                                                  const IndexedSlices& grad,
+                                                  const Output& var) {
+  const DataType dtype = VariableDtype(var);
+  Output accum = GetSlot(var, "accum");
+  Output linear = GetSlot(var, "linear");
+  Output lr = Hyper("learning_rate", options_.learning_rate, dtype);
+  Output l1 = Hyper("l1_regularization_strength",
+                    options_.l1_regularization_strength, dtype);
+  Output l2 = Hyper("l2_regularization_strength",
+                    options_.l2_regularization_strength, dtype);
+  Output lr_power =
+      Hyper("learning_rate_power", options_.learning_rate_power, dtype);
+  const ops::ApplyFtrlAttrs attrs{.use_locking = use_locking()};
+  const bool resource = IsResourceVariable(var);
+  const Hyperparameter& shrinkage =
+      options_.l2_shrinkage_regularization_strength;
+  const Output& g = grad.values;
+  const Output& i = grad.indices;
+  if (shrinkage.is_constant() && shrinkage.value() == 0) {
+    return resource ? ops::ResourceSparseApplyFtrl(scope, var, accum, linear, g,
+                                                   i, lr, l1, l2, lr_power,
+                                                   attrs)
+                    : ops::SparseApplyFtrl(scope, var, accum, linear, g, i, lr,
+                                           l1, l2, lr_power, attrs);
+  }
+  Output l2_shrinkage =
+      Hyper("l2_shrinkage_regularization_strength", shrinkage, dtype);
+  return resource ? ops::ResourceSparseApplyFtrlV2(scope, var, accum, linear, g,
+                                                   i, lr, l1, l2, l2_shrinkage,
+                                                   lr_power, attrs)
+                  : ops::SparseApplyFtrlV2(scope, var, accum, linear, g, i, lr,
+                                           l1, l2, l2_shrinkage, lr_power,
+                                           attrs);
 }
 
 }  // namespace recflow::train

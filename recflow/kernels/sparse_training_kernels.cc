@@ -1,0 +1,453 @@
+// CPU kernels for the sparse optimizer updates (ops/sparse_training_ops.cc),
+// float and double, int32 or int64 indices, ref and resource forms:
+// SparseApply{GradientDescent,Momentum,Adagrad,AdagradV2,Adam,Ftrl,FtrlV2}.
+//
+// Each update touches only the rows in `indices`. Per element the formulas
+// are those of the dense kernels (kernels/training_kernels.cc, TensorFlow's
+// order of evaluation). Duplicate indices are applied in order, as
+// TensorFlow's kernels do. Small updates run inline; big ones group the
+// positions by row (a stable sort) and update groups in parallel, each group
+// by one thread in the original order, so the result equals the sequential
+// one and no two threads touch a row.
+//
+// Variables are found (ref inputs or resource handles), checked, locked in
+// address order (Var::Update: in place unless a reader shares the buffer,
+// then copy-on-write), and indices are checked before any row changes.
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "recflow/framework/op_kernel.h"
+#include "recflow/kernels/array_copy.h"
+#include "recflow/kernels/state_kernels.h"
+
+namespace recflow {
+namespace {
+
+// Runs `fn` with every variable locked for update; (*tensors)[i] is the
+// value of vars[i]. Locks are taken in address order (no deadlock between
+// updates sharing variables).
+absl::Status UpdateVars(const std::vector<std::shared_ptr<Var>>& vars,
+                        std::vector<Tensor*>* tensors,
+                        const std::function<absl::Status()>& fn) {
+  std::vector<int> order(vars.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    return std::less<Var*>()(vars[a].get(), vars[b].get());
+  });
+  tensors->assign(vars.size(), nullptr);
+  std::function<absl::Status(size_t)> lock_from =
+      [&](size_t k) -> absl::Status {
+    if (k == order.size()) return fn();
+    return vars[order[k]]->Update([&](Tensor* t) {
+      (*tensors)[order[k]] = t;
+      return lock_from(k + 1);
+    });
+  };
+  return lock_from(0);
+}
+
+// What every sparse update shares. `Update` provides:
+//   static constexpr int kNumVars, kGrad;   (indices are at kGrad + 1)
+//   struct Hyper;  Hyper Load(ctx) const;  absl::Status Validate(const Hyper&)
+//   const; static void Row(const Hyper&, T* const* rows, const T* g, int64_t
+//   inner);
+template <typename T, typename Tidx, bool kResource, typename Update>
+class SparseApplyOp : public OpKernel {
+ public:
+  explicit SparseApplyOp(OpKernelConstruction* c) : OpKernel(c), update_(c) {
+    bool use_locking = false;  // always locked; see ops/training_ops.h
+    c->SetStatus(c->GetAttr("use_locking", &use_locking));
+    for (const auto& arg : c->op_def().input_arg())
+      names_.push_back(arg.name());
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    constexpr int kNumVars = Update::kNumVars, kGrad = Update::kGrad;
+    std::vector<std::shared_ptr<Var>> vars(kNumVars);
+    for (int i = 0; i < kNumVars; ++i) {
+      if constexpr (kResource) {
+        auto var = LookupResourceVar(ctx, i);
+        OP_REQUIRES_OK(ctx, var.status());
+        vars[i] = *std::move(var);
+        OP_REQUIRES(
+            ctx, vars[i]->dtype() == DataTypeToEnum<T>::value,
+            errors::InvalidArgument(
+                names_[i], " is variable '", vars[i]->name(), "' of dtype ",
+                DataTypeString(vars[i]->dtype()), " but T is ",
+                DataTypeString(DataTypeToEnum<T>::value)));
+      } else {
+        vars[i] = ctx->input_ref(i);
+        OP_REQUIRES(ctx, vars[i] != nullptr,
+                    errors::InvalidArgument("input '", names_[i],
+                                            "' must come from a variable"));
+      }
+      for (int j = 0; j < i; ++j) {
+        OP_REQUIRES(
+            ctx, vars[i] != vars[j],
+            errors::InvalidArgument(
+                names_[j], " and ", names_[i], " are the same variable '",
+                vars[i]->name(), "'; each slot needs a variable of its own"));
+      }
+    }
+    for (int i = kNumVars; i < ctx->num_inputs(); ++i) {
+      if (i == kGrad || i == kGrad + 1) continue;
+      OP_REQUIRES(ctx, ctx->input(i).dims() == 0,
+                  errors::InvalidArgument(names_[i], " is not a scalar: ",
+                                          ctx->input(i).shape().DebugString()));
+    }
+    const typename Update::Hyper hyper = update_.Load(ctx);
+    OP_REQUIRES_OK(ctx, update_.Validate(hyper));
+    const Tensor& grad = ctx->input(kGrad);
+    const Tensor& indices = ctx->input(kGrad + 1);
+    OP_REQUIRES(
+        ctx, indices.dims() == 1,
+        errors::InvalidArgument("indices must be a vector, but has shape ",
+                                indices.shape().DebugString()));
+    OP_REQUIRES(ctx,
+                grad.dims() >= 1 && grad.dim_size(0) == indices.dim_size(0),
+                errors::InvalidArgument("grad ", grad.shape().DebugString(),
+                                        " must have one row per index (",
+                                        indices.dim_size(0), " indices)"));
+    std::vector<Tensor*> values;
+    OP_REQUIRES_OK(ctx, UpdateVars(vars, &values, [&]() -> absl::Status {
+                     return Apply(ctx, vars, values, grad, indices, hyper);
+                   }));
+    if constexpr (!kResource) ctx->set_output_ref(0, vars[0]);
+  }
+
+ private:
+  absl::Status Apply(OpKernelContext* ctx,
+                     const std::vector<std::shared_ptr<Var>>& vars,
+                     const std::vector<Tensor*>& values, const Tensor& grad,
+                     const Tensor& indices,
+                     const typename Update::Hyper& hyper) const {
+    constexpr int kNumVars = Update::kNumVars;
+    const TensorShape& shape = values[0]->shape();
+    if (shape.dims() < 1) {
+      return errors::InvalidArgument(
+          "variable '", vars[0]->name(),
+          "' must be at least rank 1 for a sparse update, but has "
+          "shape ",
+          shape.DebugString());
+    }
+    for (int i = 1; i < kNumVars; ++i) {
+      if (values[i]->shape() != shape) {
+        return errors::InvalidArgument(
+            "var and ", names_[i],
+            " do not have the same shape: ", shape.DebugString(), " vs ",
+            values[i]->shape().DebugString(), " (variables '", vars[0]->name(),
+            "' and '", vars[i]->name(), "')");
+      }
+    }
+    bool rows_match = grad.dims() == shape.dims();
+    for (int d = 1; rows_match && d < shape.dims(); ++d) {
+      rows_match = grad.dim_size(d) == shape.dim_size(d);
+    }
+    if (!rows_match) {
+      return errors::InvalidArgument("grad ", grad.shape().DebugString(),
+                                     " must match the shape of variable '",
+                                     vars[0]->name(), "' ", shape.DebugString(),
+                                     " after the first dimension");
+    }
+    const int64_t n = indices.dim_size(0), rows = shape.dim_size(0);
+    const int64_t inner = rows == 0 ? 0 : shape.num_elements() / rows;
+    const Tidx* idx = indices.data<Tidx>();
+    for (int64_t i = 0; i < n; ++i) {
+      if (idx[i] < 0 || idx[i] >= rows) {
+        return errors::InvalidArgument(
+            "indices[", i, "] = ", static_cast<int64_t>(idx[i]),
+            " is out of range [0, ", rows, ") for variable '", vars[0]->name(),
+            "' of shape ", shape.DebugString());
+      }
+    }
+    T* bases[kNumVars];
+    for (int i = 0; i < kNumVars; ++i) bases[i] = values[i]->data<T>();
+    const T* g = grad.data<T>();
+    auto apply_one = [&](int64_t i) {
+      const int64_t off = static_cast<int64_t>(idx[i]) * inner;
+      T* rows_ptr[kNumVars];
+      for (int v = 0; v < kNumVars; ++v) rows_ptr[v] = bases[v] + off;
+      Update::Row(hyper, rows_ptr, g + i * inner, inner);
+    };
+    ThreadPool* pool = ctx->intra_op_pool();
+    const int64_t cost = std::max<int64_t>(1, inner * Update::kCostPerElement);
+    if (pool == nullptr || n * cost < array_kernels::kInlineCostNs || n < 2) {
+      for (int64_t i = 0; i < n; ++i) apply_one(i);
+      return absl::OkStatus();
+    }
+    // Group positions by row, keeping their order within a row.
+    std::vector<int64_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t a, int64_t b) { return idx[a] < idx[b]; });
+    std::vector<int64_t> group_start;
+    for (int64_t p = 0; p < n; ++p) {
+      if (p == 0 || idx[order[p]] != idx[order[p - 1]])
+        group_start.push_back(p);
+    }
+    group_start.push_back(n);
+    const int64_t groups = static_cast<int64_t>(group_start.size()) - 1;
+    pool->ParallelFor(groups, cost * std::max<int64_t>(1, n / groups),
+                      [&](int64_t b, int64_t e) {
+                        for (int64_t k = b; k < e; ++k) {
+                          for (int64_t p = group_start[k];
+                               p < group_start[k + 1]; ++p) {
+                            apply_one(order[p]);
+                          }
+                        }
+                      });
+    return absl::OkStatus();
+  }
+
+  Update update_;
+  std::vector<std::string> names_;
+};
+
+template <typename T>
+T Scalar(OpKernelContext* ctx, int i) {
+  return ctx->input(i).scalar<T>();
+}
+
+// --- The updates (one row each) ---------------------------------------------
+
+// var, alpha, grad, indices
+template <typename T>
+struct GradientDescentUpdate {
+  static constexpr int kNumVars = 1, kGrad = 2, kCostPerElement = 1;
+  struct Hyper {
+    T lr;
+  };
+  explicit GradientDescentUpdate(OpKernelConstruction*) {}
+  Hyper Load(OpKernelContext* ctx) const { return {Scalar<T>(ctx, 1)}; }
+  absl::Status Validate(const Hyper&) const { return absl::OkStatus(); }
+  static void Row(const Hyper& h, T* const* r, const T* g, int64_t n) {
+    T* var = r[0];
+    for (int64_t k = 0; k < n; ++k) var[k] -= g[k] * h.lr;
+  }
+};
+
+// var, accum, lr, grad, indices, momentum
+template <typename T>
+struct MomentumUpdate {
+  static constexpr int kNumVars = 2, kGrad = 3, kCostPerElement = 2;
+  struct Hyper {
+    T lr, momentum;
+    bool nesterov;
+  };
+  explicit MomentumUpdate(OpKernelConstruction* c) {
+    c->SetStatus(c->GetAttr("use_nesterov", &use_nesterov));
+  }
+  Hyper Load(OpKernelContext* ctx) const {
+    return {Scalar<T>(ctx, 2), Scalar<T>(ctx, 5), use_nesterov};
+  }
+  absl::Status Validate(const Hyper&) const { return absl::OkStatus(); }
+  static void Row(const Hyper& h, T* const* r, const T* g, int64_t n) {
+    T* var = r[0];
+    T* accum = r[1];
+    for (int64_t k = 0; k < n; ++k) {
+      const T a = accum[k] * h.momentum + g[k];
+      accum[k] = a;
+      if (h.nesterov) {
+        var[k] -= g[k] * h.lr + a * h.momentum * h.lr;
+      } else {
+        var[k] -= a * h.lr;
+      }
+    }
+  }
+  bool use_nesterov = false;
+};
+
+// var, accum, lr, [epsilon,] grad, indices
+template <typename T, bool kV2>
+struct AdagradUpdate {
+  static constexpr int kNumVars = 2, kGrad = kV2 ? 4 : 3, kCostPerElement = 4;
+  struct Hyper {
+    T lr, epsilon;
+    bool update_slots;
+  };
+  explicit AdagradUpdate(OpKernelConstruction* c) {
+    c->SetStatus(c->GetAttr("update_slots", &update_slots));
+  }
+  Hyper Load(OpKernelContext* ctx) const {
+    return {Scalar<T>(ctx, 2), kV2 ? Scalar<T>(ctx, 3) : T(0), update_slots};
+  }
+  absl::Status Validate(const Hyper&) const { return absl::OkStatus(); }
+  static void Row(const Hyper& h, T* const* r, const T* g, int64_t n) {
+    T* var = r[0];
+    T* accum = r[1];
+    for (int64_t k = 0; k < n; ++k) {
+      T a = accum[k];
+      if (h.update_slots) {
+        a += g[k] * g[k];
+        accum[k] = a;
+      }
+      if constexpr (kV2) {
+        var[k] -= g[k] * h.lr / (std::sqrt(a) + h.epsilon);
+      } else {
+        var[k] -= g[k] * h.lr / std::sqrt(a);
+      }
+    }
+  }
+  bool update_slots = true;
+};
+
+// var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad,
+// indices
+template <typename T>
+struct AdamUpdate {
+  static constexpr int kNumVars = 3, kGrad = 9, kCostPerElement = 6;
+  struct Hyper {
+    T alpha, beta1, one_minus_beta1, one_minus_beta2, epsilon;
+    bool nesterov;
+  };
+  explicit AdamUpdate(OpKernelConstruction* c) {
+    c->SetStatus(c->GetAttr("use_nesterov", &use_nesterov));
+  }
+  Hyper Load(OpKernelContext* ctx) const {
+    const T beta1_power = Scalar<T>(ctx, 3), beta2_power = Scalar<T>(ctx, 4);
+    const T lr = Scalar<T>(ctx, 5), beta1 = Scalar<T>(ctx, 6),
+            beta2 = Scalar<T>(ctx, 7);
+    return {lr * std::sqrt(T(1) - beta2_power) / (T(1) - beta1_power),
+            beta1,
+            T(1) - beta1,
+            T(1) - beta2,
+            Scalar<T>(ctx, 8),
+            use_nesterov};
+  }
+  absl::Status Validate(const Hyper&) const { return absl::OkStatus(); }
+  static void Row(const Hyper& h, T* const* r, const T* g, int64_t n) {
+    T* var = r[0];
+    T* m = r[1];
+    T* v = r[2];
+    for (int64_t k = 0; k < n; ++k) {
+      const T gk = g[k];
+      const T mk = m[k] + (gk - m[k]) * h.one_minus_beta1;
+      const T vk = v[k] + (gk * gk - v[k]) * h.one_minus_beta2;
+      m[k] = mk;
+      v[k] = vk;
+      if (h.nesterov) {
+        var[k] -= ((gk * h.one_minus_beta1 + h.beta1 * mk) * h.alpha) /
+                  (std::sqrt(vk) + h.epsilon);
+      } else {
+        var[k] -= (mk * h.alpha) / (std::sqrt(vk) + h.epsilon);
+      }
+    }
+  }
+  bool use_nesterov = false;
+};
+
+// var, accum, linear, grad, indices, lr, l1, l2, [l2_shrinkage,] lr_power
+template <typename T, bool kV2>
+struct FtrlUpdate {
+  static constexpr int kNumVars = 3, kGrad = 3, kCostPerElement = 20;
+  static constexpr int kLr = 5, kL1 = 6, kL2 = 7, kShrinkage = 8,
+                       kLrPower = kV2 ? 9 : 8;
+  struct Hyper {
+    T lr, l1, l2, shrinkage2, lr_power;
+    bool by_lr;
+  };
+  explicit FtrlUpdate(OpKernelConstruction* c) {
+    c->SetStatus(c->GetAttr("multiply_linear_by_lr", &multiply_linear_by_lr));
+  }
+  Hyper Load(OpKernelContext* ctx) const {
+    return {Scalar<T>(ctx, kLr),
+            Scalar<T>(ctx, kL1),
+            Scalar<T>(ctx, kL2),
+            kV2 ? T(2) * Scalar<T>(ctx, kShrinkage) : T(0),
+            Scalar<T>(ctx, kLrPower),
+            multiply_linear_by_lr};
+  }
+  absl::Status Validate(const Hyper& h) const {
+    if (!(h.lr > T(0)))
+      return errors::InvalidArgument("lr must be positive, got ", h.lr);
+    if (!(h.l1 >= T(0))) {
+      return errors::InvalidArgument(
+          "l1 regularization strength must be non-negative, got ", h.l1);
+    }
+    if (!(h.l2 >= T(0))) {
+      return errors::InvalidArgument(
+          "l2 regularization strength must be non-negative, got ", h.l2);
+    }
+    if (!(h.shrinkage2 >= T(0))) {
+      return errors::InvalidArgument(
+          "l2 shrinkage regularization strength must be non-negative, got ",
+          h.shrinkage2 / 2);
+    }
+    if (!(h.lr_power <= T(0))) {
+      return errors::InvalidArgument("lr_power must be non-positive, got ",
+                                     h.lr_power);
+    }
+    return absl::OkStatus();
+  }
+  static void Row(const Hyper& h, T* const* r, const T* g, int64_t n) {
+    T* var = r[0];
+    T* accum = r[1];
+    T* linear = r[2];
+    const bool sqrt_power = h.lr_power == T(-0.5);
+    const T neg_power = -h.lr_power;
+    const T l1_t = h.by_lr ? h.l1 * h.lr : h.l1;
+    const T l2_t = h.by_lr ? T(2) * h.l2 * h.lr : T(2) * h.l2;
+    for (int64_t k = 0; k < n; ++k) {
+      const T gk = g[k], w = var[k], a = accum[k];
+      const T g_shrunk = kV2 ? gk + h.shrinkage2 * w : gk;
+      const T new_a = a + gk * gk;
+      const T p_new =
+          sqrt_power ? std::sqrt(new_a) : std::pow(new_a, neg_power);
+      const T p_old = sqrt_power ? std::sqrt(a) : std::pow(a, neg_power);
+      T lin = linear[k];
+      T quadratic;
+      if (h.by_lr) {
+        lin += g_shrunk * h.lr - (p_new - p_old) * w;
+        quadratic = p_new + l2_t;
+      } else {
+        lin += g_shrunk - (p_new - p_old) / h.lr * w;
+        quadratic = p_new / h.lr + l2_t;
+      }
+      linear[k] = lin;
+      const T sign = lin > T(0) ? T(1) : (lin < T(0) ? T(-1) : T(0));
+      var[k] = std::abs(lin) > l1_t ? (sign * l1_t - lin) / quadratic : T(0);
+      accum[k] = new_a;
+    }
+  }
+  bool multiply_linear_by_lr = false;
+};
+
+#define RECFLOW_REGISTER_SPARSE_(name, T, Tidx, R, ...)          \
+  REGISTER_KERNEL_BUILDER(Name(name)                             \
+                              .Device(DEVICE_CPU)                \
+                              .TypeConstraint<T>("T")            \
+                              .TypeConstraint<Tidx>("Tindices"), \
+                          SparseApplyOp<T, Tidx, R, __VA_ARGS__>)
+
+#define RECFLOW_REGISTER_FORMS_(name, T, Tidx, ...)            \
+  RECFLOW_REGISTER_SPARSE_(name, T, Tidx, false, __VA_ARGS__); \
+  RECFLOW_REGISTER_SPARSE_("Resource" name, T, Tidx, true, __VA_ARGS__)
+
+#define RECFLOW_REGISTER_ALL_(T, Tidx)                                        \
+  RECFLOW_REGISTER_FORMS_("SparseApplyGradientDescent", T, Tidx,              \
+                          GradientDescentUpdate<T>);                          \
+  RECFLOW_REGISTER_FORMS_("SparseApplyMomentum", T, Tidx, MomentumUpdate<T>); \
+  RECFLOW_REGISTER_FORMS_("SparseApplyAdagrad", T, Tidx,                      \
+                          AdagradUpdate<T, false>);                           \
+  RECFLOW_REGISTER_FORMS_("SparseApplyAdagradV2", T, Tidx,                    \
+                          AdagradUpdate<T, true>);                            \
+  RECFLOW_REGISTER_FORMS_("SparseApplyAdam", T, Tidx, AdamUpdate<T>);         \
+  RECFLOW_REGISTER_FORMS_("SparseApplyFtrl", T, Tidx, FtrlUpdate<T, false>);  \
+  RECFLOW_REGISTER_FORMS_("SparseApplyFtrlV2", T, Tidx, FtrlUpdate<T, true>)
+
+RECFLOW_REGISTER_ALL_(float, int32_t);
+RECFLOW_REGISTER_ALL_(float, int64_t);
+RECFLOW_REGISTER_ALL_(double, int32_t);
+RECFLOW_REGISTER_ALL_(double, int64_t);
+
+#undef RECFLOW_REGISTER_ALL_
+#undef RECFLOW_REGISTER_FORMS_
+#undef RECFLOW_REGISTER_SPARSE_
+
+}  // namespace
+}  // namespace recflow
