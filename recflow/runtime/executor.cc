@@ -163,10 +163,17 @@ void Executor::Process(StepState* step, int first) const {
       params.call_frame = step->args->call_frame;
       params.step_id = step->args->step_id;
       OpKernelContext ctx(&params);
+      StepStatsCollector* stats = step->args->stats;
+      const int64_t start_us = stats != nullptr ? NowMicrosForStats() : 0;
       try {
         item.kernel->Compute(&ctx);
       } catch (const std::exception& e) {
         ctx.SetStatus(errors::Internal("kernel threw an exception: ", e.what()));
+      }
+      if (stats != nullptr) {
+        stats->Record({item.node->name(), item.node->op(), start_us,
+                       NowMicrosForStats(), CurrentThreadIdForStats(),
+                       CurrentThreadNameForStats()});
       }
       for (int i = 0; i < item.num_inputs; ++i) inputs[i] = TensorValue();  // free early
       if (!ctx.status().ok()) {

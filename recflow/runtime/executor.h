@@ -22,6 +22,7 @@
 #include "recflow/framework/device.h"
 #include "recflow/framework/graph.h"
 #include "recflow/framework/op_kernel.h"
+#include "recflow/runtime/step_stats.h"
 
 namespace recflow {
 
@@ -34,6 +35,8 @@ class Executor {
   struct Args {
     CallFrame* call_frame = nullptr;       // Not owned.
     int64_t step_id = 0;
+    // When set, every kernel's start/end time and thread are recorded.
+    StepStatsCollector* stats = nullptr;   // Not owned.
   };
 
   // Takes the graph; creates a kernel per node.

@@ -250,6 +250,14 @@ absl::StatusOr<std::shared_ptr<const Session::Signature>> Session::GetOrCreateSi
 absl::Status Session::Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
                           const std::vector<std::string>& fetches,
                           const std::vector<std::string>& targets, std::vector<Tensor>* outputs) {
+  return Run(RunOptions(), feeds, fetches, targets, outputs, nullptr);
+}
+
+absl::Status Session::Run(const RunOptions& options,
+                          const std::vector<std::pair<std::string, Tensor>>& feeds,
+                          const std::vector<std::string>& fetches,
+                          const std::vector<std::string>& targets, std::vector<Tensor>* outputs,
+                          RunMetadata* metadata) {
   if (outputs != nullptr) outputs->clear();
   if (fetches.empty() && targets.empty()) {
     return errors::InvalidArgument("Run needs at least one fetch or target");
@@ -282,7 +290,13 @@ absl::Status Session::Run(const std::vector<std::pair<std::string, Tensor>>& fee
   Executor::Args run_args;
   run_args.call_frame = &frame;
   run_args.step_id = next_step_id_.fetch_add(1, std::memory_order_relaxed);
-  RETURN_IF_ERROR(sig->executor->Run(run_args));
+  StepStatsCollector collector;
+  if (options.trace) run_args.stats = &collector;
+  absl::Status status = sig->executor->Run(run_args);
+  if (options.trace && metadata != nullptr) {
+    metadata->step_stats = collector.Take(run_args.step_id);
+  }
+  RETURN_IF_ERROR(status);
   if (outputs != nullptr) RETURN_IF_ERROR(frame.ConsumeRetvals(outputs));
   return absl::OkStatus();
 }

@@ -29,6 +29,7 @@
 #include "recflow/framework/graph.h"
 #include "recflow/proto/graph.pb.h"
 #include "recflow/runtime/graph_optimizer.h"
+#include "recflow/runtime/step_stats.h"
 
 namespace recflow {
 
@@ -62,6 +63,13 @@ class Session {
   absl::Status Run(const std::vector<std::pair<std::string, Tensor>>& feeds,
                    const std::vector<std::string>& fetches,
                    const std::vector<std::string>& targets, std::vector<Tensor>* outputs);
+  // As above; with options.trace, fills metadata->step_stats with every
+  // kernel's timing (see step_stats.h for the Chrome trace export).
+  absl::Status Run(const RunOptions& options,
+                   const std::vector<std::pair<std::string, Tensor>>& feeds,
+                   const std::vector<std::string>& fetches,
+                   const std::vector<std::string>& targets, std::vector<Tensor>* outputs,
+                   RunMetadata* metadata);
 
   Device* device() const { return device_.get(); }
   // The executors built so far (one per signature).
