@@ -26,6 +26,8 @@ test-all: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) --timeout $(CTEST_TIMEOUT)
 
 demo: build
+	$(BUILD_DIR)/recflow gen-data --rows 200000 --test_rows 50000 --seed 1 --out $(BUILD_DIR)/demo_data
+	@echo "demo: synthetic click logs in $(BUILD_DIR)/demo_data (the oracle AUC/logloss are in dataset.json)"
 	$(BUILD_DIR)/recflow demo
 
 bench: build
