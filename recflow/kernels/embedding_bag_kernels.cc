@@ -131,6 +131,19 @@ int64_t RowOf(const Tensor& splits, int64_t j) {
          1;
 }
 
+// How many ids ahead a gather prefetches its row (enough to cover DRAM
+// latency at a few ns of work per row).
+constexpr int64_t kPrefetchDistance = 8;
+
+// Prefetches row `r` of a [vocab, dim] table (nothing when out of range).
+template <typename T, typename Tidx>
+inline void PrefetchRow(const T* table, Tidx r, int64_t vocab, int64_t dim) {
+  if (static_cast<uint64_t>(static_cast<int64_t>(r)) >= static_cast<uint64_t>(vocab)) return;
+  const char* p = reinterpret_cast<const char*>(table + static_cast<int64_t>(r) * dim);
+  const int64_t bytes = dim * static_cast<int64_t>(sizeof(T));
+  for (int64_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, 1);
+}
+
 // output[b] = combine(params[ids[splits[b]:splits[b+1]]]).
 template <typename T, typename Tidx, typename Tsplits>
 void ComputeBag(OpKernelContext* ctx, Combiner combiner, const Tensor& params,
@@ -165,6 +178,12 @@ void ComputeBag(OpKernelContext* ctx, Combiner combiner, const Tensor& params,
           for (int64_t j = begin; j < end; ++j) {
             const uint64_t r =
                 static_cast<uint64_t>(static_cast<int64_t>(id[j]));
+            // Rows are random reads from a table far larger than the
+            // caches: ask for one kPrefetchDistance ids ahead so its
+            // miss overlaps this row's work.
+            if (j + kPrefetchDistance < nnz) {
+              PrefetchRow(table, id[j + kPrefetchDistance], vocab, dim);
+            }
             if (ABSL_PREDICT_FALSE(r >= static_cast<uint64_t>(vocab))) {
               int64_t cur = first_bad.load(std::memory_order_relaxed);
               while (j < cur && !first_bad.compare_exchange_weak(cur, j)) {

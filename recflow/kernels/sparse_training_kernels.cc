@@ -168,6 +168,19 @@ class SparseApplyOp : public OpKernel {
     T* bases[kNumVars];
     for (int i = 0; i < kNumVars; ++i) bases[i] = values[i]->data<T>();
     const T* g = grad.data<T>();
+    // Rows are random accesses into variables far larger than the caches:
+    // each step prefetches the rows (of every variable) of the index
+    // kPrefetchDistance positions ahead among those it will apply.
+    constexpr int64_t kPrefetchDistance = 8;
+    auto prefetch = [&](int64_t i) {
+      const int64_t off = static_cast<int64_t>(idx[i]) * inner;
+      for (int v = 0; v < kNumVars; ++v) {
+        const char* p = reinterpret_cast<const char*>(bases[v] + off);
+        for (int64_t b = 0; b < inner * static_cast<int64_t>(sizeof(T)); b += 64) {
+          __builtin_prefetch(p + b, 1, 1);
+        }
+      }
+    };
     auto apply_one = [&](int64_t i) {
       const int64_t off = static_cast<int64_t>(idx[i]) * inner;
       T* rows_ptr[kNumVars];
@@ -177,30 +190,33 @@ class SparseApplyOp : public OpKernel {
     ThreadPool* pool = ctx->intra_op_pool();
     const int64_t cost = std::max<int64_t>(1, inner * Update::kCostPerElement);
     if (pool == nullptr || n * cost < array_kernels::kInlineCostNs || n < 2) {
-      for (int64_t i = 0; i < n; ++i) apply_one(i);
+      for (int64_t i = 0; i < n; ++i) {
+        if (i + kPrefetchDistance < n) prefetch(i + kPrefetchDistance);
+        apply_one(i);
+      }
       return absl::OkStatus();
     }
-    // Group positions by row, keeping their order within a row.
-    std::vector<int64_t> order(n);
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int64_t a, int64_t b) { return idx[a] < idx[b]; });
-    std::vector<int64_t> group_start;
-    for (int64_t p = 0; p < n; ++p) {
-      if (p == 0 || idx[order[p]] != idx[order[p - 1]])
-        group_start.push_back(p);
-    }
-    group_start.push_back(n);
-    const int64_t groups = static_cast<int64_t>(group_start.size()) - 1;
-    pool->ParallelFor(groups, cost * std::max<int64_t>(1, n / groups),
-                      [&](int64_t b, int64_t e) {
-                        for (int64_t k = b; k < e; ++k) {
-                          for (int64_t p = group_start[k];
-                               p < group_start[k + 1]; ++p) {
-                            apply_one(order[p]);
-                          }
-                        }
-                      });
+    // Parallel: part p owns the rows [rows * p / P, rows * (p + 1) / P) and
+    // applies, in index order, the positions whose row it owns. A row is
+    // owned by one part, so repeated indices update it in order (as the
+    // sequential loop does) with no locking and no sort; each part scans
+    // the index vector once (sequential reads, cheap next to the row work).
+    const int64_t parts =
+        std::min<int64_t>(n, std::max<int64_t>(1, pool->NumThreads() + 1) * 4);
+    pool->ParallelFor(parts, cost * std::max<int64_t>(1, n / parts), [&](int64_t b, int64_t e) {
+      const int64_t lo = static_cast<int64_t>(static_cast<__int128>(rows) * b / parts);
+      const int64_t hi = static_cast<int64_t>(static_cast<__int128>(rows) * e / parts);
+      std::vector<int64_t> mine;
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t r = static_cast<int64_t>(idx[i]);
+        if (r >= lo && r < hi) mine.push_back(i);
+      }
+      const int64_t m = static_cast<int64_t>(mine.size());
+      for (int64_t k = 0; k < m; ++k) {
+        if (k + kPrefetchDistance < m) prefetch(mine[k + kPrefetchDistance]);
+        apply_one(mine[k]);
+      }
+    });
     return absl::OkStatus();
   }
 
@@ -278,18 +294,17 @@ struct AdagradUpdate {
   }
   absl::Status Validate(const Hyper&) const { return absl::OkStatus(); }
   static void Row(const Hyper& h, T* const* r, const T* g, int64_t n) {
-    T* var = r[0];
-    T* accum = r[1];
+    T* __restrict var = r[0];
+    T* __restrict accum = r[1];
+    if (h.update_slots) {
+      for (int64_t k = 0; k < n; ++k) accum[k] += g[k] * g[k];
+    }
+    // Two passes (the row is in L1 by now) so each loop vectorizes.
     for (int64_t k = 0; k < n; ++k) {
-      T a = accum[k];
-      if (h.update_slots) {
-        a += g[k] * g[k];
-        accum[k] = a;
-      }
       if constexpr (kV2) {
-        var[k] -= g[k] * h.lr / (std::sqrt(a) + h.epsilon);
+        var[k] -= g[k] * h.lr / (std::sqrt(accum[k]) + h.epsilon);
       } else {
-        var[k] -= g[k] * h.lr / std::sqrt(a);
+        var[k] -= g[k] * h.lr / std::sqrt(accum[k]);
       }
     }
   }
