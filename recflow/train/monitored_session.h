@@ -1,0 +1,183 @@
+// MonitoredSession: a Session that owns the training loop's chores, as
+// TensorFlow 1.x's tf.compat.v1.train.MonitoredTrainingSession does.
+//
+//   MonitoredSessionOptions opts;
+//   opts.checkpoint_dir = "/models/ctr";   // restore from here, save here
+//   opts.save_checkpoint_steps = 1000;
+//   std::vector<std::unique_ptr<SessionRunHook>> hooks;
+//   hooks.push_back(std::make_unique<StopAtStepHook>(StopAtStepHook::LastStep(10000)));
+//   hooks.push_back(std::make_unique<NanLossHook>("loss:0"));
+//   ASSIGN_OR_RETURN(auto sess, MonitoredSession::Create(opts, graph_def, std::move(hooks)));
+//   while (!sess->ShouldStop()) {
+//     absl::Status s = sess->Run({}, {"loss:0"}, {"train_op"}, &out);
+//     if (!s.ok() && !sess->ShouldStop()) return s;   // a real error
+//   }
+//   RETURN_IF_ERROR(sess->Close());                     // final checkpoint
+//
+// Create, in this order:
+//   1. builds a Session over the graph;
+//   2. runs options.setup(session) (register input pipelines there, so their
+//      positions are restored with the variables);
+//   3. hooks' Begin();
+//   4. as chief: restores the newest checkpoint of checkpoint_dir when there
+//      is one (every variable, and the position of every IteratorV2 the graph
+//      holds), else runs options.init_target ("init" when the graph has it);
+//   5. hooks' AfterCreateSession(session).
+// Run(feeds, fetches, targets): every hook's BeforeRun may add fetches,
+// feeds and targets and ask for a trace; one Session::Run does it all; the
+// global step is read after the step; every hook's AfterRun sees its own
+// fetched values and may request a stop. End of input (OutOfRange, e.g.
+// IteratorGetNext past the last element) stops the session: ShouldStop()
+// becomes true and Run returns that status.
+// Close(): hooks' End(session) (the checkpoint saver saves the final step),
+// then the session is closed. After a failed step (any error but end of
+// input, including a hook's, e.g. a NaN loss) Close skips the hooks' End,
+// so a broken model is never saved over the last good checkpoint; a
+// failed Create runs no End either. Not thread-safe: one training loop per
+// MonitoredSession.
+#ifndef RECFLOW_TRAIN_MONITORED_SESSION_H_
+#define RECFLOW_TRAIN_MONITORED_SESSION_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "recflow/checkpoint/saver.h"
+#include "recflow/core/tensor.h"
+#include "recflow/proto/graph.pb.h"
+#include "recflow/runtime/session.h"
+#include "recflow/runtime/step_stats.h"
+
+namespace recflow::train {
+
+using FeedList = std::vector<std::pair<std::string, Tensor>>;
+
+// What a hook adds to the next step.
+struct RunArgs {
+  FeedList feeds;
+  std::vector<std::string> fetches;
+  std::vector<std::string> targets;
+  bool trace = false;  // record per-kernel step stats (RunValues::metadata)
+};
+
+// What a hook gets back: the values of its own fetches, in order.
+struct RunValues {
+  std::vector<Tensor> results;
+  const RunMetadata* metadata = nullptr;  // non-null when someone asked to trace
+};
+
+class SessionRunContext {
+ public:
+  SessionRunContext(Session* session, int64_t global_step)
+      : session_(session), global_step_(global_step) {}
+  Session* session() const { return session_; }
+  // The global step: before the run in BeforeRun, after it in AfterRun (-1
+  // when the graph has none).
+  int64_t global_step() const { return global_step_; }
+  void RequestStop() { stop_requested_ = true; }
+  bool stop_requested() const { return stop_requested_; }
+
+ private:
+  friend class MonitoredSession;
+  Session* session_;
+  int64_t global_step_;
+  bool stop_requested_ = false;
+};
+
+// A hook around the training loop (tf.train.SessionRunHook). An error from
+// a hook stops the loop and is returned by the call that ran it.
+class SessionRunHook {
+ public:
+  virtual ~SessionRunHook() = default;
+  virtual absl::Status Begin() { return absl::OkStatus(); }
+  virtual absl::Status AfterCreateSession(Session* session, int64_t global_step) {
+    return absl::OkStatus();
+  }
+  virtual absl::Status BeforeRun(SessionRunContext* context, RunArgs* args) {
+    return absl::OkStatus();
+  }
+  virtual absl::Status AfterRun(SessionRunContext* context, const RunValues& values) {
+    return absl::OkStatus();
+  }
+  virtual absl::Status End(Session* session, int64_t global_step) { return absl::OkStatus(); }
+};
+
+struct MonitoredSessionOptions {
+  SessionOptions session;
+  // The chief initializes or restores; others (ps-style workers) only wait
+  // for nothing here and run.
+  bool is_chief = true;
+  // Where checkpoints are restored from (the newest, by its `checkpoint`
+  // state file) and saved to. Empty: no checkpoints.
+  std::string checkpoint_dir;
+  // Save every N global steps and/or every S seconds (0: not by that rule).
+  // With both 0 and a checkpoint_dir, saves only at Close(). A
+  // CheckpointSaverHook is added for these.
+  int64_t save_checkpoint_steps = 0;
+  double save_checkpoint_secs = 600;
+  // Saver settings (directory is checkpoint_dir).
+  int max_to_keep = 5;
+  // What a checkpoint holds. Empty: GraphSaveables() of the graph (every
+  // variable and input iterator).
+  std::vector<checkpoint::Saveable> saveables;
+  // Run when there is no checkpoint to restore. Empty: "init" if the graph
+  // has such a node, else nothing.
+  std::string init_target;
+  // Called right after the Session is created, before restore or init.
+  std::function<absl::Status(Session*)> setup;
+};
+
+class MonitoredSession {
+ public:
+  static absl::StatusOr<std::unique_ptr<MonitoredSession>> Create(
+      MonitoredSessionOptions options, const tensorflow::GraphDef& graph_def,
+      std::vector<std::unique_ptr<SessionRunHook>> hooks = {});
+  ~MonitoredSession();
+
+  // One step; see the file comment. `outputs` receives the caller's fetches.
+  absl::Status Run(const FeedList& feeds, const std::vector<std::string>& fetches,
+                   const std::vector<std::string>& targets, std::vector<Tensor>* outputs);
+  bool ShouldStop() const { return should_stop_; }
+  // Runs the hooks' End once (unless a step failed). Idempotent; the
+  // destructor calls it.
+  absl::Status Close();
+
+  Session* session() const { return session_.get(); }
+  // The Saver over checkpoint_dir (null without one).
+  checkpoint::Saver* saver() const { return saver_.get(); }
+  // The checkpoint restored by Create ("" when none was).
+  const std::string& restored_from() const { return restored_from_; }
+  // The global step as of the last step (-1 when the graph has none).
+  int64_t global_step() const { return global_step_; }
+
+ private:
+  MonitoredSession() = default;
+  absl::StatusOr<int64_t> ReadGlobalStep();
+
+  std::unique_ptr<Session> session_;
+  std::unique_ptr<checkpoint::Saver> saver_;
+  std::vector<std::unique_ptr<SessionRunHook>> hooks_;
+  std::string global_step_tensor_;  // "" when the graph has none
+  std::string restored_from_;
+  int64_t global_step_ = -1;
+  bool should_stop_ = false;
+  bool closed_ = false;
+  bool started_ = false;  // Create completed
+  bool failed_ = false;   // a step or hook failed (not end of input)
+};
+
+// The saveables of a graph held in `session`: every variable created by
+// train::Variable (and optimizer slots; the checkpoint key is the variable's
+// node name, as TensorFlow's Saver names it) and the position of every
+// input pipeline read through an IteratorV2 node (key "<node>/iterator_state",
+// a string scalar; restoring needs the pipeline registered first).
+absl::StatusOr<std::vector<checkpoint::Saveable>> GraphSaveables(Session* session);
+
+}  // namespace recflow::train
+
+#endif  // RECFLOW_TRAIN_MONITORED_SESSION_H_

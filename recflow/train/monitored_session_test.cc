@@ -1,0 +1,280 @@
+// MonitoredSession and the standard hooks: restore-or-init, checkpoints
+// every N steps and at the end, resuming variables and the input position,
+// stopping at a step, at a NaN loss and at the end of input, progress lines,
+// summaries, a profiled step and periodic evaluation.
+#include "recflow/train/monitored_session.h"
+
+#include <stdlib.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "recflow/data/dataset.h"
+#include "recflow/data/iterator_resource.h"
+#include "recflow/ops/array_ops.h"
+#include "recflow/ops/data_ops.h"
+#include "recflow/ops/math_ops.h"
+#include "recflow/ops/reduction_ops.h"
+#include "recflow/train/global_step.h"
+#include "recflow/train/hooks.h"
+#include "recflow/train/optimizer.h"
+#include "recflow/train/variables.h"
+
+namespace recflow::train {
+namespace {
+
+using testing::HasSubstr;
+
+std::string MakeTempDir() {
+  std::string tmpl = ::testing::TempDir() + "/monitored_session_XXXXXX";
+  char* d = mkdtemp(tmpl.data());
+  EXPECT_NE(d, nullptr);
+  return tmpl;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// loss = sum((w * x - 1)^2) over a batch x read from the "input" iterator
+// (batches of 4 of 0.0, 0.1, 0.2, ...), trained by gradient descent with a
+// global step. Fetch "loss:0"; run "train".
+tensorflow::GraphDef TrainGraph(bool with_iterator = true) {
+  Scope root = Scope::NewRootScope();
+  Output gs = CreateGlobalStep(root);
+  Output x;
+  if (with_iterator) {
+    Output it = ops::IteratorV2(root.WithOpName("it"), "input", {DT_INT64}, {PartialShape({-1})});
+    x = ops::Cast(root, ops::IteratorGetNext(root.WithOpName("next"), it, {DT_INT64},
+                                             {PartialShape({-1})})[0],
+                  DT_FLOAT);
+    x = ops::Mul(root, x, ops::Const(root, 0.1f));
+  } else {
+    x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  }
+  Output w = Variable(root, "w", PartialShape({}), DT_FLOAT, ops::Const(root, 0.5f));
+  Output r = ops::Sub(root, ops::Mul(root, ReadValue(root, w), x), ops::Const(root, 1.0f));
+  Output loss = ops::Sum(root.WithOpName("loss"), ops::Mul(root, r, r),
+                         ops::Const(root, Tensor::FromVector<int32_t>({0})));
+  GradientDescentOptimizer opt(0.05);
+  auto train = opt.Minimize(root.WithOpName("train"), loss, {}, gs);
+  EXPECT_TRUE(train.ok()) << train.status();
+  GlobalVariablesInitializer(root);
+  auto def = root.ToGraphDef();
+  EXPECT_TRUE(def.ok()) << def.status();
+  return *def;
+}
+
+std::string TrainTarget(const tensorflow::GraphDef& def) {
+  // Minimize names its NoOp after the optimizer under the scope's name.
+  for (const auto& n : def.node()) {
+    if (n.op() == "NoOp" && n.name() != "init") return n.name();
+  }
+  return "";
+}
+
+absl::Status RegisterInput(Session* session) {
+  data::Dataset ds = data::Dataset::Range(400).Batch(4);
+  return data::RegisterIterator(session->device()->resource_manager(), "", "input", ds);
+}
+
+float ReadW(MonitoredSession* ms) {
+  std::vector<Tensor> out;
+  EXPECT_TRUE(ms->session()->Run({}, {"w/Read/ReadVariableOp:0"}, {}, &out).ok() ||
+              ms->session()->Run({}, {"w:0"}, {}, &out).ok());
+  return out.empty() ? NAN : out[0].scalar<float>();
+}
+
+TEST(MonitoredSessionTest, InitsTrainsStopsSavesAndResumes) {
+  const std::string dir = MakeTempDir();
+  const tensorflow::GraphDef def = TrainGraph();
+  const std::string train = TrainTarget(def);
+  ASSERT_FALSE(train.empty());
+  MonitoredSessionOptions opts;
+  opts.checkpoint_dir = dir;
+  opts.save_checkpoint_steps = 5;
+  opts.save_checkpoint_secs = 0;
+  opts.setup = RegisterInput;
+
+  float w_after_12 = 0;
+  {
+    std::vector<std::unique_ptr<SessionRunHook>> hooks;
+    hooks.push_back(std::make_unique<StopAtStepHook>(StopAtStepHook::LastStep(12)));
+    auto ms = MonitoredSession::Create(opts, def, std::move(hooks));
+    ASSERT_TRUE(ms.ok()) << ms.status();
+    EXPECT_EQ((*ms)->restored_from(), "");
+    EXPECT_EQ((*ms)->global_step(), 0);
+    int runs = 0;
+    std::vector<Tensor> out;
+    while (!(*ms)->ShouldStop()) {
+      ASSERT_TRUE((*ms)->Run({}, {"loss:0"}, {train}, &out).ok());
+      ASSERT_EQ(out.size(), 1u);
+      ++runs;
+    }
+    EXPECT_EQ(runs, 12);
+    EXPECT_EQ((*ms)->global_step(), 12);
+    w_after_12 = ReadW(ms->get());
+    ASSERT_TRUE((*ms)->Close().ok());
+    // Saved at 5, 10 and (at Close) 12.
+    std::vector<std::string> ckpts = (*ms)->saver()->checkpoints();
+    ASSERT_EQ(ckpts.size(), 3u);
+    EXPECT_THAT(ckpts.back(), HasSubstr("model.ckpt-12"));
+  }
+  // The uninterrupted reference: 12 more steps from step 12 in the same
+  // session would read batches 12..23; a resumed session must read the same.
+  {
+    std::vector<std::unique_ptr<SessionRunHook>> hooks;
+    hooks.push_back(std::make_unique<StopAtStepHook>(StopAtStepHook::NumSteps(3)));
+    auto ms = MonitoredSession::Create(opts, def, std::move(hooks));
+    ASSERT_TRUE(ms.ok()) << ms.status();
+    EXPECT_THAT((*ms)->restored_from(), HasSubstr("model.ckpt-12"));
+    EXPECT_EQ((*ms)->global_step(), 12);
+    EXPECT_EQ(ReadW(ms->get()), w_after_12);
+    // The input continues at batch 12 (ids 48..51).
+    std::vector<Tensor> out;
+    ASSERT_TRUE((*ms)->Run({}, {"next:0"}, {train}, &out).ok());
+    EXPECT_EQ(out[0].flat<int64_t>()[0], 48);
+    while (!(*ms)->ShouldStop()) ASSERT_TRUE((*ms)->Run({}, {}, {train}, &out).ok());
+    EXPECT_EQ((*ms)->global_step(), 15);
+  }
+}
+
+TEST(MonitoredSessionTest, EndOfInputStops) {
+  const tensorflow::GraphDef def = TrainGraph();
+  MonitoredSessionOptions opts;
+  opts.setup = [](Session* s) {
+    return data::RegisterIterator(s->device()->resource_manager(), "", "input",
+                                  data::Dataset::Range(10).Batch(4));
+  };
+  auto ms = MonitoredSession::Create(opts, def);
+  ASSERT_TRUE(ms.ok()) << ms.status();
+  std::vector<Tensor> out;
+  int ok_runs = 0;
+  absl::Status s;
+  while (!(*ms)->ShouldStop()) {
+    s = (*ms)->Run({}, {}, {TrainTarget(def)}, &out);
+    if (s.ok()) ++ok_runs;
+  }
+  EXPECT_EQ(ok_runs, 3);  // 4 + 4 + 2 ids
+  EXPECT_TRUE(absl::IsOutOfRange(s)) << s;
+}
+
+TEST(MonitoredSessionTest, NanLossStopsWithStepAndValue) {
+  const tensorflow::GraphDef def = TrainGraph(/*with_iterator=*/false);
+  std::vector<std::unique_ptr<SessionRunHook>> hooks;
+  hooks.push_back(std::make_unique<NanLossHook>("loss:0"));
+  auto ms = MonitoredSession::Create({}, def, std::move(hooks));
+  ASSERT_TRUE(ms.ok()) << ms.status();
+  std::vector<Tensor> out;
+  const std::string train = TrainTarget(def);
+  ASSERT_TRUE((*ms)->Run({{"x", Tensor::FromVector<float>({1, 2})}}, {}, {train}, &out).ok());
+  absl::Status s =
+      (*ms)->Run({{"x", Tensor::FromVector<float>({NAN, 2})}}, {}, {train}, &out);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("NaN loss at step 2"));
+  EXPECT_THAT(s.message(), HasSubstr("loss:0"));
+  EXPECT_TRUE((*ms)->ShouldStop());
+  EXPECT_TRUE((*ms)->Close().ok());
+}
+
+TEST(MonitoredSessionTest, FailedStepIsNotSavedAtClose) {
+  const std::string dir = MakeTempDir();
+  const tensorflow::GraphDef def = TrainGraph(/*with_iterator=*/false);
+  MonitoredSessionOptions opts;
+  opts.checkpoint_dir = dir;
+  opts.save_checkpoint_secs = 0;
+  std::vector<std::unique_ptr<SessionRunHook>> hooks;
+  hooks.push_back(std::make_unique<NanLossHook>("loss:0"));
+  auto ms = MonitoredSession::Create(opts, def, std::move(hooks));
+  ASSERT_TRUE(ms.ok()) << ms.status();
+  std::vector<Tensor> out;
+  const std::string train = TrainTarget(def);
+  EXPECT_FALSE(
+      (*ms)->Run({{"x", Tensor::FromVector<float>({NAN})}}, {}, {train}, &out).ok());
+  EXPECT_TRUE((*ms)->Close().ok());
+  EXPECT_TRUE((*ms)->saver()->checkpoints().empty());
+}
+
+TEST(MonitoredSessionTest, BadCheckpointDirIsAClearError) {
+  const std::string dir = MakeTempDir();
+  // A state file naming a checkpoint whose index is corrupt.
+  {
+    std::ofstream(dir + "/checkpoint") << "model_checkpoint_path: \"model.ckpt-3\"\n";
+    std::ofstream(dir + "/model.ckpt-3.index") << "not a table";
+  }
+  MonitoredSessionOptions opts;
+  opts.checkpoint_dir = dir;
+  opts.setup = RegisterInput;
+  auto ms = MonitoredSession::Create(opts, TrainGraph());
+  ASSERT_FALSE(ms.ok());
+  EXPECT_THAT(ms.status().message(), HasSubstr("model.ckpt-3"));
+  // A failed Create saves nothing.
+  std::ifstream none(dir + "/model.ckpt-0.index");
+  EXPECT_FALSE(none.good());
+}
+
+TEST(HooksTest, ProgressLineFormat) {
+  EXPECT_EQ(ProgressHook::FormatLine(250, 1000, 123456.0, true, 0.5, 75, true),
+            "step 250/1000  25% [======                  ]  123456 ex/s  loss 0.5  ETA 1m15s");
+  EXPECT_EQ(ProgressHook::FormatLine(7, 0, 0, false, 0, -1, false), "step 7");
+  EXPECT_EQ(ProgressHook::FormatLine(10, 10, 5, false, 0, 0, false), "step 10/10 100%  5 ex/s  ETA 0s");
+}
+
+TEST(HooksTest, ProgressLogSummariesProfileAndEvaluation) {
+  const std::string dir = MakeTempDir();
+  const tensorflow::GraphDef def = TrainGraph(/*with_iterator=*/false);
+  std::FILE* log = std::tmpfile();
+  ASSERT_NE(log, nullptr);
+  auto writer = SummaryWriter::Create(Env::Default(), dir);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  std::vector<int64_t> evaluated;
+  std::vector<std::unique_ptr<SessionRunHook>> hooks;
+  hooks.push_back(std::make_unique<ProgressHook>(ProgressOptions{
+      .batch_size = 2, .total_steps = 10, .loss_tensor = "loss:0", .every_secs = 0,
+      .out = log, .mode = ProgressOptions::Mode::kLog}));
+  hooks.push_back(std::make_unique<SummarySaverHook>(
+      writer->get(), SummaryOptions{.every_steps = 5, .scalars = {{"loss", "loss:0"}},
+                                    .batch_size = 2}));
+  hooks.push_back(std::make_unique<ProfilerHook>(3, dir + "/step3.json"));
+  hooks.push_back(std::make_unique<EvaluationHook>(4, [&](Session*, int64_t step) {
+    evaluated.push_back(step);
+    return absl::OkStatus();
+  }));
+  hooks.push_back(std::make_unique<StopAtStepHook>(StopAtStepHook::LastStep(10)));
+  auto ms = MonitoredSession::Create({}, def, std::move(hooks));
+  ASSERT_TRUE(ms.ok()) << ms.status();
+  std::vector<Tensor> out;
+  while (!(*ms)->ShouldStop()) {
+    ASSERT_TRUE(
+        (*ms)->Run({{"x", Tensor::FromVector<float>({1, 2})}}, {}, {TrainTarget(def)}, &out).ok());
+  }
+  ASSERT_TRUE((*ms)->Close().ok());
+  ASSERT_TRUE((*writer)->Close().ok());
+
+  std::fseek(log, 0, SEEK_SET);
+  std::string text(4096, '\0');
+  text.resize(std::fread(text.data(), 1, text.size(), log));
+  std::fclose(log);
+  EXPECT_THAT(text, HasSubstr("step 1/10"));
+  EXPECT_THAT(text, HasSubstr("step 10/10 100%"));
+  EXPECT_THAT(text, HasSubstr("loss "));
+  EXPECT_EQ(text.find('\r'), std::string::npos);  // log mode: plain lines
+
+  const std::string events = ReadFile((*writer)->path());
+  EXPECT_THAT(events, HasSubstr("examples_per_sec"));
+  EXPECT_THAT(events, HasSubstr("loss"));
+  const std::string trace = ReadFile(dir + "/step3.json");
+  EXPECT_THAT(trace, HasSubstr("traceEvents"));
+  EXPECT_THAT(trace, HasSubstr("ApplyGradientDescent"));
+  EXPECT_EQ(evaluated, (std::vector<int64_t>{4, 8, 10}));
+}
+
+}  // namespace
+}  // namespace recflow::train
