@@ -84,6 +84,28 @@ IndexedSlices ConcatSlices(const Scope& scope,
           terms[0].dense_shape};
 }
 
+// A variable or a hash embedding table.
+absl::Status CheckIsVariableOrTable(const Output& var) {
+  if (IsHashTable(var)) return absl::OkStatus();
+  if (var.valid() && CheckIsVariable(var).ok()) return absl::OkStatus();
+  if (!var.valid()) {
+    return errors::InvalidArgument(
+        "expected a variable, got an invalid Output");
+  }
+  return errors::InvalidArgument(
+      "'", var.name(), "' (", var.node()->op(),
+      ") is not a variable; expected the output of a VariableV2, "
+      "VarHandleOp or HashEmbeddingTableOp node");
+}
+
+// True when `indices` are distinct by construction (EmbeddingBagGrad's
+// unique ids), so the merge of duplicates before a sparse update (of a
+// table or a variable) can be skipped.
+bool DistinctIds(const Output& indices) {
+  return indices.node() != nullptr && indices.index() == 0 &&
+         indices.node()->op() == "EmbeddingBagGrad";
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<GradAndVar>> Optimizer::ComputeGradients(
@@ -107,9 +129,9 @@ absl::StatusOr<std::vector<GradAndVar>> Optimizer::ComputeGradients(
   std::vector<std::pair<size_t, size_t>>
       ranges;  // per variable: [begin, end) in xs
   for (const Output& var : var_list) {
-    RETURN_IF_ERROR(CheckIsVariable(var));
+    RETURN_IF_ERROR(CheckIsVariableOrTable(var));
     const size_t begin = xs.size();
-    if (IsResourceVariable(var)) {
+    if (IsResourceVariable(var) || IsHashTable(var)) {
       for (const Edge* e : var.node()->out_edges()) {
         if (!e->IsControlEdge() && e->dst->op() == "ReadVariableOp")
           xs.push_back(Output(e->dst));
@@ -135,6 +157,20 @@ absl::StatusOr<std::vector<GradAndVar>> Optimizer::ComputeGradients(
     }
     GradAndVar gv{.grad = Output(), .var = var_list[i]};
     const Scope grad_scope = scope.NewSubScope("gradients");
+    if (IsHashTable(var_list[i])) {
+      // Always sparse: an unbounded table has no dense form.
+      if (!dense.empty()) {
+        return errors::InvalidArgument(
+            name_, ": hash embedding table '", VariableName(var_list[i]),
+            "' received a dense gradient ('", dense[0].name(),
+            "'); only its lookup ops (HashEmbeddingBag, HashEmbeddingLookup) "
+            "may consume the handle in a differentiated path");
+      }
+      if (!sparse.empty()) gv.sparse_grad = ConcatSlices(grad_scope, sparse);
+      RETURN_IF_ERROR(scope.status());
+      out.push_back(gv);
+      continue;
+    }
     if (!sparse.empty() && dense.empty() && options.keep_sparse) {
       gv.sparse_grad = ConcatSlices(grad_scope, sparse);
     } else {
@@ -162,7 +198,7 @@ absl::StatusOr<Output> Optimizer::ApplyGradients(
   std::vector<std::string> all_names;
   std::set<std::string> seen;
   for (const GradAndVar& gv : grads_and_vars) {
-    RETURN_IF_ERROR(CheckIsVariable(gv.var));
+    RETURN_IF_ERROR(CheckIsVariableOrTable(gv.var));
     const std::string& var_name = VariableName(gv.var);
     if (!seen.insert(var_name).second) {
       return errors::InvalidArgument(name_, ": variable '", var_name,
@@ -175,6 +211,23 @@ absl::StatusOr<Output> Optimizer::ApplyGradients(
           "' has both a dense and a sparse gradient; give one");
     }
     if (!gv.grad.valid() && !gv.sparse_grad.valid()) continue;
+    if (IsHashTable(gv.var)) {
+      if (gv.grad.valid()) {
+        return errors::InvalidArgument(
+            name_, ": hash embedding table '", var_name,
+            "' has a dense gradient; a table takes sparse gradients "
+            "(IndexedSlices of raw int64 ids and float rows)");
+      }
+      if (!gv.sparse_grad.indices.valid() ||
+          BaseType(gv.sparse_grad.indices.type()) != DT_INT64 ||
+          BaseType(gv.sparse_grad.values.type()) != DT_FLOAT) {
+        return errors::InvalidArgument(
+            name_, ": the sparse gradient of hash embedding table '",
+            var_name, "' must have int64 indices and float values");
+      }
+      todo.push_back(gv);
+      continue;
+    }
     const DataType dtype = VariableDtype(gv.var);
     if (dtype != DT_FLOAT && dtype != DT_DOUBLE) {
       return errors::InvalidArgument(
@@ -215,13 +268,14 @@ absl::StatusOr<Output> Optimizer::ApplyGradients(
   // Slots and non-slot variables, named from the caller's scope.
   std::vector<Output> vars;
   for (const GradAndVar& gv : todo) {
+    if (IsHashTable(gv.var)) continue;  // the table holds its slots
     vars.push_back(gv.var);
     if (slots_.count(VariableName(gv.var)) == 0) {
       slots_[VariableName(gv.var)];  // created (possibly with no slots)
       RETURN_IF_ERROR(CreateSlots(scope, gv.var));
     }
   }
-  if (!non_slots_created_) {
+  if (!non_slots_created_ && !vars.empty()) {
     RETURN_IF_ERROR(CreateNonSlotVariables(scope, vars));
     non_slots_created_ = true;
   }
@@ -251,21 +305,52 @@ absl::StatusOr<Output> Optimizer::ApplyGradients(
     }
   }
   const Scope after_grads = opt_scope.WithControlDependencies(all_grads);
+  // The step of the table updates (see the class comment), made once.
+  Output table_step;
   std::vector<Output> updates;
   for (const GradAndVar& gv : todo) {
     const Scope update_scope =
         after_grads.NewSubScope("update_" + VariableName(gv.var));
     Output update;
-    if (gv.grad.valid()) {
+    if (IsHashTable(gv.var)) {
+      if (!table_step.valid()) {
+        const Scope step_scope = opt_scope.NewSubScope("table_step");
+        if (global_step.valid()) {
+          Output gs = ReadValue(step_scope, global_step);
+          if (BaseType(gs.type()) != DT_INT64) {
+            gs = ops::Cast(step_scope, gs, DT_INT64);
+          }
+          table_step =
+              ops::Add(step_scope, gs, ops::Const(step_scope, int64_t{1}));
+        } else {
+          table_step = ops::Const(step_scope, int64_t{0});
+        }
+      }
+      IndexedSlices merged = gv.sparse_grad;
+      if (!DistinctIds(merged.indices)) {
+        ops::UniqueOutputs unique = ops::Unique(update_scope, merged.indices);
+        merged.values =
+            ops::UnsortedSegmentSum(update_scope, merged.values, unique.idx,
+                                    ops::Size(update_scope, unique.y));
+        merged.indices = unique.y;
+      }
+      RETURN_IF_ERROR(scope.status());
+      ASSIGN_OR_RETURN(update,
+                       ApplyTable(update_scope, merged, gv.var, table_step));
+    } else if (gv.grad.valid()) {
       ASSIGN_OR_RETURN(update, ApplyDense(update_scope, gv.grad, gv.var));
     } else {
-      // TensorFlow's _apply_sparse_duplicate_indices: one row per index.
+      // TensorFlow's _apply_sparse_duplicate_indices: one row per index
+      // (not needed when the indices are distinct by construction).
       const IndexedSlices& g = gv.sparse_grad;
-      ops::UniqueOutputs unique = ops::Unique(update_scope, g.indices);
-      const IndexedSlices merged{
-          ops::UnsortedSegmentSum(update_scope, g.values, unique.idx,
-                                  ops::Size(update_scope, unique.y)),
-          unique.y, g.dense_shape};
+      IndexedSlices merged = g;
+      if (!DistinctIds(g.indices)) {
+        ops::UniqueOutputs unique = ops::Unique(update_scope, g.indices);
+        merged = IndexedSlices{
+            ops::UnsortedSegmentSum(update_scope, g.values, unique.idx,
+                                    ops::Size(update_scope, unique.y)),
+            unique.y, g.dense_shape};
+      }
       RETURN_IF_ERROR(scope.status());
       ASSIGN_OR_RETURN(update, ApplySparse(update_scope, merged, gv.var));
     }
@@ -291,6 +376,15 @@ absl::StatusOr<Output> Optimizer::ApplySparse(const Scope& scope,
   Output dense = IndexedSlicesToDense(scope, grad);
   RETURN_IF_ERROR(scope.status());
   return ApplyDense(scope, dense, var);
+}
+
+absl::StatusOr<Output> Optimizer::ApplyTable(const Scope& scope,
+                                             const IndexedSlices& grad,
+                                             const Output& table,
+                                             const Output& step) {
+  return errors::Unimplemented(
+      name_, " cannot update hash embedding table '", VariableName(table),
+      "': tables are trained by GradientDescent, Adagrad, Adam and Ftrl");
 }
 
 Output Optimizer::GetSlot(const Output& var,

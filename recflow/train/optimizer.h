@@ -37,6 +37,24 @@
 // Slots need variables with fully defined shapes. Names are under the scope
 // passed in (pass the root scope for TensorFlow's names).
 //
+// Hash embedding tables (train::HashEmbeddingTable in variables.h, or any
+// HashEmbeddingTableOp output) may be in var_list and are found by an empty
+// var_list when trainable. Their gradient is always sparse (IndexedSlices of
+// raw ids, ops/hash_table_grad.cc), also with keep_sparse = false, since an
+// unbounded table has no dense form. ApplyGradients merges duplicate ids
+// (skipped when the ids come straight from EmbeddingBagGrad, already unique)
+// and emits the optimizer's table op (ApplyTable): HashTableApplyGradientDescent,
+// HashTableApplyAdagrad (epsilon 0, as ApplyAdagrad), HashTableApplyAdam
+// (lazy, whatever lazy_sparse says), HashTableApplyFtrl(V2 semantics);
+// Momentum, AdamW and other optimizers give Unimplemented naming the
+// optimizer and the table. No slot variables are created for a table: each
+// row carries the slots of the optimizer the table was created for (the
+// table's own initial_accumulator_value applies, not the optimizer's). The
+// update's step input is global_step + 1 when a global step is given (the
+// rows' versions and eviction ages then count global steps, and Adam's bias
+// correction uses t = global_step + 1, as the beta powers of dense
+// variables do), else 0 (the table's clock + 1: its own update count).
+//
 // Slot and non-slot variables are created through train::Variable, so
 // GlobalVariablesInitializer() initializes them; InitOps() lists this
 // optimizer's own initializers.
@@ -160,6 +178,14 @@ class Optimizer {
   virtual absl::StatusOr<Output> ApplySparse(const Scope& scope,
                                              const IndexedSlices& grad,
                                              const Output& var);
+  // The update of the rows grad.indices (distinct raw ids, int64) of the hash
+  // table `table`, with gradient rows grad.values (float [U, dim]) and `step`
+  // (int64 scalar, see the class comment). Default: Unimplemented naming the
+  // optimizer and the table.
+  virtual absl::StatusOr<Output> ApplyTable(const Scope& scope,
+                                            const IndexedSlices& grad,
+                                            const Output& table,
+                                            const Output& step);
   // Bookkeeping after the updates; returns what the train op groups.
   // Default: the updates.
   virtual absl::StatusOr<std::vector<Output>> Finish(
@@ -218,6 +244,10 @@ class GradientDescentOptimizer : public Optimizer {
   absl::StatusOr<Output> ApplySparse(const Scope& scope,
                                      const IndexedSlices& grad,
                                      const Output& var) override;
+  absl::StatusOr<Output> ApplyTable(const Scope& scope,
+                                    const IndexedSlices& grad,
+                                    const Output& table,
+                                    const Output& step) override;
 
  private:
   GradientDescentOptions options_;
@@ -273,6 +303,10 @@ class AdagradOptimizer : public Optimizer {
   absl::StatusOr<Output> ApplySparse(const Scope& scope,
                                      const IndexedSlices& grad,
                                      const Output& var) override;
+  absl::StatusOr<Output> ApplyTable(const Scope& scope,
+                                    const IndexedSlices& grad,
+                                    const Output& table,
+                                    const Output& step) override;
 
  private:
   AdagradOptions options_;
@@ -316,6 +350,10 @@ class AdamOptimizer : public Optimizer {
   absl::StatusOr<Output> ApplySparse(const Scope& scope,
                                      const IndexedSlices& grad,
                                      const Output& var) override;
+  absl::StatusOr<Output> ApplyTable(const Scope& scope,
+                                    const IndexedSlices& grad,
+                                    const Output& table,
+                                    const Output& step) override;
   absl::StatusOr<std::vector<Output>> Finish(
       const Scope& scope, std::vector<Output> update_ops) override;
 
@@ -375,6 +413,10 @@ class FtrlOptimizer : public Optimizer {
   absl::StatusOr<Output> ApplySparse(const Scope& scope,
                                      const IndexedSlices& grad,
                                      const Output& var) override;
+  absl::StatusOr<Output> ApplyTable(const Scope& scope,
+                                    const IndexedSlices& grad,
+                                    const Output& table,
+                                    const Output& step) override;
 
  private:
   FtrlOptions options_;

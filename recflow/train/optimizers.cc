@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "recflow/core/status.h"
+#include "recflow/ops/hash_table_ops.h"
 #include "recflow/ops/math_ops.h"
 #include "recflow/ops/sparse_training_ops.h"
 #include "recflow/ops/training_ops.h"
@@ -57,6 +58,14 @@ absl::StatusOr<Output> GradientDescentOptimizer::ApplySparse(
                                                        grad.indices, attrs)
              : ops::SparseApplyGradientDescent(scope, var, lr, grad.values,
                                                grad.indices, attrs);
+}
+
+absl::StatusOr<Output> GradientDescentOptimizer::ApplyTable(
+    const Scope& scope, const IndexedSlices& grad, const Output& table,
+    const Output& step) {
+  Output lr = Hyper("learning_rate", options_.learning_rate, DT_FLOAT);
+  return ops::HashTableApplyGradientDescent(scope, table, grad.indices,
+                                            grad.values, lr, step);
 }
 
 // --- Momentum ----------------------------------------------------------------
@@ -141,6 +150,16 @@ absl::StatusOr<Output> AdagradOptimizer::ApplySparse(const Scope& scope,
                                               grad.indices, attrs)
              : ops::SparseApplyAdagrad(scope, var, accum, lr, grad.values,
                                       grad.indices, attrs);
+}
+
+absl::StatusOr<Output> AdagradOptimizer::ApplyTable(const Scope& scope,
+                                                    const IndexedSlices& grad,
+                                                    const Output& table,
+                                                    const Output& step) {
+  Output lr = Hyper("learning_rate", options_.learning_rate, DT_FLOAT);
+  Output epsilon = Hyper("epsilon", 0.0, DT_FLOAT);  // ApplyAdagrad's rule
+  return ops::HashTableApplyAdagrad(scope, table, grad.indices, grad.values,
+                                    lr, epsilon, step);
 }
 
 // --- Adam and AdamW ----------------------------------------------------------
@@ -237,8 +256,26 @@ absl::StatusOr<Output> AdamOptimizer::ApplySparse(const Scope& scope,
                                     grad.indices, attrs);
 }
 
+absl::StatusOr<Output> AdamOptimizer::ApplyTable(const Scope& scope,
+                                                 const IndexedSlices& grad,
+                                                 const Output& table,
+                                                 const Output& step) {
+  if (decoupled_weight_decay_) {
+    return errors::Unimplemented(
+        name(), " cannot update hash embedding table '", VariableName(table),
+        "': decoupled weight decay would touch every row; use Adam");
+  }
+  Output lr = Hyper("learning_rate", options_.learning_rate, DT_FLOAT);
+  Output beta1 = Hyper("beta1", options_.beta1, DT_FLOAT);
+  Output beta2 = Hyper("beta2", options_.beta2, DT_FLOAT);
+  Output epsilon = Hyper("epsilon", options_.epsilon, DT_FLOAT);
+  return ops::HashTableApplyAdam(scope, table, grad.indices, grad.values, lr,
+                                 beta1, beta2, epsilon, step);
+}
+
 absl::StatusOr<std::vector<Output>> AdamOptimizer::Finish(
     const Scope& scope, std::vector<Output> update_ops) {
+  if (!beta1_power_.valid()) return update_ops;  // only tables so far
   // beta_power *= beta, after every update has read it.
   const Scope after = scope.WithControlDependencies(update_ops);
   const DataType dtype = VariableDtype(beta1_power_);
@@ -362,6 +399,30 @@ absl::StatusOr<Output> FtrlOptimizer::ApplySparse(const Scope& scope,
                   : ops::SparseApplyFtrlV2(scope, var, accum, linear, g, i, lr,
                                            l1, l2, l2_shrinkage, lr_power,
                                            attrs);
+}
+
+absl::StatusOr<Output> FtrlOptimizer::ApplyTable(const Scope& scope,
+                                                 const IndexedSlices& grad,
+                                                 const Output& table,
+                                                 const Output& step) {
+  if (options_.learning_rate_power.is_constant() &&
+      !(options_.learning_rate_power.value() <= 0)) {
+    return errors::InvalidArgument(name(),
+                                   ": learning_rate_power must be <= 0, got ",
+                                   options_.learning_rate_power.value());
+  }
+  Output lr = Hyper("learning_rate", options_.learning_rate, DT_FLOAT);
+  Output l1 = Hyper("l1_regularization_strength",
+                    options_.l1_regularization_strength, DT_FLOAT);
+  Output l2 = Hyper("l2_regularization_strength",
+                    options_.l2_regularization_strength, DT_FLOAT);
+  Output l2_shrinkage =
+      Hyper("l2_shrinkage_regularization_strength",
+            options_.l2_shrinkage_regularization_strength, DT_FLOAT);
+  Output lr_power =
+      Hyper("learning_rate_power", options_.learning_rate_power, DT_FLOAT);
+  return ops::HashTableApplyFtrl(scope, table, grad.indices, grad.values, lr,
+                                 l1, l2, l2_shrinkage, lr_power, step);
 }
 
 }  // namespace recflow::train

@@ -100,12 +100,42 @@ std::vector<Output> TrainableVariables(const Graph& graph) {
   std::vector<Output> out;
   for (const auto& node : graph.nodes()) {
     bool trainable = false;
-    if (IsVariableNode(*node) &&
+    if ((IsVariableNode(*node) || node->op() == "HashEmbeddingTableOp") &&
         BoolAttr(*node, internal::kTrainableAttr, &trainable) && trainable) {
       out.push_back(Output(node.get()));
     }
   }
   return out;
+}
+
+Output HashEmbeddingTable(const Scope& scope, absl::string_view name,
+                          const ops::HashEmbeddingTableAttrs& attrs,
+                          const HashEmbeddingTableOptions& options) {
+  if (!scope.ok()) return Output();
+  const std::string full_name = scope.GetUniqueNameForOp(name);
+  ops::HashEmbeddingTableAttrs a = attrs;
+  if (a.shared_name.empty()) a.shared_name = full_name;
+  NodeBuilder b(full_name, "HashEmbeddingTableOp");
+  ops::SetHashEmbeddingTableAttrs(b, a).Attr(internal::kTrainableAttr,
+                                             options.trainable);
+  Node* node = scope.AddNode(b);
+  return node == nullptr ? Output() : Output(node);
+}
+
+std::vector<Output> HashTables(const Graph& graph) {
+  std::vector<Output> out;
+  for (const auto& node : graph.nodes()) {
+    bool trainable = false;
+    if (node->op() == "HashEmbeddingTableOp" &&
+        BoolAttr(*node, internal::kTrainableAttr, &trainable)) {
+      out.push_back(Output(node.get()));
+    }
+  }
+  return out;
+}
+
+bool IsHashTable(const Output& var) {
+  return var.valid() && var.node()->op() == "HashEmbeddingTableOp";
 }
 
 bool IsResourceVariable(const Output& var) {

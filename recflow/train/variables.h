@@ -33,6 +33,7 @@
 #include "absl/strings/string_view.h"
 #include "recflow/framework/graph.h"
 #include "recflow/framework/scope.h"
+#include "recflow/ops/hash_table_ops.h"
 
 namespace recflow::train {
 
@@ -60,8 +61,37 @@ Output GlobalVariablesInitializer(const Scope& scope);
 std::vector<Output> GlobalVariableInitializers(const Graph& graph);
 // Variables created by Variable() (and optimizers' slots), in creation order.
 std::vector<Output> GlobalVariables(const Graph& graph);
-// Those of them created trainable.
+// Those of them created trainable, and the trainable hash tables
+// (HashEmbeddingTable() above), in creation order.
 std::vector<Output> TrainableVariables(const Graph& graph);
+
+// --- Hash embedding tables as trainable state -------------------------------
+//
+// A hash embedding table (ops/hash_table_ops.h, embedding/) is trained like
+// a variable: Optimizer::Minimize finds it through TrainableVariables(),
+// differentiates the loss with respect to its handle (a sparse gradient over
+// raw ids) and updates it with the optimizer's HashTableApply* op. The
+// table holds its own optimizer slots, so no slot variables are created,
+// and it needs no initializer (rows are created on lookup).
+
+struct HashEmbeddingTableOptions {
+  // Listed by TrainableVariables() (so Minimize with no var_list trains it).
+  bool trainable = true;
+};
+
+// A HashEmbeddingTableOp node named `name` (under the scope's prefix, made
+// unique) with `attrs`; attrs.shared_name empty means the node's full name.
+// Returns the table handle; on error an invalid Output, with the error
+// recorded in the scope.
+Output HashEmbeddingTable(const Scope& scope, absl::string_view name,
+                          const ops::HashEmbeddingTableAttrs& attrs,
+                          const HashEmbeddingTableOptions& options = {});
+// Tables created by HashEmbeddingTable(), in creation order (trainable or
+// not). They are not in GlobalVariables(): a checkpoint saves them with
+// train/table_saveable.h, not as variables.
+std::vector<Output> HashTables(const Graph& graph);
+// True for the output of a HashEmbeddingTableOp node.
+bool IsHashTable(const Output& var);
 
 // --- Working with a variable Output (ref or handle) ------------------------
 

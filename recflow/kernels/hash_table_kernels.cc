@@ -1,0 +1,503 @@
+// CPU kernels for the hash embedding table ops (ops/hash_table_ops.cc):
+// HashEmbeddingTableOp, HashEmbeddingBag, HashEmbeddingLookup and the
+// HashTableApply* optimizer steps, over embedding::HashEmbeddingTable.
+//
+// HashEmbeddingTableOp parses and validates the table options once, in its
+// constructor; Compute finds or creates the table in the device's
+// ResourceMgr (EmbeddingTableResource::LookupOrCreate) and returns a handle
+// that carries the resource, so the consumers never look it up by name.
+//
+// HashEmbeddingBag checks row_splits first (O(B)), gathers the N rows with
+// one HashEmbeddingTable::Lookup (grouped by shard, parallel over shards on
+// the intra-op pool), then combines them per example, sharded over examples
+// on the pool (each example by one thread: deterministic, no atomics).
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "recflow/embedding/embedding_resource.h"
+#include "recflow/embedding/hash_embedding_table.h"
+#include "recflow/framework/op_kernel.h"
+#include "recflow/kernels/array_copy.h"
+
+namespace recflow {
+namespace {
+
+using array_kernels::ParallelRange;
+using embedding::EmbeddingTableOptions;
+using embedding::EmbeddingTableResource;
+using embedding::HashEmbeddingTable;
+using embedding::LookupMode;
+
+// --- HashEmbeddingTableOp ---------------------------------------------------
+
+absl::Status ParseOptions(OpKernelConstruction* c, EmbeddingTableOptions* o) {
+  int64_t i64 = 0;
+  std::string s;
+  RETURN_IF_ERROR(c->GetAttr("dim", &o->dim));
+  RETURN_IF_ERROR(c->GetAttr("optimizer", &s));
+  if (s == "sgd") {
+    o->optimizer = embedding::OptimizerKind::kSgd;
+  } else if (s == "adagrad") {
+    o->optimizer = embedding::OptimizerKind::kAdagrad;
+  } else if (s == "adam") {
+    o->optimizer = embedding::OptimizerKind::kAdam;
+  } else if (s == "ftrl") {
+    o->optimizer = embedding::OptimizerKind::kFtrl;
+  } else {
+    return errors::InvalidArgument(
+        "optimizer must be 'sgd', 'adagrad', 'adam' or 'ftrl', not '", s, "'");
+  }
+  RETURN_IF_ERROR(
+      c->GetAttr("initial_accumulator_value", &o->initial_accumulator_value));
+  using InitKind = embedding::InitializerOptions::Kind;
+  RETURN_IF_ERROR(c->GetAttr("initializer", &s));
+  if (s == "zeros") {
+    o->initializer.kind = InitKind::kZeros;
+  } else if (s == "constant") {
+    o->initializer.kind = InitKind::kConstant;
+  } else if (s == "uniform") {
+    o->initializer.kind = InitKind::kUniform;
+  } else if (s == "normal") {
+    o->initializer.kind = InitKind::kNormal;
+  } else if (s == "truncated_normal") {
+    o->initializer.kind = InitKind::kTruncatedNormal;
+  } else {
+    return errors::InvalidArgument(
+        "initializer must be 'zeros', 'constant', 'uniform', 'normal' or "
+        "'truncated_normal', not '",
+        s, "'");
+  }
+  RETURN_IF_ERROR(c->GetAttr("init_value", &o->initializer.value));
+  RETURN_IF_ERROR(c->GetAttr("init_minval", &o->initializer.minval));
+  RETURN_IF_ERROR(c->GetAttr("init_maxval", &o->initializer.maxval));
+  RETURN_IF_ERROR(c->GetAttr("init_mean", &o->initializer.mean));
+  RETURN_IF_ERROR(c->GetAttr("init_stddev", &o->initializer.stddev));
+  RETURN_IF_ERROR(c->GetAttr("seed", &i64));
+  o->seed = static_cast<uint64_t>(i64);
+  RETURN_IF_ERROR(c->GetAttr("num_shards", &i64));
+  if (i64 < 1 || i64 > 4096) {
+    return errors::InvalidArgument(
+        "num_shards must be a power of two in [1, 4096], got ", i64);
+  }
+  o->num_shards = static_cast<int>(i64);
+  RETURN_IF_ERROR(c->GetAttr("default_value", &o->default_value));
+  using AdmitKind = embedding::AdmissionOptions::Kind;
+  RETURN_IF_ERROR(c->GetAttr("admission", &s));
+  if (s == "always") {
+    o->admission.kind = AdmitKind::kAlways;
+  } else if (s == "count") {
+    o->admission.kind = AdmitKind::kCount;
+  } else if (s == "probability") {
+    o->admission.kind = AdmitKind::kProbability;
+  } else {
+    return errors::InvalidArgument(
+        "admission must be 'always', 'count' or 'probability', not '", s, "'");
+  }
+  RETURN_IF_ERROR(c->GetAttr("admission_min_count", &o->admission.min_count));
+  float p = 1.0f;
+  RETURN_IF_ERROR(c->GetAttr("admission_probability", &p));
+  o->admission.probability = p;
+  RETURN_IF_ERROR(c->GetAttr("sketch_width", &o->admission.sketch_width));
+  RETURN_IF_ERROR(c->GetAttr("sketch_depth", &i64));
+  if (i64 < 1 || i64 > 64) {
+    return errors::InvalidArgument("sketch_depth must be in [1, 64], got ",
+                                   i64);
+  }
+  o->admission.sketch_depth = static_cast<int>(i64);
+  RETURN_IF_ERROR(c->GetAttr("max_age_steps", &o->eviction.max_age_steps));
+  RETURN_IF_ERROR(c->GetAttr("min_frequency", &o->eviction.min_frequency));
+  RETURN_IF_ERROR(c->GetAttr("nonfinite_gradients", &s));
+  if (s == "skip_row") {
+    o->nonfinite_gradients = embedding::NonFinitePolicy::kSkipRow;
+  } else if (s == "apply") {
+    o->nonfinite_gradients = embedding::NonFinitePolicy::kApply;
+  } else if (s == "error") {
+    o->nonfinite_gradients = embedding::NonFinitePolicy::kError;
+  } else {
+    return errors::InvalidArgument(
+        "nonfinite_gradients must be 'skip_row', 'apply' or 'error', not '", s,
+        "'");
+  }
+  return embedding::Validate(*o);
+}
+
+class HashEmbeddingTableOp : public OpKernel {
+ public:
+  explicit HashEmbeddingTableOp(OpKernelConstruction* c) : OpKernel(c) {
+    c->SetStatus(c->GetAttr("container", &container_));
+    c->SetStatus(c->GetAttr("shared_name", &name_));
+    if (container_.empty()) {
+      container_ = c->resource_manager()->default_container();
+    }
+    if (name_.empty()) name_ = c->def().name();
+    options_.name = name_;
+    c->SetStatus(errors::Annotate(
+        ParseOptions(c, &options_),
+        absl::StrCat("HashEmbeddingTableOp '", c->def().name(), "'")));
+    device_ = c->device()->name();
+  }
+  bool IsExpensive() const override { return false; }
+
+  void Compute(OpKernelContext* ctx) override {
+    auto res = EmbeddingTableResource::LookupOrCreate(
+        ctx->resource_manager(), container_, name_, options_);
+    OP_REQUIRES_OK(ctx, res.status());
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape(), &out));
+    ResourceHandle handle(device_, container_, name_,
+                          ResourceMgr::TypeName<EmbeddingTableResource>());
+    handle.set_resource(*std::move(res));
+    out->scalar<ResourceHandle>() = std::move(handle);
+  }
+
+ private:
+  std::string container_, name_, device_;
+  EmbeddingTableOptions options_;
+};
+
+// --- Shared helpers ----------------------------------------------------------
+
+// The table behind the handle in input `input`.
+absl::StatusOr<std::shared_ptr<EmbeddingTableResource>> LookupTable(
+    OpKernelContext* ctx, int input) {
+  const Tensor& t = ctx->input(input);
+  if (t.dtype() != DT_RESOURCE || t.NumElements() != 1) {
+    return errors::InvalidArgument(
+        "table must be a scalar resource handle, got ", t.DebugString());
+  }
+  const ResourceHandle& h = t.scalar<ResourceHandle>();
+  if (h.resource() != nullptr) {
+    auto res = std::dynamic_pointer_cast<EmbeddingTableResource>(h.resource());
+    if (res == nullptr) {
+      return errors::InvalidArgument("resource ", h.DebugString(),
+                                     " is not a hash embedding table");
+    }
+    return res;
+  }
+  return EmbeddingTableResource::Lookup(*ctx->resource_manager(), h.container(),
+                                        h.name());
+}
+
+absl::Status CheckDim(const HashEmbeddingTable& table, int64_t dim) {
+  if (table.dim() != dim) {
+    return errors::InvalidArgument("embedding table '", table.name(),
+                                   "' has dim ", table.dim(),
+                                   " but the op's dim attr is ", dim);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<LookupMode> ParseMode(const std::string& mode) {
+  if (mode == "train") return LookupMode::kTrain;
+  if (mode == "serve") return LookupMode::kReadOnly;
+  return errors::InvalidArgument("mode must be 'train' or 'serve', not '", mode,
+                                 "'");
+}
+
+enum class Combiner { kSum, kMean, kSqrtN };
+
+absl::StatusOr<Combiner> ParseCombiner(const std::string& s) {
+  if (s == "sum") return Combiner::kSum;
+  if (s == "mean") return Combiner::kMean;
+  if (s == "sqrtn") return Combiner::kSqrtN;
+  return errors::InvalidArgument(
+      "combiner must be 'sum', 'mean' or 'sqrtn', not '", s, "'");
+}
+
+// --- HashEmbeddingBag --------------------------------------------------------
+
+absl::Status CheckBagInputs(const Tensor& ids, const Tensor& splits,
+                            const Tensor& weights) {
+  if (ids.dims() != 1) {
+    return errors::InvalidArgument("ids must be a vector [N], but has shape ",
+                                   ids.shape().DebugString());
+  }
+  const int64_t nnz = ids.dim_size(0);
+  if (weights.dims() != 1 ||
+      (weights.dim_size(0) != 0 && weights.dim_size(0) != nnz)) {
+    return errors::InvalidArgument(
+        "per_id_weights ", weights.shape().DebugString(),
+        " must be empty or match ids ", ids.shape().DebugString());
+  }
+  if (splits.dims() != 1 || splits.dim_size(0) < 1) {
+    return errors::InvalidArgument(
+        "row_splits must be a vector of B + 1 >= 1 elements, but has shape ",
+        splits.shape().DebugString());
+  }
+  const int64_t* s = splits.data<int64_t>();
+  const int64_t n = splits.dim_size(0);
+  if (s[0] != 0) {
+    return errors::InvalidArgument("row_splits[0] = ", s[0], "; it must be 0");
+  }
+  for (int64_t b = 1; b < n; ++b) {
+    if (s[b] < s[b - 1]) {
+      return errors::InvalidArgument(
+          "row_splits must be non-decreasing, but row_splits[", b - 1,
+          "] = ", s[b - 1], " > row_splits[", b, "] = ", s[b]);
+    }
+  }
+  if (s[n - 1] != nnz) {
+    return errors::InvalidArgument("row_splits[", n - 1, "] = ", s[n - 1],
+                                   " must equal the number of ids (", nnz, ")");
+  }
+  return absl::OkStatus();
+}
+
+// dst[k] += a * x[k]; blocks of 8 so -O2 vectorizes.
+inline void AxpyRow(float* __restrict dst, const float* __restrict x, float a,
+                    int64_t n) {
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8) {
+    for (int u = 0; u < 8; ++u) dst[k + u] += a * x[k + u];
+  }
+  for (; k < n; ++k) dst[k] += a * x[k];
+}
+
+class HashEmbeddingBagOp : public OpKernel {
+ public:
+  explicit HashEmbeddingBagOp(OpKernelConstruction* c) : OpKernel(c) {
+    std::string s;
+    c->SetStatus(c->GetAttr("dim", &dim_));
+    c->SetStatus(c->GetAttr("combiner", &s));
+    auto combiner = ParseCombiner(s);
+    c->SetStatus(combiner.status());
+    if (combiner.ok()) combiner_ = *combiner;
+    c->SetStatus(c->GetAttr("mode", &s));
+    auto mode = ParseMode(s);
+    c->SetStatus(mode.status());
+    if (mode.ok()) mode_ = *mode;
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    auto res = LookupTable(ctx, 0);
+    OP_REQUIRES_OK(ctx, res.status());
+    HashEmbeddingTable* table = (*res)->table();
+    OP_REQUIRES_OK(ctx, CheckDim(*table, dim_));
+    const Tensor& ids = ctx->input(1);
+    const Tensor& splits = ctx->input(2);
+    const Tensor& weights = ctx->input(3);
+    OP_REQUIRES_OK(ctx, CheckBagInputs(ids, splits, weights));
+    const int64_t nnz = ids.dim_size(0), batch = splits.dim_size(0) - 1;
+    const int64_t dim = dim_;
+    // The rows of every position, then the combination per example.
+    std::vector<float> rows(static_cast<size_t>(nnz * dim));
+    OP_REQUIRES_OK(
+        ctx, table->Lookup(absl::MakeConstSpan(ids.data<int64_t>(), nnz),
+                           absl::MakeSpan(rows), mode_, ctx->intra_op_pool()));
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx,
+                   ctx->allocate_output(0, TensorShape({batch, dim}), &out));
+    const int64_t* s = splits.data<int64_t>();
+    const float* w = weights.dim_size(0) == 0 ? nullptr : weights.data<float>();
+    float* dst = out->data<float>();
+    const Combiner combiner = combiner_;
+    const int64_t per_row = batch == 0 ? 0 : nnz / batch;
+    ParallelRange(ctx, batch, std::max<int64_t>(1, (per_row + 1) * dim),
+                  [&](int64_t b0, int64_t b1) {
+                    for (int64_t b = b0; b < b1; ++b) {
+                      float* d = dst + b * dim;
+                      std::fill_n(d, dim, 0.0f);
+                      const int64_t begin = s[b], end = s[b + 1];
+                      if (begin == end) continue;
+                      float denom = 0;
+                      for (int64_t j = begin; j < end; ++j) {
+                        const float wj = w == nullptr ? 1.0f : w[j];
+                        AxpyRow(d, rows.data() + j * dim, wj, dim);
+                        denom += combiner == Combiner::kSqrtN ? wj * wj : wj;
+                      }
+                      if (combiner == Combiner::kSum) continue;
+                      if (combiner == Combiner::kSqrtN)
+                        denom = std::sqrt(denom);
+                      const float scale = denom == 0.0f ? 0.0f : 1.0f / denom;
+                      for (int64_t k = 0; k < dim; ++k) d[k] *= scale;
+                    }
+                  });
+  }
+
+ private:
+  int64_t dim_ = 0;
+  Combiner combiner_ = Combiner::kMean;
+  LookupMode mode_ = LookupMode::kTrain;
+};
+
+// --- HashEmbeddingLookup -----------------------------------------------------
+
+class HashEmbeddingLookupOp : public OpKernel {
+ public:
+  explicit HashEmbeddingLookupOp(OpKernelConstruction* c) : OpKernel(c) {
+    std::string s;
+    c->SetStatus(c->GetAttr("dim", &dim_));
+    c->SetStatus(c->GetAttr("mode", &s));
+    auto mode = ParseMode(s);
+    c->SetStatus(mode.status());
+    if (mode.ok()) mode_ = *mode;
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    auto res = LookupTable(ctx, 0);
+    OP_REQUIRES_OK(ctx, res.status());
+    HashEmbeddingTable* table = (*res)->table();
+    OP_REQUIRES_OK(ctx, CheckDim(*table, dim_));
+    const Tensor& ids = ctx->input(1);
+    TensorShape shape = ids.shape();
+    shape.AddDim(dim_);
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, shape, &out));
+    const int64_t n = ids.NumElements();
+    OP_REQUIRES_OK(
+        ctx, table->Lookup(absl::MakeConstSpan(ids.data<int64_t>(), n),
+                           absl::MakeSpan(out->data<float>(), n * dim_), mode_,
+                           ctx->intra_op_pool()));
+  }
+
+ private:
+  int64_t dim_ = 0;
+  LookupMode mode_ = LookupMode::kTrain;
+};
+
+// --- HashTableApply* ---------------------------------------------------------
+
+// Inputs 0..2 (table, ids, grad) and the step (input `step_input`) checked.
+struct ApplyArgs {
+  std::shared_ptr<EmbeddingTableResource> res;
+  absl::Span<const int64_t> ids;
+  absl::Span<const float> grads;
+  int64_t step = 0;
+};
+
+absl::StatusOr<float> ScalarInput(OpKernelContext* ctx, int i,
+                                  const char* name) {
+  const Tensor& t = ctx->input(i);
+  if (t.dims() != 0) {
+    return errors::InvalidArgument(name, " must be a scalar, but has shape ",
+                                   t.shape().DebugString());
+  }
+  return t.scalar<float>();
+}
+
+absl::StatusOr<ApplyArgs> GetApplyArgs(OpKernelContext* ctx, int step_input) {
+  ApplyArgs a;
+  ASSIGN_OR_RETURN(a.res, LookupTable(ctx, 0));
+  const HashEmbeddingTable& table = *a.res->table();
+  const Tensor& ids = ctx->input(1);
+  const Tensor& grad = ctx->input(2);
+  if (ids.dims() != 1) {
+    return errors::InvalidArgument("ids must be a vector [U], but has shape ",
+                                   ids.shape().DebugString());
+  }
+  if (grad.dims() != 2 || grad.dim_size(0) != ids.dim_size(0) ||
+      grad.dim_size(1) != table.dim()) {
+    return errors::InvalidArgument(
+        "grad ", grad.shape().DebugString(), " must be [", ids.dim_size(0),
+        ", ", table.dim(), "] (one row per id, the dim of embedding table '",
+        table.name(), "')");
+  }
+  const Tensor& step = ctx->input(step_input);
+  if (step.dims() != 0) {
+    return errors::InvalidArgument("step must be a scalar, but has shape ",
+                                   step.shape().DebugString());
+  }
+  a.step = step.scalar<int64_t>();
+  if (a.step <= 0) a.step = table.clock() + 1;
+  a.ids = absl::MakeConstSpan(ids.data<int64_t>(), ids.dim_size(0));
+  a.grads = absl::MakeConstSpan(grad.data<float>(), grad.NumElements());
+  return a;
+}
+
+class HashTableApplyGradientDescentOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    auto a = GetApplyArgs(ctx, 4);
+    OP_REQUIRES_OK(ctx, a.status());
+    auto lr = ScalarInput(ctx, 3, "lr");
+    OP_REQUIRES_OK(ctx, lr.status());
+    OP_REQUIRES_OK(
+        ctx, a->res->table()->ApplySgd(a->ids, a->grads, {.learning_rate = *lr},
+                                       a->step, ctx->intra_op_pool()));
+  }
+};
+
+class HashTableApplyAdagradOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    auto a = GetApplyArgs(ctx, 5);
+    OP_REQUIRES_OK(ctx, a.status());
+    auto lr = ScalarInput(ctx, 3, "lr");
+    OP_REQUIRES_OK(ctx, lr.status());
+    auto eps = ScalarInput(ctx, 4, "epsilon");
+    OP_REQUIRES_OK(ctx, eps.status());
+    OP_REQUIRES_OK(
+        ctx, a->res->table()->ApplyAdagrad(
+                 a->ids, a->grads, {.learning_rate = *lr, .epsilon = *eps},
+                 a->step, ctx->intra_op_pool()));
+  }
+};
+
+class HashTableApplyAdamOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    auto a = GetApplyArgs(ctx, 7);
+    OP_REQUIRES_OK(ctx, a.status());
+    embedding::AdamParams p;
+    const char* names[] = {"lr", "beta1", "beta2", "epsilon"};
+    float* fields[] = {&p.learning_rate, &p.beta1, &p.beta2, &p.epsilon};
+    for (int i = 0; i < 4; ++i) {
+      auto v = ScalarInput(ctx, 3 + i, names[i]);
+      OP_REQUIRES_OK(ctx, v.status());
+      *fields[i] = *v;
+    }
+    // TensorFlow's beta powers at t = step (computed in double, as the
+    // product of t float multiplications would drift).
+    p.beta1_power = static_cast<float>(
+        std::pow(static_cast<double>(p.beta1), static_cast<double>(a->step)));
+    p.beta2_power = static_cast<float>(
+        std::pow(static_cast<double>(p.beta2), static_cast<double>(a->step)));
+    OP_REQUIRES_OK(ctx, a->res->table()->ApplyAdam(a->ids, a->grads, p, a->step,
+                                                   ctx->intra_op_pool()));
+  }
+};
+
+class HashTableApplyFtrlOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    auto a = GetApplyArgs(ctx, 8);
+    OP_REQUIRES_OK(ctx, a.status());
+    embedding::FtrlParams p;
+    const char* names[] = {"lr", "l1", "l2", "l2_shrinkage", "lr_power"};
+    float* fields[] = {&p.learning_rate, &p.l1, &p.l2, &p.l2_shrinkage,
+                       &p.lr_power};
+    for (int i = 0; i < 5; ++i) {
+      auto v = ScalarInput(ctx, 3 + i, names[i]);
+      OP_REQUIRES_OK(ctx, v.status());
+      *fields[i] = *v;
+    }
+    OP_REQUIRES_OK(ctx, a->res->table()->ApplyFtrl(a->ids, a->grads, p, a->step,
+                                                   ctx->intra_op_pool()));
+  }
+};
+
+REGISTER_KERNEL_BUILDER(Name("HashEmbeddingTableOp").Device(DEVICE_CPU),
+                        HashEmbeddingTableOp);
+REGISTER_KERNEL_BUILDER(Name("HashEmbeddingBag").Device(DEVICE_CPU),
+                        HashEmbeddingBagOp);
+REGISTER_KERNEL_BUILDER(Name("HashEmbeddingLookup").Device(DEVICE_CPU),
+                        HashEmbeddingLookupOp);
+REGISTER_KERNEL_BUILDER(
+    Name("HashTableApplyGradientDescent").Device(DEVICE_CPU),
+    HashTableApplyGradientDescentOp);
+REGISTER_KERNEL_BUILDER(Name("HashTableApplyAdagrad").Device(DEVICE_CPU),
+                        HashTableApplyAdagradOp);
+REGISTER_KERNEL_BUILDER(Name("HashTableApplyAdam").Device(DEVICE_CPU),
+                        HashTableApplyAdamOp);
+REGISTER_KERNEL_BUILDER(Name("HashTableApplyFtrl").Device(DEVICE_CPU),
+                        HashTableApplyFtrlOp);
+
+}  // namespace
+}  // namespace recflow
