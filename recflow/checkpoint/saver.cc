@@ -5,9 +5,12 @@
 #include <utility>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
+#include "recflow/core/fingerprint.h"
 #include "recflow/core/status.h"
 #include "recflow/framework/resource_var.h"
 
@@ -25,6 +28,30 @@ std::string RelativeTo(const std::string& dir, const std::string& prefix) {
 
 std::string Resolve(const std::string& dir, const std::string& path) {
   return IsAbsolute(path) || dir.empty() ? path : JoinPath(dir, path);
+}
+
+// Content fingerprint of a tensor (dtype, shape and bytes).
+uint64_t ContentFingerprint(const Tensor& t) {
+  std::string head = absl::StrCat(DataTypeString(t.dtype()), t.shape().DebugString());
+  uint64_t fp = Fingerprint64(head);
+  if (t.dtype() == DT_STRING) {
+    for (const std::string& v : t.flat<std::string>()) {
+      fp = fp * 0x9E3779B97F4A7C15ull + Fingerprint64(v);
+    }
+  } else {
+    fp = fp * 0x9E3779B97F4A7C15ull +
+         Fingerprint64(absl::string_view(t.raw_data(), t.TotalBytes()));
+  }
+  return fp;
+}
+
+constexpr char kMetaMagic[] = "recflow incremental checkpoint v1";
+
+std::string FormatMeta(int64_t step, int64_t since_step, const std::string& dir,
+                       const std::vector<std::string>& chain) {
+  std::string text = absl::StrCat(kMetaMagic, "\nstep: ", step, "\nsince_step: ", since_step, "\n");
+  for (const std::string& p : chain) absl::StrAppend(&text, "chain: ", RelativeTo(dir, p), "\n");
+  return text;
 }
 
 }  // namespace
@@ -49,16 +76,47 @@ Saveable TensorSaveable(std::string name, std::function<absl::StatusOr<Tensor>()
 Saveable VarSaveable(ResourceMgr* rm, VarRef ref) {
   if (ref.container.empty()) ref.container = rm->default_container();
   auto shared = std::make_shared<const VarRef>(std::move(ref));
-  Saveable s;
-  s.name = shared->checkpoint_key;
-  s.save = [rm, shared](BundleWriter* writer, const std::string& key) -> absl::Status {
+  // Fingerprints for deltas: `pending` of the last save, `committed` of the
+  // last published checkpoint.
+  struct DeltaState {
+    Mutex mu;
+    std::optional<uint64_t> pending ABSL_GUARDED_BY(mu);
+    std::optional<uint64_t> committed ABSL_GUARDED_BY(mu);
+  };
+  auto delta = std::make_shared<DeltaState>();
+  auto read = [rm, shared]() -> absl::StatusOr<Tensor> {
     auto var = rm->Lookup<Var>(shared->container, shared->name);
     if (!var.ok()) {
       return errors::FailedPrecondition("cannot save variable '", shared->name,
                                         "': it does not exist (the graph has not run)");
     }
-    ASSIGN_OR_RETURN(Tensor value, (*var)->Read());
-    return writer->Add(key, value);
+    return (*var)->Read();
+  };
+  Saveable s;
+  s.name = shared->checkpoint_key;
+  s.save = [read, delta](BundleWriter* writer, const std::string& key) -> absl::Status {
+    ASSIGN_OR_RETURN(Tensor value, read());
+    const uint64_t fp = ContentFingerprint(value);
+    RETURN_IF_ERROR(writer->Add(key, value));
+    MutexLock lock(&delta->mu);
+    delta->pending = fp;
+    return absl::OkStatus();
+  };
+  s.save_delta = [read, delta](BundleWriter* writer, const std::string& key,
+                               int64_t) -> absl::Status {
+    ASSIGN_OR_RETURN(Tensor value, read());
+    const uint64_t fp = ContentFingerprint(value);
+    bool changed;
+    {
+      MutexLock lock(&delta->mu);
+      changed = !delta->committed.has_value() || *delta->committed != fp;
+      delta->pending = fp;
+    }
+    return changed ? writer->Add(key, value) : absl::OkStatus();
+  };
+  s.committed = [delta](int64_t, bool) {
+    MutexLock lock(&delta->mu);
+    delta->committed = delta->pending;
   };
   s.restore = [rm, shared](const BundleReader& reader, const std::string& key) -> absl::Status {
     ASSIGN_OR_RETURN(TensorInfo info, reader.GetInfo(key));
@@ -138,7 +196,14 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(SaverOptions options,
     MutexLock lock(&saver->mu_);
     for (const std::string& path : state->all_model_checkpoint_paths()) {
       const std::string prefix = Resolve(dir, path);
-      if (env->FileExists(MetaFilename(prefix))) saver->checkpoints_.push_back(prefix);
+      if (!env->FileExists(MetaFilename(prefix))) continue;
+      saver->checkpoints_.push_back(prefix);
+      // A delta's chain, so retention keeps what it needs. An unreadable
+      // bundle is kept as if full; restoring it reports the problem.
+      auto reader = BundleReader::Open(env, prefix);
+      if (!reader.ok()) continue;
+      auto info = ReadDeltaInfo(**reader);
+      if (info.ok() && info->has_value()) saver->deps_[prefix] = (*info)->chain;
     }
   } else if (!absl::IsNotFound(state.status())) {
     return state.status();
@@ -164,46 +229,157 @@ void Saver::DeleteCheckpointFiles(const std::string& prefix) {
   }
 }
 
+bool Saver::last_save_was_full() const {
+  MutexLock lock(&mu_);
+  return last_full_;
+}
+
 absl::StatusOr<std::string> Saver::Save(int64_t step) {
   MutexLock lock(&mu_);
   const std::string prefix =
       JoinPath(options_.directory, absl::StrCat(options_.basename, "-", step));
+  const uint64_t now = options_.env->NowMicros();
+  bool full = !last_.has_value() || options_.full_every_n_saves <= 1 ||
+              static_cast<int>(last_->chain.size()) >= options_.full_every_n_saves ||
+              std::find(last_->chain.begin(), last_->chain.end(), prefix) !=
+                  last_->chain.end();
+  if (!full && options_.full_every_seconds > 0 &&
+      now - last_->full_micros >= static_cast<uint64_t>(options_.full_every_seconds) * 1000000) {
+    full = true;
+  }
   {
     ASSIGN_OR_RETURN(auto writer, BundleWriter::Create(options_.env, prefix, options_.writer));
     for (const Saveable& s : saveables_) {
-      RETURN_IF_ERROR(errors::Annotate(s.save(writer.get(), s.name),
-                                       absl::StrCat("saving '", s.name, "' to ", prefix)));
+      absl::Status st = full || !s.save_delta ? s.save(writer.get(), s.name)
+                                              : s.save_delta(writer.get(), s.name, last_->step);
+      RETURN_IF_ERROR(errors::Annotate(st, absl::StrCat("saving '", s.name, "' to ", prefix)));
+    }
+    if (!full) {
+      Tensor meta(DT_STRING, TensorShape({}));
+      meta.scalar<std::string>() =
+          FormatMeta(step, last_->step, options_.directory, last_->chain);
+      RETURN_IF_ERROR(writer->Add(kCheckpointMetaKey, meta));
     }
     RETURN_IF_ERROR(writer->Finish());
   }
+  std::map<std::string, std::vector<std::string>> deps = deps_;
+  deps.erase(prefix);
+  if (!full) deps[prefix] = last_->chain;
   std::vector<std::string> kept = checkpoints_;
   kept.erase(std::remove(kept.begin(), kept.end(), prefix), kept.end());
-  kept.push_back(prefix);
-  std::vector<std::string> dropped;
-  if (options_.max_to_keep > 0 && static_cast<int>(kept.size()) > options_.max_to_keep) {
-    const size_t n = kept.size() - options_.max_to_keep;
-    dropped.assign(kept.begin(), kept.begin() + n);
-    kept.erase(kept.begin(), kept.begin() + n);
+  // Deltas built on a checkpoint this save replaced (a rerun of a step after
+  // restoring an older checkpoint) belong to an abandoned history: drop them.
+  std::vector<std::string> stale;
+  for (const std::string& p : kept) {
+    auto it = deps.find(p);
+    if (it != deps.end() &&
+        std::find(it->second.begin(), it->second.end(), prefix) != it->second.end()) {
+      stale.push_back(p);
+    }
   }
+  for (const std::string& p : stale) kept.erase(std::remove(kept.begin(), kept.end(), p), kept.end());
+  kept.push_back(prefix);
+  // The newest max_to_keep and whatever their chains need.
+  std::set<std::string> keep;
+  const size_t newest = options_.max_to_keep > 0
+                            ? std::min<size_t>(kept.size(), options_.max_to_keep)
+                            : kept.size();
+  for (size_t i = kept.size() - newest; i < kept.size(); ++i) {
+    keep.insert(kept[i]);
+    auto it = deps.find(kept[i]);
+    if (it != deps.end()) keep.insert(it->second.begin(), it->second.end());
+  }
+  std::vector<std::string> dropped = stale, retained;
+  for (const std::string& p : kept) (keep.count(p) ? retained : dropped).push_back(p);
   tensorflow::CheckpointState state;
   state.set_model_checkpoint_path(RelativeTo(options_.directory, prefix));
-  for (const std::string& p : kept) {
+  for (const std::string& p : retained) {
     state.add_all_model_checkpoint_paths(RelativeTo(options_.directory, p));
   }
   RETURN_IF_ERROR(WriteCheckpointState(options_.env, options_.directory, state));
-  checkpoints_ = std::move(kept);
+  checkpoints_ = std::move(retained);
+  for (const std::string& p : dropped) deps.erase(p);
+  deps_ = std::move(deps);
+  Last last;
+  last.prefix = prefix;
+  last.step = step;
+  if (full) {
+    last.full_micros = now;
+  } else {
+    last.chain = last_->chain;
+    last.full_micros = last_->full_micros;
+  }
+  last.chain.push_back(prefix);
+  last_ = std::move(last);
+  last_full_ = full;
+  for (const Saveable& s : saveables_) {
+    if (s.committed) s.committed(step, full);
+  }
   for (const std::string& p : dropped) DeleteCheckpointFiles(p);
   return prefix;
 }
 
 absl::Status Saver::Restore(const std::string& prefix) {
   MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(auto reader, BundleReader::Open(options_.env, prefix));
+  // A later save must not build a delta on state this restore replaced.
+  last_.reset();
+  ASSIGN_OR_RETURN(std::shared_ptr<BundleReader> target,
+                   BundleReader::Open(options_.env, prefix));
+  ASSIGN_OR_RETURN(std::optional<DeltaInfo> delta, ReadDeltaInfo(*target));
+  // readers[0] is the full base, the last one `prefix` itself.
+  std::vector<std::shared_ptr<BundleReader>> readers;
+  if (delta.has_value()) {
+    for (const std::string& p : delta->chain) {
+      if (!options_.env->FileExists(MetaFilename(p))) {
+        return errors::NotFound("delta checkpoint ", prefix, " needs checkpoint ", p,
+                                " (", p == delta->chain.front() ? "its full base" : "an earlier delta",
+                                "), which has no index file ", MetaFilename(p));
+      }
+      auto reader = BundleReader::Open(options_.env, p);
+      if (!reader.ok()) {
+        return errors::Annotate(reader.status(),
+                                absl::StrCat("opening ", p, ", needed by delta checkpoint ", prefix));
+      }
+      readers.push_back(std::move(*reader));
+    }
+    if (readers.empty() || readers.front()->Contains(kCheckpointMetaKey)) {
+      return errors::DataLoss("delta checkpoint ", prefix, " names ",
+                              readers.empty() ? std::string("no base") : delta->chain.front(),
+                              " as its full base, but that is not a full checkpoint");
+    }
+    // Each later member must be the delta this chain was built on (not, say,
+    // a checkpoint rewritten at the same step since).
+    for (size_t i = 1; i < readers.size(); ++i) {
+      ASSIGN_OR_RETURN(std::optional<DeltaInfo> member, ReadDeltaInfo(*readers[i]));
+      if (!member.has_value() ||
+          member->chain != std::vector<std::string>(delta->chain.begin(),
+                                                    delta->chain.begin() + i)) {
+        return errors::DataLoss("delta checkpoint ", prefix, " builds on ", delta->chain[i],
+                                ", but that is no longer the delta it was built on (it was "
+                                "rewritten); restore a full checkpoint instead");
+      }
+    }
+  }
+  readers.push_back(target);
   std::vector<absl::Status> status(saveables_.size());
+  auto restore_one = [&](const Saveable& s) -> absl::Status {
+    if (readers.size() == 1) return s.restore(*readers[0], s.name);
+    if (s.restore_delta) {
+      RETURN_IF_ERROR(s.restore(*readers[0], s.name));
+      for (size_t i = 1; i < readers.size(); ++i) {
+        RETURN_IF_ERROR(s.restore_delta(*readers[i], s.name));
+      }
+      return absl::OkStatus();
+    }
+    for (size_t i = readers.size(); i-- > 1;) {
+      if (readers[i]->Contains(s.name)) return s.restore(*readers[i], s.name);
+    }
+    return s.restore(*readers[0], s.name);
+  };
   auto restore = [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       const Saveable& s = saveables_[i];
-      status[i] = errors::Annotate(s.restore(*reader, s.name),
+      status[i] = errors::Annotate(restore_one(s),
                                    absl::StrCat("restoring '", s.name, "' from ", prefix));
     }
   };
@@ -214,6 +390,38 @@ absl::Status Saver::Restore(const std::string& prefix) {
   }
   for (const absl::Status& s : status) RETURN_IF_ERROR(s);
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<DeltaInfo>> ReadDeltaInfo(const BundleReader& reader) {
+  if (!reader.Contains(kCheckpointMetaKey)) return std::optional<DeltaInfo>();
+  ASSIGN_OR_RETURN(Tensor meta, reader.Lookup(kCheckpointMetaKey));
+  auto bad = [&](absl::string_view why) {
+    return errors::DataLoss("checkpoint ", reader.prefix(), ": '", kCheckpointMetaKey,
+                            "' is not a valid incremental-checkpoint record: ", why);
+  };
+  if (meta.dtype() != DT_STRING || meta.NumElements() != 1) return bad("not a string scalar");
+  const std::vector<std::string> lines =
+      absl::StrSplit(meta.flat<std::string>()[0], '\n', absl::SkipEmpty());
+  if (lines.empty() || lines[0] != kMetaMagic) return bad("unknown header");
+  DeltaInfo info;
+  bool has_step = false, has_since = false;
+  const std::string dir = Dirname(reader.prefix());
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const size_t colon = lines[i].find(": ");
+    if (colon == std::string::npos) return bad(absl::StrCat("line '", lines[i], "'"));
+    const std::string key = lines[i].substr(0, colon), value = lines[i].substr(colon + 2);
+    if (key == "step") {
+      has_step = absl::SimpleAtoi(value, &info.step);
+    } else if (key == "since_step") {
+      has_since = absl::SimpleAtoi(value, &info.since_step);
+    } else if (key == "chain") {
+      if (value.empty()) return bad("empty chain entry");
+      info.chain.push_back(Resolve(dir, value));
+    }
+  }
+  if (!has_step || !has_since) return bad("no step or since_step");
+  if (info.chain.empty()) return bad("no chain");
+  return std::optional<DeltaInfo>(std::move(info));
 }
 
 // --- State file ------------------------------------------------------------------

@@ -400,5 +400,206 @@ TEST(SaverCrashTest, CrashAtEveryStepLeavesLastGoodCheckpoint) {
   }
 }
 
+// --- Incremental checkpoints (tables: train/table_saveable_test.cc) -----------
+
+TEST(SaverDeltaTest, VariablesAreWrittenOnlyWhenChanged) {
+  std::mt19937 rng(11);
+  MemEnv env;
+  ResourceMgr rm;
+  std::map<std::string, std::shared_ptr<Var>> vars;
+  std::vector<Saveable> saveables;
+  for (const std::string& name : {"a", "b", "c"}) {
+    vars[name] = std::make_shared<Var>(DT_FLOAT, PartialShape({4, 3}), name);
+    ASSERT_TRUE(vars[name]->Assign(RandomFloats({4, 3}, &rng), true).ok());
+    ASSERT_TRUE(rm.Create<Var>(rm.default_container(), name, vars[name]).ok());
+    saveables.push_back(VarSaveable(&rm, {name, "", name, DT_FLOAT, PartialShape({4, 3})}));
+  }
+  // A saveable without save_delta: written in full into every delta.
+  Tensor plain = RandomFloats({2}, &rng);
+  saveables.push_back(TensorSaveable(
+      "plain", [&]() -> absl::StatusOr<Tensor> { return plain; },
+      [&](const Tensor& t) {
+        plain = t;
+        return absl::OkStatus();
+      }));
+  SaverOptions opts;
+  opts.env = &env;
+  opts.directory = "/ckpt";
+  opts.max_to_keep = 0;
+  opts.full_every_n_saves = 4;
+  auto saver = Saver::Create(opts, saveables);
+  ASSERT_TRUE(saver.ok());
+  std::map<int64_t, std::map<std::string, Tensor>> at;
+  auto snapshot = [&](int64_t step) {
+    for (auto& [name, v] : vars) at[step][name] = v->Read().value();
+    at[step]["plain"] = plain;
+  };
+  ASSERT_TRUE((*saver)->Save(1).ok());
+  EXPECT_TRUE((*saver)->last_save_was_full());
+  snapshot(1);
+  // Step 2: only "a" changes. Re-assigning "b" its own value is no change.
+  ASSERT_TRUE(vars["a"]->Assign(RandomFloats({4, 3}, &rng), true).ok());
+  ASSERT_TRUE(vars["b"]->Assign(vars["b"]->Read().value(), true).ok());
+  ASSERT_TRUE((*saver)->Save(2).ok());
+  EXPECT_FALSE((*saver)->last_save_was_full());
+  snapshot(2);
+  // Step 3: "c" and "plain" change.
+  ASSERT_TRUE(vars["c"]->Assign(RandomFloats({4, 3}, &rng), true).ok());
+  plain = RandomFloats({2}, &rng);
+  ASSERT_TRUE((*saver)->Save(3).ok());
+  snapshot(3);
+  auto r2 = BundleReader::Open(&env, "/ckpt/model.ckpt-2");
+  ASSERT_TRUE(r2.ok());
+  EXPECT_TRUE((*r2)->Contains("a"));
+  EXPECT_FALSE((*r2)->Contains("b"));
+  EXPECT_FALSE((*r2)->Contains("c"));
+  EXPECT_TRUE((*r2)->Contains("plain"));
+  EXPECT_TRUE((*r2)->Contains(kCheckpointMetaKey));
+  auto r3 = BundleReader::Open(&env, "/ckpt/model.ckpt-3");
+  EXPECT_FALSE((*r3)->Contains("a"));
+  EXPECT_TRUE((*r3)->Contains("c"));
+  auto info = ReadDeltaInfo(**r3);
+  ASSERT_TRUE(info.ok() && info->has_value());
+  EXPECT_EQ((*info)->chain, (std::vector<std::string>{"/ckpt/model.ckpt-1", "/ckpt/model.ckpt-2"}));
+  // A full checkpoint carries no meta (a plain TensorFlow bundle).
+  auto r1 = BundleReader::Open(&env, "/ckpt/model.ckpt-1");
+  EXPECT_FALSE(ReadDeltaInfo(**r1)->has_value());
+  // Each checkpoint restores its own step's values, into the same or a fresh
+  // ResourceMgr.
+  for (int64_t step : {3, 1, 2}) {
+    ASSERT_TRUE((*saver)->Restore(absl::StrCat("/ckpt/model.ckpt-", step)).ok());
+    for (auto& [name, v] : vars) EXPECT_TRUE(TensorsEqual(v->Read().value(), at[step][name])) << step << name;
+    EXPECT_TRUE(TensorsEqual(plain, at[step]["plain"]));
+  }
+  ResourceMgr fresh;
+  std::vector<Saveable> fresh_saveables;
+  for (const std::string& name : {"a", "b", "c"}) {
+    fresh_saveables.push_back(VarSaveable(&fresh, {name, "", name, DT_FLOAT, PartialShape({4, 3})}));
+  }
+  auto saver2 = Saver::Create(opts, fresh_saveables);
+  ASSERT_TRUE((*saver2)->Restore("/ckpt/model.ckpt-3").ok());
+  for (const std::string& name : {"a", "b", "c"}) {
+    EXPECT_TRUE(TensorsEqual((*fresh.Lookup<Var>(fresh.default_container(), name))->Read().value(),
+                             at[3][name]));
+  }
+}
+
+TEST(SaverDeltaTest, FullEveryNSecondsAndAfterAFailedSave) {
+  MemEnv env;
+  env.SetFakeTimeMicros(1000000);
+  Tensor value = Tensor::FromVector<float>({1, 2, 3});
+  bool fail = false;
+  Saveable s = TensorSaveable(
+      "v", [&]() -> absl::StatusOr<Tensor> { return value; },
+      [&](const Tensor& t) {
+        value = t;
+        return absl::OkStatus();
+      });
+  auto save = s.save;
+  s.save = [&, save](BundleWriter* w, const std::string& name) -> absl::Status {
+    if (fail) return errors::Internal("disk full");
+    return save(w, name);
+  };
+  s.save_delta = [&, save](BundleWriter* w, const std::string& name, int64_t) -> absl::Status {
+    if (fail) return errors::Internal("disk full");
+    return save(w, name);
+  };
+  SaverOptions opts;
+  opts.env = &env;
+  opts.directory = "/ckpt";
+  opts.full_every_n_saves = 100;
+  opts.full_every_seconds = 60;
+  auto saver = Saver::Create(opts, {s});
+  std::vector<bool> full;
+  for (int64_t step = 1; step <= 6; ++step) {
+    if (step > 1) env.AdvanceFakeTimeMicros(25 * 1000000);  // full at 0 s and 75 s
+    ASSERT_TRUE((*saver)->Save(step).ok());
+    full.push_back((*saver)->last_save_was_full());
+  }
+  EXPECT_EQ(full, (std::vector<bool>{true, false, false, true, false, false}));
+  // A failed save changes nothing: the next delta still builds on step 6.
+  fail = true;
+  EXPECT_THAT(std::string((*saver)->Save(7).status().message()), HasSubstr("disk full"));
+  fail = false;
+  ASSERT_TRUE((*saver)->Save(8).ok());
+  auto r = BundleReader::Open(&env, "/ckpt/model.ckpt-8");
+  auto info = ReadDeltaInfo(**r);
+  ASSERT_TRUE(info.ok() && info->has_value());
+  EXPECT_EQ((*info)->since_step, 6);
+  // Saving a step of the current chain again is written full.
+  ASSERT_TRUE((*saver)->Save(8).ok());
+  EXPECT_TRUE((*saver)->last_save_was_full());
+}
+
+TEST(SaverDeltaTest, MaxToKeepOneStillKeepsTheBase) {
+  MemEnv env;
+  Tensor value = Tensor::FromVector<int64_t>({0});
+  SaverOptions opts;
+  opts.env = &env;
+  opts.directory = "/ckpt";
+  opts.max_to_keep = 1;
+  opts.full_every_n_saves = 3;
+  auto saver = Saver::Create(
+      opts, {TensorSaveable(
+                "v", [&]() -> absl::StatusOr<Tensor> { return value; },
+                [&](const Tensor& t) {
+                  value = t;
+                  return absl::OkStatus();
+                })});
+  for (int64_t step = 1; step <= 5; ++step) {
+    value = Tensor::FromVector<int64_t>({step});
+    ASSERT_TRUE((*saver)->Save(step).ok());
+    auto latest = LatestCheckpoint(&env, "/ckpt");
+    ASSERT_TRUE(latest.ok());
+    ASSERT_TRUE((*saver)->Restore(*latest).ok()) << step;
+    EXPECT_EQ(value.flat<int64_t>()[0], step);
+  }
+  // 4 is full (every 3rd save, counting from the restart after each
+  // Restore: every save here follows a restore, so all are full).
+  EXPECT_EQ((*saver)->checkpoints(), std::vector<std::string>{"/ckpt/model.ckpt-5"});
+  // Without restores in between: 6 full, 7 and 8 deltas on it.
+  for (int64_t step = 6; step <= 8; ++step) ASSERT_TRUE((*saver)->Save(step).ok());
+  EXPECT_EQ((*saver)->checkpoints(),
+            (std::vector<std::string>{"/ckpt/model.ckpt-6", "/ckpt/model.ckpt-7",
+                                      "/ckpt/model.ckpt-8"}));
+  auto state = ReadCheckpointState(&env, "/ckpt");
+  EXPECT_EQ(state->model_checkpoint_path(), "model.ckpt-8");
+  EXPECT_FALSE(env.FileExists("/ckpt/model.ckpt-5.index"));
+}
+
+TEST(SaverDeltaTest, RewritingAStepDropsTheDeltasBuiltOnIt) {
+  MemEnv env;
+  Tensor value = Tensor::FromVector<int64_t>({0});
+  SaverOptions opts;
+  opts.env = &env;
+  opts.directory = "/ckpt";
+  opts.max_to_keep = 0;
+  opts.full_every_n_saves = 5;
+  auto make = [&]() {
+    return Saver::Create(opts, {TensorSaveable(
+                                   "v", [&]() -> absl::StatusOr<Tensor> { return value; },
+                                   [&](const Tensor& t) {
+                                     value = t;
+                                     return absl::OkStatus();
+                                   })});
+  };
+  auto saver = make();
+  for (int64_t step = 1; step <= 4; ++step) {
+    value = Tensor::FromVector<int64_t>({step});
+    ASSERT_TRUE((*saver)->Save(step).ok());
+  }
+  // Roll back to 2 and rerun step 3 with another history: 4 (a delta on the
+  // old 3) is dropped, not left pointing at the new 3.
+  ASSERT_TRUE((*saver)->Restore("/ckpt/model.ckpt-2").ok());
+  value = Tensor::FromVector<int64_t>({33});
+  ASSERT_TRUE((*saver)->Save(3).ok());
+  EXPECT_EQ((*saver)->checkpoints(),
+            (std::vector<std::string>{"/ckpt/model.ckpt-1", "/ckpt/model.ckpt-2",
+                                      "/ckpt/model.ckpt-3"}));
+  EXPECT_FALSE(env.FileExists("/ckpt/model.ckpt-4.index"));
+  ASSERT_TRUE((*saver)->Restore("/ckpt/model.ckpt-3").ok());
+  EXPECT_EQ(value.flat<int64_t>()[0], 33);
+}
+
 }  // namespace
 }  // namespace recflow::checkpoint

@@ -1,0 +1,23 @@
+// The short kill test of the Saver (a handful of SIGKILLs, part of `make
+// test`); saver_kill_slow_test.cc runs the long one. See
+// saver_kill_test_util.h.
+#include "recflow/train/saver_kill_test_util.h"
+
+namespace recflow::train::testing {
+namespace {
+
+TEST(SaverKillChild, Run) { MaybeRunKillChild(); }
+
+TEST(SaverKillTest, LatestCheckpointAlwaysRestoresExactly) {
+  const std::string dir = KillTestDir("saver_kill_test");
+  const KillRunResult r = RunKillTest(dir, "SaverKillChild.Run", /*kills=*/6, /*min_ms=*/150,
+                                      /*max_ms=*/600, /*full_every=*/{3}, /*seed=*/17);
+  EXPECT_EQ(r.kills, 6);
+  EXPECT_GE(r.checked, 4);
+  EXPECT_GT(r.last_step, 5);
+  std::printf("kills %d, restored %d (%d deltas), last step %lld\n", r.kills, r.checked,
+              r.deltas_seen, static_cast<long long>(r.last_step));
+}
+
+}  // namespace
+}  // namespace recflow::train::testing

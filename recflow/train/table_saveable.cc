@@ -1,0 +1,347 @@
+#include "recflow/train/table_saveable.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "recflow/core/crc32c.h"
+#include "recflow/core/status.h"
+
+namespace recflow::train {
+namespace {
+
+using checkpoint::BundleReader;
+using checkpoint::BundleWriter;
+using checkpoint::TensorInfo;
+using embedding::EmbeddingTableResource;
+using embedding::HashEmbeddingTable;
+using embedding::TableChunk;
+
+std::string Key(const std::string& key, const char* part) { return absl::StrCat(key, "/", part); }
+
+absl::string_view Bytes(const void* data, size_t n) {
+  return absl::string_view(static_cast<const char*>(data), n);
+}
+
+// Streams one fixed-size tensor of a bundle in order with positioned reads,
+// extending its crc32c; Finish() checks it. Lets a restore walk two tensors
+// (values, slots) side by side, which ReadChunks' callback cannot.
+class TensorCursor {
+ public:
+  static absl::StatusOr<TensorCursor> Open(Env* env, const BundleReader& reader,
+                                           const TensorInfo& info) {
+    TensorCursor c;
+    c.info_ = info;
+    c.path_ = checkpoint::DataFilename(reader.prefix(), info.shard_id, reader.num_shards());
+    ASSIGN_OR_RETURN(uint64_t size, env->GetFileSize(c.path_));
+    if (info.offset > size || size - info.offset < info.size) {
+      return errors::DataLoss("tensor '", info.name, "' needs bytes [", info.offset, ", ",
+                              info.offset + info.size, ") of ", c.path_, ", which has only ",
+                              size, " bytes (truncated)");
+    }
+    ASSIGN_OR_RETURN(c.file_, env->NewRandomAccessFile(c.path_));
+    return c;
+  }
+
+  // Reads the next n bytes into dst.
+  absl::Status Read(size_t n, char* dst) {
+    if (n == 0) return absl::OkStatus();
+    if (info_.size - pos_ < n) {
+      return errors::DataLoss("tensor '", info_.name, "' in ", path_, " is shorter than its shape");
+    }
+    auto got = file_->Read(info_.offset + pos_, n, dst);
+    if (!got.ok()) {
+      return errors::Annotate(got.status(), absl::StrCat("reading tensor '", info_.name,
+                                                         "' from ", path_));
+    }
+    if (got->size() != n) {
+      return errors::DataLoss("tensor '", info_.name, "': short read from ", path_,
+                              " (truncated)");
+    }
+    if (got->data() != dst) std::memcpy(dst, got->data(), n);
+    crc_ = crc32c::Extend(crc_, dst, n);
+    pos_ += n;
+    return absl::OkStatus();
+  }
+
+  absl::Status Finish() const {
+    if (pos_ != info_.size || crc_ != crc32c::Unmask(info_.masked_crc32c)) {
+      return errors::DataLoss("tensor '", info_.name, "' in ", path_,
+                              ": checksum mismatch (stored crc32c ",
+                              crc32c::Unmask(info_.masked_crc32c), ", computed ", crc_,
+                              "); the file is corrupted");
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  TensorInfo info_;
+  std::string path_;
+  std::unique_ptr<RandomAccessFile> file_;
+  uint64_t pos_ = 0;
+  uint32_t crc_ = 0;
+};
+
+absl::Status CheckShape(const BundleReader& reader, const TensorInfo& info, DataType dtype,
+                        const std::vector<int64_t>& dims, const HashEmbeddingTable& table) {
+  bool ok = info.dtype == dtype && info.shape.dims() == static_cast<int>(dims.size());
+  for (size_t d = 0; ok && d < dims.size(); ++d) {
+    ok = dims[d] < 0 || info.shape.dim_size(static_cast<int>(d)) == dims[d];
+  }
+  if (ok) return absl::OkStatus();
+  std::string want = "[";
+  for (size_t d = 0; d < dims.size(); ++d) {
+    absl::StrAppend(&want, d ? "," : "", dims[d] < 0 ? std::string("?") : absl::StrCat(dims[d]));
+  }
+  want += "]";
+  return errors::InvalidArgument("checkpoint ", reader.prefix(), " holds '", info.name, "' as ",
+                                 DataTypeString(info.dtype), " ", info.shape.DebugString(),
+                                 " but embedding table '", table.name(), "' (dim ", table.dim(),
+                                 ", ", table.num_slots(), " slots) needs ", DataTypeString(dtype),
+                                 " ", want);
+}
+
+// Restores the rows under `key` into `table` (no Clear, no removals).
+absl::Status ImportRows(HashEmbeddingTable* table, const BundleReader& reader,
+                        const std::string& key, const TableSaveableOptions& options) {
+  ASSIGN_OR_RETURN(TensorInfo keys_info, reader.GetInfo(Key(key, "keys")));
+  RETURN_IF_ERROR(CheckShape(reader, keys_info, DT_INT64, {-1}, *table));
+  const int64_t n = keys_info.shape.dim_size(0);
+  const int64_t dim = table->dim();
+  ASSIGN_OR_RETURN(TensorInfo values_info, reader.GetInfo(Key(key, "values")));
+  RETURN_IF_ERROR(CheckShape(reader, values_info, DT_FLOAT, {n, dim}, *table));
+  std::optional<TensorInfo> slots_info;
+  int64_t num_slots = 0;
+  if (reader.Contains(Key(key, "slots"))) {
+    ASSIGN_OR_RETURN(slots_info, reader.GetInfo(Key(key, "slots")));
+    RETURN_IF_ERROR(CheckShape(reader, *slots_info, DT_FLOAT, {n, -1, dim}, *table));
+    num_slots = slots_info->shape.dim_size(1);
+    if (num_slots != 0 && num_slots != table->num_slots()) {
+      return CheckShape(reader, *slots_info, DT_FLOAT, {n, table->num_slots(), dim}, *table);
+    }
+  }
+  Tensor freqs, versions;
+  for (auto [part, out] : {std::pair<const char*, Tensor*>{"frequencies", &freqs},
+                           {"versions", &versions}}) {
+    if (!reader.Contains(Key(key, part))) continue;  // optional: Import defaults them
+    ASSIGN_OR_RETURN(TensorInfo info, reader.GetInfo(Key(key, part)));
+    RETURN_IF_ERROR(CheckShape(reader, info, DT_INT64, {n}, *table));
+    ASSIGN_OR_RETURN(*out, reader.Lookup(Key(key, part)));
+  }
+  ASSIGN_OR_RETURN(Tensor keys, reader.Lookup(Key(key, "keys")));
+  ASSIGN_OR_RETURN(TensorCursor values_cursor,
+                   TensorCursor::Open(options.env, reader, values_info));
+  std::optional<TensorCursor> slots_cursor;
+  if (num_slots > 0) {
+    ASSIGN_OR_RETURN(slots_cursor, TensorCursor::Open(options.env, reader, *slots_info));
+  }
+  const int64_t rows = std::max<int64_t>(1, options.rows_per_chunk);
+  for (int64_t start = 0; start < n; start += rows) {
+    const int64_t m = std::min(rows, n - start);
+    TableChunk chunk;
+    chunk.keys = keys.Slice(start, start + m);
+    ASSIGN_OR_RETURN(chunk.values, Tensor::Create(DT_FLOAT, TensorShape({m, dim})));
+    RETURN_IF_ERROR(values_cursor.Read(chunk.values.TotalBytes(), chunk.values.raw_data()));
+    if (slots_cursor.has_value()) {
+      ASSIGN_OR_RETURN(chunk.slots, Tensor::Create(DT_FLOAT, TensorShape({m, num_slots, dim})));
+      RETURN_IF_ERROR(slots_cursor->Read(chunk.slots.TotalBytes(), chunk.slots.raw_data()));
+    }
+    if (freqs.IsInitialized()) chunk.frequencies = freqs.Slice(start, start + m);
+    if (versions.IsInitialized()) chunk.versions = versions.Slice(start, start + m);
+    RETURN_IF_ERROR(table->Import(chunk, options.pool));
+  }
+  RETURN_IF_ERROR(values_cursor.Finish());
+  if (slots_cursor.has_value()) RETURN_IF_ERROR(slots_cursor->Finish());
+  return absl::OkStatus();
+}
+
+using TableGetter = std::function<absl::StatusOr<std::shared_ptr<EmbeddingTableResource>>(
+    bool for_restore)>;
+
+checkpoint::Saveable MakeSaveable(std::string checkpoint_key, TableGetter get,
+                                  TableSaveableOptions options) {
+  checkpoint::Saveable s;
+  s.name = std::move(checkpoint_key);
+  s.save = [get, options](BundleWriter* writer, const std::string& key) -> absl::Status {
+    ASSIGN_OR_RETURN(auto res, get(false));
+    return SaveTable(res->table(), writer, key, -1, options);
+  };
+  s.save_delta = [get, options](BundleWriter* writer, const std::string& key,
+                                int64_t since_step) -> absl::Status {
+    ASSIGN_OR_RETURN(auto res, get(false));
+    return SaveTable(res->table(), writer, key, std::max<int64_t>(since_step, 0), options);
+  };
+  s.restore = [get, options](const BundleReader& reader, const std::string& key) -> absl::Status {
+    ASSIGN_OR_RETURN(auto res, get(true));
+    return RestoreTable(res->table(), reader, key, /*delta=*/false, options);
+  };
+  s.restore_delta = [get, options](const BundleReader& reader,
+                                   const std::string& key) -> absl::Status {
+    ASSIGN_OR_RETURN(auto res, get(true));
+    return RestoreTable(res->table(), reader, key, /*delta=*/true, options);
+  };
+  s.committed = [get](int64_t step, bool full) {
+    // Deltas after a full checkpoint at `step` only need later deletions.
+    if (!full) return;
+    auto res = get(false);
+    if (res.ok()) (*res)->table()->TrimDeletionLog(step);
+  };
+  return s;
+}
+
+}  // namespace
+
+absl::Status SaveTable(HashEmbeddingTable* table, BundleWriter* writer, const std::string& key,
+                       int64_t since_step, const TableSaveableOptions& options) {
+  embedding::ExportOptions eo;
+  eo.since_step = since_step;
+  eo.max_rows_per_chunk = std::max<int64_t>(1, options.rows_per_chunk);
+  eo.include_slots = false;
+  const int64_t dim = table->dim();
+  const int num_slots = table->num_slots();
+  auto changed = [&]() {
+    return errors::FailedPrecondition("embedding table '", table->name(),
+                                      "' changed while it was being saved under '", key,
+                                      "'; pause training during Save");
+  };
+  // The rows, with their frequencies and versions, as exported first.
+  std::vector<int64_t> keys, freqs, versions;
+  Tensor deleted_ids;
+  auto collect = [&](const TableChunk& c) {
+    const int64_t m = c.keys.dim_size(0);
+    keys.insert(keys.end(), c.keys.data<int64_t>(), c.keys.data<int64_t>() + m);
+    freqs.insert(freqs.end(), c.frequencies.data<int64_t>(), c.frequencies.data<int64_t>() + m);
+    versions.insert(versions.end(), c.versions.data<int64_t>(),
+                    c.versions.data<int64_t>() + m);
+  };
+  // Streams `part` (values or slots) of n rows from an export. With
+  // `first`, the export also collects the keys; otherwise its keys must be
+  // the collected ones.
+  auto stream = [&](const char* part, bool slots, int64_t n, bool first) -> absl::Status {
+    const TensorShape shape = slots ? TensorShape({n, num_slots, dim}) : TensorShape({n, dim});
+    return writer->AddChunks(
+        Key(key, part), DT_FLOAT, shape, [&](const BundleWriter::ChunkSink& sink) -> absl::Status {
+          embedding::ExportOptions again = eo;
+          again.include_slots = slots;
+          int64_t pos = 0;
+          ASSIGN_OR_RETURN(embedding::ExportResult result,
+                           table->Export(
+                               again,
+                               [&](const TableChunk& c) -> absl::Status {
+                                 const int64_t m = c.keys.dim_size(0);
+                                 if (m > n - pos) return changed();
+                                 if (first) {
+                                   collect(c);
+                                 } else if (!std::equal(c.keys.data<int64_t>(),
+                                                        c.keys.data<int64_t>() + m,
+                                                        keys.begin() + pos)) {
+                                   return changed();
+                                 }
+                                 pos += m;
+                                 const Tensor& t = slots ? c.slots : c.values;
+                                 return sink(Bytes(t.raw_data(), t.TotalBytes()));
+                               },
+                               options.pool));
+          if (pos != n) return changed();
+          if (first) deleted_ids = std::move(result.deleted_ids);
+          return absl::OkStatus();
+        });
+  };
+  int64_t n;
+  if (since_step < 0) {
+    // Full: every row, so the count is known and the first pass writes the
+    // values while collecting the keys (a table changing meanwhile fails).
+    n = table->size();
+    RETURN_IF_ERROR(stream("values", false, n, /*first=*/true));
+  } else {
+    // Delta: count and collect the changed rows first.
+    ASSIGN_OR_RETURN(embedding::ExportResult result,
+                     table->Export(
+                         eo,
+                         [&](const TableChunk& c) {
+                           collect(c);
+                           return absl::OkStatus();
+                         },
+                         options.pool));
+    deleted_ids = std::move(result.deleted_ids);
+    n = static_cast<int64_t>(keys.size());
+    RETURN_IF_ERROR(stream("values", false, n, /*first=*/false));
+  }
+  if (num_slots > 0) {
+    RETURN_IF_ERROR(stream("slots", true, n, /*first=*/false));
+  } else {
+    RETURN_IF_ERROR(writer->Add(Key(key, "slots"), Tensor(DT_FLOAT, TensorShape({n, 0, dim}))));
+  }
+  auto write_vector = [&](const char* part, const std::vector<int64_t>& v) {
+    return writer->AddChunks(Key(key, part), DT_INT64, TensorShape({n}),
+                             [&](const BundleWriter::ChunkSink& sink) {
+                               return sink(Bytes(v.data(), v.size() * sizeof(int64_t)));
+                             });
+  };
+  RETURN_IF_ERROR(write_vector("keys", keys));
+  RETURN_IF_ERROR(write_vector("frequencies", freqs));
+  RETURN_IF_ERROR(write_vector("versions", versions));
+  if (since_step >= 0) RETURN_IF_ERROR(writer->Add(Key(key, "deleted_ids"), deleted_ids));
+  return absl::OkStatus();
+}
+
+absl::Status RestoreTable(HashEmbeddingTable* table, const BundleReader& reader,
+                          const std::string& key, bool delta,
+                          const TableSaveableOptions& options) {
+  if (!reader.Contains(Key(key, "keys"))) {
+    return errors::NotFound("checkpoint ", reader.prefix(), " has no embedding table '", key,
+                            "' (no tensor '", Key(key, "keys"), "')");
+  }
+  if (delta) {
+    ASSIGN_OR_RETURN(Tensor deleted, reader.Lookup(Key(key, "deleted_ids")));
+    if (deleted.dtype() != DT_INT64 || deleted.dims() != 1) {
+      return errors::InvalidArgument("checkpoint ", reader.prefix(), " holds '",
+                                     Key(key, "deleted_ids"), "' as ",
+                                     DataTypeString(deleted.dtype()), " ",
+                                     deleted.shape().DebugString(), "; expected int64 [m]");
+    }
+    table->Remove(deleted.flat<int64_t>());
+  } else {
+    table->Clear();
+  }
+  absl::Status s = ImportRows(table, reader, key, options);
+  if (!s.ok()) {
+    // Never leave a half-restored table looking valid.
+    table->Clear();
+    return errors::Annotate(s, absl::StrCat("restoring embedding table '", table->name(),
+                                            "' from ", reader.prefix()));
+  }
+  return absl::OkStatus();
+}
+
+checkpoint::Saveable TableSaveable(ResourceMgr* rm, TableRef ref, TableSaveableOptions options) {
+  if (ref.container.empty()) ref.container = rm->default_container();
+  auto shared = std::make_shared<const TableRef>(std::move(ref));
+  TableGetter get = [rm, shared](bool for_restore)
+      -> absl::StatusOr<std::shared_ptr<EmbeddingTableResource>> {
+    if (for_restore && shared->create_options.has_value()) {
+      return EmbeddingTableResource::LookupOrCreate(rm, shared->container, shared->name,
+                                                    *shared->create_options);
+    }
+    auto res = EmbeddingTableResource::Lookup(*rm, shared->container, shared->name);
+    if (!res.ok()) {
+      return errors::FailedPrecondition("embedding table '", shared->name, "' (container '",
+                                        shared->container, "') does not exist: ",
+                                        res.status().message());
+    }
+    return res;
+  };
+  return MakeSaveable(shared->checkpoint_key, std::move(get), options);
+}
+
+checkpoint::Saveable TableSaveable(std::shared_ptr<EmbeddingTableResource> table,
+                                   std::string checkpoint_key, TableSaveableOptions options) {
+  TableGetter get = [table](bool) -> absl::StatusOr<std::shared_ptr<EmbeddingTableResource>> {
+    return table;
+  };
+  return MakeSaveable(std::move(checkpoint_key), std::move(get), options);
+}
+
+}  // namespace recflow::train

@@ -1,0 +1,111 @@
+// TableSaveable: a HashEmbeddingTable as a checkpoint::Saveable, so the
+// Saver writes it next to the dense variables, full or as a delta.
+//
+//   std::vector<checkpoint::Saveable> saveables = {
+//       checkpoint::VarSaveable(rm, {"dense/w", "", "dense/w", DT_FLOAT, {16, 1}}),
+//       TableSaveable(rm, {.checkpoint_key = "user_emb", .name = "user_emb"})};
+//   ASSIGN_OR_RETURN(auto saver, checkpoint::Saver::Create(opts, std::move(saveables)));
+//
+// Bundle layout for checkpoint key K (n rows, sorted by id; see
+// docs/formats/checkpoint.md, "Embedding tables"):
+//   K/keys         int64 [n]
+//   K/values       float [n, dim]
+//   K/slots        float [n, num_slots, dim]  optimizer slots, SlotNames() order
+//   K/frequencies  int64 [n]
+//   K/versions     int64 [n]                  step of each row's last update
+//   K/deleted_ids  int64 [m]                  deltas only: ids removed or
+//                                             evicted since the previous
+//                                             checkpoint
+// A full checkpoint holds every row; a delta (since_step = S) the rows with
+// version > S. Admission-sketch counts are NOT saved: a restored table
+// starts with empty sketches, so ids that were on their way to admission
+// must be seen again (HashEmbeddingTable exposes no sketch accessor; the
+// sketches are approximate and decayed anyway).
+//
+// Memory while saving: the table is exported once per streamed tensor
+// group through BundleWriter::AddChunks, one chunk at a time (a full save:
+// values with the keys, then slots; a delta: keys, values, slots); besides
+// one chunk it holds 8 bytes per exported key inside Export and 24 bytes per
+// row (keys, frequencies, versions) here. The table must not change during the
+// save (pause training, as a checkpoint hook between steps does): a row
+// added or removed between the passes fails the save with
+// FailedPrecondition naming the table; nothing is published then.
+//
+// Memory while restoring: keys, frequencies and versions (24 bytes per
+// row), plus one chunk of values and slots, read with positioned reads
+// straight from the data file (crc32c checked at the end). A full restore
+// Clear()s the table first; a delta restore removes K/deleted_ids and then
+// imports its rows. On a read error (DataLoss: checksum, truncation) the
+// table is cleared, never left half-restored silently.
+//
+// Frequencies: a delta holds the rows updated since S, so a row looked up
+// but not updated since the previous checkpoint restores its older
+// frequency. In training every looked-up row also gets its gradient
+// applied, so the two agree.
+//
+// Thread-safety: the returned Saveable's callbacks are thread-safe (the
+// table is); Saver serializes them.
+#ifndef RECFLOW_TRAIN_TABLE_SAVEABLE_H_
+#define RECFLOW_TRAIN_TABLE_SAVEABLE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "recflow/checkpoint/bundle_reader.h"
+#include "recflow/checkpoint/bundle_writer.h"
+#include "recflow/checkpoint/saver.h"
+#include "recflow/core/env.h"
+#include "recflow/core/threadpool.h"
+#include "recflow/embedding/embedding_resource.h"
+#include "recflow/embedding/hash_embedding_table.h"
+#include "recflow/framework/resource_mgr.h"
+
+namespace recflow::train {
+
+// Where a table lives.
+struct TableRef {
+  std::string checkpoint_key;  // K in the layout above
+  std::string container;       // empty: the ResourceMgr's default container
+  std::string name;            // the table's shared name
+  // When set, a restore into a ResourceMgr without the table creates it from
+  // these options (so a restore may come before the graph's first step).
+  // Unset: restoring a missing table is FailedPrecondition naming it.
+  std::optional<embedding::EmbeddingTableOptions> create_options;
+};
+
+struct TableSaveableOptions {
+  // The Env of the bundles (the Saver's options.env): restores read the
+  // data files directly. Not owned.
+  Env* env = Env::Default();
+  // Rows per exported / imported chunk.
+  int64_t rows_per_chunk = 65536;
+  // For Export and Import; may be null. Not owned.
+  ThreadPool* pool = nullptr;
+};
+
+// A saveable over the table registered in `rm` (not owned; must outlive the
+// saveable) under ref.container/ref.name, looked up at every save and
+// restore.
+checkpoint::Saveable TableSaveable(ResourceMgr* rm, TableRef ref,
+                                   TableSaveableOptions options = {});
+// A saveable over a table the caller holds.
+checkpoint::Saveable TableSaveable(std::shared_ptr<embedding::EmbeddingTableResource> table,
+                                   std::string checkpoint_key,
+                                   TableSaveableOptions options = {});
+
+// The pieces, for tools: write the table (since_step < 0: full, else a delta)
+// under `key`, or read it back (delta: apply on top of the current rows;
+// otherwise replace them).
+absl::Status SaveTable(embedding::HashEmbeddingTable* table, checkpoint::BundleWriter* writer,
+                       const std::string& key, int64_t since_step,
+                       const TableSaveableOptions& options = {});
+absl::Status RestoreTable(embedding::HashEmbeddingTable* table,
+                          const checkpoint::BundleReader& reader, const std::string& key,
+                          bool delta, const TableSaveableOptions& options = {});
+
+}  // namespace recflow::train
+
+#endif  // RECFLOW_TRAIN_TABLE_SAVEABLE_H_
