@@ -9,6 +9,7 @@
 #include "recflow/core/logging.h"
 #include "recflow/train/global_step.h"
 #include "recflow/train/hooks.h"
+#include "recflow/train/table_saveable.h"
 #include "recflow/train/variables.h"
 
 namespace recflow::train {
@@ -63,6 +64,14 @@ absl::StatusOr<std::vector<checkpoint::Saveable>> GraphSaveables(Session* sessio
     ref.shape = VariableShape(var);
     out.push_back(checkpoint::VarSaveable(rm, std::move(ref)));
   }
+  for (const Output& table : HashTables(*graph)) {
+    TableRef ref;
+    ref.checkpoint_key = table.node()->name();
+    ref.container = StringAttr(*table.node(), "container");
+    ref.name = StringAttr(*table.node(), "shared_name");
+    if (ref.name.empty()) ref.name = table.node()->name();
+    out.push_back(TableSaveable(rm, std::move(ref)));
+  }
   for (const auto& node : graph->nodes()) {
     if (node->op() == "IteratorV2") out.push_back(IteratorSaveable(rm, *node));
   }
@@ -90,6 +99,14 @@ absl::StatusOr<std::unique_ptr<MonitoredSession>> MonitoredSession::Create(
     }
   }
   if (options.setup) RETURN_IF_ERROR(options.setup(ms->session_.get()));
+  // Create the hash embedding tables (their ops make them from their attrs)
+  // so that a restore has tables to fill.
+  if (std::vector<Output> tables = HashTables(*graph); !tables.empty()) {
+    std::vector<std::string> targets;
+    for (const Output& t : tables) targets.push_back(t.node()->name());
+    std::vector<Tensor> unused;
+    RETURN_IF_ERROR(ms->session_->Run({}, {}, targets, &unused));
+  }
 
   if (!options.checkpoint_dir.empty()) {
     std::vector<checkpoint::Saveable> saveables = std::move(options.saveables);

@@ -19,7 +19,8 @@
 //   2. runs options.setup(session) (register input pipelines there, so their
 //      positions are restored with the variables);
 //   3. hooks' Begin();
-//   4. as chief: restores the newest checkpoint of checkpoint_dir when there
+//   4. creates the graph's hash embedding tables (runs their ops), then, as
+//      chief, restores the newest checkpoint of checkpoint_dir when there
 //      is one (every variable, and the position of every IteratorV2 the graph
 //      holds), else runs options.init_target ("init" when the graph has it);
 //   5. hooks' AfterCreateSession(session).
@@ -173,8 +174,10 @@ class MonitoredSession {
 
 // The saveables of a graph held in `session`: every variable created by
 // train::Variable (and optimizer slots; the checkpoint key is the variable's
-// node name, as TensorFlow's Saver names it) and the position of every
-// input pipeline read through an IteratorV2 node (key "<node>/iterator_state",
+// node name, as TensorFlow's Saver names it), every hash embedding table
+// made by train::HashEmbeddingTable (TableSaveable under the table node's
+// name: keys, values, slots, frequencies, versions) and the position of
+// every input pipeline read through an IteratorV2 node (key "<node>/iterator_state",
 // a string scalar; restoring needs the pipeline registered first).
 absl::StatusOr<std::vector<checkpoint::Saveable>> GraphSaveables(Session* session);
 
