@@ -66,9 +66,11 @@
 #include "recflow/framework/scope.h"
 #include "recflow/ops/array_ops.h"
 #include "recflow/ops/embedding_ops.h"
+#include "recflow/ops/hash_table_ops.h"
 #include "recflow/ops/math_ops.h"
 #include "recflow/ops/reduction_ops.h"
 #include "recflow/runtime/session.h"
+#include "recflow/train/global_step.h"
 #include "recflow/train/optimizer.h"
 #include "recflow/train/variables.h"
 
@@ -355,6 +357,72 @@ absl::Status TrainHash(const Flags& f, const std::vector<std::vector<std::vector
   return WriteDump(f, dump);
 }
 
+// --- hash_graph: hash tables through the graph ops ---------------------------
+
+absl::Status TrainHashGraph(const Flags& f,
+                            const std::vector<std::vector<std::vector<int64_t>>>& ids) {
+  Scope root = Scope::NewRootScope();
+  Output gs = train::CreateGlobalStep(root);
+  std::vector<Output> losses;
+  std::vector<std::string> probe_fetches;
+  for (int64_t field = 0; field < f.fields; ++field) {
+    ops::HashEmbeddingTableAttrs attrs;
+    attrs.dim = kDim;
+    attrs.optimizer = "adagrad";
+    attrs.initializer = "constant";
+    attrs.init_value = kInit;
+    attrs.initial_accumulator_value = kInitialAccumulator;
+    Output table = train::HashEmbeddingTable(root, absl::StrCat("emb", field), attrs);
+    Output ids_in = ops::Placeholder(root.WithOpName(absl::StrCat("ids", field)), DT_INT64);
+    Output splits_in = ops::Placeholder(root.WithOpName(absl::StrCat("splits", field)), DT_INT64);
+    Output bag = ops::HashEmbeddingBag(root, table, ids_in, splits_in, Output(),
+                                       {.combiner = "sum"});
+    Output g = ops::Const(root, UpstreamGrad(f, field));
+    losses.push_back(ops::Sum(root, ops::Mul(root, bag, g),
+                              ops::Const(root, Tensor::FromVector<int32_t>({0, 1}))));
+    if (field == 0 || field == f.fields - 1) {
+      const std::vector<int64_t> probe = ProbeIds(ids[0][field]);
+      Output rows = ops::HashEmbeddingLookup(
+          root.WithOpName(absl::StrCat("probe", field)), table,
+          ops::Const(root, Tensor::FromVector<int64_t>(absl::MakeConstSpan(probe))),
+          {.mode = "serve"});
+      probe_fetches.push_back(rows.node()->name() + ":0");
+    }
+  }
+  Output loss = ops::AddN(root.WithOpName("loss"), losses);
+  train::AdagradOptimizer opt(
+      {.learning_rate = kLearningRate, .initial_accumulator_value = kInitialAccumulator});
+  ASSIGN_OR_RETURN(Output train_op, opt.Minimize(root, loss, {}, gs));
+  train::GlobalVariablesInitializer(root);
+  RETURN_IF_ERROR(root.status());
+  ASSIGN_OR_RETURN(tensorflow::GraphDef gd, root.ToGraphDef());
+  ASSIGN_OR_RETURN(auto session,
+                   Session::Create({.inter_op_threads = f.threads, .intra_op_threads = f.threads},
+                                   gd));
+  std::vector<Tensor> out;
+  RETURN_IF_ERROR(session->Run({}, {}, {"init"}, &out));
+  Tensor splits(DT_INT64, TensorShape({f.batch + 1}));
+  for (int64_t b = 0; b <= f.batch; ++b) splits.data<int64_t>()[b] = b;
+  std::vector<std::vector<std::pair<std::string, Tensor>>> feeds(ids.size());
+  for (size_t s = 0; s < ids.size(); ++s) {
+    for (int64_t field = 0; field < f.fields; ++field) {
+      feeds[s].emplace_back(absl::StrCat("ids", field),
+                            Tensor::FromVector<int64_t>(absl::MakeConstSpan(ids[s][field])));
+      feeds[s].emplace_back(absl::StrCat("splits", field), splits);
+    }
+  }
+  const std::string train_name = train_op.node()->name();
+  RETURN_IF_ERROR(TimeSteps(f, "hash_graph", [&](int64_t s) {
+    return session->Run(feeds[s % feeds.size()], {}, {train_name}, &out);
+  }));
+  RETURN_IF_ERROR(session->Run({}, probe_fetches, {}, &out));
+  std::vector<std::vector<float>> dump;
+  for (const Tensor& t : out) {
+    dump.emplace_back(t.data<float>(), t.data<float>() + t.NumElements());
+  }
+  return WriteDump(f, dump);
+}
+
 // --- lookup: hash table vs plain gather ---------------------------------------
 
 absl::Status Lookups(const Flags& f, const std::vector<std::vector<std::vector<int64_t>>>& ids) {
@@ -484,7 +552,9 @@ absl::Status Main(int argc, char** argv) {
   }
   if (f.mode == "dense") return TrainDense(f, ids);
   if (f.mode == "hash") return TrainHash(f, ids);
-  return absl::InvalidArgumentError(absl::StrCat("unknown --mode=", f.mode, " (dense|hash)"));
+  if (f.mode == "hash_graph") return TrainHashGraph(f, ids);
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown --mode=", f.mode, " (dense|hash|hash_graph)"));
 }
 
 }  // namespace
