@@ -14,6 +14,7 @@ BUILD_PACKAGES=(
   libopenblas-dev                         # MatMul
   libfarmhash-dev                         # Fingerprint64 (string ids, as TF)
   libsnappy-dev                           # old TF checkpoint indexes (snappy blocks)
+  libyaml-cpp-dev                         # model configs (YAML, with line numbers in errors)
   libgtest-dev libgmock-dev               # tests
 )
 BENCH_PACKAGES=(python3-torch python3-numpy python3-pandas)

@@ -84,5 +84,116 @@ touch "$TMP/plain_file"
 expect gen_data_unwritable 1 "--out $TMP/plain_file/sub: cannot create the directory" \
   "$RECFLOW" gen-data --rows 10 --out "$TMP/plain_file/sub"
 
+# ckpt: tensor-bundle checkpoints (more cases in ckpt_command_test.cc).
+VARS=$HPT/variables/variables
+expect ckpt_inspect_tf 0 "total: 5 tensors, 20 bytes .* 0 bad" "$RECFLOW" ckpt inspect "$VARS"
+expect ckpt_inspect_value 0 "values: \[0\.5\]" "$RECFLOW" ckpt inspect "$VARS" --tensor a
+expect ckpt_merge_tf 0 "wrote $TMP/ck/merged: 5 tensors" "$RECFLOW" ckpt merge --out "$TMP/ck/merged" "$VARS"
+expect ckpt_diff_same 0 "^equal: 5 tensors equal" "$RECFLOW" ckpt diff "$VARS" "$TMP/ck/merged"
+expect ckpt_merge_exists 1 "already exists" "$RECFLOW" ckpt merge --out "$TMP/ck/merged" "$VARS"
+expect ckpt_merge_dup 1 "tensor 'a' is in both" "$RECFLOW" ckpt merge --out "$TMP/ck/m2" "$VARS" "$TMP/ck/merged"
+expect ckpt_missing 1 "no checkpoint at '$TMP/none'" "$RECFLOW" ckpt inspect "$TMP/none"
+head -c 30 "$VARS.index" > "$TMP/ck/trunc.index"
+expect ckpt_truncated_index 1 "trunc.index" "$RECFLOW" ckpt inspect "$TMP/ck/trunc"
+
+# saved_model show|run on TensorFlow's half_plus_two (y = 0.5x + 2).
+expect sm_show_tags 0 "^'serve'$" "$RECFLOW" saved_model show --dir "$HPT"
+expect sm_show_sigs 0 'SignatureDef key: "regress_x_to_y"' \
+  "$RECFLOW" saved_model show --dir "$HPT" --tag_set serve
+expect sm_show_sig 0 "shape: \(-1, 1\)" \
+  "$RECFLOW" saved_model show --dir "$HPT" --tag_set serve --signature_def serving_default
+expect sm_show_method 0 "Method name is: tensorflow/serving/classify" \
+  "$RECFLOW" saved_model show --dir "$HPT" --tag_set serve --signature_def classify_x_to_y
+expect sm_show_all 0 "signature_def\['regress_x2_to_y3'\]" "$RECFLOW" saved_model show --dir "$HPT" --all
+expect sm_run_expr 0 "^\[\[2\.5\], \[3\], \[4\.5\]\]$" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --input_exprs 'x=[1.0,2.0,5.0]'
+expect sm_run_nested 0 "^\[\[2\.5\], \[3\]\]$" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --input_exprs 'x=[[1], [2]]'
+expect sm_run_outdir 0 "Output y is saved to $TMP/sm/y.npy" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default \
+  --input_exprs 'x=[1,2,5]' --outdir "$TMP/sm"
+expect sm_run_npy_back 0 "^\[\[3\.25\], \[3\.5\], \[4\.25\]\]$" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --inputs "x=$TMP/sm/y.npy"
+# .npy files written here: good (v1 and v2, float64 cast to float), and bad.
+python3 - "$TMP/sm" <<'PY'
+import struct, sys
+d = sys.argv[1]
+def npy(name, descr, shape, data, fortran=False, major=1, cut=0):
+    h = "{'descr': '%s', 'fortran_order': %s, 'shape': %s, }" % (
+        descr, "True" if fortran else "False", shape)
+    pre = 10 if major == 1 else 12
+    h += " " * ((64 - (pre + len(h) + 1) % 64) % 64) + "\n"
+    hl = struct.pack("<H", len(h)) if major == 1 else struct.pack("<I", len(h))
+    b = b"\x93NUMPY" + bytes([major, 0]) + hl + h.encode() + data
+    open(d + "/" + name, "wb").write(b[:len(b) - cut])
+npy("f64.npy", "<f8", "(2, 1)", struct.pack("<2d", 4.0, -2.0))
+npy("v2.npy", "<f4", "(3,)", struct.pack("<3f", 1, 2, 5), major=2)
+npy("fortran.npy", "<f4", "(2, 1)", struct.pack("<2f", 1, 2), fortran=True)
+npy("int16.npy", "<i2", "(2,)", struct.pack("<2h", 1, 2))
+npy("big.npy", ">f4", "(2,)", struct.pack(">2f", 1, 2))
+npy("trunc.npy", "<f4", "(4, 1)", struct.pack("<4f", 1, 2, 3, 4), cut=5)
+open(d + "/magic.npy", "wb").write(b"not a numpy file at all")
+PY
+expect sm_run_npy_f64 0 "^\[\[4\], \[1\]\]$" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --inputs "x=$TMP/sm/f64.npy"
+expect sm_run_npy_v2 0 "^\[\[2\.5\], \[3\], \[4\.5\]\]$" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --inputs "x=$TMP/sm/v2.npy"
+expect sm_npy_fortran 1 "fortran_order arrays are not supported" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --inputs "x=$TMP/sm/fortran.npy"
+expect sm_npy_dtype 1 "unsupported .npy dtype '<i2'" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --inputs "x=$TMP/sm/int16.npy"
+expect sm_npy_big_endian 1 "unsupported .npy dtype '>f4'" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --inputs "x=$TMP/sm/big.npy"
+expect sm_npy_truncated 1 "trunc.npy': truncated .npy data" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --inputs "x=$TMP/sm/trunc.npy"
+expect sm_npy_magic 1 "magic.npy' is not a .npy file" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --inputs "x=$TMP/sm/magic.npy"
+expect sm_npy_missing 1 "nope.npy' does not exist" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --inputs "x=$TMP/sm/nope.npy"
+expect sm_run_regress_examples 0 "^\[\[2\.5\], \[4\]\]$" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def regress_x_to_y \
+  --input_examples 'inputs=[{"x": [1.0]}, {"x": 4.0}]'
+expect sm_run_classify_examples 0 "Result for output key scores:" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def classify_x_to_y --input_examples 'inputs=[{"x": [3.0]}]'
+expect sm_examples_mixed 1 "feature 'x' mixes kinds of values" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def regress_x_to_y --input_examples 'inputs=[{"x": [3.0, "a"]}]'
+expect sm_examples_unclosed 1 "expected '\}' at position 12" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def regress_x_to_y --input_examples 'inputs=[{"x": [3.0]'
+expect sm_examples_wrong_type 1 "feature 'x': expected float_list, got int64_list" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def regress_x_to_y --input_examples 'inputs=[{"x": [3]}]'
+truncate -s 1200M "$TMP/sm/huge.npy"
+expect sm_npy_oversized 1 "huge.npy" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --inputs "x=$TMP/sm/huge.npy"
+expect sm_missing_dir 1 "SavedModel directory '$TMP/none' does not exist" \
+  "$RECFLOW" saved_model show --dir "$TMP/none"
+expect sm_no_dir_flag 2 "--dir is required" "$RECFLOW" saved_model show
+expect sm_bad_tag_set 1 "no MetaGraph with tag set \{train\}; available tag sets: \{serve\}" \
+  "$RECFLOW" saved_model show --dir "$HPT" --tag_set train
+expect sm_run_bad_tag_set 1 "available tag sets: \{serve\}" \
+  "$RECFLOW" saved_model run --dir "$HPT" --tag_set serve,gpu --signature_def serving_default \
+  --input_exprs 'x=[1]'
+expect sm_unknown_signature 1 "no signature 'nope'; available signatures: classify_x_to_y" \
+  "$RECFLOW" saved_model show --dir "$HPT" --tag_set serve --signature_def nope
+expect sm_run_unknown_signature 1 "no signature 'nope'" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def nope --input_exprs 'x=[1]'
+expect sm_bad_expr 1 "'1.0x' is not a number" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --input_exprs 'x=[1.0x]'
+expect sm_ragged_expr 1 "ragged nested list" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --input_exprs 'x=[[1],[2,3]]'
+expect sm_unclosed_expr 1 "expected ',' or '\]'" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --input_exprs 'x=[1,2'
+expect sm_no_equals 1 "expected KEY=VALUE, got 'x'" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --input_exprs 'x'
+expect sm_unknown_input 1 "has no input 'z'; its inputs are: x" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --input_exprs 'z=[1]'
+expect sm_string_input 1 "only float, double, int32, int64 and bool inputs" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def classify_x_to_y --input_exprs 'inputs=[1]'
+expect sm_bad_shape 1 "input 'x' must have shape \[\?,1\]" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --input_exprs 'x=[[1,2]]'
+mkdir -p "$TMP/sm/trunc_model"
+head -c 100 "$HPT/saved_model.pb" > "$TMP/sm/trunc_model/saved_model.pb"
+expect sm_truncated_model 1 "saved_model.pb' \(100 bytes\) is not a valid SavedModel" \
+  "$RECFLOW" saved_model show --dir "$TMP/sm/trunc_model"
+
 echo "$pass passed, $fails failed"
 ((fails == 0))

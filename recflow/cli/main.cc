@@ -72,6 +72,8 @@ constexpr char kUsage[] =
     "  ops show NAME        print one op's definition\n"
     "  demo                 build and run a small MLP on synthetic data\n"
     "  gen-data             write the synthetic click-log dataset (--rows N --out DIR ...)\n"
+    "  ckpt inspect|merge|diff  list and verify, merge or compare checkpoints\n"
+    "  saved_model show|run  inspect a SavedModel's signatures or run one\n"
     "  version              print the version\n"
     "  help                 this message\n"
     "\n"
@@ -120,6 +122,8 @@ int main(int argc, char** argv) {
   if (command == "ops") return cli::OpsCommand(rest);
   if (command == "demo") return cli::DemoCommand(rest);
   if (command == "gen-data") return cli::GenDataCommand(rest);
+  if (command == "ckpt") return cli::CkptCommand(rest);
+  if (command == "saved_model") return cli::SavedModelCommand(rest);
   if (command == "version") {
     std::cout << "recflow 0.1.0\n";
     return 0;

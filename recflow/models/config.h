@@ -1,0 +1,80 @@
+// Run configs: one YAML file says which model to build (model.h's
+// ModelConfig), what data to read and how to train, checkpoint and evaluate.
+// `recflow train --config FILE` reads it; docs/model_config.md is the
+// reference of every key.
+//
+//   model:
+//     type: deepfm                  # lr | fm | mlp | wide_deep | deepfm | dcn_v2 | dlrm
+//     embedding_dim: 16
+//     hidden_units: [256, 128]
+//   features:
+//     dense: 13                     # a count (I1..I13) or a list of names
+//     sparse: 26                    # a count (C1..C26), or a list of names / maps
+//     sparse_defaults: {vocabulary_size: 100000, combiner: sum}
+//   optimizer:
+//     embedding: {type: adagrad, learning_rate: 0.05}
+//     dense: {type: adam, learning_rate: 0.001}
+//   data:
+//     format: criteo
+//     train: data/train-*.tsv
+//     eval: data/test-*.tsv
+//   train: {batch_size: 4096, steps: 2000}
+//   checkpoint: {save_steps: 1000, keep: 5}
+//
+// Errors name the file, line and column and the key: an unknown key (with
+// the known ones listed), a value of the wrong type, a missing required key,
+// an impossible size.
+#ifndef RECFLOW_MODELS_CONFIG_H_
+#define RECFLOW_MODELS_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "recflow/core/env.h"
+#include "recflow/models/model.h"
+
+namespace recflow::models {
+
+struct DataConfig {
+  std::string format = "criteo";  // criteo (TSV: label, dense..., sparse...)
+  std::string train;              // file, glob, or comma-separated list
+  std::string eval;               // optional
+  bool hash_ids = false;          // criteo: Fingerprint64 of the text instead of hex values
+  int parse_threads = 0;          // 0: one per CPU
+};
+
+struct TrainConfig {
+  int64_t batch_size = 4096;
+  int64_t steps = 0;    // 0: one pass over `epochs` epochs
+  int64_t epochs = 1;
+  int64_t shuffle_buffer = 0;  // batches (0: read in order)
+  int threads = 0;             // session threads; 0: one per CPU
+  // Checkpoints (in the model directory).
+  int64_t save_steps = 0;
+  double save_secs = 600;
+  int keep = 5;
+  // Evaluation on data.eval during training (0: only at the end).
+  int64_t eval_every_steps = 0;
+  int64_t eval_batches = 0;  // 0: the whole eval set
+  // Reporting.
+  double log_every_secs = 1.0;
+  int64_t summary_every_steps = 100;
+};
+
+struct RunConfig {
+  std::string path;  // where it was read from (for messages)
+  ModelConfig model;
+  DataConfig data;
+  TrainConfig train;
+};
+
+// Parses YAML text; `filename` names it in errors. InvalidArgument naming
+// file:line:column and the key for every problem.
+absl::StatusOr<RunConfig> ParseRunConfig(const std::string& yaml, const std::string& filename);
+// Reads and parses a config file (NotFound naming it when it is missing).
+absl::StatusOr<RunConfig> LoadRunConfig(Env* env, const std::string& path);
+
+}  // namespace recflow::models
+
+#endif  // RECFLOW_MODELS_CONFIG_H_

@@ -1,0 +1,129 @@
+// The model zoo: CTR models built as graphs from a declarative config.
+//
+//   models::ModelConfig config = ...;            // config.h parses it from YAML
+//   models::ModelInputs in = models::Placeholders(root, config);
+//   ASSIGN_OR_RETURN(models::Model m, models::BuildModel(root, config, in));
+//   // m.logits [B]: the click logit; m.loss: mean sigmoid cross-entropy
+//   // against in.labels; m.train_op: one optimizer step (per parameter
+//   // group), incrementing the global step.
+//
+// Inputs follow the batch layout of recflow/data/batch.h: labels float [B],
+// dense float [B, num_dense], and per sparse feature int64 ids [nnz] +
+// int64 row_splits [B + 1] (a bag of ids per example; Criteo's fields hold
+// one id or none).
+//
+// Models (ModelConfig::type):
+//   lr         logistic regression: a 1-dim embedding per sparse feature
+//              (summed) + a linear layer over the dense features + bias
+//   fm         factorization machine: lr + the pairwise term
+//              0.5 * sum_k((sum_i v_ik)^2 - sum_i v_ik^2) over the fields'
+//              embeddings (and the dense features projected to one vector)
+//   mlp        concat(dense, every field's embedding) -> MLP -> logit
+//   wide_deep  lr (wide) + mlp (deep), logits summed
+//   deepfm     fm + mlp sharing the embeddings, logits summed
+//   dcn_v2     concat(dense, embeddings) = x0 -> cross layers
+//              x_{l+1} = x0 * (W_l x_l + b_l) + x_l -> concat with an MLP
+//              over x0 (parallel form) -> logit
+//   dlrm       bottom MLP over dense -> a dim-sized vector; dot products of
+//              every pair of (bottom output, field embeddings) -> concat
+//              with the bottom output -> top MLP -> logit
+//
+// Every sparse feature's embedding is an embedding bag (ids -> combiner over
+// the example's ids) over either a fixed-vocabulary table (a resource
+// variable [vocabulary_size, dim]; ids are taken modulo vocabulary_size, as
+// hashing into buckets does) or a hash embedding table (unbounded ids).
+// Empty bags read zeros. (hash_table features are not wired yet: BuildModel
+// returns Unimplemented naming the feature.) docs/models.md gives each
+// model's formula, the initializers, the variable names and how to add a
+// model.
+#ifndef RECFLOW_MODELS_MODEL_H_
+#define RECFLOW_MODELS_MODEL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "recflow/framework/scope.h"
+
+namespace recflow::models {
+
+struct SparseFeatureConfig {
+  std::string name;             // the batch layout's feature name ("C1")
+  int64_t vocabulary_size = 0;  // > 0: fixed table of that many rows
+  bool hash_table = false;      // true: a hash embedding table (no vocabulary)
+  int64_t dim = 0;              // 0: ModelConfig::embedding_dim
+  std::string combiner = "sum";  // sum | mean | sqrtn
+};
+
+struct OptimizerConfig {
+  std::string type = "adam";  // sgd | adagrad | adam | ftrl
+  double learning_rate = 0.001;
+  double initial_accumulator_value = 0.1;  // adagrad, ftrl
+  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;  // adam
+  double l1 = 0, l2 = 0;                              // ftrl
+  // Learning-rate schedule: "constant" | "exponential_decay" |
+  // "linear_warmup" (over warmup_steps) ...
+  std::string schedule = "constant";
+  int64_t warmup_steps = 0;
+  int64_t decay_steps = 0;
+  double decay_rate = 1.0;
+};
+
+struct ModelConfig {
+  std::string type;  // lr | fm | mlp | wide_deep | deepfm | dcn_v2 | dlrm
+  std::vector<std::string> dense_features;  // names, in the dense column order
+  std::vector<SparseFeatureConfig> sparse_features;
+  int64_t embedding_dim = 16;
+  std::vector<int64_t> hidden_units = {256, 128};  // the MLP (deep part, top MLP)
+  std::vector<int64_t> bottom_units = {64};        // dlrm's bottom MLP (+ embedding_dim)
+  int64_t cross_layers = 2;                        // dcn_v2
+  std::string activation = "relu";                 // relu | sigmoid | tanh | identity
+  double l2_regularization = 0;                    // on the dense weights
+  uint64_t seed = 1;                               // initializers
+  OptimizerConfig embedding_optimizer = {.type = "adagrad", .learning_rate = 0.05};
+  OptimizerConfig dense_optimizer = {.type = "adam", .learning_rate = 0.001};
+};
+
+// The graph inputs for a batch.
+struct SparseInput {
+  Output ids;         // int64 [nnz]
+  Output row_splits;  // int64 [B + 1]
+};
+struct ModelInputs {
+  Output labels;  // float [B]
+  Output dense;   // float [B, num_dense]
+  std::vector<SparseInput> sparse;  // in config.sparse_features order
+};
+
+// Placeholders named "labels", "dense", "<feature>/ids",
+// "<feature>/row_splits" (what a serving signature feeds).
+ModelInputs Placeholders(const Scope& scope, const ModelConfig& config);
+
+struct Model {
+  Output logits;         // float [B]
+  Output probabilities;  // float [B], sigmoid(logits), named "probabilities"
+  Output loss;           // float scalar, named "loss": mean sigmoid CE (+ l2)
+  Output train_op;       // a target named "train"; invalid if !trainable
+  Output global_step;    // the graph's (created if none); invalid if !trainable
+  std::vector<Output> embedding_variables;  // tables (variables or hash tables)
+  std::vector<Output> dense_variables;      // every other trainable variable
+  int64_t num_parameters = 0;               // fixed-size parameters (tables included)
+};
+
+struct BuildOptions {
+  bool trainable = true;  // add loss gradients, optimizers and "train"
+};
+
+// Builds the model under `scope`. InvalidArgument naming the field for a
+// config that cannot be built (unknown type, no features, a sparse feature
+// with neither vocabulary_size nor hash_table, dim <= 0, ...).
+absl::StatusOr<Model> BuildModel(const Scope& scope, const ModelConfig& config,
+                                 const ModelInputs& inputs, const BuildOptions& options = {});
+
+// The model types BuildModel knows.
+std::vector<std::string> ModelTypes();
+
+}  // namespace recflow::models
+
+#endif  // RECFLOW_MODELS_MODEL_H_

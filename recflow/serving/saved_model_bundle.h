@@ -1,0 +1,73 @@
+// Loading a SavedModel (checkpoint/saved_model.h) into a Session and running
+// its signatures, as TensorFlow's LoadSavedModel / TF Serving do.
+//
+//   ASSIGN_OR_RETURN(SavedModelBundle bundle,
+//                    LoadSavedModel({}, "/models/m/00000123", {"serve"}));
+//   ASSIGN_OR_RETURN(auto out, RunSignature(&bundle, "serving_default",
+//                                           {{"x",
+//                                           Tensor::FromVector<float>({1, 2},
+//                                           {2, 1})}}));
+//   const Tensor& y = out.at("y");
+//
+// LoadSavedModel, in TensorFlow's order:
+//   1. reads saved_model.pb(txt) and picks the MetaGraph with exactly `tags`;
+//   2. creates a Session over its graph_def;
+//   3. restores the variables by running saver_def.restore_op_name with
+//      DIR/variables/variables fed to saver_def.filename_tensor_name (the
+//      graph's own RestoreV2 subgraph). With no variables/ bundle (or no
+//      SaverDef) the model has no variables and this step is skipped;
+//   4. runs the main op (collection "saved_model_main_op", the signature
+//      "__saved_model_init_op", or the legacy "legacy_init_op" collection)
+//      with every asset's tensor (meta_graph.asset_file_def, or the
+//      "saved_model_assets" collection of older exports) fed the absolute
+//      path DIR/assets/FILENAME.
+// Errors name the directory and the step that failed.
+//
+// Thread-safe: RunSignature may be called concurrently on one bundle (the
+// Session is thread-safe); the bundle itself is immutable after loading.
+#ifndef RECFLOW_SERVING_SAVED_MODEL_BUNDLE_H_
+#define RECFLOW_SERVING_SAVED_MODEL_BUNDLE_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "recflow/core/env.h"
+#include "recflow/core/tensor.h"
+#include "recflow/proto/meta_graph.pb.h"
+#include "recflow/runtime/session.h"
+
+namespace recflow::serving {
+
+struct SavedModelBundle {
+  tensorflow::MetaGraphDef meta_graph_def;
+  std::unique_ptr<Session> session;
+  std::string export_dir;
+};
+
+struct LoadOptions {
+  Env* env = Env::Default();  // Not owned.
+  SessionOptions session;
+};
+
+absl::StatusOr<SavedModelBundle> LoadSavedModel(
+    const LoadOptions& options, const std::string& export_dir,
+    const std::vector<std::string>& tags);
+
+// Runs signature `signature_name` with `inputs` keyed by the signature's
+// input keys and returns every output keyed by output key (or only
+// `output_keys` when non-empty). Every input of the signature must be given.
+// InvalidArgument naming the key for an unknown or missing input (listing
+// the valid ones), a dtype that differs from the signature's, or a shape
+// incompatible with it; NotFound for an unknown signature or output key.
+absl::StatusOr<std::map<std::string, Tensor>> RunSignature(
+    const SavedModelBundle& bundle, const std::string& signature_name,
+    const std::map<std::string, Tensor>& inputs,
+    const std::vector<std::string>& output_keys = {});
+
+}  // namespace recflow::serving
+
+#endif  // RECFLOW_SERVING_SAVED_MODEL_BUNDLE_H_
