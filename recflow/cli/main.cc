@@ -72,6 +72,9 @@ constexpr char kUsage[] =
     "  ops show NAME        print one op's definition\n"
     "  demo                 build and run a small MLP on synthetic data\n"
     "  gen-data             write the synthetic click-log dataset (--rows N --out DIR ...)\n"
+    "  train                train a zoo model from a YAML run config (--config FILE ...)\n"
+    "  eval                 evaluate a trained model directory (--model_dir DIR ...)\n"
+    "  export               a trained model directory as a SavedModel (--export_dir DIR)\n"
     "  ckpt inspect|merge|diff  list and verify, merge or compare checkpoints\n"
     "  saved_model show|run  inspect a SavedModel's signatures or run one\n"
     "  version              print the version\n"
@@ -124,6 +127,9 @@ int main(int argc, char** argv) {
   if (command == "gen-data") return cli::GenDataCommand(rest);
   if (command == "ckpt") return cli::CkptCommand(rest);
   if (command == "saved_model") return cli::SavedModelCommand(rest);
+  if (command == "train") return cli::TrainCommand(rest);
+  if (command == "eval") return cli::EvalCommand(rest);
+  if (command == "export") return cli::ExportCommand(rest);
   if (command == "version") {
     std::cout << "recflow 0.1.0\n";
     return 0;

@@ -29,6 +29,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "recflow/core/env.h"
@@ -72,6 +74,12 @@ struct RunConfig {
 // Parses YAML text; `filename` names it in errors. InvalidArgument naming
 // file:line:column and the key for every problem.
 absl::StatusOr<RunConfig> ParseRunConfig(const std::string& yaml, const std::string& filename);
+// `yaml` with the values at dotted keys replaced or added ("data.train" ->
+// "/d/train-*.tsv"), emitted again as YAML (comments are dropped). Used to
+// record the effective config of a run (command-line overrides included).
+absl::StatusOr<std::string> WithOverrides(
+    const std::string& yaml, const std::vector<std::pair<std::string, std::string>>& overrides);
+
 // Reads and parses a config file (NotFound naming it when it is missing).
 absl::StatusOr<RunConfig> LoadRunConfig(Env* env, const std::string& path);
 

@@ -1,0 +1,447 @@
+// recflow train / recflow eval: train a zoo model from a YAML run config
+// (recflow/models/config.h) on Criteo-format files, with checkpoints,
+// progress, TensorBoard summaries and evaluation; evaluate a trained model.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "recflow/checkpoint/saver.h"
+#include "recflow/cli/commands.h"
+#include "recflow/core/env.h"
+#include "recflow/core/status.h"
+#include "recflow/data/dataset.h"
+#include "recflow/data/iterator_resource.h"
+#include "recflow/data/text_parsers.h"
+#include "recflow/framework/scope.h"
+#include "recflow/models/config.h"
+#include "recflow/models/model.h"
+#include "recflow/ops/array_ops.h"
+#include "recflow/ops/data_ops.h"
+#include "recflow/runtime/session.h"
+#include "recflow/train/hooks.h"
+#include "recflow/train/metrics.h"
+#include "recflow/train/monitored_session.h"
+#include "recflow/train/summary_writer.h"
+#include "recflow/train/variables.h"
+
+namespace recflow::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr char kTrainUsage[] =
+    "usage: recflow train --config FILE [--data PATH] [--eval_data PATH] [--model_dir DIR]\n"
+    "                     [--steps N] [--threads T]\n\n"
+    "Trains the model of a run config (docs/model_config.md) on Criteo-format TSV files.\n"
+    "Resumes from the newest checkpoint in --model_dir (model, optimizer state and the\n"
+    "position in the data), saves checkpoints there, writes TensorBoard events there, shows\n"
+    "progress on stderr, evaluates on the eval data (every eval.every_steps and at the end)\n"
+    "and prints test AUC and logloss. --data / --eval_data / --steps override the config.\n\n";
+
+constexpr char kEvalUsage[] =
+    "usage: recflow eval --config FILE --model_dir DIR [--data PATH] [--batches N]\n\n"
+    "Evaluates the newest checkpoint in --model_dir on the config's eval data (or --data):\n"
+    "AUC, logloss, calibration, accuracy.\n\n";
+
+int Fail(const absl::Status& s) {
+  std::cerr << "error: " << s.message() << "\n";
+  return 1;
+}
+
+// The pieces the train and eval graphs share.
+struct Pipeline {
+  std::shared_ptr<const data::CriteoParser> parser;
+  data::BatchSchema schema;
+};
+
+absl::StatusOr<Pipeline> MakeParser(const models::RunConfig& config) {
+  data::CriteoOptions o;
+  o.id_mode = config.data.hash_ids ? data::CriteoOptions::IdMode::kHash
+                                   : data::CriteoOptions::IdMode::kHex;
+  ASSIGN_OR_RETURN(auto parser, data::CriteoParser::Create(o));
+  Pipeline p;
+  p.schema = parser->schema();
+  p.parser = std::move(parser);
+  return p;
+}
+
+// The batch components' shapes: labels [B], dense [B, n], ids/splits [?].
+std::vector<PartialShape> ComponentShapes(const data::BatchSchema& schema) {
+  std::vector<PartialShape> shapes;
+  for (int i = 0; i < schema.num_components(); ++i) {
+    shapes.push_back(i == 1 ? PartialShape({-1, static_cast<int64_t>(schema.dense_names.size())})
+                            : PartialShape({-1}));
+  }
+  return shapes;
+}
+
+absl::StatusOr<data::Dataset> MakeDataset(const models::RunConfig& config, const Pipeline& p,
+                                          const std::string& patterns, int64_t epochs) {
+  std::vector<std::string> list = absl::StrSplit(patterns, ',', absl::SkipEmpty());
+  ASSIGN_OR_RETURN(std::vector<std::string> files, data::ListFiles(nullptr, list));
+  data::TextLineOptions tl;
+  tl.lines_per_element = config.train.batch_size;
+  int threads = config.data.parse_threads;
+  if (threads <= 0) threads = std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
+  data::Dataset ds = data::Dataset::TextLine(files, {}, tl)
+                         .Map(data::ParseFn(p.parser), threads, p.schema.dtypes(),
+                              ComponentShapes(p.schema));
+  if (config.train.shuffle_buffer > 0) {
+    ds = ds.Shuffle(config.train.shuffle_buffer, config.model.seed);
+  }
+  if (epochs != 1) ds = ds.Repeat(epochs);
+  return ds.Prefetch(2);
+}
+
+// Model inputs from the components of an IteratorGetNext node named
+// "batch" in the parser's schema order; dense columns and sparse features
+// picked by the config's names.
+absl::StatusOr<models::ModelInputs> InputsFromBatch(const Scope& root,
+                                                    const models::RunConfig& config,
+                                                    const data::BatchSchema& schema,
+                                                    const std::vector<Output>& batch) {
+  models::ModelInputs in;
+  in.labels = batch[0];
+  std::vector<int32_t> columns;
+  for (const std::string& name : config.model.dense_features) {
+    auto it = std::find(schema.dense_names.begin(), schema.dense_names.end(), name);
+    if (it == schema.dense_names.end()) {
+      return errors::InvalidArgument(config.path, ": features.dense: '", name,
+                                     "' is not a dense column of the ", config.data.format,
+                                     " data (I1..I", schema.dense_names.size(), ")");
+    }
+    columns.push_back(static_cast<int32_t>(it - schema.dense_names.begin()));
+  }
+  bool identity = columns.size() == schema.dense_names.size();
+  for (size_t i = 0; identity && i < columns.size(); ++i) identity = columns[i] == int32_t(i);
+  in.dense = identity ? batch[1]
+                      : ops::GatherV2(root.WithOpName("dense_columns"), batch[1],
+                                      ops::Const(root, Tensor::FromVector<int32_t>(
+                                                           absl::MakeConstSpan(columns))),
+                                      ops::Const(root, int32_t{1}));
+  for (const auto& f : config.model.sparse_features) {
+    auto ids = schema.IdsIndex(f.name);
+    if (!ids.ok()) {
+      return errors::InvalidArgument(config.path, ": features.sparse: '", f.name,
+                                     "' is not a sparse field of the ", config.data.format,
+                                     " data (C1..C", schema.sparse.size(), ")");
+    }
+    ASSIGN_OR_RETURN(int splits, schema.RowSplitsIndex(f.name));
+    in.sparse.push_back({batch[*ids], batch[splits]});
+  }
+  return in;
+}
+
+struct BuiltGraph {
+  tensorflow::GraphDef graph_def;
+  models::Model model;
+  int num_components = 0;
+};
+
+absl::StatusOr<BuiltGraph> BuildGraph(const models::RunConfig& config, const Pipeline& p,
+                                      bool trainable) {
+  Scope root = Scope::NewRootScope();
+  const std::vector<DataType> dtypes = p.schema.dtypes();
+  const std::vector<PartialShape> shapes = ComponentShapes(p.schema);
+  Output it = ops::IteratorV2(root.WithOpName("train_input"), "train_input", dtypes, shapes);
+  std::vector<Output> batch = ops::IteratorGetNext(root.WithOpName("batch"), it, dtypes, shapes);
+  ASSIGN_OR_RETURN(models::ModelInputs in, InputsFromBatch(root, config, p.schema, batch));
+  BuiltGraph g;
+  ASSIGN_OR_RETURN(g.model, models::BuildModel(root, config.model, in, {.trainable = trainable}));
+  train::GlobalVariablesInitializer(root);  // "init"
+  RETURN_IF_ERROR(root.status());
+  ASSIGN_OR_RETURN(g.graph_def, root.ToGraphDef());
+  g.num_components = static_cast<int>(dtypes.size());
+  return g;
+}
+
+// Evaluates the session's model on up to `max_batches` batches of `ds` by
+// feeding them to the "batch" outputs.
+absl::StatusOr<train::BinaryMetricsResult> Evaluate(Session* session, const data::Dataset& ds,
+                                                    int num_components, int64_t max_batches,
+                                                    double* seconds) {
+  const auto start = Clock::now();
+  ASSIGN_OR_RETURN(data::Iterator iter, ds.MakeIterator());
+  train::BinaryMetrics metrics;
+  std::vector<Tensor> out;
+  for (int64_t b = 0; max_batches <= 0 || b < max_batches; ++b) {
+    data::Element e;
+    bool end = false;
+    RETURN_IF_ERROR(iter.GetNext(&e, &end));
+    if (end) break;
+    std::vector<std::pair<std::string, Tensor>> feeds;
+    for (int i = 0; i < num_components; ++i) feeds.emplace_back(absl::StrCat("batch:", i), e[i]);
+    RETURN_IF_ERROR(session->Run(feeds, {"probabilities:0"}, {}, &out));
+    const Tensor& probs = out[0];
+    const Tensor& labels = e[0];
+    RETURN_IF_ERROR(metrics.Add(absl::MakeConstSpan(probs.data<float>(), probs.NumElements()),
+                                absl::MakeConstSpan(labels.data<float>(), labels.NumElements())));
+  }
+  if (seconds != nullptr) *seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  if (metrics.count() == 0) return errors::InvalidArgument("the eval data has no examples");
+  return metrics.Result();
+}
+
+// The oracle's test AUC and logloss from a gen-data dataset.json beside the
+// data files, when there is one ("" otherwise).
+std::string OracleNote(const std::string& data_pattern) {
+  const std::string first = data_pattern.substr(0, data_pattern.find(','));
+  const size_t slash = first.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : first.substr(0, slash);
+  std::ifstream f(dir + "/dataset.json");
+  if (!f) return "";
+  std::stringstream ss;
+  ss << f.rdbuf();
+  const std::string text = ss.str();
+  const size_t at = text.find("\"oracle\"");
+  if (at == std::string::npos) return "";
+  auto number_after = [&](const char* key) {
+    const size_t k = text.find(key, at);
+    if (k == std::string::npos) return std::string();
+    size_t v = text.find(':', k) + 1;
+    while (v < text.size() && text[v] == ' ') ++v;
+    size_t e = v;
+    while (e < text.size() && (isdigit(text[e]) || text[e] == '.' || text[e] == '-')) ++e;
+    return text.substr(v, e - v);
+  };
+  const std::string auc = number_after("\"auc\""), logloss = number_after("\"logloss\"");
+  if (auc.empty()) return "";
+  double a = 0, l = 0;
+  if (!absl::SimpleAtod(auc, &a) || !absl::SimpleAtod(logloss, &l)) return "";
+  return absl::StrFormat("  (oracle: AUC %.4f, logloss %.4f)", a, l);
+}
+
+std::vector<checkpoint::Saveable> WithoutIterators(std::vector<checkpoint::Saveable> all) {
+  std::vector<checkpoint::Saveable> out;
+  for (auto& s : all) {
+    if (!absl::EndsWith(s.name, "/iterator_state")) out.push_back(std::move(s));
+  }
+  return out;
+}
+
+absl::Status RunTrain(models::RunConfig config, const std::string& model_dir) {
+  if (config.data.train.empty()) {
+    return errors::InvalidArgument(config.path, ": data.train is empty; set it or pass --data");
+  }
+  ASSIGN_OR_RETURN(Pipeline p, MakeParser(config));
+  ASSIGN_OR_RETURN(data::Dataset train_ds,
+                   MakeDataset(config, p, config.data.train, config.train.epochs));
+  std::optional<data::Dataset> eval_ds;
+  if (!config.data.eval.empty()) {
+    models::RunConfig eval_config = config;
+    eval_config.train.shuffle_buffer = 0;
+    ASSIGN_OR_RETURN(eval_ds, MakeDataset(eval_config, p, config.data.eval, 1));
+  }
+  ASSIGN_OR_RETURN(BuiltGraph g, BuildGraph(config, p, /*trainable=*/true));
+  RETURN_IF_ERROR(Env::Default()->RecursivelyCreateDir(model_dir));
+  // The effective config (overrides included) beside the checkpoints, for
+  // eval and export.
+  std::string yaml;
+  RETURN_IF_ERROR(ReadFileToString(Env::Default(), config.path, &yaml));
+  ASSIGN_OR_RETURN(yaml, models::WithOverrides(
+                             yaml, {{"data.train", config.data.train},
+                                    {"data.eval", config.data.eval},
+                                    {"train.steps", absl::StrCat(config.train.steps)},
+                                    {"train.threads", absl::StrCat(config.train.threads)}}));
+  RETURN_IF_ERROR(
+      WriteStringToFileAtomically(Env::Default(), model_dir + "/run_config.yaml", yaml));
+
+  ASSIGN_OR_RETURN(auto writer, train::SummaryWriter::Create(Env::Default(), model_dir));
+  RETURN_IF_ERROR(writer->AddGraph(g.graph_def));
+
+  std::fprintf(stderr, "recflow train: model %s, %lld parameters, batch %lld, data %s\n",
+               config.model.type.c_str(), static_cast<long long>(g.model.num_parameters),
+               static_cast<long long>(config.train.batch_size), config.data.train.c_str());
+  train::MonitoredSessionOptions opts;
+  opts.session.inter_op_threads = config.train.threads;
+  opts.session.intra_op_threads = config.train.threads;
+  opts.checkpoint_dir = model_dir;
+  opts.save_checkpoint_steps = config.train.save_steps;
+  opts.save_checkpoint_secs = config.train.save_secs;
+  opts.max_to_keep = config.train.keep;
+  opts.setup = [&](Session* s) {
+    return data::RegisterIterator(s->device()->resource_manager(), "", "train_input", train_ds);
+  };
+  std::vector<std::unique_ptr<train::SessionRunHook>> hooks;
+  if (config.train.steps > 0) {
+    hooks.push_back(std::make_unique<train::StopAtStepHook>(
+        train::StopAtStepHook::LastStep(config.train.steps)));
+  }
+  hooks.push_back(std::make_unique<train::NanLossHook>("loss:0"));
+  hooks.push_back(std::make_unique<train::ProgressHook>(train::ProgressOptions{
+      .batch_size = config.train.batch_size,
+      .total_steps = config.train.steps,
+      .loss_tensor = "loss:0",
+      .every_secs = config.train.log_every_secs}));
+  if (config.train.summary_every_steps > 0) {
+    hooks.push_back(std::make_unique<train::SummarySaverHook>(
+        writer.get(), train::SummaryOptions{.every_steps = config.train.summary_every_steps,
+                                            .scalars = {{"loss", "loss:0"}},
+                                            .batch_size = config.train.batch_size}));
+  }
+  train::BinaryMetricsResult last_eval;
+  bool have_eval = false;
+  if (eval_ds.has_value()) {
+    hooks.push_back(std::make_unique<train::EvaluationHook>(
+        config.train.eval_every_steps,
+        [&](Session* s, int64_t step) -> absl::Status {
+          double secs = 0;
+          ASSIGN_OR_RETURN(last_eval, Evaluate(s, *eval_ds, g.num_components,
+                                               config.train.eval_batches, &secs));
+          have_eval = true;
+          RETURN_IF_ERROR(writer->AddScalar("eval/auc", step, last_eval.auc));
+          RETURN_IF_ERROR(writer->AddScalar("eval/logloss", step, last_eval.logloss));
+          RETURN_IF_ERROR(writer->AddScalar("eval/calibration", step, last_eval.calibration));
+          std::fprintf(stderr, "\neval at step %lld: AUC %.4f  logloss %.4f  calibration %.3f  "
+                               "(%lld examples, %.1f s)\n",
+                       static_cast<long long>(step), last_eval.auc, last_eval.logloss,
+                       last_eval.calibration, static_cast<long long>(last_eval.count), secs);
+          return absl::OkStatus();
+        }));
+  }
+  ASSIGN_OR_RETURN(auto sess, train::MonitoredSession::Create(opts, g.graph_def, std::move(hooks)));
+  if (!sess->restored_from().empty()) {
+    std::fprintf(stderr, "resumed from %s (step %lld)\n", sess->restored_from().c_str(),
+                 static_cast<long long>(sess->global_step()));
+  }
+  const int64_t start_step = sess->global_step();
+  const auto start = Clock::now();
+  std::vector<Tensor> out;
+  absl::Status status;
+  while (!sess->ShouldStop()) {
+    status = sess->Run({}, {}, {"train"}, &out);
+    if (!status.ok()) break;
+  }
+  const int64_t steps = sess->global_step() - start_step;
+  const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  if (!status.ok() && !absl::IsOutOfRange(status)) return status;
+  RETURN_IF_ERROR(sess->Close());
+  RETURN_IF_ERROR(writer->Close());
+  std::printf("trained %lld steps (%lld examples) in %.1f s: %.0f examples/s; model in %s\n",
+              static_cast<long long>(steps), static_cast<long long>(steps * config.train.batch_size),
+              secs, secs > 0 ? steps * config.train.batch_size / secs : 0.0, model_dir.c_str());
+  if (have_eval) {
+    std::printf("test AUC %.4f  logloss %.4f  calibration %.3f  accuracy %.4f  (%lld examples)%s\n",
+                last_eval.auc, last_eval.logloss, last_eval.calibration, last_eval.accuracy,
+                static_cast<long long>(last_eval.count), OracleNote(config.data.eval).c_str());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunEval(models::RunConfig config, const std::string& model_dir, int64_t batches) {
+  if (config.data.eval.empty()) {
+    return errors::InvalidArgument(config.path, ": data.eval is empty; set it or pass --data");
+  }
+  ASSIGN_OR_RETURN(Pipeline p, MakeParser(config));
+  config.train.shuffle_buffer = 0;
+  ASSIGN_OR_RETURN(data::Dataset ds, MakeDataset(config, p, config.data.eval, 1));
+  ASSIGN_OR_RETURN(BuiltGraph g, BuildGraph(config, p, /*trainable=*/false));
+  ASSIGN_OR_RETURN(std::string latest, checkpoint::LatestCheckpoint(Env::Default(), model_dir));
+  SessionOptions so;
+  so.inter_op_threads = so.intra_op_threads = config.train.threads;
+  ASSIGN_OR_RETURN(auto session, Session::Create(so, g.graph_def));
+  ASSIGN_OR_RETURN(auto saveables, train::GraphSaveables(session.get()));
+  checkpoint::SaverOptions sopts;
+  sopts.directory = model_dir;
+  ASSIGN_OR_RETURN(auto saver, checkpoint::Saver::Create(sopts, WithoutIterators(saveables)));
+  RETURN_IF_ERROR(saver->Restore(latest));
+  double secs = 0;
+  ASSIGN_OR_RETURN(train::BinaryMetricsResult r,
+                   Evaluate(session.get(), ds, g.num_components, batches, &secs));
+  std::printf("checkpoint %s\nAUC %.4f  logloss %.4f  calibration %.3f  accuracy %.4f  "
+              "(%lld examples, %.1f s)%s\n",
+              latest.c_str(), r.auc, r.logloss, r.calibration, r.accuracy,
+              static_cast<long long>(r.count), secs, OracleNote(config.data.eval).c_str());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int TrainCommand(const Args& args) {
+  std::string config_path, data, eval_data, model_dir, steps, threads;
+  bool help = false;
+  Args positional;
+  if (!ParseFlags(args,
+                  {{"config", &config_path, nullptr, "run config (YAML)"},
+                   {"data", &data, nullptr, "training files (overrides data.train)"},
+                   {"eval_data", &eval_data, nullptr, "eval files (overrides data.eval)"},
+                   {"model_dir", &model_dir, nullptr, "checkpoints and events (default ./model)"},
+                   {"steps", &steps, nullptr, "last global step (overrides train.steps)"},
+                   {"threads", &threads, nullptr, "session threads (overrides train.threads)"},
+                   {"help", nullptr, &help, "this message"}},
+                  &positional, kTrainUsage)) {
+    return 2;
+  }
+  if (help) {
+    std::cout << kTrainUsage;
+    return 0;
+  }
+  if (config_path.empty() || !positional.empty()) {
+    std::cerr << (config_path.empty() ? "error: --config is required\n"
+                                      : "error: unexpected argument " + positional[0] + "\n")
+              << kTrainUsage;
+    return 2;
+  }
+  auto config = models::LoadRunConfig(Env::Default(), config_path);
+  if (!config.ok()) return Fail(config.status());
+  if (!data.empty()) config->data.train = data;
+  if (!eval_data.empty()) config->data.eval = eval_data;
+  if (!steps.empty() && !absl::SimpleAtoi(steps, &config->train.steps)) {
+    std::cerr << "error: --steps: not a number: " << steps << "\n";
+    return 2;
+  }
+  if (!threads.empty() && !absl::SimpleAtoi(threads, &config->train.threads)) {
+    std::cerr << "error: --threads: not a number: " << threads << "\n";
+    return 2;
+  }
+  if (model_dir.empty()) model_dir = "model";
+  absl::Status s = RunTrain(*std::move(config), model_dir);
+  return s.ok() ? 0 : Fail(s);
+}
+
+int EvalCommand(const Args& args) {
+  std::string config_path, data, model_dir, batches;
+  bool help = false;
+  Args positional;
+  if (!ParseFlags(args,
+                  {{"config", &config_path, nullptr, "run config (YAML)"},
+                   {"data", &data, nullptr, "eval files (overrides data.eval)"},
+                   {"model_dir", &model_dir, nullptr, "the trained model's directory"},
+                   {"batches", &batches, nullptr, "evaluate at most N batches"},
+                   {"help", nullptr, &help, "this message"}},
+                  &positional, kEvalUsage)) {
+    return 2;
+  }
+  if (help) {
+    std::cout << kEvalUsage;
+    return 0;
+  }
+  if (model_dir.empty()) {
+    std::cerr << "error: --model_dir is required\n" << kEvalUsage;
+    return 2;
+  }
+  if (config_path.empty()) config_path = model_dir + "/run_config.yaml";
+  auto config = models::LoadRunConfig(Env::Default(), config_path);
+  if (!config.ok()) return Fail(config.status());
+  if (!data.empty()) config->data.eval = data;
+  int64_t max_batches = 0;
+  if (!batches.empty() && !absl::SimpleAtoi(batches, &max_batches)) {
+    std::cerr << "error: --batches: not a number: " << batches << "\n";
+    return 2;
+  }
+  absl::Status s = RunEval(*std::move(config), model_dir, max_batches);
+  return s.ok() ? 0 : Fail(s);
+}
+
+}  // namespace recflow::cli

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# recflow train / eval end to end on a small synthetic click log:
+#  - a run trains, checkpoints, evaluates and beats chance;
+#  - a run killed with SIGKILL mid-way and started again resumes from its
+#    last checkpoint (model, optimizer state, data position) and ends with
+#    the AUC of an uninterrupted run;
+#  - eval of the trained model directory reproduces the test AUC;
+#  - bad configs and data are clear errors.
+set -u
+RECFLOW=$1
+SRC=$2
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+fails=0
+
+fail() {
+  echo "FAIL $*"
+  fails=$((fails + 1))
+}
+
+"$RECFLOW" gen-data --rows 60000 --test_rows 10000 --seed 3 --out "$TMP/data" >/dev/null 2>&1 ||
+  { echo "FAIL gen-data"; exit 1; }
+
+cat >"$TMP/fm.yaml" <<EOF
+model: {type: fm, embedding_dim: 8, seed: 1}
+features:
+  dense: 13
+  sparse: 26
+  sparse_defaults: {vocabulary_size: 20000}
+optimizer:
+  embedding: {type: adagrad, learning_rate: 0.05}
+  dense: {type: adam, learning_rate: 0.002}
+data: {train: $TMP/data/train-*.tsv, eval: $TMP/data/test-*.tsv, parse_threads: 1}
+train: {batch_size: 256, epochs: 1, threads: 2, log_every_secs: 0.2}
+checkpoint: {save_steps: 40, save_secs: 0}
+EOF
+
+# 1. Uninterrupted.
+out=$("$RECFLOW" train --config "$TMP/fm.yaml" --model_dir "$TMP/full" 2>"$TMP/full.err")
+rc=$?
+full_auc=$(grep -oE "test AUC [0-9.]+" <<<"$out" | awk '{print $3}')
+if [[ $rc -ne 0 || -z "$full_auc" ]]; then
+  fail "uninterrupted train: exit $rc"; echo "$out"; tail -5 "$TMP/full.err"
+fi
+grep -q "step " "$TMP/full.err" || fail "no progress lines on stderr"
+ls "$TMP/full"/events.out.tfevents.* >/dev/null 2>&1 || fail "no TensorBoard event file"
+ls "$TMP/full"/model.ckpt-*.index >/dev/null 2>&1 || fail "no checkpoint"
+awk -v a="$full_auc" 'BEGIN { exit !(a > 0.58) }' || fail "test AUC $full_auc not above 0.58"
+
+# 2. Killed with SIGKILL after its first checkpoint, then started again.
+"$RECFLOW" train --config "$TMP/fm.yaml" --model_dir "$TMP/killed" >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 1 600); do
+  ls "$TMP/killed"/model.ckpt-80.index >/dev/null 2>&1 && break
+  sleep 0.05
+done
+kill -9 $pid 2>/dev/null
+wait $pid 2>/dev/null
+ls "$TMP/killed"/model.ckpt-*.index >/dev/null 2>&1 || fail "killed run left no checkpoint"
+out=$("$RECFLOW" train --config "$TMP/fm.yaml" --model_dir "$TMP/killed" 2>"$TMP/killed.err")
+rc=$?
+grep -q "resumed from" "$TMP/killed.err" || fail "restarted run did not resume: $(tail -3 "$TMP/killed.err")"
+resumed_auc=$(grep -oE "test AUC [0-9.]+" <<<"$out" | awk '{print $3}')
+steps_full=$(ls "$TMP/full"/model.ckpt-*.index | sed 's/.*ckpt-\([0-9]*\).index/\1/' | sort -n | tail -1)
+steps_resumed=$(ls "$TMP/killed"/model.ckpt-*.index | sed 's/.*ckpt-\([0-9]*\).index/\1/' | sort -n | tail -1)
+if [[ $rc -ne 0 || -z "$resumed_auc" ]]; then
+  fail "resumed train: exit $rc"; echo "$out"; tail -5 "$TMP/killed.err"
+else
+  [[ "$steps_full" == "$steps_resumed" ]] ||
+    fail "resumed run ended at step $steps_resumed, uninterrupted at $steps_full (data position lost?)"
+  awk -v a="$full_auc" -v b="$resumed_auc" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d < 0.003) }' ||
+    fail "resumed AUC $resumed_auc vs uninterrupted $full_auc"
+fi
+
+# 3. Eval of the trained directory gives the same test AUC.
+out=$("$RECFLOW" eval --model_dir "$TMP/full" 2>&1)
+eval_auc=$(grep -oE "^AUC [0-9.]+" <<<"$out" | awk '{print $2}')
+[[ "$eval_auc" == "$full_auc" ]] || fail "eval AUC '$eval_auc' != train's test AUC $full_auc: $out"
+
+# 4. Bad inputs.
+expect_error() {
+  local name=$1 regex=$2
+  shift 2
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  if [[ $rc -eq 0 ]] || ! grep -qE -- "$regex" <<<"$out" || grep -q "Segmentation\|Aborted" <<<"$out"; then
+    fail "$name: exit $rc, output: $(head -3 <<<"$out")"
+  fi
+}
+printf 'model: {type: fm, hiden: 1}\nfeatures: {dense: 13}\n' >"$TMP/bad.yaml"
+expect_error unknown_key "bad.yaml:1:19: unknown key 'model.hiden'" \
+  "$RECFLOW" train --config "$TMP/bad.yaml" --data "$TMP/data/train-*.tsv" --model_dir "$TMP/b1"
+expect_error missing_config "cannot read config .*nope.yaml" \
+  "$RECFLOW" train --config "$TMP/nope.yaml"
+printf 'model: {type: lr}\nfeatures: {dense: 13}\n' >"$TMP/nodata.yaml"
+expect_error no_data "data.train is empty" "$RECFLOW" train --config "$TMP/nodata.yaml"
+expect_error missing_data "pattern .*none-\*.tsv. matches no file" \
+  "$RECFLOW" train --config "$TMP/fm.yaml" --data "$TMP/none-*.tsv" --model_dir "$TMP/b2"
+printf 'model: {type: lr}\nfeatures: {dense: [I1, I99]}\n' >"$TMP/badfeat.yaml"
+expect_error unknown_feature "'I99' is not a dense column" \
+  "$RECFLOW" train --config "$TMP/badfeat.yaml" --data "$TMP/data/train-*.tsv" --model_dir "$TMP/b3"
+expect_error eval_no_model "checkpoint|not found|NotFound" \
+  "$RECFLOW" eval --config "$TMP/fm.yaml" --model_dir "$TMP/empty"
+expect_error bad_steps "--steps: not a number" \
+  "$RECFLOW" train --config "$TMP/fm.yaml" --steps x
+
+echo "train_test: uninterrupted AUC $full_auc, resumed AUC $resumed_auc, eval AUC $eval_auc; $fails failures"
+[[ $fails -eq 0 ]]

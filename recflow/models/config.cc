@@ -1,0 +1,458 @@
+#include "recflow/models/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "recflow/core/status.h"
+
+namespace recflow::models {
+namespace {
+
+std::string Where(const std::string& file, const YAML::Node& node) {
+  const YAML::Mark m = node.Mark();
+  if (m.line < 0) return file;
+  return absl::StrCat(file, ":", m.line + 1, ":", m.column + 1);
+}
+
+// Reads the keys of one YAML map, remembering which were read so that the
+// rest can be reported as unknown.
+class MapReader {
+ public:
+  MapReader(const YAML::Node& node, std::string path, const std::string* file)
+      : node_(node), path_(std::move(path)), file_(file) {}
+
+  absl::Status CheckIsMap() const {
+    if (node_.IsMap() || !node_.IsDefined() || node_.IsNull()) return absl::OkStatus();
+    return Error(node_, absl::StrCat(path_, " must be a map of keys"));
+  }
+
+  // The child `key` (undefined when absent). Marks the key as known.
+  YAML::Node Child(const std::string& key) {
+    known_.push_back(key);
+    if (!node_.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+    return node_[key];
+  }
+  std::string PathOf(const std::string& key) const {
+    return path_.empty() ? key : absl::StrCat(path_, ".", key);
+  }
+
+  absl::Status Int(const std::string& key, int64_t* out, int64_t min_value) {
+    YAML::Node n = Child(key);
+    if (!n.IsDefined() || n.IsNull()) return absl::OkStatus();
+    int64_t v;
+    if (!n.IsScalar() || !YAML::convert<int64_t>::decode(n, v)) {
+      return Error(n, absl::StrCat(PathOf(key), ": expected an integer, got ", Describe(n)));
+    }
+    if (v < min_value) {
+      return Error(n, absl::StrCat(PathOf(key), " must be >= ", min_value, ", got ", v));
+    }
+    *out = v;
+    return absl::OkStatus();
+  }
+  absl::Status Int32(const std::string& key, int* out, int64_t min_value) {
+    int64_t v = *out;
+    RETURN_IF_ERROR(Int(key, &v, min_value));
+    *out = static_cast<int>(v);
+    return absl::OkStatus();
+  }
+  absl::Status Uint(const std::string& key, uint64_t* out) {
+    int64_t v = static_cast<int64_t>(*out);
+    RETURN_IF_ERROR(Int(key, &v, 0));
+    *out = static_cast<uint64_t>(v);
+    return absl::OkStatus();
+  }
+  absl::Status Double(const std::string& key, double* out, double min_value) {
+    YAML::Node n = Child(key);
+    if (!n.IsDefined() || n.IsNull()) return absl::OkStatus();
+    double v;
+    if (!n.IsScalar() || !YAML::convert<double>::decode(n, v)) {
+      return Error(n, absl::StrCat(PathOf(key), ": expected a number, got ", Describe(n)));
+    }
+    if (!(v >= min_value)) {
+      return Error(n, absl::StrCat(PathOf(key), " must be >= ", min_value, ", got ", v));
+    }
+    *out = v;
+    return absl::OkStatus();
+  }
+  absl::Status Bool(const std::string& key, bool* out) {
+    YAML::Node n = Child(key);
+    if (!n.IsDefined() || n.IsNull()) return absl::OkStatus();
+    if (!n.IsScalar() || !YAML::convert<bool>::decode(n, *out)) {
+      return Error(n, absl::StrCat(PathOf(key), ": expected true or false, got ", Describe(n)));
+    }
+    return absl::OkStatus();
+  }
+  // A string, one of `allowed` unless that is empty.
+  absl::Status String(const std::string& key, std::string* out,
+                      const std::vector<std::string>& allowed = {}) {
+    YAML::Node n = Child(key);
+    if (!n.IsDefined() || n.IsNull()) return absl::OkStatus();
+    if (!n.IsScalar()) {
+      return Error(n, absl::StrCat(PathOf(key), ": expected a string, got ", Describe(n)));
+    }
+    const std::string v = n.Scalar();
+    if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), v) == allowed.end()) {
+      return Error(n, absl::StrCat(PathOf(key), ": unknown value '", v, "' (one of: ",
+                                   absl::StrJoin(allowed, ", "), ")"));
+    }
+    *out = v;
+    return absl::OkStatus();
+  }
+  absl::Status IntList(const std::string& key, std::vector<int64_t>* out, int64_t min_value) {
+    YAML::Node n = Child(key);
+    if (!n.IsDefined() || n.IsNull()) return absl::OkStatus();
+    if (!n.IsSequence()) {
+      return Error(n, absl::StrCat(PathOf(key), ": expected a list of integers like [256, 128], "
+                                   "got ", Describe(n)));
+    }
+    std::vector<int64_t> v;
+    for (size_t i = 0; i < n.size(); ++i) {
+      int64_t x;
+      if (!n[i].IsScalar() || !YAML::convert<int64_t>::decode(n[i], x)) {
+        return Error(n[i], absl::StrCat(PathOf(key), "[", i, "]: expected an integer, got ",
+                                        Describe(n[i])));
+      }
+      if (x < min_value) {
+        return Error(n[i], absl::StrCat(PathOf(key), "[", i, "] must be >= ", min_value,
+                                        ", got ", x));
+      }
+      v.push_back(x);
+    }
+    *out = std::move(v);
+    return absl::OkStatus();
+  }
+
+  // InvalidArgument for the first key that was never asked for.
+  absl::Status Finish() const {
+    if (!node_.IsMap()) return absl::OkStatus();
+    for (auto it = node_.begin(); it != node_.end(); ++it) {
+      const std::string key = it->first.Scalar();
+      if (std::find(known_.begin(), known_.end(), key) == known_.end()) {
+        return Error(it->first, absl::StrCat("unknown key '", PathOf(key), "' (known keys",
+                                             path_.empty() ? "" : " of " + path_, ": ",
+                                             absl::StrJoin(known_, ", "), ")"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Error(const YAML::Node& at, const std::string& message) const {
+    return errors::InvalidArgument(Where(*file_, at.IsDefined() ? at : node_), ": ", message);
+  }
+
+ private:
+  static std::string Describe(const YAML::Node& n) {
+    if (n.IsScalar()) return absl::StrCat("'", n.Scalar(), "'");
+    if (n.IsSequence()) return "a list";
+    if (n.IsMap()) return "a map";
+    return "nothing";
+  }
+
+  YAML::Node node_;
+  std::string path_;
+  const std::string* file_;
+  std::vector<std::string> known_;
+};
+
+const std::vector<std::string>& OptimizerTypes() {
+  static const auto* v = new std::vector<std::string>{"sgd", "adagrad", "adam", "ftrl"};
+  return *v;
+}
+
+absl::Status ParseOptimizerMap(const YAML::Node& n, const std::string& path,
+                               const std::string* file, OptimizerConfig* o) {
+  MapReader r(n, path, file);
+  RETURN_IF_ERROR(r.CheckIsMap());
+  RETURN_IF_ERROR(r.String("type", &o->type, OptimizerTypes()));
+  RETURN_IF_ERROR(r.Double("learning_rate", &o->learning_rate, 0));
+  RETURN_IF_ERROR(r.Double("initial_accumulator_value", &o->initial_accumulator_value, 0));
+  RETURN_IF_ERROR(r.Double("beta1", &o->beta1, 0));
+  RETURN_IF_ERROR(r.Double("beta2", &o->beta2, 0));
+  RETURN_IF_ERROR(r.Double("epsilon", &o->epsilon, 0));
+  RETURN_IF_ERROR(r.Double("l1", &o->l1, 0));
+  RETURN_IF_ERROR(r.Double("l2", &o->l2, 0));
+  RETURN_IF_ERROR(
+      r.String("schedule", &o->schedule, {"constant", "exponential_decay", "linear_warmup"}));
+  RETURN_IF_ERROR(r.Int("warmup_steps", &o->warmup_steps, 0));
+  RETURN_IF_ERROR(r.Int("decay_steps", &o->decay_steps, 0));
+  RETURN_IF_ERROR(r.Double("decay_rate", &o->decay_rate, 0));
+  if (o->learning_rate <= 0) {
+    return r.Error(n["learning_rate"], absl::StrCat(path, ".learning_rate must be > 0"));
+  }
+  if (o->schedule == "exponential_decay" && o->decay_steps <= 0) {
+    return r.Error(n, absl::StrCat(path, ": schedule exponential_decay needs decay_steps > 0"));
+  }
+  if (o->schedule == "linear_warmup" && o->warmup_steps <= 0) {
+    return r.Error(n, absl::StrCat(path, ": schedule linear_warmup needs warmup_steps > 0"));
+  }
+  return r.Finish();
+}
+
+// dense: 13 | [I1, I2, ...]
+absl::Status ParseDense(const YAML::Node& n, const std::string* file,
+                        std::vector<std::string>* out) {
+  out->clear();
+  if (!n.IsDefined() || n.IsNull()) return absl::OkStatus();
+  int64_t count;
+  if (n.IsScalar() && YAML::convert<int64_t>::decode(n, count)) {
+    if (count < 0) {
+      return errors::InvalidArgument(Where(*file, n), ": features.dense must be >= 0");
+    }
+    for (int64_t i = 1; i <= count; ++i) out->push_back(absl::StrCat("I", i));
+    return absl::OkStatus();
+  }
+  if (!n.IsSequence()) {
+    return errors::InvalidArgument(Where(*file, n),
+                                   ": features.dense: expected a count or a list of names");
+  }
+  for (size_t i = 0; i < n.size(); ++i) {
+    if (!n[i].IsScalar()) {
+      return errors::InvalidArgument(Where(*file, n[i]), ": features.dense[", i,
+                                     "]: expected a name");
+    }
+    out->push_back(n[i].Scalar());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseSparseEntry(const YAML::Node& n, const std::string& path,
+                              const std::string* file, SparseFeatureConfig* f) {
+  MapReader r(n, path, file);
+  RETURN_IF_ERROR(r.CheckIsMap());
+  RETURN_IF_ERROR(r.String("name", &f->name));
+  RETURN_IF_ERROR(r.Int("vocabulary_size", &f->vocabulary_size, 0));
+  RETURN_IF_ERROR(r.Bool("hash_table", &f->hash_table));
+  RETURN_IF_ERROR(r.Int("dim", &f->dim, 0));
+  RETURN_IF_ERROR(r.String("combiner", &f->combiner, {"sum", "mean", "sqrtn"}));
+  return r.Finish();
+}
+
+// sparse: 26 | [C1, {name: C2, vocabulary_size: 10}, ...], over defaults.
+absl::Status ParseSparse(const YAML::Node& n, const SparseFeatureConfig& defaults,
+                         const std::string* file, std::vector<SparseFeatureConfig>* out) {
+  out->clear();
+  if (!n.IsDefined() || n.IsNull()) return absl::OkStatus();
+  int64_t count;
+  if (n.IsScalar() && YAML::convert<int64_t>::decode(n, count)) {
+    if (count < 0) {
+      return errors::InvalidArgument(Where(*file, n), ": features.sparse must be >= 0");
+    }
+    for (int64_t i = 1; i <= count; ++i) {
+      SparseFeatureConfig f = defaults;
+      f.name = absl::StrCat("C", i);
+      out->push_back(f);
+    }
+    return absl::OkStatus();
+  }
+  if (!n.IsSequence()) {
+    return errors::InvalidArgument(
+        Where(*file, n), ": features.sparse: expected a count or a list of names or maps");
+  }
+  std::set<std::string> names;
+  for (size_t i = 0; i < n.size(); ++i) {
+    SparseFeatureConfig f = defaults;
+    const std::string path = absl::StrCat("features.sparse[", i, "]");
+    if (n[i].IsScalar()) {
+      f.name = n[i].Scalar();
+    } else {
+      RETURN_IF_ERROR(ParseSparseEntry(n[i], path, file, &f));
+      if (f.name.empty()) {
+        return errors::InvalidArgument(Where(*file, n[i]), ": ", path, ".name is required");
+      }
+    }
+    if (!names.insert(f.name).second) {
+      return errors::InvalidArgument(Where(*file, n[i]), ": ", path, ": feature '", f.name,
+                                     "' is listed twice");
+    }
+    out->push_back(f);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseRoot(const YAML::Node& root, const std::string* file, RunConfig* c) {
+  MapReader r(root, "", file);
+  if (!root.IsMap()) {
+    return errors::InvalidArgument(*file, ": a config is a YAML map with the keys model, "
+                                          "features, optimizer, data, train, checkpoint, eval");
+  }
+  // model
+  {
+    YAML::Node n = r.Child("model");
+    if (!n.IsDefined() || n.IsNull()) {
+      return errors::InvalidArgument(*file, ": model is required (model: {type: deepfm, ...})");
+    }
+    MapReader m(n, "model", file);
+    RETURN_IF_ERROR(m.CheckIsMap());
+    ModelConfig& mc = c->model;
+    const std::vector<std::string> types = ModelTypes();
+    RETURN_IF_ERROR(m.String("type", &mc.type, types));
+    if (mc.type.empty()) {
+      return m.Error(n, absl::StrCat("model.type is required (one of: ",
+                                     absl::StrJoin(types, ", "), ")"));
+    }
+    RETURN_IF_ERROR(m.Int("embedding_dim", &mc.embedding_dim, 1));
+    RETURN_IF_ERROR(m.IntList("hidden_units", &mc.hidden_units, 1));
+    RETURN_IF_ERROR(m.IntList("bottom_units", &mc.bottom_units, 1));
+    RETURN_IF_ERROR(m.Int("cross_layers", &mc.cross_layers, 0));
+    RETURN_IF_ERROR(
+        m.String("activation", &mc.activation, {"relu", "sigmoid", "tanh", "identity"}));
+    RETURN_IF_ERROR(m.Double("l2_regularization", &mc.l2_regularization, 0));
+    RETURN_IF_ERROR(m.Uint("seed", &mc.seed));
+    RETURN_IF_ERROR(m.Finish());
+  }
+  // features
+  {
+    YAML::Node n = r.Child("features");
+    if (!n.IsDefined() || n.IsNull()) {
+      return errors::InvalidArgument(*file, ": features is required (features: {dense: 13, "
+                                            "sparse: 26})");
+    }
+    MapReader f(n, "features", file);
+    RETURN_IF_ERROR(f.CheckIsMap());
+    SparseFeatureConfig defaults;
+    defaults.vocabulary_size = 100000;
+    YAML::Node d = f.Child("sparse_defaults");
+    if (d.IsDefined() && !d.IsNull()) {
+      RETURN_IF_ERROR(ParseSparseEntry(d, "features.sparse_defaults", file, &defaults));
+      if (!defaults.name.empty()) {
+        return errors::InvalidArgument(Where(*file, d),
+                                       ": features.sparse_defaults cannot set a name");
+      }
+    }
+    RETURN_IF_ERROR(ParseDense(f.Child("dense"), file, &c->model.dense_features));
+    RETURN_IF_ERROR(ParseSparse(f.Child("sparse"), defaults, file, &c->model.sparse_features));
+    RETURN_IF_ERROR(f.Finish());
+    if (c->model.dense_features.empty() && c->model.sparse_features.empty()) {
+      return errors::InvalidArgument(Where(*file, n), ": features: no dense or sparse features");
+    }
+    for (size_t i = 0; i < c->model.sparse_features.size(); ++i) {
+      const SparseFeatureConfig& sf = c->model.sparse_features[i];
+      if (sf.vocabulary_size <= 0 && !sf.hash_table) {
+        return errors::InvalidArgument(
+            Where(*file, n), ": features.sparse: feature '", sf.name,
+            "' needs vocabulary_size > 0 or hash_table: true");
+      }
+    }
+  }
+  // optimizer
+  {
+    YAML::Node n = r.Child("optimizer");
+    MapReader o(n, "optimizer", file);
+    RETURN_IF_ERROR(o.CheckIsMap());
+    YAML::Node e = o.Child("embedding");
+    if (e.IsDefined() && !e.IsNull()) {
+      RETURN_IF_ERROR(
+          ParseOptimizerMap(e, "optimizer.embedding", file, &c->model.embedding_optimizer));
+    }
+    YAML::Node dn = o.Child("dense");
+    if (dn.IsDefined() && !dn.IsNull()) {
+      RETURN_IF_ERROR(ParseOptimizerMap(dn, "optimizer.dense", file, &c->model.dense_optimizer));
+    }
+    RETURN_IF_ERROR(o.Finish());
+  }
+  // data
+  {
+    MapReader d(r.Child("data"), "data", file);
+    RETURN_IF_ERROR(d.CheckIsMap());
+    RETURN_IF_ERROR(d.String("format", &c->data.format, {"criteo"}));
+    RETURN_IF_ERROR(d.String("train", &c->data.train));
+    RETURN_IF_ERROR(d.String("eval", &c->data.eval));
+    RETURN_IF_ERROR(d.Bool("hash_ids", &c->data.hash_ids));
+    RETURN_IF_ERROR(d.Int32("parse_threads", &c->data.parse_threads, 0));
+    RETURN_IF_ERROR(d.Finish());
+  }
+  // train
+  {
+    MapReader t(r.Child("train"), "train", file);
+    RETURN_IF_ERROR(t.CheckIsMap());
+    RETURN_IF_ERROR(t.Int("batch_size", &c->train.batch_size, 1));
+    RETURN_IF_ERROR(t.Int("steps", &c->train.steps, 0));
+    RETURN_IF_ERROR(t.Int("epochs", &c->train.epochs, 1));
+    RETURN_IF_ERROR(t.Int("shuffle_buffer", &c->train.shuffle_buffer, 0));
+    RETURN_IF_ERROR(t.Int32("threads", &c->train.threads, 0));
+    RETURN_IF_ERROR(t.Double("log_every_secs", &c->train.log_every_secs, 0));
+    RETURN_IF_ERROR(t.Int("summary_every_steps", &c->train.summary_every_steps, 0));
+    RETURN_IF_ERROR(t.Finish());
+  }
+  // checkpoint
+  {
+    MapReader k(r.Child("checkpoint"), "checkpoint", file);
+    RETURN_IF_ERROR(k.CheckIsMap());
+    RETURN_IF_ERROR(k.Int("save_steps", &c->train.save_steps, 0));
+    RETURN_IF_ERROR(k.Double("save_secs", &c->train.save_secs, 0));
+    RETURN_IF_ERROR(k.Int32("keep", &c->train.keep, 1));
+    RETURN_IF_ERROR(k.Finish());
+  }
+  // eval
+  {
+    MapReader e(r.Child("eval"), "eval", file);
+    RETURN_IF_ERROR(e.CheckIsMap());
+    RETURN_IF_ERROR(e.Int("every_steps", &c->train.eval_every_steps, 0));
+    RETURN_IF_ERROR(e.Int("batches", &c->train.eval_batches, 0));
+    RETURN_IF_ERROR(e.Finish());
+  }
+  return r.Finish();
+}
+
+}  // namespace
+
+absl::StatusOr<RunConfig> ParseRunConfig(const std::string& yaml, const std::string& filename) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml);
+  } catch (const YAML::Exception& e) {
+    return errors::InvalidArgument(filename, ":", e.mark.line + 1, ":", e.mark.column + 1,
+                                   ": not valid YAML: ", e.msg);
+  }
+  RunConfig config;
+  config.path = filename;
+  try {
+    RETURN_IF_ERROR(ParseRoot(root, &config.path, &config));
+  } catch (const YAML::Exception& e) {
+    return errors::InvalidArgument(filename, ":", e.mark.line + 1, ":", e.mark.column + 1, ": ",
+                                   e.msg);
+  }
+  return config;
+}
+
+absl::StatusOr<std::string> WithOverrides(
+    const std::string& yaml, const std::vector<std::pair<std::string, std::string>>& overrides) {
+  try {
+    YAML::Node root = YAML::Load(yaml);
+    for (const auto& [key, value] : overrides) {
+      std::vector<std::string> parts = absl::StrSplit(key, '.');
+      // yaml-cpp's operator[] returns proxies; walk with explicit copies.
+      std::vector<YAML::Node> path = {root};
+      for (size_t i = 0; i + 1 < parts.size(); ++i) path.push_back(path.back()[parts[i]]);
+      path.back()[parts.back()] = value;
+    }
+    YAML::Emitter out;
+    out << root;
+    return std::string(out.c_str()) + "\n";
+  } catch (const YAML::Exception& e) {
+    return errors::InvalidArgument("cannot apply overrides: ", e.what());
+  }
+}
+
+absl::StatusOr<RunConfig> LoadRunConfig(Env* env, const std::string& path) {
+  std::string text;
+  absl::Status s = ReadFileToString(env, path, &text);
+  if (!s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("cannot read config ", path, ": ", s.message()));
+  }
+  if (text.size() > (size_t{1} << 20)) {
+    return errors::InvalidArgument(path, ": a config of ", text.size(),
+                                   " bytes is too large (at most 1 MiB)");
+  }
+  return ParseRunConfig(text, path);
+}
+
+}  // namespace recflow::models

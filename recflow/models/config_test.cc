@@ -1,0 +1,164 @@
+// Run configs from YAML: every section parsed, shorthands expanded, and bad
+// configs rejected with file:line:column and the key named.
+#include "recflow/models/config.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "recflow/core/mem_env.h"
+
+namespace recflow::models {
+namespace {
+
+using testing::HasSubstr;
+
+constexpr char kFull[] = R"(
+model:
+  type: deepfm
+  embedding_dim: 8
+  hidden_units: [64, 32]
+  activation: tanh
+  seed: 7
+features:
+  dense: 13
+  sparse_defaults: {vocabulary_size: 1000, combiner: mean}
+  sparse:
+    - C1
+    - {name: C2, vocabulary_size: 50, dim: 4}
+    - {name: C3, hash_table: true}
+optimizer:
+  embedding: {type: adagrad, learning_rate: 0.1}
+  dense: {type: adam, learning_rate: 0.002, schedule: linear_warmup, warmup_steps: 10}
+data:
+  format: criteo
+  train: /data/train-*.tsv
+  eval: /data/test-*.tsv
+train: {batch_size: 512, steps: 300, threads: 2}
+checkpoint: {save_steps: 100, keep: 3}
+eval: {every_steps: 50, batches: 4}
+)";
+
+TEST(RunConfigTest, ParsesEverySection) {
+  auto c = ParseRunConfig(kFull, "full.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->model.type, "deepfm");
+  EXPECT_EQ(c->model.embedding_dim, 8);
+  EXPECT_EQ(c->model.hidden_units, (std::vector<int64_t>{64, 32}));
+  EXPECT_EQ(c->model.activation, "tanh");
+  EXPECT_EQ(c->model.seed, 7u);
+  ASSERT_EQ(c->model.dense_features.size(), 13u);
+  EXPECT_EQ(c->model.dense_features[12], "I13");
+  ASSERT_EQ(c->model.sparse_features.size(), 3u);
+  EXPECT_EQ(c->model.sparse_features[0].name, "C1");
+  EXPECT_EQ(c->model.sparse_features[0].vocabulary_size, 1000);
+  EXPECT_EQ(c->model.sparse_features[0].combiner, "mean");
+  EXPECT_EQ(c->model.sparse_features[1].vocabulary_size, 50);
+  EXPECT_EQ(c->model.sparse_features[1].dim, 4);
+  EXPECT_TRUE(c->model.sparse_features[2].hash_table);
+  EXPECT_EQ(c->model.embedding_optimizer.type, "adagrad");
+  EXPECT_DOUBLE_EQ(c->model.embedding_optimizer.learning_rate, 0.1);
+  EXPECT_EQ(c->model.dense_optimizer.schedule, "linear_warmup");
+  EXPECT_EQ(c->model.dense_optimizer.warmup_steps, 10);
+  EXPECT_EQ(c->data.train, "/data/train-*.tsv");
+  EXPECT_EQ(c->train.batch_size, 512);
+  EXPECT_EQ(c->train.steps, 300);
+  EXPECT_EQ(c->train.threads, 2);
+  EXPECT_EQ(c->train.save_steps, 100);
+  EXPECT_EQ(c->train.keep, 3);
+  EXPECT_EQ(c->train.eval_every_steps, 50);
+  EXPECT_EQ(c->train.eval_batches, 4);
+}
+
+TEST(RunConfigTest, CountsExpandToCriteoNames) {
+  auto c = ParseRunConfig("model: {type: lr}\nfeatures: {dense: 2, sparse: 3}\n", "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->model.dense_features, (std::vector<std::string>{"I1", "I2"}));
+  ASSERT_EQ(c->model.sparse_features.size(), 3u);
+  EXPECT_EQ(c->model.sparse_features[2].name, "C3");
+  EXPECT_EQ(c->model.sparse_features[2].vocabulary_size, 100000);  // the default
+}
+
+struct BadCase {
+  const char* yaml;
+  const char* expected;  // substrings of the message
+  const char* location;
+};
+
+TEST(RunConfigTest, BadConfigsNameFileLineAndKey) {
+  const BadCase cases[] = {
+      {"model: {type: lr}\nfeatures: {dense: 2}\ntrain: {batch_sise: 5}\n",
+       "unknown key 'train.batch_sise' (known keys of train: batch_size", "c.yaml:3:9"},
+      {"model:\n  type: lr\n  hiden_units: [3]\nfeatures: {dense: 2}\n",
+       "unknown key 'model.hiden_units'", "c.yaml:3:3"},
+      {"model: {type: lr}\nfeatures: {dense: 2}\ntrain: {batch_size: abc}\n",
+       "train.batch_size: expected an integer, got 'abc'", "c.yaml:3:21"},
+      {"model: {type: lr}\nfeatures: {dense: 2}\ntrain: {batch_size: 0}\n",
+       "train.batch_size must be >= 1, got 0", "c.yaml:3"},
+      {"model: {type: nope}\nfeatures: {dense: 2}\n", "model.type: unknown value 'nope'",
+       "c.yaml:1:15"},
+      {"model: {embedding_dim: 4}\nfeatures: {dense: 2}\n", "model.type is required", "c.yaml"},
+      {"features: {dense: 2}\n", "model is required", "c.yaml"},
+      {"model: {type: lr}\n", "features is required", "c.yaml"},
+      {"model: {type: lr}\nfeatures: {dense: 0}\n", "no dense or sparse features", "c.yaml"},
+      {"model: {type: mlp, hidden_units: [8, 0]}\nfeatures: {dense: 2}\n",
+       "model.hidden_units[1] must be >= 1, got 0", "c.yaml:1"},
+      {"model: {type: lr, embedding_dim: -1}\nfeatures: {dense: 2}\n",
+       "model.embedding_dim must be >= 1", "c.yaml:1"},
+      {"model: {type: lr}\nfeatures:\n  sparse: [{name: C1, vocabulary_size: 0}]\n",
+       "feature 'C1' needs vocabulary_size > 0 or hash_table: true", "c.yaml"},
+      {"model: {type: lr}\nfeatures: {sparse: [C1, C1]}\n", "'C1' is listed twice", "c.yaml:2"},
+      {"model: {type: lr}\nfeatures: {dense: 2}\noptimizer: {dense: {type: rmsprop}}\n",
+       "optimizer.dense.type: unknown value 'rmsprop'", "c.yaml:3"},
+      {"model: {type: lr}\nfeatures: {dense: 2}\noptimizer: {dense: {learning_rate: 0}}\n",
+       "learning_rate must be > 0", "c.yaml:3"},
+      {"model: {type: lr}\nfeatures: {dense: 2}\ndata: {format: parquet}\n",
+       "data.format: unknown value 'parquet'", "c.yaml:3"},
+      {"model: [1, 2]\nfeatures: {dense: 2}\n", "model must be a map", "c.yaml:1"},
+      {"- just\n- a list\n", "a config is a YAML map", "c.yaml"},
+      {"model: {type: lr\nfeatures: {dense: 2}\n", "not valid YAML", "c.yaml:"},
+      {"model: {type: lr}\nfeatures: {dense: 2}\nextra: 1\n", "unknown key 'extra'", "c.yaml:3:1"},
+  };
+  for (const BadCase& c : cases) {
+    auto r = ParseRunConfig(c.yaml, "c.yaml");
+    ASSERT_FALSE(r.ok()) << c.yaml;
+    EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << r.status();
+    EXPECT_THAT(r.status().message(), HasSubstr(c.expected)) << c.yaml;
+    EXPECT_THAT(std::string(r.status().message()), testing::StartsWith(c.location)) << c.yaml;
+  }
+}
+
+TEST(RunConfigTest, OverridesAreAppliedAndReparse) {
+  auto yaml = WithOverrides(kFull, {{"data.train", "/x/train.tsv"},
+                                    {"train.steps", "7"},
+                                    {"eval.every_steps", "3"}});
+  ASSERT_TRUE(yaml.ok()) << yaml.status();
+  auto c = ParseRunConfig(*yaml, "effective.yaml");
+  ASSERT_TRUE(c.ok()) << c.status() << "\n" << *yaml;
+  EXPECT_EQ(c->data.train, "/x/train.tsv");
+  EXPECT_EQ(c->data.eval, "/data/test-*.tsv");
+  EXPECT_EQ(c->train.steps, 7);
+  EXPECT_EQ(c->train.eval_every_steps, 3);
+  EXPECT_EQ(c->model.sparse_features.size(), 3u);
+  auto none = WithOverrides("model: {type: lr}\nfeatures: {dense: 1}\n", {{"data.eval", "/e"}});
+  ASSERT_TRUE(none.ok());
+  auto c2 = ParseRunConfig(*none, "e.yaml");
+  ASSERT_TRUE(c2.ok()) << c2.status();
+  EXPECT_EQ(c2->data.eval, "/e");
+}
+
+TEST(RunConfigTest, LoadNamesMissingAndOversizedFiles) {
+  MemEnv env;
+  auto missing = LoadRunConfig(&env, "/nope.yaml");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.status().message(), HasSubstr("/nope.yaml"));
+  ASSERT_TRUE(WriteStringToFile(&env, "/big.yaml", std::string(2 << 20, '#')).ok());
+  auto big = LoadRunConfig(&env, "/big.yaml");
+  ASSERT_FALSE(big.ok());
+  EXPECT_THAT(big.status().message(), HasSubstr("too large"));
+  ASSERT_TRUE(WriteStringToFile(&env, "/ok.yaml", "model: {type: lr}\nfeatures: {dense: 1}\n").ok());
+  auto ok = LoadRunConfig(&env, "/ok.yaml");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->path, "/ok.yaml");
+}
+
+}  // namespace
+}  // namespace recflow::models

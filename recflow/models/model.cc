@@ -1,0 +1,374 @@
+// BuildModel: config checks, the registered model's logits, then the loss,
+// probabilities and the per-group training ops (model.h).
+#include "recflow/models/model.h"
+
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "recflow/core/status.h"
+#include "recflow/models/model_builder.h"
+#include "recflow/ops/array_ops.h"
+#include "recflow/ops/math_ops.h"
+#include "recflow/ops/nn_ops.h"
+#include "recflow/ops/reduction_ops.h"
+#include "recflow/train/global_step.h"
+#include "recflow/train/learning_rate.h"
+#include "recflow/train/optimizer.h"
+#include "recflow/train/variables.h"
+
+namespace recflow::models {
+namespace {
+
+using internal::ModelBuilder;
+
+absl::Status CheckOptimizer(const OptimizerConfig& o, absl::string_view field) {
+  if (o.type != "sgd" && o.type != "adagrad" && o.type != "adam" &&
+      o.type != "ftrl") {
+    return errors::InvalidArgument(field, ".type: unknown optimizer '", o.type,
+                                   "'; one of sgd, adagrad, adam, ftrl");
+  }
+  if (!(o.learning_rate > 0)) {
+    return errors::InvalidArgument(field, ".learning_rate must be > 0, got ",
+                                   o.learning_rate);
+  }
+  if (o.type == "adagrad" && !(o.initial_accumulator_value > 0)) {
+    return errors::InvalidArgument(
+        field, ".initial_accumulator_value must be > 0 for adagrad, got ",
+        o.initial_accumulator_value);
+  }
+  if (o.type == "ftrl" && !(o.initial_accumulator_value >= 0)) {
+    return errors::InvalidArgument(
+        field, ".initial_accumulator_value must be >= 0 for ftrl, got ",
+        o.initial_accumulator_value);
+  }
+  if (o.type == "adam" && !(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 &&
+                            o.beta2 < 1 && o.epsilon >= 0)) {
+    return errors::InvalidArgument(
+        field, ": adam needs beta1 and beta2 in [0, 1) and epsilon >= 0, got ",
+        "beta1 ", o.beta1, ", beta2 ", o.beta2, ", epsilon ", o.epsilon);
+  }
+  if (o.type == "ftrl" && !(o.l1 >= 0 && o.l2 >= 0)) {
+    return errors::InvalidArgument(field,
+                                   ": ftrl needs l1 >= 0 and l2 >= 0, got l1 ",
+                                   o.l1, ", l2 ", o.l2);
+  }
+  if (o.schedule == "constant") {
+  } else if (o.schedule == "exponential_decay") {
+    if (o.decay_steps <= 0 || !(o.decay_rate > 0)) {
+      return errors::InvalidArgument(field,
+                                     ".schedule exponential_decay needs "
+                                     "decay_steps > 0 and decay_rate > 0, got ",
+                                     "decay_steps ", o.decay_steps,
+                                     ", decay_rate ", o.decay_rate);
+    }
+  } else if (o.schedule == "linear_warmup") {
+    if (o.warmup_steps <= 0) {
+      return errors::InvalidArgument(
+          field, ".schedule linear_warmup needs warmup_steps > 0, got ",
+          o.warmup_steps);
+    }
+  } else {
+    return errors::InvalidArgument(
+        field, ".schedule: unknown schedule '", o.schedule,
+        "'; one of constant, exponential_decay, linear_warmup");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckUnits(const std::vector<int64_t>& units,
+                        absl::string_view field) {
+  for (size_t i = 0; i < units.size(); ++i) {
+    if (units[i] <= 0) {
+      return errors::InvalidArgument(field, "[", i, "] is ", units[i],
+                                     "; every layer needs > 0 units");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckConfig(const ModelConfig& c, const BuildOptions& options) {
+  const internal::ModelDef* def = internal::FindModel(c.type);
+  if (def == nullptr) {
+    return errors::InvalidArgument(
+        "type: unknown model type '", c.type, "'; one of ",
+        absl::StrJoin(internal::RegisteredModels(), ", "));
+  }
+  if (c.dense_features.empty() && c.sparse_features.empty()) {
+    return errors::InvalidArgument(
+        "dense_features and sparse_features are both empty: model '", c.type,
+        "' needs at least one feature");
+  }
+  if (c.embedding_dim <= 0) {
+    return errors::InvalidArgument("embedding_dim must be > 0, got ",
+                                   c.embedding_dim);
+  }
+  std::set<std::string> names;
+  for (size_t f = 0; f < c.sparse_features.size(); ++f) {
+    const SparseFeatureConfig& s = c.sparse_features[f];
+    const std::string field =
+        absl::StrCat("sparse_features[", f, "] (", s.name, ")");
+    if (s.name.empty()) {
+      return errors::InvalidArgument("sparse_features[", f, "].name is empty");
+    }
+    if (!names.insert(s.name).second) {
+      return errors::InvalidArgument(field, ".name: feature '", s.name,
+                                     "' is listed twice");
+    }
+    if (s.dim < 0) {
+      return errors::InvalidArgument(
+          field, ".dim must be > 0 (or 0 for embedding_dim), got ", s.dim);
+    }
+    if (!s.hash_table && s.vocabulary_size <= 0) {
+      return errors::InvalidArgument(
+          field,
+          ".vocabulary_size must be > 0 unless hash_table is "
+          "set, got ",
+          s.vocabulary_size);
+    }
+    if (s.combiner != "sum" && s.combiner != "mean" && s.combiner != "sqrtn") {
+      return errors::InvalidArgument(field, ".combiner: unknown combiner '",
+                                     s.combiner, "'; one of sum, mean, sqrtn");
+    }
+  }
+  std::set<std::string> dense_names;
+  for (size_t j = 0; j < c.dense_features.size(); ++j) {
+    if (!dense_names.insert(c.dense_features[j]).second) {
+      return errors::InvalidArgument("dense_features[", j, "]: feature '",
+                                     c.dense_features[j], "' is listed twice");
+    }
+  }
+  RETURN_IF_ERROR(CheckUnits(c.hidden_units, "hidden_units"));
+  RETURN_IF_ERROR(CheckUnits(c.bottom_units, "bottom_units"));
+  if (c.activation != "relu" && c.activation != "sigmoid" &&
+      c.activation != "tanh" && c.activation != "identity") {
+    return errors::InvalidArgument("activation: unknown activation '",
+                                   c.activation,
+                                   "'; one of relu, sigmoid, tanh, identity");
+  }
+  if (!(c.l2_regularization >= 0)) {
+    return errors::InvalidArgument("l2_regularization must be >= 0, got ",
+                                   c.l2_regularization);
+  }
+  if (options.trainable) {
+    RETURN_IF_ERROR(
+        CheckOptimizer(c.embedding_optimizer, "embedding_optimizer"));
+    RETURN_IF_ERROR(CheckOptimizer(c.dense_optimizer, "dense_optimizer"));
+  }
+  if (def->check) RETURN_IF_ERROR(def->check(c));
+  return absl::OkStatus();
+}
+
+absl::Status CheckInputs(const ModelConfig& c, const ModelInputs& in,
+                         const BuildOptions& options) {
+  if (in.sparse.size() != c.sparse_features.size()) {
+    return errors::InvalidArgument("inputs have ", in.sparse.size(),
+                                   " sparse features but the config lists ",
+                                   c.sparse_features.size());
+  }
+  for (size_t f = 0; f < in.sparse.size(); ++f) {
+    if (!in.sparse[f].ids.valid() || !in.sparse[f].row_splits.valid()) {
+      return errors::InvalidArgument("inputs of sparse feature '",
+                                     c.sparse_features[f].name,
+                                     "' (ids, row_splits) are not set");
+    }
+  }
+  if (!c.dense_features.empty()) {
+    if (!in.dense.valid()) {
+      return errors::InvalidArgument(
+          "the config lists ", c.dense_features.size(),
+          " dense features but inputs.dense is not set");
+    }
+    const PartialShape shape = in.dense.shape();
+    const int64_t n = static_cast<int64_t>(c.dense_features.size());
+    if (shape.rank() == 2 && shape.dim(1) >= 0 && shape.dim(1) != n) {
+      return errors::InvalidArgument("inputs.dense is ", shape.DebugString(),
+                                     " but the config lists ", n,
+                                     " dense features");
+    }
+  }
+  if (options.trainable && !in.labels.valid()) {
+    return errors::InvalidArgument(
+        "inputs.labels is not set (a trainable model needs labels)");
+  }
+  return absl::OkStatus();
+}
+
+// The learning rate of an optimizer group, following its schedule.
+train::Hyperparameter LearningRate(const Scope& scope, const OptimizerConfig& o,
+                                   Output global_step, absl::string_view name) {
+  if (o.schedule == "exponential_decay") {
+    return ops::Identity(
+        scope.WithOpName(name),
+        train::ExponentialDecay(scope.NewSubScope(name), o.learning_rate,
+                                global_step, o.decay_steps, o.decay_rate));
+  }
+  if (o.schedule == "linear_warmup") {
+    return ops::Identity(
+        scope.WithOpName(name),
+        train::LinearWarmup(scope.NewSubScope(name), o.learning_rate,
+                            global_step, o.warmup_steps));
+  }
+  return o.learning_rate;
+}
+
+std::unique_ptr<train::Optimizer> MakeOptimizer(const OptimizerConfig& o,
+                                                train::Hyperparameter lr) {
+  if (o.type == "sgd") {
+    return std::make_unique<train::GradientDescentOptimizer>(
+        train::GradientDescentOptions{.learning_rate = lr});
+  }
+  if (o.type == "adagrad") {
+    return std::make_unique<train::AdagradOptimizer>(train::AdagradOptions{
+        .learning_rate = lr,
+        .initial_accumulator_value = o.initial_accumulator_value});
+  }
+  if (o.type == "ftrl") {
+    return std::make_unique<train::FtrlOptimizer>(train::FtrlOptions{
+        .learning_rate = lr,
+        .initial_accumulator_value = o.initial_accumulator_value,
+        .l1_regularization_strength = o.l1,
+        .l2_regularization_strength = o.l2});
+  }
+  return std::make_unique<train::AdamOptimizer>(
+      train::AdamOptions{.learning_rate = lr,
+                         .beta1 = o.beta1,
+                         .beta2 = o.beta2,
+                         .epsilon = o.epsilon});
+}
+
+// Gradients once (sparse kept sparse), each group applied with its own
+// optimizer, then one global-step increment after every update, grouped
+// under the NoOp "train".
+absl::StatusOr<Output> BuildTrainOp(const Scope& scope, const ModelConfig& c,
+                                    Model* m) {
+  m->global_step = train::GetOrCreateGlobalStep(scope);
+  RETURN_IF_ERROR(scope.status());
+  const Scope opt_scope = scope.NewSubScope("optimizer");
+  auto emb_opt =
+      MakeOptimizer(c.embedding_optimizer,
+                    LearningRate(opt_scope, c.embedding_optimizer,
+                                 m->global_step, "embedding_learning_rate"));
+  auto dense_opt = MakeOptimizer(
+      c.dense_optimizer, LearningRate(opt_scope, c.dense_optimizer,
+                                      m->global_step, "dense_learning_rate"));
+  std::vector<Output> vars = m->embedding_variables;
+  vars.insert(vars.end(), m->dense_variables.begin(), m->dense_variables.end());
+  ASSIGN_OR_RETURN(
+      std::vector<train::GradAndVar> grads,
+      dense_opt->ComputeGradients(scope.NewSubScope("gradients"), m->loss, vars,
+                                  {.keep_sparse = true}));
+  std::set<std::string> tables;
+  for (const Output& v : m->embedding_variables)
+    tables.insert(v.node()->name());
+  std::vector<train::GradAndVar> emb_grads, dense_grads;
+  bool emb_any = false, dense_any = false;
+  for (train::GradAndVar& g : grads) {
+    const bool has = g.grad.valid() || g.sparse_grad.valid();
+    if (tables.count(g.var.node()->name())) {
+      emb_any |= has;
+      emb_grads.push_back(std::move(g));
+    } else {
+      dense_any |= has;
+      dense_grads.push_back(std::move(g));
+    }
+  }
+  std::vector<Output> updates;
+  if (emb_any) {
+    ASSIGN_OR_RETURN(Output u, emb_opt->ApplyGradients(scope, emb_grads));
+    updates.push_back(u);
+  }
+  if (dense_any) {
+    ASSIGN_OR_RETURN(Output u, dense_opt->ApplyGradients(scope, dense_grads));
+    updates.push_back(u);
+  }
+  Output increment = train::IncrementGlobalStep(
+      opt_scope.WithControlDependencies(updates), m->global_step);
+  updates.push_back(increment);
+  Output train_op =
+      ops::NoOp(scope.WithOpName("train").WithControlDependencies(updates));
+  RETURN_IF_ERROR(scope.status());
+  return train_op;
+}
+
+}  // namespace
+
+ModelInputs Placeholders(const Scope& scope, const ModelConfig& config) {
+  ModelInputs in;
+  in.labels = ops::Placeholder(scope.WithOpName("labels"), DT_FLOAT,
+                               PartialShape({-1}));
+  in.dense = ops::Placeholder(
+      scope.WithOpName("dense"), DT_FLOAT,
+      PartialShape({-1, static_cast<int64_t>(config.dense_features.size())}));
+  for (const SparseFeatureConfig& f : config.sparse_features) {
+    SparseInput s;
+    s.ids = ops::Placeholder(scope.WithOpName(absl::StrCat(f.name, "/ids")),
+                             DT_INT64, PartialShape({-1}));
+    s.row_splits =
+        ops::Placeholder(scope.WithOpName(absl::StrCat(f.name, "/row_splits")),
+                         DT_INT64, PartialShape({-1}));
+    in.sparse.push_back(s);
+  }
+  return in;
+}
+
+absl::StatusOr<Model> BuildModel(const Scope& scope, const ModelConfig& config,
+                                 const ModelInputs& inputs,
+                                 const BuildOptions& options) {
+  RETURN_IF_ERROR(scope.status());
+  RETURN_IF_ERROR(CheckConfig(config, options));
+  RETURN_IF_ERROR(CheckInputs(config, inputs, options));
+  const internal::ModelDef* def = internal::FindModel(config.type);
+
+  ModelBuilder b(scope, config, inputs);
+  ASSIGN_OR_RETURN(Output raw_logits, def->build(b));
+  RETURN_IF_ERROR(scope.status());
+
+  Model m;
+  m.logits = ops::Identity(scope.WithOpName("logits"), raw_logits);
+  m.probabilities = ops::Sigmoid(scope.WithOpName("probabilities"), m.logits);
+  m.embedding_variables = b.embedding_variables();
+  m.dense_variables = b.dense_variables();
+  m.num_parameters = b.num_parameters();
+  if (inputs.labels.valid()) {
+    const Scope ls = scope.NewSubScope("loss_terms");
+    Output ce = ops::Mean(
+        ls, ops::SigmoidCrossEntropyWithLogits(ls, m.logits, inputs.labels),
+        {0});
+    if (config.l2_regularization > 0 && !b.regularized_weights().empty()) {
+      std::vector<Output> l2;
+      for (const Output& w : b.regularized_weights()) {
+        l2.push_back(ops::L2Loss(ls, train::ReadValue(ls, w)));
+      }
+      Output penalty = ops::Mul(
+          ls, l2.size() == 1 ? l2[0] : ops::AddN(ls, l2),
+          ops::Const(ls, static_cast<float>(config.l2_regularization)));
+      m.loss = ops::AddV2(scope.WithOpName("loss"), ce, penalty);
+    } else {
+      m.loss = ops::Identity(scope.WithOpName("loss"), ce);
+    }
+  }
+  RETURN_IF_ERROR(scope.status());
+  if (options.trainable) {
+    ASSIGN_OR_RETURN(m.train_op, BuildTrainOp(scope, config, &m));
+  }
+  return m;
+}
+
+std::vector<std::string> ModelTypes() {
+  // The zoo's order (model.h), then any other registered type.
+  std::vector<std::string> types = {"lr",     "fm",     "mlp", "wide_deep",
+                                    "deepfm", "dcn_v2", "dlrm"};
+  for (const std::string& t : internal::RegisteredModels()) {
+    bool listed = false;
+    for (const std::string& k : types) listed |= k == t;
+    if (!listed) types.push_back(t);
+  }
+  return types;
+}
+
+}  // namespace recflow::models

@@ -1,0 +1,237 @@
+#include "recflow/models/model_builder.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "recflow/core/fingerprint.h"
+#include "recflow/core/mutex.h"
+#include "recflow/core/status.h"
+#include "recflow/ops/array_ops.h"
+#include "recflow/ops/embedding_ops.h"
+#include "recflow/ops/initializers.h"
+#include "recflow/ops/math_ops.h"
+#include "recflow/ops/nn_ops.h"
+#include "recflow/train/variables.h"
+
+namespace recflow::models::internal {
+namespace {
+
+enum VariableKind {
+  kEmbeddingTable = 0,
+  kKernel = 1,
+  kBiasKind = 2,
+  kProjection = 3
+};
+}  // namespace
+
+Output FloorModIds(const Scope& scope, Output ids, int64_t num_buckets) {
+  if (num_buckets == 1) return ops::ZerosLike(scope, ids);
+  const Output v = ops::Const(scope, num_buckets);
+  const Output vd = ops::Const(scope, static_cast<double>(num_buckets));
+  // One pass: x - trunc(x / v) * v, the quotient from doubles. Exact for
+  // |x| < 2^53; beyond, off by at most a few multiples of v, which the
+  // second pass (on a small remainder) removes.
+  auto pass = [&](Output x) {
+    const Output q = ops::Cast(
+        scope, ops::RealDiv(scope, ops::Cast(scope, x, DT_DOUBLE), vd),
+        DT_INT64);
+    return ops::Sub(scope, x, ops::Mul(scope, q, v));
+  };
+  const Output r = pass(pass(ids));  // in (-v, v), with the sign of x
+  return ops::SelectV2(scope,
+                       ops::Less(scope, r, ops::Const(scope, int64_t{0})),
+                       ops::AddV2(scope, r, v), r);
+}
+
+ModelBuilder::ModelBuilder(const Scope& scope, const ModelConfig& config,
+                           const ModelInputs& inputs)
+    : scope_(scope), config_(config), inputs_(inputs) {}
+
+int64_t ModelBuilder::FeatureDim(int f) const {
+  const int64_t dim = config_.sparse_features[f].dim;
+  return dim > 0 ? dim : config_.embedding_dim;
+}
+
+Output ModelBuilder::NewVariable(const Scope& s, absl::string_view name,
+                                 const std::vector<int64_t>& shape, int kind) {
+  const TensorShape tshape(absl::MakeConstSpan(shape));
+  // seed2: a fingerprint of the sub-scope's prefix (the name of a throwaway
+  // op in it) and the variable's name.
+  const std::string where = s.GetUniqueNameForOp("init_seed");
+  const ops::InitializerOptions init{
+      .dtype = DT_FLOAT,
+      .seed = static_cast<int64_t>(config_.seed),
+      .seed2 = static_cast<int64_t>(
+                   Fingerprint64(absl::StrCat(where, "/", name)) >> 2) |
+               1};
+  const Scope is = s.NewSubScope(absl::StrCat(name, "_init"));
+  Output initial;
+  switch (kind) {
+    case kEmbeddingTable:
+    case kProjection:
+      initial = ops::TruncatedNormalInitializer(is, tshape, 0.0,
+                                                kEmbeddingStddev, init);
+      break;
+    case kKernel:
+      initial = ops::GlorotUniform(is, tshape, init);
+      break;
+    default:
+      initial = ops::Zeros(is, tshape);
+      break;
+  }
+  Output var =
+      train::Variable(s, name, PartialShape(absl::MakeConstSpan(shape)),
+                      DT_FLOAT, initial, {.use_resource = true});
+  if (!var.valid()) return var;
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  num_parameters_ += n;
+  if (kind == kEmbeddingTable) {
+    embedding_variables_.push_back(var);
+  } else {
+    dense_variables_.push_back(var);
+  }
+  return var;
+}
+
+absl::StatusOr<Output> ModelBuilder::EmbeddingBag(int f,
+                                                  absl::string_view group,
+                                                  int64_t dim) {
+  const auto key = std::make_pair(std::string(group), f);
+  if (auto it = bags_.find(key); it != bags_.end()) return it->second;
+  const SparseFeatureConfig& feature = config_.sparse_features[f];
+  if (feature.hash_table) {
+    return errors::Unimplemented(
+        "sparse feature '", feature.name,
+        "': hash_table embeddings are not wired into the model zoo yet; "
+        "give it a vocabulary_size instead");
+  }
+  auto gs = group_scopes_.find(std::string(group));
+  if (gs == group_scopes_.end()) {
+    gs = group_scopes_.emplace(std::string(group), scope_.NewSubScope(group))
+             .first;
+  }
+  const Scope& s = gs->second;
+  Output table = NewVariable(s, feature.name, {feature.vocabulary_size, dim},
+                             kEmbeddingTable);
+  const Scope ls = s.NewSubScope(absl::StrCat(feature.name, "_lookup"));
+  const SparseInput& in = inputs_.sparse[f];
+  Output ids =
+      FloorModIds(ls.NewSubScope("bucket"), in.ids, feature.vocabulary_size);
+  Output bag =
+      ops::ResourceEmbeddingBag(ls, table, ids, in.row_splits, DT_FLOAT,
+                                Output(), {.combiner = feature.combiner});
+  RETURN_IF_ERROR(scope_.status());
+  bags_.emplace(key, bag);
+  return bag;
+}
+
+absl::StatusOr<std::vector<Output>> ModelBuilder::FieldEmbeddings() {
+  std::vector<Output> out;
+  for (int f = 0; f < num_sparse(); ++f) {
+    ASSIGN_OR_RETURN(Output e, EmbeddingBag(f, "embedding", FeatureDim(f)));
+    out.push_back(e);
+  }
+  return out;
+}
+
+absl::StatusOr<Output> ModelBuilder::SparseLinear() {
+  std::vector<Output> terms;
+  for (int f = 0; f < num_sparse(); ++f) {
+    ASSIGN_OR_RETURN(Output e, EmbeddingBag(f, "linear", 1));
+    terms.push_back(e);
+  }
+  if (terms.empty()) return Output();
+  if (terms.size() == 1) return terms[0];
+  return ops::AddN(scope_.NewSubScope("linear_sum"), terms);
+}
+
+Output ModelBuilder::Kernel(const Scope& s, absl::string_view name, int64_t in,
+                            int64_t out, bool embedding_init) {
+  Output w =
+      NewVariable(s, name, {in, out}, embedding_init ? kProjection : kKernel);
+  if (w.valid()) regularized_weights_.push_back(w);
+  return w;
+}
+
+Output ModelBuilder::Bias(const Scope& s, absl::string_view name,
+                          int64_t size) {
+  return NewVariable(s, name, {size}, kBiasKind);
+}
+
+Output ModelBuilder::Dense(absl::string_view name, Output x, int64_t in,
+                           int64_t out, absl::string_view activation) {
+  const Scope s = scope_.NewSubScope(name);
+  Output w = Kernel(s, "kernel", in, out);
+  Output b = Bias(s, "bias", out);
+  Output z = ops::BiasAdd(s, ops::MatMul(s, x, train::ReadValue(s, w)),
+                          train::ReadValue(s, b));
+  if (activation == "relu") return ops::Relu(s, z);
+  if (activation == "sigmoid") return ops::Sigmoid(s, z);
+  if (activation == "tanh") return ops::Tanh(s, z);
+  return z;  // identity (BuildModel validated the name)
+}
+
+Output ModelBuilder::Mlp(absl::string_view name, Output x, int64_t in,
+                         const std::vector<int64_t>& units, int64_t* out_dim) {
+  for (size_t l = 0; l < units.size(); ++l) {
+    x = Dense(absl::StrCat(name, "_", l), x, in, units[l], config_.activation);
+    in = units[l];
+  }
+  *out_dim = in;
+  return x;
+}
+
+Output ModelBuilder::Logit(absl::string_view name, Output x, int64_t in) {
+  const Scope s = scope_.NewSubScope(name);
+  Output w = Kernel(s, "kernel", in, 1);
+  Output b = Bias(s, "bias", 1);
+  Output z = ops::BiasAdd(s, ops::MatMul(s, x, train::ReadValue(s, w)),
+                          train::ReadValue(s, b));
+  return ToVector(s, z);
+}
+
+Output ModelBuilder::ToVector(const Scope& s, Output x) {
+  return ops::Reshape(s, x, ops::Const(s, {int32_t{-1}}, TensorShape({1})));
+}
+
+// --- Registry --------------------------------------------------------------
+
+namespace {
+
+struct Registry {
+  Mutex mu;
+  std::map<std::string, ModelDef, std::less<>> models;
+};
+
+Registry& GetRegistry() {
+  static Registry* r = new Registry;
+  return *r;
+}
+
+}  // namespace
+
+bool RegisterModel(ModelDef def) {
+  Registry& r = GetRegistry();
+  MutexLock lock(&r.mu);
+  const std::string name = def.name;
+  return r.models.emplace(name, std::move(def)).second;
+}
+
+const ModelDef* FindModel(absl::string_view type) {
+  Registry& r = GetRegistry();
+  MutexLock lock(&r.mu);
+  auto it = r.models.find(type);
+  return it == r.models.end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> RegisteredModels() {
+  Registry& r = GetRegistry();
+  MutexLock lock(&r.mu);
+  std::vector<std::string> names;
+  for (const auto& [name, def] : r.models) names.push_back(name);
+  return names;
+}
+
+}  // namespace recflow::models::internal

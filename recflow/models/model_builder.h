@@ -1,0 +1,156 @@
+// Private to recflow/models: the toolkit the zoo's models are built with
+// (embedding bags, dense layers, MLPs, variable bookkeeping) and the model
+// registry. A model is one function from a ModelBuilder to its logits [B],
+// registered with RECFLOW_REGISTER_MODEL at the bottom of its file
+// (ctr_models.cc); BuildModel (model.cc) validates the config, looks the
+// type up here and adds the loss, probabilities and training ops.
+// docs/models.md ("Adding a model") walks through it.
+//
+// Initializers (all seeded from ModelConfig::seed, with seed2 a fingerprint
+// of the variable's full name, so a build is deterministic and adding a
+// layer does not change the other variables' initial values):
+//   embedding tables       truncated normal, mean 0, stddev kEmbeddingStddev
+//   dense kernels          Glorot uniform
+//   biases                 zeros
+//
+// Not thread-safe (as Scope).
+#ifndef RECFLOW_MODELS_MODEL_BUILDER_H_
+#define RECFLOW_MODELS_MODEL_BUILDER_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "recflow/framework/scope.h"
+#include "recflow/models/model.h"
+
+namespace recflow::models::internal {
+
+// The stddev of the truncated-normal embedding initializer.
+inline constexpr double kEmbeddingStddev = 0.05;
+
+// ids mod num_buckets in [0, num_buckets) for any int64 ids (TensorFlow's
+// FloorMod semantics), built from Cast/RealDiv/Mul/Sub/SelectV2 because
+// ops/ has no FloorMod yet: a quotient estimated in double (exact for
+// |id| < 2^53, corrected by a second pass beyond), then a sign fix.
+// REQUIRES: num_buckets >= 1.
+Output FloorModIds(const Scope& scope, Output ids, int64_t num_buckets);
+
+// Builds one model: creates its variables under the model's scope and
+// records them (embedding tables vs dense variables, the weights L2
+// regularization applies to, the parameter count).
+class ModelBuilder {
+ public:
+  ModelBuilder(const Scope& scope, const ModelConfig& config,
+               const ModelInputs& inputs);
+
+  const Scope& scope() const { return scope_; }
+  const ModelConfig& config() const { return config_; }
+  const ModelInputs& inputs() const { return inputs_; }
+  int64_t num_dense() const {
+    return static_cast<int64_t>(config_.dense_features.size());
+  }
+  int num_sparse() const {
+    return static_cast<int>(config_.sparse_features.size());
+  }
+  // Sparse feature f's embedding width (its dim, or embedding_dim when 0).
+  int64_t FeatureDim(int f) const;
+
+  // The embedding bag [B, dim] of sparse feature f over the table
+  // "<group>/<feature>" ([vocabulary_size, dim], ids mod vocabulary_size,
+  // the feature's combiner; empty bags read zeros). One table per (group,
+  // feature): a second call returns the same Output. Unimplemented for a
+  // hash_table feature (not wired yet). This is the ONE place embedding
+  // tables are created.
+  absl::StatusOr<Output> EmbeddingBag(int f, absl::string_view group,
+                                      int64_t dim);
+  // Every sparse feature's EmbeddingBag in group "embedding" at its
+  // FeatureDim: the shared field embeddings.
+  absl::StatusOr<std::vector<Output>> FieldEmbeddings();
+  // sum_f EmbeddingBag(f, "linear", 1): the first-order term over the
+  // sparse features, [B, 1]; an invalid Output when there are none.
+  absl::StatusOr<Output> SparseLinear();
+
+  // A dense variable [shape] initialized Glorot uniform (`kernel`, counted
+  // for L2 regularization) or zeros (bias). A kernel that maps features
+  // into the embedding space (fm's dense projection) takes the embedding
+  // initializer instead (`embedding_init`), so its output starts at the
+  // embeddings' scale.
+  Output Kernel(const Scope& s, absl::string_view name, int64_t in, int64_t out,
+                bool embedding_init = false);
+  Output Bias(const Scope& s, absl::string_view name, int64_t size);
+  // activation(x W + b) for x [B, in]: [B, out]. `activation` is one of
+  // relu, sigmoid, tanh, identity.
+  Output Dense(absl::string_view name, Output x, int64_t in, int64_t out,
+               absl::string_view activation);
+  // Dense layers of `units` with config().activation; returns the last
+  // one's output and sets *out_dim (x itself and in when units is empty).
+  Output Mlp(absl::string_view name, Output x, int64_t in,
+             const std::vector<int64_t>& units, int64_t* out_dim);
+  // A linear layer to one unit, reshaped to [B]: x w + b.
+  Output Logit(absl::string_view name, Output x, int64_t in);
+  // [B, k] -> [B].
+  Output ToVector(const Scope& s, Output x);
+
+  // What the build created.
+  const std::vector<Output>& embedding_variables() const {
+    return embedding_variables_;
+  }
+  const std::vector<Output>& dense_variables() const {
+    return dense_variables_;
+  }
+  const std::vector<Output>& regularized_weights() const {
+    return regularized_weights_;
+  }
+  int64_t num_parameters() const { return num_parameters_; }
+
+ private:
+  Output NewVariable(const Scope& s, absl::string_view name,
+                     const std::vector<int64_t>& shape, int kind);
+  const Scope scope_;
+  const ModelConfig& config_;
+  const ModelInputs& inputs_;
+  std::map<std::string, Scope> group_scopes_;
+  std::map<std::pair<std::string, int>, Output> bags_;
+  std::vector<Output> embedding_variables_;
+  std::vector<Output> dense_variables_;
+  std::vector<Output> regularized_weights_;
+  int64_t num_parameters_ = 0;
+};
+
+// --- The registry
+// -------------------------------------------------------------
+
+// Returns the logits [B] of the model (float).
+using ModelFn = std::function<absl::StatusOr<Output>(ModelBuilder& b)>;
+// Checks what the model needs beyond the common checks of BuildModel
+// (e.g. equal embedding widths); InvalidArgument naming the field.
+using ModelCheckFn = std::function<absl::Status(const ModelConfig& config)>;
+
+struct ModelDef {
+  std::string name;
+  ModelFn build;
+  ModelCheckFn check;  // may be empty
+};
+
+// Registers a model type (at static-initialization time; names are unique).
+bool RegisterModel(ModelDef def);
+// nullptr when `type` is unknown.
+const ModelDef* FindModel(absl::string_view type);
+// The registered types, sorted by name.
+std::vector<std::string> RegisteredModels();
+
+#define RECFLOW_REGISTER_MODEL(NAME, BUILD, CHECK)     \
+  static const bool recflow_model_registered_##BUILD = \
+      ::recflow::models::internal::RegisterModel(      \
+          ::recflow::models::internal::ModelDef{NAME, BUILD, CHECK})
+
+}  // namespace recflow::models::internal
+
+#endif  // RECFLOW_MODELS_MODEL_BUILDER_H_

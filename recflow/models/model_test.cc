@@ -1,0 +1,960 @@
+// The model zoo: every type builds and gives logits [B] (B = 1, 64, empty
+// bags), lr and fm match a hand computation, bad configs name the field,
+// embedding gradients stay sparse, optimizers and schedules per group, a
+// GraphDef round trip trains the same, and training on synthetic click logs
+// (data/synthetic.h) whose ground truth has strong pairwise interactions
+// between categorical fields: every model lowers its loss and reaches a test
+// AUC clearly above 0.5, and the models with interactions beat logistic
+// regression.
+#include "recflow/models/model.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "recflow/core/status.h"
+#include "recflow/core/tensor.h"
+#include "recflow/data/batch.h"
+#include "recflow/data/synthetic.h"
+#include "recflow/framework/graph.h"
+#include "recflow/framework/scope.h"
+#include "recflow/models/model_builder.h"
+#include "recflow/ops/array_ops.h"
+#include "recflow/runtime/session.h"
+#include "recflow/train/global_step.h"
+#include "recflow/train/metrics.h"
+#include "recflow/train/variables.h"
+
+namespace recflow::models {
+namespace {
+
+using ::testing::HasSubstr;
+
+// --- Helpers: a model on placeholders with a session, random batches
+// ----------
+
+using Feeds = std::vector<std::pair<std::string, Tensor>>;
+
+// A small config of every kind of feature: 2 dense, 3 sparse features
+// (vocabularies 50, 40, 30; combiners sum, mean, sqrtn), dim 4.
+ModelConfig SmallConfig(const std::string& type) {
+  ModelConfig c;
+  c.type = type;
+  c.dense_features = {"I1", "I2"};
+  c.sparse_features = {
+      {.name = "C1", .vocabulary_size = 50, .combiner = "sum"},
+      {.name = "C2", .vocabulary_size = 40, .combiner = "mean"},
+      {.name = "C3", .vocabulary_size = 30, .combiner = "sqrtn"}};
+  c.embedding_dim = 4;
+  c.hidden_units = {8, 4};
+  c.bottom_units = {8};
+  c.cross_layers = 2;
+  c.seed = 7;
+  return c;
+}
+
+// A random batch of `b` examples for `c`: dense in [-1, 1), labels 0/1,
+// bags of 0..3 ids (some empty) drawn from a wide range (negative and
+// beyond 2^53 too, to exercise the modulo).
+data::Batch RandomBatch(const ModelConfig& c, int64_t b, uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  data::Batch batch;
+  batch.batch_size = b;
+  const int64_t n = static_cast<int64_t>(c.dense_features.size());
+  batch.labels = Tensor(DT_FLOAT, TensorShape({b}));
+  batch.dense = Tensor(DT_FLOAT, TensorShape({b, n}));
+  for (int64_t i = 0; i < b; ++i)
+    batch.labels.data<float>()[i] = (rng() % 3 == 0) ? 1.f : 0.f;
+  for (int64_t i = 0; i < b * n; ++i) batch.dense.data<float>()[i] = u(rng);
+  for (size_t f = 0; f < c.sparse_features.size(); ++f) {
+    std::vector<int64_t> ids, splits = {0};
+    for (int64_t i = 0; i < b; ++i) {
+      const int k = static_cast<int>(rng() % 4);  // 0: an empty bag
+      for (int j = 0; j < k; ++j) {
+        const uint64_t kind = rng() % 8;
+        int64_t id = static_cast<int64_t>(rng() % 1000);
+        if (kind == 0) id = -id - 1;
+        if (kind == 1)
+          id = (int64_t{1} << 60) + static_cast<int64_t>(rng() % 100000);
+        if (kind == 2) id = static_cast<int64_t>(rng() >> 1);
+        ids.push_back(id);
+      }
+      splits.push_back(static_cast<int64_t>(ids.size()));
+    }
+    data::SparseBatch s;
+    s.ids = Tensor::FromVector<int64_t>(absl::MakeConstSpan(ids));
+    s.row_splits = Tensor::FromVector<int64_t>(absl::MakeConstSpan(splits));
+    batch.sparse.push_back(std::move(s));
+  }
+  return batch;
+}
+
+// The placeholders' feeds for `batch` (features of `c`, in order).
+Feeds FeedsFor(const ModelConfig& c, const data::Batch& batch) {
+  Feeds feeds = {{"labels", batch.labels}, {"dense", batch.dense}};
+  for (size_t f = 0; f < c.sparse_features.size(); ++f) {
+    feeds.emplace_back(absl::StrCat(c.sparse_features[f].name, "/ids"),
+                       batch.sparse[f].ids);
+    feeds.emplace_back(absl::StrCat(c.sparse_features[f].name, "/row_splits"),
+                       batch.sparse[f].row_splits);
+  }
+  return feeds;
+}
+
+// A model on placeholders under the root scope, with an initialized
+// single-threaded session (deterministic).
+struct Harness {
+  Scope root = Scope::NewRootScope();
+  Model model;
+  std::unique_ptr<Session> session;
+
+  absl::Status Build(const ModelConfig& c, const BuildOptions& options = {}) {
+    RETURN_IF_ERROR(BuildGraph(c, options));
+    ASSIGN_OR_RETURN(tensorflow::GraphDef def, root.ToGraphDef());
+    return StartSession(def);
+  }
+  // The model and "init", without a session.
+  absl::Status BuildGraph(const ModelConfig& c,
+                          const BuildOptions& options = {}) {
+    ModelInputs in = Placeholders(root, c);
+    ASSIGN_OR_RETURN(model, BuildModel(root, c, in, options));
+    train::GlobalVariablesInitializer(root);
+    return root.status();
+  }
+  absl::Status StartSession(const tensorflow::GraphDef& def) {
+    SessionOptions so;
+    so.inter_op_threads = 1;
+    so.intra_op_threads = 1;
+    ASSIGN_OR_RETURN(session, Session::Create(so, def));
+    std::vector<Tensor> out;
+    return session->Run({}, {}, {"init"}, &out);
+  }
+  absl::StatusOr<std::vector<Tensor>> Run(
+      const Feeds& feeds, const std::vector<std::string>& fetches,
+      const std::vector<std::string>& targets = {}) {
+    std::vector<Tensor> out;
+    RETURN_IF_ERROR(session->Run(feeds, fetches, targets, &out));
+    return out;
+  }
+};
+
+const std::vector<std::string> kTypes = {"lr",     "fm",     "mlp", "wide_deep",
+                                         "deepfm", "dcn_v2", "dlrm"};
+
+TEST(ModelTypesTest, ListsTheZoo) { EXPECT_EQ(ModelTypes(), kTypes); }
+
+class EveryModelTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(EveryModelTest, BuildsAndGivesLogitsOfBatchSize) {
+  const ModelConfig c = SmallConfig(GetParam());
+  Harness h;
+  ASSERT_TRUE(h.Build(c).ok()) << h.root.status();
+  EXPECT_GT(h.model.num_parameters, 0);
+  EXPECT_FALSE(h.model.embedding_variables.empty());
+  EXPECT_FALSE(h.model.dense_variables.empty());
+  EXPECT_EQ(h.model.loss.node()->name(), "loss");
+  EXPECT_EQ(h.model.probabilities.node()->name(), "probabilities");
+  EXPECT_EQ(h.model.train_op.node()->name(), "train");
+  for (int64_t b : {1, 64}) {
+    const data::Batch batch = RandomBatch(c, b, 100 + b);
+    auto out =
+        h.Run(FeedsFor(c, batch), {"logits:0", "probabilities:0", "loss:0"});
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ((*out)[0].shape(), TensorShape({b}));
+    ASSERT_EQ((*out)[1].shape(), TensorShape({b}));
+    for (int64_t i = 0; i < b; ++i) {
+      const float logit = (*out)[0].data<float>()[i];
+      ASSERT_TRUE(std::isfinite(logit));
+      EXPECT_NEAR((*out)[1].data<float>()[i], 1 / (1 + std::exp(-logit)), 1e-6);
+    }
+    EXPECT_TRUE(std::isfinite((*out)[2].scalar<float>()));
+  }
+  // A batch whose every bag is empty reads zeros and still runs, and a
+  // training step runs and increments the global step once.
+  data::Batch batch = RandomBatch(c, 5, 3);
+  for (auto& s : batch.sparse) {
+    s.ids = Tensor(DT_INT64, TensorShape({0}));
+    s.row_splits =
+        Tensor::FromVector<int64_t>({0, 0, 0, 0, 0, 0}, TensorShape({6}));
+  }
+  auto out = h.Run(FeedsFor(c, batch), {"logits:0"}, {"train"});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ((*out)[0].shape(), TensorShape({5}));
+  auto step = h.Run({}, {h.model.global_step.name()});
+  ASSERT_TRUE(step.ok()) << step.status();
+  EXPECT_EQ((*step)[0].scalar<int64_t>(), 1);
+}
+
+TEST_P(EveryModelTest, InferenceBuildHasNoTrainOp) {
+  ModelConfig c = SmallConfig(GetParam());
+  c.dense_optimizer.type = "bogus";  // not checked without training
+  Harness h;
+  ASSERT_TRUE(h.Build(c, {.trainable = false}).ok()) << h.root.status();
+  EXPECT_FALSE(h.model.train_op.valid());
+  EXPECT_EQ(h.root.graph()->FindNode("train"), nullptr);
+  auto out = h.Run(FeedsFor(c, RandomBatch(c, 3, 1)), {"probabilities:0"});
+  ASSERT_TRUE(out.ok()) << out.status();
+}
+
+TEST_P(EveryModelTest, SameSeedSameModelOtherSeedOther) {
+  ModelConfig c = SmallConfig(GetParam());
+  const data::Batch batch = RandomBatch(c, 16, 5);
+  std::vector<float> logits[3];
+  for (int i = 0; i < 3; ++i) {
+    c.seed = i == 2 ? 8 : 7;
+    Harness h;
+    ASSERT_TRUE(h.Build(c).ok()) << h.root.status();
+    auto out = h.Run(FeedsFor(c, batch), {"logits:0"});
+    ASSERT_TRUE(out.ok()) << out.status();
+    auto f = (*out)[0].flat<float>();
+    logits[i].assign(f.begin(), f.end());
+  }
+  EXPECT_EQ(logits[0], logits[1]);
+  EXPECT_NE(logits[0], logits[2]);
+}
+
+// Every apply op that updates an embedding table is a sparse one, and no
+// dense [vocabulary_size, dim] gradient is built (vocabularies are 1009,
+// 1013, 1019: no other dimension has those sizes).
+TEST_P(EveryModelTest, EmbeddingGradientsStaySparse) {
+  for (const std::string opt : {"sgd", "adagrad", "adam", "ftrl"}) {
+    ModelConfig c = SmallConfig(GetParam());
+    c.sparse_features[0].vocabulary_size = 1009;
+    c.sparse_features[1].vocabulary_size = 1013;
+    c.sparse_features[2].vocabulary_size = 1019;
+    c.embedding_optimizer.type = opt;
+    c.dense_optimizer.type = opt;
+    Scope root = Scope::NewRootScope();
+    auto m = BuildModel(root, c, Placeholders(root, c));
+    ASSERT_TRUE(m.ok()) << m.status();
+    std::set<std::string> tables;
+    for (const Output& v : m->embedding_variables)
+      tables.insert(v.node()->name());
+    int sparse_updates = 0;
+    for (const auto& node : root.graph()->nodes()) {
+      const std::string& op = node->op();
+      if (op.find("Apply") != std::string::npos && node->num_inputs() > 0) {
+        const Node* var = node->input_edge(0)->src;
+        if (tables.count(var->name())) {
+          EXPECT_THAT(op, HasSubstr("Sparse"))
+              << node->name() << " updates " << var->name();
+          ++sparse_updates;
+        }
+      }
+      if (op == "UnsortedSegmentSum" || op == "ZerosLike" ||
+          op == "ScatterNd") {
+        const PartialShape s = node->output_shape(0);
+        const bool table_sized =
+            s.rank() >= 1 &&
+            (s.dim(0) == 1009 || s.dim(0) == 1013 || s.dim(0) == 1019);
+        EXPECT_FALSE(table_sized)
+            << node->name() << " builds " << s.DebugString();
+      }
+    }
+    EXPECT_EQ(sparse_updates, static_cast<int>(tables.size())) << opt;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Zoo, EveryModelTest, ::testing::ValuesIn(kTypes),
+                         [](const auto& info) { return info.param; });
+
+// --- Hand computations
+// --------------------------------------------------------
+
+int64_t FloorMod(int64_t x, int64_t v) {
+  const int64_t r = x % v;
+  return r < 0 ? r + v : r;
+}
+
+// Known weights for every variable of the model: value i of variable v is
+// a small non-repeating pattern.
+std::map<std::string, std::vector<float>> KnownWeights(const Model& m) {
+  std::map<std::string, std::vector<float>> w;
+  std::vector<Output> vars = m.embedding_variables;
+  vars.insert(vars.end(), m.dense_variables.begin(), m.dense_variables.end());
+  int salt = 0;
+  for (const Output& v : vars) {
+    const int64_t n = train::VariableShape(v).num_elements();
+    std::vector<float>& values = w[train::VariableName(v)];
+    for (int64_t i = 0; i < n; ++i) {
+      values.push_back(0.05f * static_cast<float>((i * 7 + salt * 3) % 13 - 6) +
+                       0.01f * salt);
+    }
+    ++salt;
+  }
+  return w;
+}
+
+// Builds `c`, assigns KnownWeights, returns the logits of `batch` and the
+// weights used.
+std::vector<float> LogitsWithKnownWeights(
+    const ModelConfig& c, const data::Batch& batch,
+    std::map<std::string, std::vector<float>>* weights) {
+  Harness h;
+  EXPECT_TRUE(h.BuildGraph(c).ok()) << h.root.status();
+  *weights = KnownWeights(h.model);
+  std::vector<Output> vars = h.model.embedding_variables;
+  vars.insert(vars.end(), h.model.dense_variables.begin(),
+              h.model.dense_variables.end());
+  std::vector<Output> assigns;
+  const Scope s = h.root.NewSubScope("set");
+  for (const Output& v : vars) {
+    const std::vector<float>& value = weights->at(train::VariableName(v));
+    assigns.push_back(train::AssignValue(
+        s, v,
+        ops::Const(s, Tensor::FromVector<float>(
+                          absl::MakeConstSpan(value),
+                          train::VariableShape(v).ToTensorShape()))));
+  }
+  ops::NoOp(h.root.WithOpName("set_weights").WithControlDependencies(assigns));
+  auto def = h.root.ToGraphDef();
+  EXPECT_TRUE(def.ok()) << def.status();
+  EXPECT_TRUE(h.StartSession(*def).ok());
+  EXPECT_TRUE(h.Run({}, {}, {"set_weights"}).ok());
+  auto out = h.Run(FeedsFor(c, batch), {"logits:0"});
+  EXPECT_TRUE(out.ok()) << out.status();
+  if (!out.ok()) return {};
+  auto f = (*out)[0].flat<float>();
+  return {f.begin(), f.end()};
+}
+
+// The combined bag of example b of feature f over `table` [V, dim].
+std::vector<double> Bag(const ModelConfig& c, const data::Batch& batch, int f,
+                        int64_t b, const std::vector<float>& table,
+                        int64_t dim) {
+  const SparseFeatureConfig& feature = c.sparse_features[f];
+  const int64_t* ids = batch.sparse[f].ids.data<int64_t>();
+  const int64_t* splits = batch.sparse[f].row_splits.data<int64_t>();
+  std::vector<double> sum(dim, 0.0);
+  const int64_t k = splits[b + 1] - splits[b];
+  for (int64_t j = splits[b]; j < splits[b + 1]; ++j) {
+    const int64_t row = FloorMod(ids[j], feature.vocabulary_size);
+    for (int64_t d = 0; d < dim; ++d) sum[d] += table[row * dim + d];
+  }
+  if (k > 0 && feature.combiner != "sum") {
+    const double div =
+        feature.combiner == "mean" ? k : std::sqrt(static_cast<double>(k));
+    for (double& x : sum) x /= div;
+  }
+  return sum;
+}
+
+// FloorModIds (the stand-in for a FloorMod op) on edge values.
+TEST(ModelFloorModTest, MatchesFloorModOnEdgeValues) {
+  const int64_t kMax = std::numeric_limits<int64_t>::max();
+  const int64_t kMin = std::numeric_limits<int64_t>::min();
+  std::vector<int64_t> ids = {0,
+                              1,
+                              -1,
+                              5,
+                              -5,
+                              kMax,
+                              kMin,
+                              kMax - 1,
+                              kMin + 1,
+                              int64_t{1} << 53,
+                              (int64_t{1} << 53) + 1,
+                              -(int64_t{1} << 53) - 1,
+                              (int64_t{1} << 62) + 12345,
+                              -(int64_t{1} << 62) - 999};
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 200; ++i) ids.push_back(static_cast<int64_t>(rng()));
+  for (int64_t v : {int64_t{1}, int64_t{2}, int64_t{7}, int64_t{1000003},
+                    int64_t{2147483647}, (int64_t{1} << 40) + 3}) {
+    Scope root = Scope::NewRootScope();
+    Output x = ops::Placeholder(root.WithOpName("x"), DT_INT64);
+    Output y = internal::FloorModIds(root.WithOpName("y"), x, v);
+    auto def = root.ToGraphDef();
+    ASSERT_TRUE(def.ok()) << def.status();
+    auto session = Session::Create(SessionOptions(), *def);
+    ASSERT_TRUE(session.ok());
+    std::vector<Tensor> out;
+    ASSERT_TRUE(
+        (*session)
+            ->Run(
+                {{"x", Tensor::FromVector<int64_t>(absl::MakeConstSpan(ids))}},
+                {y.name()}, {}, &out)
+            .ok());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      EXPECT_EQ(out[0].flat<int64_t>()[i], FloorMod(ids[i], v))
+          << ids[i] << " mod " << v;
+    }
+  }
+}
+
+// lr by hand: sum_f bag_f(linear/<f>) + dense . w + b.
+double HandLr(const ModelConfig& c, const data::Batch& batch, int64_t b,
+              std::map<std::string, std::vector<float>>& w,
+              const std::string& prefix) {
+  double logit = w[prefix + "/bias"][0];
+  for (int f = 0; f < 3; ++f) {
+    logit +=
+        Bag(c, batch, f, b, w["linear/" + c.sparse_features[f].name], 1)[0];
+  }
+  for (int j = 0; j < 2; ++j) {
+    logit +=
+        batch.dense.data<float>()[b * 2 + j] * w[prefix + "/dense_weights"][j];
+  }
+  return logit;
+}
+
+TEST(ModelHandComputationTest, LogisticRegression) {
+  ModelConfig c = SmallConfig("lr");
+  c.sparse_features[0].vocabulary_size = 5;
+  c.sparse_features[1].vocabulary_size = 4;
+  c.sparse_features[2].vocabulary_size = 3;
+  const data::Batch batch = RandomBatch(c, 32, 11);
+  std::map<std::string, std::vector<float>> w;
+  const std::vector<float> logits = LogitsWithKnownWeights(c, batch, &w);
+  ASSERT_EQ(logits.size(), 32u);
+  for (int64_t b = 0; b < 32; ++b) {
+    EXPECT_NEAR(logits[b], HandLr(c, batch, b, w, "lr"), 1e-5)
+        << "example " << b;
+  }
+}
+
+TEST(ModelHandComputationTest, FactorizationMachine) {
+  ModelConfig c = SmallConfig("fm");
+  c.sparse_features[0].vocabulary_size = 5;
+  c.sparse_features[1].vocabulary_size = 4;
+  c.sparse_features[2].vocabulary_size = 3;
+  const data::Batch batch = RandomBatch(c, 32, 12);
+  std::map<std::string, std::vector<float>> w;
+  const std::vector<float> logits = LogitsWithKnownWeights(c, batch, &w);
+  ASSERT_EQ(logits.size(), 32u);
+  const int64_t dim = c.embedding_dim;
+  for (int64_t b = 0; b < 32; ++b) {
+    std::vector<std::vector<double>> vectors;
+    for (int f = 0; f < 3; ++f) {
+      vectors.push_back(Bag(c, batch, f, b,
+                            w["embedding/" + c.sparse_features[f].name], dim));
+    }
+    std::vector<double> projected(dim, 0.0);
+    for (int j = 0; j < 2; ++j) {
+      for (int64_t d = 0; d < dim; ++d) {
+        projected[d] += batch.dense.data<float>()[b * 2 + j] *
+                        w["fm/dense_projection"][j * dim + d];
+      }
+    }
+    vectors.push_back(projected);
+    double pair = 0;
+    for (int64_t d = 0; d < dim; ++d) {
+      double sum = 0, sum_sq = 0;
+      for (const auto& v : vectors) {
+        sum += v[d];
+        sum_sq += v[d] * v[d];
+      }
+      pair += 0.5 * (sum * sum - sum_sq);
+    }
+    EXPECT_NEAR(logits[b], HandLr(c, batch, b, w, "lr") + pair, 1e-5)
+        << "example " << b;
+  }
+}
+
+// --- Bad configs
+// ---------------------------------------------------------------
+
+absl::Status BuildStatus(const ModelConfig& c) {
+  Scope root = Scope::NewRootScope();
+  return BuildModel(root, c, Placeholders(root, c)).status();
+}
+
+void ExpectInvalid(const ModelConfig& c, const std::string& what) {
+  const absl::Status s = BuildStatus(c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << what << ": " << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr(what));
+}
+
+TEST(ModelBadConfigTest, NamesTheField) {
+  ModelConfig c = SmallConfig("nope");
+  ExpectInvalid(c, "type: unknown model type 'nope'; one of");
+  c = SmallConfig("lr");
+  c.dense_features.clear();
+  c.sparse_features.clear();
+  ExpectInvalid(c, "dense_features and sparse_features are both empty");
+  c = SmallConfig("mlp");
+  c.sparse_features[1].vocabulary_size = 0;
+  ExpectInvalid(
+      c,
+      "sparse_features[1] (C2).vocabulary_size must be > 0 unless hash_table");
+  c = SmallConfig("mlp");
+  c.hidden_units = {8, 0};
+  ExpectInvalid(c, "hidden_units[1] is 0");
+  c = SmallConfig("dlrm");
+  c.bottom_units = {-3};
+  ExpectInvalid(c, "bottom_units[0] is -3");
+  c = SmallConfig("mlp");
+  c.embedding_dim = 0;
+  ExpectInvalid(c, "embedding_dim must be > 0, got 0");
+  c = SmallConfig("mlp");
+  c.sparse_features[2].dim = -1;
+  ExpectInvalid(c, "sparse_features[2] (C3).dim must be > 0");
+  c = SmallConfig("mlp");
+  c.activation = "gelu2";
+  ExpectInvalid(c, "activation: unknown activation 'gelu2'");
+  c = SmallConfig("mlp");
+  c.sparse_features[0].combiner = "max";
+  ExpectInvalid(c, "sparse_features[0] (C1).combiner: unknown combiner 'max'");
+  c = SmallConfig("mlp");
+  c.embedding_optimizer.type = "rmsprop";
+  ExpectInvalid(c, "embedding_optimizer.type: unknown optimizer 'rmsprop'");
+  c = SmallConfig("mlp");
+  c.dense_optimizer.learning_rate = 0;
+  ExpectInvalid(c, "dense_optimizer.learning_rate must be > 0");
+  c = SmallConfig("mlp");
+  c.dense_optimizer.schedule = "cosine";
+  ExpectInvalid(c, "dense_optimizer.schedule: unknown schedule 'cosine'");
+  c = SmallConfig("mlp");
+  c.dense_optimizer.schedule = "exponential_decay";
+  ExpectInvalid(
+      c, "dense_optimizer.schedule exponential_decay needs decay_steps > 0");
+  c = SmallConfig("mlp");
+  c.embedding_optimizer.schedule = "linear_warmup";
+  ExpectInvalid(
+      c, "embedding_optimizer.schedule linear_warmup needs warmup_steps > 0");
+  c = SmallConfig("fm");
+  c.sparse_features[1].dim = 3;
+  ExpectInvalid(c, "sparse_features[1] (C2).dim is 3 but model type 'fm'");
+  c = SmallConfig("deepfm");
+  c.sparse_features.clear();
+  ExpectInvalid(c, "sparse_features is empty but model type 'deepfm'");
+  c = SmallConfig("dcn_v2");
+  c.cross_layers = -1;
+  ExpectInvalid(c, "cross_layers must be >= 0");
+  c = SmallConfig("dlrm");
+  c.dense_features.clear();
+  c.sparse_features.resize(1);
+  ExpectInvalid(c, "model type 'dlrm' interacts pairs of vectors");
+  c = SmallConfig("lr");
+  c.sparse_features[2].name = "C1";
+  ExpectInvalid(c, "feature 'C1' is listed twice");
+  c = SmallConfig("lr");
+  c.l2_regularization = -1;
+  ExpectInvalid(c, "l2_regularization must be >= 0");
+}
+
+TEST(ModelBadConfigTest, InputsMustMatchTheConfig) {
+  ModelConfig c = SmallConfig("mlp");
+  Scope root = Scope::NewRootScope();
+  ModelInputs in = Placeholders(root, c);
+  in.sparse.pop_back();
+  absl::Status s = BuildModel(root, c, in).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      std::string(s.message()),
+      HasSubstr("inputs have 2 sparse features but the config lists 3"));
+  ModelConfig c5 = c;
+  c5.dense_features = {"a", "b", "c", "d", "e"};
+  Scope root2 = Scope::NewRootScope();
+  s = BuildModel(root2, c5, Placeholders(root2, c)).status();
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("inputs.dense is [?,2] but the config lists 5"));
+}
+
+TEST(ModelBadConfigTest, HashTableIsUnimplementedNamingTheFeature) {
+  ModelConfig c = SmallConfig("deepfm");
+  c.sparse_features[1].hash_table = true;
+  c.sparse_features[1].vocabulary_size = 0;
+  const absl::Status s = BuildStatus(c);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("sparse feature 'C2'"));
+}
+
+// --- Parameters, optimizers, schedules
+// -----------------------------------------
+
+TEST(ModelNumParametersTest, CountsTablesAndLayers) {
+  ModelConfig c = SmallConfig("lr");
+  Scope root = Scope::NewRootScope();
+  auto m = BuildModel(root, c, Placeholders(root, c));
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->num_parameters, 50 + 40 + 30 + 2 + 1);  // 1-dim tables, w, b
+  EXPECT_EQ(m->embedding_variables.size(), 3u);
+  EXPECT_EQ(m->dense_variables.size(), 2u);
+
+  c = SmallConfig("mlp");
+  c.sparse_features[2].dim = 6;
+  Scope root2 = Scope::NewRootScope();
+  m = BuildModel(root2, c, Placeholders(root2, c));
+  ASSERT_TRUE(m.ok()) << m.status();
+  const int64_t tables = 50 * 4 + 40 * 4 + 30 * 6;
+  const int64_t in = 2 + 4 + 4 + 6;
+  EXPECT_EQ(m->num_parameters, tables + (in * 8 + 8) + (8 * 4 + 4) + (4 + 1));
+}
+
+TEST(ModelOptimizerTest, EveryOptimizerAndScheduleTrains) {
+  struct Case {
+    std::string type, schedule;
+  };
+  for (const Case& k : std::vector<Case>{{"sgd", "constant"},
+                                         {"adagrad", "exponential_decay"},
+                                         {"adam", "linear_warmup"},
+                                         {"ftrl", "constant"},
+                                         {"ftrl", "exponential_decay"}}) {
+    ModelConfig c = SmallConfig("deepfm");
+    c.l2_regularization = 1e-4;
+    for (OptimizerConfig* o : {&c.embedding_optimizer, &c.dense_optimizer}) {
+      o->type = k.type;
+      o->schedule = k.schedule;
+      o->learning_rate = 0.05;
+      o->decay_steps = 10;
+      o->decay_rate = 0.5;
+      o->warmup_steps = 5;
+      o->l1 = 0.001;
+    }
+    Harness h;
+    ASSERT_TRUE(h.Build(c).ok()) << k.type << " " << h.root.status();
+    const data::Batch batch = RandomBatch(c, 64, 21);
+    double first = 0, last = 0;
+    for (int step = 0; step < 30; ++step) {
+      auto out = h.Run(FeedsFor(c, batch), {"loss:0"}, {"train"});
+      ASSERT_TRUE(out.ok()) << k.type << " " << out.status();
+      (step == 0 ? first : last) = (*out)[0].scalar<float>();
+    }
+    EXPECT_LT(last, first) << k.type << " " << k.schedule;
+    auto step = h.Run({}, {h.model.global_step.name()});
+    ASSERT_TRUE(step.ok());
+    EXPECT_EQ((*step)[0].scalar<int64_t>(), 30) << k.type;
+    if (k.schedule != "constant") {
+      EXPECT_NE(h.root.graph()->FindNode("optimizer/dense_learning_rate"),
+                nullptr);
+      EXPECT_NE(h.root.graph()->FindNode("optimizer/embedding_learning_rate"),
+                nullptr);
+    }
+  }
+}
+
+TEST(ModelOptimizerTest, LearningRateScheduleFollowsTheGlobalStep) {
+  ModelConfig c = SmallConfig("lr");
+  c.dense_optimizer = {.type = "sgd",
+                       .learning_rate = 0.4,
+                       .schedule = "linear_warmup",
+                       .warmup_steps = 4};
+  c.embedding_optimizer = {.type = "sgd",
+                           .learning_rate = 0.1,
+                           .schedule = "exponential_decay",
+                           .decay_steps = 2,
+                           .decay_rate = 0.5};
+  Harness h;
+  ASSERT_TRUE(h.Build(c).ok()) << h.root.status();
+  const data::Batch batch = RandomBatch(c, 8, 2);
+  for (int step = 0; step < 6; ++step) {
+    auto out = h.Run(FeedsFor(c, batch),
+                     {"optimizer/dense_learning_rate:0",
+                      "optimizer/embedding_learning_rate:0"},
+                     {"train"});
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_NEAR((*out)[0].scalar<float>(), 0.4 * std::min(1.0, step / 4.0),
+                1e-6)
+        << step;
+    EXPECT_NEAR((*out)[1].scalar<float>(), 0.1 * std::pow(0.5, step / 2.0),
+                1e-6)
+        << step;
+  }
+}
+
+// Variable and slot names are what checkpoints are keyed by: keep them.
+TEST(ModelNamesTest, VariablesAndSlotsHaveStableNames) {
+  ModelConfig c = SmallConfig("deepfm");
+  c.embedding_optimizer.type = "adam";
+  c.dense_optimizer.type = "adam";
+  Scope root = Scope::NewRootScope();
+  auto m = BuildModel(root, c, Placeholders(root, c));
+  ASSERT_TRUE(m.ok()) << m.status();
+  for (const char* name : {"embedding/C1",
+                           "embedding/C1/Adam",
+                           "embedding/C1/Adam_1",
+                           "linear/C3",
+                           "lr/bias",
+                           "lr/dense_weights",
+                           "fm/dense_projection",
+                           "mlp_0/kernel",
+                           "mlp_0/kernel/Adam",
+                           "mlp_1/bias",
+                           "mlp_logit/kernel",
+                           "beta1_power",
+                           "beta2_power_1",
+                           "global_step",
+                           "labels",
+                           "dense",
+                           "C2/ids",
+                           "C2/row_splits",
+                           "logits",
+                           "probabilities",
+                           "loss",
+                           "train"}) {
+    EXPECT_NE(root.graph()->FindNode(name), nullptr) << name;
+  }
+}
+
+// --- GraphDef round trip
+// ----------------------------------------------------------
+
+TEST_P(EveryModelTest, GraphDefRoundTripTrainsTheSame) {
+  const ModelConfig c = SmallConfig(GetParam());
+  Harness a;
+  ASSERT_TRUE(a.Build(c).ok()) << a.root.status();
+  auto def = a.root.ToGraphDef();
+  ASSERT_TRUE(def.ok());
+  // GraphDef -> Graph -> GraphDef (wire bytes too) -> a second session.
+  std::string bytes;
+  ASSERT_TRUE(def->SerializeToString(&bytes));
+  tensorflow::GraphDef parsed;
+  ASSERT_TRUE(parsed.ParseFromString(bytes));
+  Graph g;
+  ASSERT_TRUE(ConvertGraphDefToGraph({}, parsed, &g).ok());
+  tensorflow::GraphDef again;
+  g.ToGraphDef(&again);
+  EXPECT_EQ(again.node_size(), def->node_size());
+  Harness b;
+  ASSERT_TRUE(b.StartSession(again).ok());
+  for (int step = 0; step < 10; ++step) {
+    const data::Batch batch = RandomBatch(c, 32, 40 + step);
+    auto la = a.Run(FeedsFor(c, batch), {"loss:0"}, {"train"});
+    auto lb = b.Run(FeedsFor(c, batch), {"loss:0"}, {"train"});
+    ASSERT_TRUE(la.ok() && lb.ok());
+    EXPECT_EQ((*la)[0].scalar<float>(), (*lb)[0].scalar<float>())
+        << "step " << step;
+  }
+}
+
+// --- Training on synthetic data
+// -------------------------------------------------
+
+constexpr int kFields = 8;
+constexpr int64_t kTrainRows = 32768, kTestRows = 4096, kBatch = 256;
+constexpr int kEpochs = 2;
+
+// 8 informative categorical fields of 20 ids (the other 18 constant),
+// pairs (0,1), (2,3), (4,5), (6,7) interacting strongly, modest
+// first-order and dense effects.
+data::SyntheticConfig InteractionData() {
+  data::SyntheticConfig d;
+  d.seed = 3;
+  d.target_ctr = 0.3;
+  for (int f = 0; f < data::kSyntheticNumCategorical; ++f) {
+    d.categorical[f] = f < kFields
+                           ? data::SyntheticCategoricalSpec{20, 0.8, 0.0, 0.2}
+                           : data::SyntheticCategoricalSpec{1, 1.0, 0.0, 0.0};
+  }
+  d.interactions = {
+      {0, 1, 4, 1.2}, {2, 3, 4, 1.2}, {4, 5, 4, 1.2}, {6, 7, 4, 1.2}};
+  d.dense_effect_scale = 0.5;
+  d.calibration_rows = 20000;
+  return d;
+}
+
+ModelConfig ZooConfig(const std::string& type, bool with_dense) {
+  ModelConfig c;
+  c.type = type;
+  for (int j = 0; with_dense && j < data::kSyntheticNumDense; ++j) {
+    c.dense_features.push_back(absl::StrCat("I", j + 1));
+  }
+  for (int f = 0; f < kFields; ++f) {
+    c.sparse_features.push_back(
+        {.name = absl::StrCat("C", f + 1), .vocabulary_size = 128});
+  }
+  c.embedding_dim = 8;
+  c.hidden_units = {32, 16};
+  c.bottom_units = {16};
+  c.cross_layers = 2;
+  c.seed = 1;
+  // Adam for the tables too: adagrad's accumulator (initial value 0.1)
+  // damps the small early gradients of the pairwise terms, so FM-style
+  // models leave their saddle at 0 too slowly for a short test.
+  c.embedding_optimizer = {.type = "adam", .learning_rate = 0.01};
+  c.dense_optimizer = {.type = "adam", .learning_rate = 0.005};
+  return c;
+}
+
+// The first kFields sparse features of a synthetic batch (the model's).
+data::Batch Slice(const data::Batch& b, int64_t begin, int64_t n,
+                  bool with_dense) {
+  data::Batch out;
+  out.batch_size = n;
+  out.labels =
+      Tensor::FromVector<float>(b.labels.flat<float>().subspan(begin, n));
+  const int64_t d = b.dense.shape().dim_size(1);
+  out.dense = !with_dense ? Tensor(DT_FLOAT, TensorShape({n, 0}))
+                          : Tensor::FromVector<float>(
+                                b.dense.flat<float>().subspan(begin * d, n * d),
+                                TensorShape({n, d}));
+  for (int f = 0; f < kFields; ++f) {
+    const int64_t* splits = b.sparse[f].row_splits.data<int64_t>();
+    const int64_t lo = splits[begin], hi = splits[begin + n];
+    std::vector<int64_t> rs;
+    for (int64_t i = 0; i <= n; ++i) rs.push_back(splits[begin + i] - lo);
+    data::SparseBatch s;
+    s.ids = Tensor::FromVector<int64_t>(
+        b.sparse[f].ids.flat<int64_t>().subspan(lo, hi - lo));
+    s.row_splits = Tensor::FromVector<int64_t>(absl::MakeConstSpan(rs));
+    out.sparse.push_back(std::move(s));
+  }
+  return out;
+}
+
+struct SyntheticData {
+  data::Batch train, test;
+  double oracle_auc = 0, oracle_logloss = 0;
+};
+
+const SyntheticData& Data() {
+  static const SyntheticData* d = [] {
+    auto gen = data::SyntheticGenerator::Create(InteractionData());
+    CHECK(gen.ok()) << gen.status();
+    auto* out = new SyntheticData;
+    const auto train =
+        (*gen)->GenerateRows(data::SyntheticSplit::kTrain, 0, kTrainRows);
+    const auto test =
+        (*gen)->GenerateRows(data::SyntheticSplit::kTest, 0, kTestRows);
+    out->train = data::RowsToBatch(train.data(), kTrainRows);
+    out->test = data::RowsToBatch(test.data(), kTestRows);
+    // Standardize the dense columns (log1p counts) with the train set's
+    // mean and stddev, as an input pipeline would.
+    const int64_t nd = data::kSyntheticNumDense;
+    for (int64_t j = 0; j < nd; ++j) {
+      double sum = 0, sq = 0;
+      const float* x = out->train.dense.data<float>();
+      for (int64_t r = 0; r < kTrainRows; ++r) {
+        sum += x[r * nd + j];
+        sq += x[r * nd + j] * x[r * nd + j];
+      }
+      const double mean = sum / kTrainRows;
+      const double sd =
+          std::sqrt(std::max(sq / kTrainRows - mean * mean, 1e-6));
+      for (data::Batch* b : {&out->train, &out->test}) {
+        float* y = b->dense.data<float>();
+        for (int64_t r = 0; r < b->batch_size; ++r) {
+          y[r * nd + j] = static_cast<float>((y[r * nd + j] - mean) / sd);
+        }
+      }
+    }
+    std::vector<float> labels;
+    std::vector<double> p;
+    for (const auto& r : test) {
+      labels.push_back(r.label);
+      p.push_back(r.probability);
+    }
+    out->oracle_auc = data::ExactAuc(labels, p);
+    out->oracle_logloss = data::MeanLogLoss(labels, p);
+    return out;
+  }();
+  return *d;
+}
+
+struct TrainResult {
+  double first_loss = 0;  // mean over the first epoch's batches
+  double last_loss = 0;   // mean over the last epoch's batches
+  train::BinaryMetricsResult test;
+  double examples_per_second = 0;
+  std::vector<float> test_probabilities;
+};
+
+// Trains `epochs` epochs in order (batch kBatch), then evaluates on the test
+// set.
+absl::StatusOr<TrainResult> TrainAndEvaluate(Harness& h, const ModelConfig& c,
+                                             int epochs) {
+  const bool with_dense = !c.dense_features.empty();
+  const SyntheticData& d = Data();
+  TrainResult r;
+  const int64_t steps_per_epoch = kTrainRows / kBatch;
+  std::vector<Feeds> batches;
+  for (int64_t s = 0; s < steps_per_epoch; ++s) {
+    batches.push_back(
+        FeedsFor(c, Slice(d.train, s * kBatch, kBatch, with_dense)));
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int e = 0; e < epochs; ++e) {
+    double sum = 0;
+    for (const Feeds& feeds : batches) {
+      ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                       h.Run(feeds, {"loss:0"}, {"train"}));
+      sum += out[0].scalar<float>();
+    }
+    if (e == 0) r.first_loss = sum / steps_per_epoch;
+    r.last_loss = sum / steps_per_epoch;
+  }
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
+  r.examples_per_second = epochs * steps_per_epoch * kBatch / secs;
+  train::BinaryMetrics metrics;
+  ASSIGN_OR_RETURN(std::vector<Tensor> out,
+                   h.Run(FeedsFor(c, Slice(d.test, 0, kTestRows, with_dense)),
+                         {"probabilities:0"}));
+  auto p = out[0].flat<float>();
+  r.test_probabilities.assign(p.begin(), p.end());
+  RETURN_IF_ERROR(metrics.Add(p, d.test.labels.flat<float>()));
+  r.test = metrics.Result();
+  return r;
+}
+
+// Trains every model; returns the results by type.
+std::map<std::string, TrainResult> TrainAll(bool with_dense) {
+  std::map<std::string, TrainResult> results;
+  for (const std::string& type : ModelTypes()) {
+    const ModelConfig c = ZooConfig(type, with_dense);
+    Harness h;
+    EXPECT_TRUE(h.Build(c).ok()) << type << ": " << h.root.status();
+    auto r = TrainAndEvaluate(h, c, kEpochs);
+    EXPECT_TRUE(r.ok()) << type << ": " << r.status();
+    if (!r.ok()) continue;
+    std::printf(
+        "%-10s params %6lld  train loss %.4f -> %.4f  test auc %.4f logloss "
+        "%.4f  "
+        "%.0f examples/s\n",
+        type.c_str(), static_cast<long long>(h.model.num_parameters),
+        r->first_loss, r->last_loss, r->test.auc, r->test.logloss,
+        r->examples_per_second);
+    results[type] = *r;
+  }
+  std::printf("oracle     test auc %.4f logloss %.4f\n", Data().oracle_auc,
+              Data().oracle_logloss);
+  return results;
+}
+
+TEST(ZooTrainingTest, InteractionModelsBeatLrOnInteractionData) {
+  // Sparse features only: the labels come mostly from pairwise
+  // interactions of categorical fields, which lr cannot express. Observed
+  // (2 epochs of 32768 rows): lr 0.675 AUC, the others 0.79 - 0.86; the
+  // test asks for a 0.05 margin.
+  std::map<std::string, TrainResult> results = TrainAll(/*with_dense=*/false);
+  ASSERT_EQ(results.size(), ModelTypes().size());
+  for (const auto& [type, r] : results) {
+    EXPECT_LT(r.last_loss, r.first_loss) << type;
+    EXPECT_GT(r.test.auc, 0.62) << type;
+  }
+  const double lr_auc = results["lr"].test.auc;
+  for (const std::string type :
+       {"fm", "deepfm", "dcn_v2", "dlrm", "wide_deep", "mlp"}) {
+    EXPECT_GT(results[type].test.auc, lr_auc + 0.05) << type << " vs lr";
+  }
+}
+
+TEST(ZooTrainingTest, EveryModelLearnsWithDenseFeatures) {
+  // With the 13 (standardized) dense features as well: every model lowers
+  // its loss and beats chance clearly.
+  std::map<std::string, TrainResult> results = TrainAll(/*with_dense=*/true);
+  ASSERT_EQ(results.size(), ModelTypes().size());
+  for (const auto& [type, r] : results) {
+    EXPECT_LT(r.last_loss, r.first_loss) << type;
+    EXPECT_GT(r.test.auc, 0.62) << type;
+  }
+}
+
+}  // namespace
+}  // namespace recflow::models
