@@ -1,0 +1,421 @@
+// bench_checkpoint: saving and restoring a large model with recflow's Saver,
+// against the disk's own sequential rate (bench/run checkpoint pairs it with
+// bench/peers/checkpoint_torch.py; see bench/README.md).
+//
+//   bench_checkpoint --case=recflow --dir=D --size_gb=2 --threads=2
+//       Builds the model (time not counted), saves it with Saver (fsync on),
+//       drops the checkpoint's pages from the page cache, restores it
+//       (restore_cold), restores it again (restore_cached), and checks the
+//       restored values against the saved ones.
+//   bench_checkpoint --case=disk --dir=D --bytes=N
+//       Writes N bytes to one file in 8 MiB writes + fsync (file and
+//       directory), drops its pages, reads it (read_cold), reads it again
+//       (read_cached).
+//   bench_checkpoint --quick
+//       Both cases on a ~12 MB model in a temporary directory (the ctest
+//       smoke test).
+//
+// The model (sizes scale with --size_gb, 1 GB = 1e9 bytes of tensor data):
+//   - a HashEmbeddingTable, dim 16, Adagrad (one slot), with
+//     rows = 0.8 * size / 152 rows (1.05e7 at 2 GB); saved by
+//     train::TableSaveable as emb/keys int64 [n], emb/values float [n,16],
+//     emb/slots float [n,1,16], emb/frequencies int64 [n], emb/versions int64 [n]
+//     (152 bytes per row), streamed through BundleWriter::AddChunks from
+//     Export and restored with ReadChunks + Import;
+//   - dense float variables holding the other 20%: 4 large [*, 1024] ones
+//     (4% of the size each) and 200 small [*, 100] ones (0.02% each), each
+//     one a TensorSaveable.
+// Row i of the table: key 3i+1, values Gen(1, 16i+j), slots Gen(2, 16i+j),
+// frequency i % 100, version 1 + i % 10; dense variable t: Gen(10+t, k).
+// bench/peers/checkpoint_torch.py builds the same bytes.
+//
+// Checksums: the sum, mod 2^64, of every tensor's bytes read as little-endian
+// uint32 words (order independent, so the table's export order does not
+// matter), over the model before saving and after each restore.
+//
+// Output lines:
+//   info ...
+//   mode=NAME samples_us=T bytes=B
+//   checksum saved=S restored_cold=S1 restored_cached=S2
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <cerrno>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "bench/bench_util.h"
+#include "recflow/checkpoint/saver.h"
+#include "recflow/core/env.h"
+#include "recflow/core/status.h"
+#include "recflow/core/threadpool.h"
+#include "recflow/embedding/embedding_resource.h"
+#include "recflow/embedding/hash_embedding_table.h"
+#include "recflow/train/table_saveable.h"
+
+namespace recflow {
+namespace {
+
+using bench::Gen;
+using bench::ParseFlag;
+
+constexpr int64_t kDim = 16;
+constexpr int64_t kBytesPerRow = 8 + 4 * kDim + 4 * kDim + 8 + 8;  // 152
+
+struct Flags {
+  std::string bench_case;
+  std::string dir;
+  double size_gb = 2;
+  int64_t bytes = 0;  // disk case
+  int threads = 2;
+  bool quick = false;
+};
+
+double SecondsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Sum of the bytes as uint32 words, mod 2^64.
+uint64_t WordSum(const char* data, size_t bytes) {
+  uint64_t s = 0;
+  const size_t n = bytes / 4;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t w;
+    std::memcpy(&w, data + 4 * i, 4);
+    s += w;
+  }
+  return s;
+}
+uint64_t WordSum(const Tensor& t) { return WordSum(t.raw_data(), t.TotalBytes()); }
+
+// Evicts the file's pages from the page cache (they are clean after the
+// fsync), so the next read comes from the disk. No root needed.
+absl::Status DropFileCache(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return errors::Internal("open ", path, ": ", std::strerror(errno));
+  ::fdatasync(fd);
+  const int rc = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+  if (rc != 0) return errors::Internal("posix_fadvise ", path, ": ", std::strerror(rc));
+  return absl::OkStatus();
+}
+
+absl::Status DropDirCache(const std::string& dir) {
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.is_regular_file()) RETURN_IF_ERROR(DropFileCache(e.path().string()));
+  }
+  return absl::OkStatus();
+}
+
+// --- the model ---------------------------------------------------------------
+
+struct Model {
+  std::vector<std::string> names;
+  std::vector<Tensor> dense;
+  std::shared_ptr<embedding::EmbeddingTableResource> table;
+  int64_t rows = 0;
+  uint64_t bytes = 0;  // tensor data bytes in a checkpoint
+};
+
+void FillFloats(ThreadPool* pool, uint64_t seed, float* p, int64_t n) {
+  pool->ParallelFor(n, 10, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) p[i] = Gen(seed, static_cast<uint64_t>(i));
+  });
+}
+
+absl::StatusOr<Model> BuildModel(double size_gb, ThreadPool* pool) {
+  Model m;
+  const double size = size_gb * 1e9;
+  m.rows = std::max<int64_t>(1, static_cast<int64_t>(0.8 * size / kBytesPerRow));
+  // 4 large [r, 1024] (4% each) and 200 small [r, 100] (0.02% each).
+  for (int t = 0; t < 204; ++t) {
+    const bool large = t < 4;
+    const int64_t cols = large ? 1024 : 100;
+    const int64_t rows = std::max<int64_t>(
+        1, static_cast<int64_t>((large ? 0.04 : 0.0002) * size / 4 / cols));
+    Tensor v(DT_FLOAT, {rows, cols});
+    FillFloats(pool, 10 + t, v.data<float>(), v.NumElements());
+    m.names.push_back(large ? absl::StrCat("dense/large_", t) : absl::StrCat("dense/small_", t));
+    m.bytes += v.TotalBytes();
+    m.dense.push_back(std::move(v));
+  }
+  embedding::EmbeddingTableOptions o;
+  o.name = "emb";
+  o.dim = kDim;
+  o.optimizer = embedding::OptimizerKind::kAdagrad;
+  o.num_shards = 64;
+  ASSIGN_OR_RETURN(m.table, embedding::EmbeddingTableResource::Create(o));
+  const int64_t chunk = 1 << 18;
+  for (int64_t start = 0; start < m.rows; start += chunk) {
+    const int64_t n = std::min(chunk, m.rows - start);
+    embedding::TableChunk c;
+    c.keys = Tensor(DT_INT64, {n});
+    c.values = Tensor(DT_FLOAT, {n, kDim});
+    c.slots = Tensor(DT_FLOAT, {n, 1, kDim});
+    c.frequencies = Tensor(DT_INT64, {n});
+    c.versions = Tensor(DT_INT64, {n});
+    pool->ParallelFor(n, 200, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const int64_t i = start + r;
+        c.keys.data<int64_t>()[r] = 3 * i + 1;
+        c.frequencies.data<int64_t>()[r] = i % 100;
+        c.versions.data<int64_t>()[r] = 1 + i % 10;
+        for (int64_t j = 0; j < kDim; ++j) {
+          c.values.data<float>()[r * kDim + j] = Gen(1, static_cast<uint64_t>(i * kDim + j));
+          c.slots.data<float>()[r * kDim + j] = Gen(2, static_cast<uint64_t>(i * kDim + j));
+        }
+      }
+    });
+    RETURN_IF_ERROR(m.table->table()->Import(c, pool));
+  }
+  m.bytes += static_cast<uint64_t>(m.rows) * kBytesPerRow;
+  return m;
+}
+
+absl::StatusOr<uint64_t> Checksum(const Model& m, ThreadPool* pool) {
+  uint64_t s = 0;
+  for (const Tensor& t : m.dense) s += WordSum(t);
+  embedding::ExportOptions eo;
+  eo.max_rows_per_chunk = 1 << 18;
+  int64_t rows = 0;
+  ASSIGN_OR_RETURN(embedding::ExportResult r,
+                   m.table->table()->Export(
+                       eo,
+                       [&](const embedding::TableChunk& c) {
+                         s += WordSum(c.keys) + WordSum(c.values) + WordSum(c.slots) +
+                              WordSum(c.frequencies) + WordSum(c.versions);
+                         rows += c.keys.NumElements();
+                         return absl::OkStatus();
+                       },
+                       pool));
+  if (rows != m.rows) {
+    return errors::Internal("the table holds ", rows, " rows, expected ", m.rows);
+  }
+  return s;
+}
+
+void PrintMode(const char* mode, double seconds, uint64_t bytes) {
+  std::printf("mode=%s samples_us=%.0f bytes=%llu\n", mode, seconds * 1e6,
+              static_cast<unsigned long long>(bytes));
+  std::fflush(stdout);
+}
+
+absl::Status RunRecflow(const Flags& f) {
+  ThreadPool pool("bench", f.threads);
+  const auto tb = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(Model m, BuildModel(f.size_gb, &pool));
+  const double build_s = SecondsSince(tb);
+  // One full Export pass (plus the word sums): what each of the table
+  // saveable's passes over the rows costs before any byte is written.
+  const auto tc = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(const uint64_t saved, Checksum(m, &pool));
+  std::printf("info rows=%lld dense_tensors=%zu bytes=%llu build_s=%.1f export_pass_s=%.2f "
+              "sync=1 cache_drop=posix_fadvise(DONTNEED)\n",
+              static_cast<long long>(m.rows), m.dense.size(),
+              static_cast<unsigned long long>(m.bytes), build_s, SecondsSince(tc));
+
+  std::vector<checkpoint::Saveable> saveables;
+  for (size_t i = 0; i < m.dense.size(); ++i) {
+    saveables.push_back(checkpoint::TensorSaveable(
+        m.names[i], [&m, i]() -> absl::StatusOr<Tensor> { return m.dense[i]; },
+        [&m, i](const Tensor& t) {
+          m.dense[i] = t;
+          return absl::OkStatus();
+        }));
+  }
+  train::TableSaveableOptions to;
+  to.pool = &pool;
+  to.rows_per_chunk = 1 << 16;
+  saveables.push_back(train::TableSaveable(m.table, "emb", to));
+  checkpoint::SaverOptions so;
+  so.directory = f.dir;
+  so.max_to_keep = 1;
+  so.restore_threads = f.threads;
+  so.writer.sync = true;
+  ASSIGN_OR_RETURN(auto saver, checkpoint::Saver::Create(so, std::move(saveables)));
+
+  auto t0 = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(std::string prefix, saver->Save(1));
+  PrintMode("save", SecondsSince(t0), m.bytes);
+
+  RETURN_IF_ERROR(DropDirCache(f.dir));
+  // Forget the values first, so a restore that did nothing cannot pass.
+  for (Tensor& t : m.dense) t = Tensor();
+  m.table->table()->Clear();
+  t0 = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(saver->Restore(prefix));
+  PrintMode("restore_cold", SecondsSince(t0), m.bytes);
+  ASSIGN_OR_RETURN(const uint64_t cold, Checksum(m, &pool));
+
+  for (Tensor& t : m.dense) t = Tensor();
+  m.table->table()->Clear();
+  t0 = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(saver->Restore(prefix));
+  PrintMode("restore_cached", SecondsSince(t0), m.bytes);
+  ASSIGN_OR_RETURN(const uint64_t cached, Checksum(m, &pool));
+
+  std::printf("checksum saved=%llu restored_cold=%llu restored_cached=%llu\n",
+              static_cast<unsigned long long>(saved), static_cast<unsigned long long>(cold),
+              static_cast<unsigned long long>(cached));
+  if (cold != saved || cached != saved) {
+    return errors::DataLoss("restored values differ from the saved ones (checksums ", saved,
+                            " saved, ", cold, " and ", cached, " restored)");
+  }
+  return absl::OkStatus();
+}
+
+// --- the disk's own rate --------------------------------------------------------
+
+absl::Status ReadAll(const std::string& path, std::vector<char>* buf, uint64_t* sum) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return errors::Internal("open ", path, ": ", std::strerror(errno));
+  ssize_t n;
+  uint64_t s = 0;
+  while ((n = ::read(fd, buf->data(), buf->size())) > 0) s += WordSum(buf->data(), n);
+  ::close(fd);
+  if (n < 0) return errors::Internal("read ", path, ": ", std::strerror(errno));
+  *sum = s;
+  return absl::OkStatus();
+}
+
+absl::Status RunDisk(const Flags& f) {
+  const std::string path = f.dir + "/disk_rate.bin";
+  const size_t block = 8 << 20;
+  std::vector<char> buf(block);
+  float* fp = reinterpret_cast<float*>(buf.data());
+  for (size_t i = 0; i < block / 4; ++i) fp[i] = Gen(3, i);
+  uint64_t written_sum = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) return errors::Internal("open ", path, ": ", std::strerror(errno));
+    for (int64_t left = f.bytes; left > 0;) {
+      const size_t n = static_cast<size_t>(std::min<int64_t>(left, block));
+      // Vary the bytes per block, as a model's would.
+      fp[0] = static_cast<float>(left);
+      written_sum += WordSum(buf.data(), n);
+      if (::write(fd, buf.data(), n) != static_cast<ssize_t>(n)) {
+        ::close(fd);
+        return errors::Internal("write ", path, ": ", std::strerror(errno));
+      }
+      left -= n;
+    }
+    if (::fsync(fd) != 0) return errors::Internal("fsync ", path, ": ", std::strerror(errno));
+    ::close(fd);
+    const int dfd = ::open(f.dir.c_str(), O_RDONLY | O_DIRECTORY);
+    if (dfd >= 0) {
+      ::fsync(dfd);
+      ::close(dfd);
+    }
+  }
+  PrintMode("write", SecondsSince(t0), f.bytes);
+  RETURN_IF_ERROR(DropFileCache(path));
+  uint64_t cold = 0, cached = 0;
+  t0 = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(ReadAll(path, &buf, &cold));
+  PrintMode("read_cold", SecondsSince(t0), f.bytes);
+  t0 = std::chrono::steady_clock::now();
+  RETURN_IF_ERROR(ReadAll(path, &buf, &cached));
+  PrintMode("read_cached", SecondsSince(t0), f.bytes);
+  std::remove(path.c_str());
+  std::printf("checksum saved=%llu restored_cold=%llu restored_cached=%llu\n",
+              static_cast<unsigned long long>(written_sum),
+              static_cast<unsigned long long>(cold), static_cast<unsigned long long>(cached));
+  if (cold != written_sum || cached != written_sum) {
+    return errors::DataLoss("read back different bytes from ", path);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckFreeSpace(const std::string& dir, uint64_t need) {
+  std::error_code ec;
+  const auto space = std::filesystem::space(dir, ec);
+  if (ec) return errors::Internal("cannot stat the file system of ", dir, ": ", ec.message());
+  if (space.available < need) {
+    return errors::ResourceExhausted(dir, " has ", space.available / 1e9, " GB free; the bench needs ",
+                                     need / 1e9, " GB (3x the model size)");
+  }
+  return absl::OkStatus();
+}
+
+int Main(int argc, char** argv) {
+  Flags f;
+  for (int i = 1; i < argc; ++i) {
+    absl::string_view arg = argv[i], v;
+    bool ok = true;
+    if (ParseFlag(arg, "case", &v)) {
+      f.bench_case = std::string(v);
+    } else if (ParseFlag(arg, "dir", &v)) {
+      f.dir = std::string(v);
+    } else if (ParseFlag(arg, "size_gb", &v)) {
+      ok = absl::SimpleAtod(v, &f.size_gb) && f.size_gb > 0 && f.size_gb < 1000;
+    } else if (ParseFlag(arg, "bytes", &v)) {
+      ok = absl::SimpleAtoi(v, &f.bytes) && f.bytes > 0;
+    } else if (ParseFlag(arg, "threads", &v)) {
+      ok = absl::SimpleAtoi(v, &f.threads) && f.threads > 0;
+    } else if (arg == "--quick") {
+      f.quick = true;
+    } else {
+      ok = false;
+    }
+    if (!ok) {
+      std::fprintf(stderr, "bench_checkpoint: bad flag '%s'\n", argv[i]);
+      return 2;
+    }
+  }
+  std::string tmp;
+  if (f.quick) {
+    std::string pattern = (std::filesystem::temp_directory_path() / "bench_checkpoint.XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) {
+      std::fprintf(stderr, "bench_checkpoint: mkdtemp failed\n");
+      return 1;
+    }
+    tmp = pattern;
+    f.dir = tmp;
+    f.size_gb = 0.012;
+  }
+  if (f.dir.empty()) {
+    std::fprintf(stderr, "bench_checkpoint: --dir is required\n");
+    return 2;
+  }
+  absl::Status s;
+  if (f.quick) {
+    f.bytes = static_cast<int64_t>(f.size_gb * 1e9);
+    s = CheckFreeSpace(f.dir, 3 * f.bytes);
+    if (s.ok()) s = RunRecflow(f);
+    if (s.ok()) s = RunDisk(f);
+    std::filesystem::remove_all(tmp);
+  } else if (f.bench_case == "recflow") {
+    s = CheckFreeSpace(f.dir, static_cast<uint64_t>(3 * f.size_gb * 1e9));
+    if (s.ok()) s = RunRecflow(f);
+  } else if (f.bench_case == "disk") {
+    if (f.bytes <= 0) {
+      std::fprintf(stderr, "bench_checkpoint: --case=disk needs --bytes\n");
+      return 2;
+    }
+    s = CheckFreeSpace(f.dir, f.bytes);
+    if (s.ok()) s = RunDisk(f);
+  } else {
+    s = errors::InvalidArgument("unknown --case '", f.bench_case, "' (recflow or disk)");
+  }
+  if (!s.ok()) {
+    std::fprintf(stderr, "bench_checkpoint: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  if (f.quick) std::printf("quick run ok\n");
+  return 0;
+}
+
+}  // namespace
+}  // namespace recflow
+
+int main(int argc, char** argv) { return recflow::Main(argc, argv); }
