@@ -194,11 +194,14 @@ absl::StatusOr<uint32_t> HashEmbeddingTable::AllocateSlot(Shard& s) {
 }
 
 absl::StatusOr<uint32_t> HashEmbeddingTable::InsertRow(Shard& s, int64_t id,
-                                                       int64_t version) {
+                                                       int64_t version,
+                                                       bool initialize) {
   ASSIGN_OR_RETURN(const uint32_t slot, AllocateSlot(s));
   float* row = RowData(s, slot);
-  initializer_.Init(id, row);
-  InitSlots(row);
+  if (initialize) {
+    initializer_.Init(id, row);
+    InitSlots(row);
+  }
   RowMeta& meta = Meta(s, slot);
   meta.id = id;
   meta.frequency.store(0, std::memory_order_relaxed);

@@ -336,8 +336,12 @@ class HashEmbeddingTable {
   // A free slot (reused or new); ResourceExhausted when out of slots/memory.
   absl::StatusOr<uint32_t> AllocateSlot(Shard& s)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
-  // Creates row `id` (not present) with initial weights and slots.
-  absl::StatusOr<uint32_t> InsertRow(Shard& s, int64_t id, int64_t version)
+  // Creates row `id` (not present) with initial weights and slots, or,
+  // with initialize = false, leaves the row's floats for the caller to
+  // write (Import: drawing initial values only to overwrite them would
+  // dominate a restore).
+  absl::StatusOr<uint32_t> InsertRow(Shard& s, int64_t id, int64_t version,
+                                     bool initialize = true)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   void EraseRow(Shard& s, int64_t id, uint32_t slot, int64_t log_step)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
@@ -365,7 +369,8 @@ class HashEmbeddingTable {
   absl::Status ValidateChunk(const TableChunk& chunk) const;
   std::vector<int64_t> CollectKeys(int64_t since_step, ThreadPool* pool) const;
   absl::StatusOr<TableChunk> CopyChunk(absl::Span<const int64_t> keys,
-                                       bool include_slots) const;
+                                       bool include_slots,
+                                       ThreadPool* pool) const;
   Tensor DeletedIdsSince(int64_t since_step) const;
 
   const EmbeddingTableOptions options_;

@@ -2,6 +2,9 @@
 // import (merge) of rows as tensors.
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <queue>
+#include <utility>
 
 #include "recflow/core/status.h"
 #include "recflow/embedding/hash_embedding_table.h"
@@ -86,7 +89,10 @@ absl::Status HashEmbeddingTable::Import(const TableChunk& chunk,
       if (it != s.index.end()) {
         slot = it->second;
       } else {
-        absl::StatusOr<uint32_t> inserted = InsertRow(s, keys[pos], version);
+        // The chunk supplies the weights (and the slots, or InitSlots
+        // below), so the row is not initialized first.
+        absl::StatusOr<uint32_t> inserted =
+            InsertRow(s, keys[pos], version, /*initialize=*/false);
         if (!inserted.ok()) {
           statuses[si] = inserted.status();
           return;
@@ -117,31 +123,44 @@ std::vector<int64_t> HashEmbeddingTable::CollectKeys(int64_t since_step,
                                                      ThreadPool* pool) const {
   const int n_shards = options_.num_shards;
   std::vector<std::vector<int64_t>> per_shard(n_shards);
-  ForEachShard(size() * 10, pool, [&](int si) {
+  // Each shard collects and sorts its keys (in parallel); a k-way merge
+  // gives the sorted whole.
+  ForEachShard(size() * 60, pool, [&](int si) {
     Shard& s = shards_[si];
-    ReaderLock lock(&s.mu);
     std::vector<int64_t>& keys = per_shard[si];
-    keys.reserve(s.index.size());
-    for (const auto& [id, slot] : s.index) {
-      if (since_step < 0 || Meta(s, slot).version > since_step) {
-        keys.push_back(id);
+    {
+      ReaderLock lock(&s.mu);
+      keys.reserve(s.index.size());
+      for (const auto& [id, slot] : s.index) {
+        if (since_step < 0 || Meta(s, slot).version > since_step) {
+          keys.push_back(id);
+        }
       }
     }
+    std::sort(keys.begin(), keys.end());
   });
   size_t total = 0;
   for (const auto& v : per_shard) total += v.size();
   std::vector<int64_t> keys;
   keys.reserve(total);
-  for (auto& v : per_shard) {
-    keys.insert(keys.end(), v.begin(), v.end());
-    std::vector<int64_t>().swap(v);
+  using Head = std::pair<int64_t, int>;  // (key, shard)
+  std::priority_queue<Head, std::vector<Head>, std::greater<Head>> heap;
+  std::vector<size_t> next(n_shards, 0);
+  for (int si = 0; si < n_shards; ++si) {
+    if (!per_shard[si].empty()) heap.push({per_shard[si][0], si});
   }
-  std::sort(keys.begin(), keys.end());
+  while (!heap.empty()) {
+    const auto [key, si] = heap.top();
+    heap.pop();
+    keys.push_back(key);
+    if (++next[si] < per_shard[si].size()) heap.push({per_shard[si][next[si]], si});
+  }
   return keys;
 }
 
 absl::StatusOr<TableChunk> HashEmbeddingTable::CopyChunk(
-    absl::Span<const int64_t> keys, bool include_slots) const {
+    absl::Span<const int64_t> keys, bool include_slots,
+    ThreadPool* pool) const {
   const int64_t n = static_cast<int64_t>(keys.size());
   const int64_t dim = options_.dim;
   TableChunk c;
@@ -162,9 +181,11 @@ absl::StatusOr<TableChunk> HashEmbeddingTable::CopyChunk(
   int64_t* out_versions = c.versions.data<int64_t>();
   std::vector<char> found(n, 0);
   const ShardGroups groups = GroupByShard(keys);
-  for (int si = 0; si < options_.num_shards; ++si) {
+  // Shards copy in parallel: each takes its own lock and writes the
+  // positions of its own keys only.
+  ForEachShard(n * (30 + 2 * row_floats_), pool, [&](int si) {
     const int64_t b = groups.begin[si], e = groups.begin[si + 1];
-    if (b == e) continue;
+    if (b == e) return;
     Shard& s = shards_[si];
     ReaderLock lock(&s.mu);
     for (int64_t k = b; k < e; ++k) {
@@ -183,7 +204,7 @@ absl::StatusOr<TableChunk> HashEmbeddingTable::CopyChunk(
       out_freqs[pos] = meta.frequency.load(std::memory_order_relaxed);
       out_versions[pos] = meta.version;
     }
-  }
+  });
   // Close the gaps of rows that vanished meanwhile, keeping key order.
   int64_t m = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -246,7 +267,7 @@ absl::StatusOr<ExportResult> HashEmbeddingTable::Export(
     const int64_t len = std::min(options.max_rows_per_chunk, total - start);
     ASSIGN_OR_RETURN(const TableChunk chunk,
                      CopyChunk(absl::MakeConstSpan(keys.data() + start, len),
-                               options.include_slots));
+                               options.include_slots, pool));
     RETURN_IF_ERROR(sink(chunk));
     result.rows += chunk.keys.dim_size(0);
     ++result.chunks;
