@@ -2,8 +2,9 @@
 //
 //   bench_embedding --case=gen --out=F [--steps=S] [--fields=26] [--batch=4096]
 //                   [--rows=1000000] [--zipf=1.05] [--seed=1]
-//   bench_embedding --case=train --ids=F --mode=dense|hash [--threads=2]
-//                   [--warmup=3] [--samples=5] [--iters=10] [--dump=PATH]
+//   bench_embedding --case=train --ids=F --mode=dense|hash|hash_graph
+//                   [--threads=2] [--intra_threads=T] [--warmup=3] [--samples=5]
+//                   [--iters=10] [--dump=PATH]
 //   bench_embedding --case=lookup --ids=F [--threads=1] [--samples=5]
 //
 // gen: writes S batches of int64 ids, [S, fields, batch] (raw little-endian
@@ -23,6 +24,10 @@
 //               train::AdagradOptimizer::Minimize: the gradient stays
 //               sparse (EmbeddingBagGrad: unique ids + summed rows) and
 //               ResourceSparseApplyAdagrad updates only those rows.
+//      (--intra_threads: the graph session's intra-op pool; default --threads.)
+//        hash_graph  the same tables through the graph ops
+//               (HashEmbeddingTableOp, HashEmbeddingBag, Minimize(Adagrad) ->
+//               HashTableApplyAdagrad).
 //        hash   26 HashEmbeddingTables (recflow/embedding, no vocabulary;
 //               rows created on first sight), driven through the table's
 //               API: Unique -> Lookup(kTrain) of the distinct ids -> bag
@@ -88,7 +93,7 @@ struct Flags {
   std::string out, ids, mode = "dense", dump;
   int64_t steps = 20, fields = 26, batch = 4096, rows = 1000000, seed = 1;
   double zipf = 1.05;
-  int threads = 2, warmup = 3, samples = 5, iters = 10;
+  int threads = 2, intra_threads = -1, warmup = 3, samples = 5, iters = 10;
 };
 
 uint64_t SplitMix(uint64_t* state) {
@@ -247,7 +252,9 @@ absl::Status TrainDense(const Flags& f, const std::vector<std::vector<std::vecto
   RETURN_IF_ERROR(root.status());
   ASSIGN_OR_RETURN(tensorflow::GraphDef gd, root.ToGraphDef());
   ASSIGN_OR_RETURN(auto session,
-                   Session::Create({.inter_op_threads = f.threads, .intra_op_threads = f.threads},
+                   Session::Create({.inter_op_threads = f.threads,
+                                    .intra_op_threads = f.intra_threads > 0 ? f.intra_threads
+                                                                            : f.threads},
                                    gd));
   std::vector<Tensor> out;
   RETURN_IF_ERROR(session->Run({}, {}, {"init"}, &out));
@@ -397,7 +404,9 @@ absl::Status TrainHashGraph(const Flags& f,
   RETURN_IF_ERROR(root.status());
   ASSIGN_OR_RETURN(tensorflow::GraphDef gd, root.ToGraphDef());
   ASSIGN_OR_RETURN(auto session,
-                   Session::Create({.inter_op_threads = f.threads, .intra_op_threads = f.threads},
+                   Session::Create({.inter_op_threads = f.threads,
+                                    .intra_op_threads = f.intra_threads > 0 ? f.intra_threads
+                                                                            : f.threads},
                                    gd));
   std::vector<Tensor> out;
   RETURN_IF_ERROR(session->Run({}, {}, {"init"}, &out));
@@ -522,6 +531,8 @@ absl::Status Main(int argc, char** argv) {
       if (!absl::SimpleAtod(v, &f.zipf)) return absl::InvalidArgumentError("bad --zipf");
     } else if (bench::ParseFlag(a, "threads", &v)) {
       RETURN_IF_ERROR(num(&f.threads));
+    } else if (bench::ParseFlag(a, "intra_threads", &v)) {
+      RETURN_IF_ERROR(num(&f.intra_threads));
     } else if (bench::ParseFlag(a, "warmup", &v)) {
       RETURN_IF_ERROR(num(&f.warmup));
     } else if (bench::ParseFlag(a, "samples", &v)) {
