@@ -351,6 +351,7 @@ absl::Status RunEval(models::RunConfig config, const std::string& model_dir, int
   SessionOptions so;
   so.inter_op_threads = so.intra_op_threads = config.train.threads;
   ASSIGN_OR_RETURN(auto session, Session::Create(so, g.graph_def));
+  RETURN_IF_ERROR(train::CreateHashTables(session.get()));
   ASSIGN_OR_RETURN(auto saveables, train::GraphSaveables(session.get()));
   checkpoint::SaverOptions sopts;
   sopts.directory = model_dir;

@@ -324,7 +324,7 @@ absl::StatusOr<Model> BuildModel(const Scope& scope, const ModelConfig& config,
   RETURN_IF_ERROR(CheckInputs(config, inputs, options));
   const internal::ModelDef* def = internal::FindModel(config.type);
 
-  ModelBuilder b(scope, config, inputs);
+  ModelBuilder b(scope, config, inputs, options.trainable);
   ASSIGN_OR_RETURN(Output raw_logits, def->build(b));
   RETURN_IF_ERROR(scope.status());
 

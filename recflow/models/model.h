@@ -32,8 +32,11 @@
 // the example's ids) over either a fixed-vocabulary table (a resource
 // variable [vocabulary_size, dim]; ids are taken modulo vocabulary_size, as
 // hashing into buckets does) or a hash embedding table (unbounded ids).
-// Empty bags read zeros. (hash_table features are not wired yet: BuildModel
-// returns Unimplemented naming the feature.) docs/models.md gives each
+// Empty bags read zeros. A hash table carries the embedding optimizer's
+// slots (its optimizer is optimizer.embedding's type), is trained with the
+// embedding group, is left out of num_parameters (it grows with the data),
+// and is read in serve mode (never inserting) when !options.trainable.
+// docs/models.md gives each
 // model's formula, the initializers, the variable names and how to add a
 // model.
 #ifndef RECFLOW_MODELS_MODEL_H_

@@ -9,6 +9,7 @@
 #include "recflow/core/status.h"
 #include "recflow/ops/array_ops.h"
 #include "recflow/ops/embedding_ops.h"
+#include "recflow/ops/hash_table_ops.h"
 #include "recflow/ops/initializers.h"
 #include "recflow/ops/math_ops.h"
 #include "recflow/ops/nn_ops.h"
@@ -45,8 +46,8 @@ Output FloorModIds(const Scope& scope, Output ids, int64_t num_buckets) {
 }
 
 ModelBuilder::ModelBuilder(const Scope& scope, const ModelConfig& config,
-                           const ModelInputs& inputs)
-    : scope_(scope), config_(config), inputs_(inputs) {}
+                           const ModelInputs& inputs, bool trainable)
+    : scope_(scope), config_(config), inputs_(inputs), trainable_(trainable) {}
 
 int64_t ModelBuilder::FeatureDim(int f) const {
   const int64_t dim = config_.sparse_features[f].dim;
@@ -101,22 +102,38 @@ absl::StatusOr<Output> ModelBuilder::EmbeddingBag(int f,
   const auto key = std::make_pair(std::string(group), f);
   if (auto it = bags_.find(key); it != bags_.end()) return it->second;
   const SparseFeatureConfig& feature = config_.sparse_features[f];
-  if (feature.hash_table) {
-    return errors::Unimplemented(
-        "sparse feature '", feature.name,
-        "': hash_table embeddings are not wired into the model zoo yet; "
-        "give it a vocabulary_size instead");
-  }
   auto gs = group_scopes_.find(std::string(group));
   if (gs == group_scopes_.end()) {
     gs = group_scopes_.emplace(std::string(group), scope_.NewSubScope(group))
              .first;
   }
   const Scope& s = gs->second;
-  Output table = NewVariable(s, feature.name, {feature.vocabulary_size, dim},
-                             kEmbeddingTable);
   const Scope ls = s.NewSubScope(absl::StrCat(feature.name, "_lookup"));
   const SparseInput& in = inputs_.sparse[f];
+  if (feature.hash_table) {
+    // An unbounded table keyed by the raw ids; it carries the embedding
+    // optimizer's slots, so its kind must be that optimizer.
+    ops::HashEmbeddingTableAttrs attrs;
+    attrs.dim = dim;
+    attrs.optimizer = config_.embedding_optimizer.type;
+    attrs.initial_accumulator_value =
+        static_cast<float>(config_.embedding_optimizer.initial_accumulator_value);
+    attrs.initializer = "truncated_normal";
+    attrs.init_stddev = static_cast<float>(kEmbeddingStddev);
+    attrs.seed = static_cast<int64_t>(
+        Fingerprint64(absl::StrCat(config_.seed, "/", group, "/", feature.name)) >> 2);
+    Output table = train::HashEmbeddingTable(s, feature.name, attrs);
+    if (!table.valid()) return scope_.status();
+    embedding_variables_.push_back(table);
+    Output bag = ops::HashEmbeddingBag(
+        ls, table, in.ids, in.row_splits, Output(),
+        {.combiner = feature.combiner, .mode = trainable_ ? "train" : "serve"});
+    RETURN_IF_ERROR(scope_.status());
+    bags_.emplace(key, bag);
+    return bag;
+  }
+  Output table = NewVariable(s, feature.name, {feature.vocabulary_size, dim},
+                             kEmbeddingTable);
   Output ids =
       FloorModIds(ls.NewSubScope("bucket"), in.ids, feature.vocabulary_size);
   Output bag =

@@ -47,8 +47,9 @@ Output FloorModIds(const Scope& scope, Output ids, int64_t num_buckets);
 // regularization applies to, the parameter count).
 class ModelBuilder {
  public:
+  // `trainable` false: hash tables are read in serve mode (never insert).
   ModelBuilder(const Scope& scope, const ModelConfig& config,
-               const ModelInputs& inputs);
+               const ModelInputs& inputs, bool trainable = true);
 
   const Scope& scope() const { return scope_; }
   const ModelConfig& config() const { return config_; }
@@ -116,6 +117,7 @@ class ModelBuilder {
   const Scope scope_;
   const ModelConfig& config_;
   const ModelInputs& inputs_;
+  const bool trainable_;
   std::map<std::string, Scope> group_scopes_;
   std::map<std::pair<std::string, int>, Output> bags_;
   std::vector<Output> embedding_variables_;

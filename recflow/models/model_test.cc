@@ -29,6 +29,7 @@
 #include "recflow/core/tensor.h"
 #include "recflow/data/batch.h"
 #include "recflow/data/synthetic.h"
+#include "recflow/framework/attr_value_util.h"
 #include "recflow/framework/graph.h"
 #include "recflow/framework/scope.h"
 #include "recflow/models/model_builder.h"
@@ -565,13 +566,37 @@ TEST(ModelBadConfigTest, InputsMustMatchTheConfig) {
               HasSubstr("inputs.dense is [?,2] but the config lists 5"));
 }
 
-TEST(ModelBadConfigTest, HashTableIsUnimplementedNamingTheFeature) {
-  ModelConfig c = SmallConfig("deepfm");
-  c.sparse_features[1].hash_table = true;
-  c.sparse_features[1].vocabulary_size = 0;
-  const absl::Status s = BuildStatus(c);
-  EXPECT_EQ(s.code(), absl::StatusCode::kUnimplemented) << s;
-  EXPECT_THAT(std::string(s.message()), HasSubstr("sparse feature 'C2'"));
+TEST(ModelHashTableTest, HashTableFeaturesTrainAndServe) {
+  for (const std::string type : {"lr", "deepfm", "dlrm"}) {
+    ModelConfig c = SmallConfig(type);
+    c.sparse_features[1].hash_table = true;
+    c.sparse_features[1].vocabulary_size = 0;
+    Harness h;
+    ASSERT_TRUE(h.Build(c).ok()) << type << " " << h.root.status();
+    ASSERT_GE(train::HashTables(*h.root.graph()).size(), 1u) << type;
+    const data::Batch batch = RandomBatch(c, 64, 5);
+    double first = 0, last = 0;
+    for (int step = 0; step < 20; ++step) {
+      auto out = h.Run(FeedsFor(c, batch), {"loss:0"}, {"train"});
+      ASSERT_TRUE(out.ok()) << type << " " << out.status();
+      (step == 0 ? first : last) = (*out)[0].scalar<float>();
+    }
+    EXPECT_LT(last, first) << type;
+    // The inference build reads the table in serve mode (never inserting).
+    Harness serve;
+    ASSERT_TRUE(serve.Build(c, {.trainable = false}).ok()) << serve.root.status();
+    bool serve_mode = false;
+    for (const auto& n : serve.root.graph()->nodes()) {
+      std::string mode;
+      if (n->op() == "HashEmbeddingBag" &&
+          GetNodeAttr(AttrSlice(n->def()), "mode", &mode).ok()) {
+        serve_mode = mode == "serve";
+      }
+    }
+    EXPECT_TRUE(serve_mode) << type;
+    auto out = serve.Run(FeedsFor(c, batch), {"probabilities:0"});
+    ASSERT_TRUE(out.ok()) << out.status();
+  }
 }
 
 // --- Parameters, optimizers, schedules

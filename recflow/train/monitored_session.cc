@@ -78,6 +78,14 @@ absl::StatusOr<std::vector<checkpoint::Saveable>> GraphSaveables(Session* sessio
   return out;
 }
 
+absl::Status CreateHashTables(Session* session) {
+  std::vector<std::string> targets;
+  for (const Output& t : HashTables(*session->graph())) targets.push_back(t.node()->name());
+  if (targets.empty()) return absl::OkStatus();
+  std::vector<Tensor> unused;
+  return session->Run({}, {}, targets, &unused);
+}
+
 absl::StatusOr<std::unique_ptr<MonitoredSession>> MonitoredSession::Create(
     MonitoredSessionOptions options, const tensorflow::GraphDef& graph_def,
     std::vector<std::unique_ptr<SessionRunHook>> hooks) {
@@ -101,12 +109,7 @@ absl::StatusOr<std::unique_ptr<MonitoredSession>> MonitoredSession::Create(
   if (options.setup) RETURN_IF_ERROR(options.setup(ms->session_.get()));
   // Create the hash embedding tables (their ops make them from their attrs)
   // so that a restore has tables to fill.
-  if (std::vector<Output> tables = HashTables(*graph); !tables.empty()) {
-    std::vector<std::string> targets;
-    for (const Output& t : tables) targets.push_back(t.node()->name());
-    std::vector<Tensor> unused;
-    RETURN_IF_ERROR(ms->session_->Run({}, {}, targets, &unused));
-  }
+  RETURN_IF_ERROR(CreateHashTables(ms->session_.get()));
 
   if (!options.checkpoint_dir.empty()) {
     std::vector<checkpoint::Saveable> saveables = std::move(options.saveables);

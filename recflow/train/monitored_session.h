@@ -181,6 +181,11 @@ class MonitoredSession {
 // a string scalar; restoring needs the pipeline registered first).
 absl::StatusOr<std::vector<checkpoint::Saveable>> GraphSaveables(Session* session);
 
+// Runs the session graph's HashEmbeddingTableOp nodes so that their tables
+// exist (a restore fills existing tables only). MonitoredSession::Create does
+// this; call it before restoring with a Saver of your own.
+absl::Status CreateHashTables(Session* session);
+
 }  // namespace recflow::train
 
 #endif  // RECFLOW_TRAIN_MONITORED_SESSION_H_
