@@ -216,38 +216,45 @@ absl::Status WriteDump(const Flags& f, const std::vector<std::vector<float>>& ro
   return absl::OkStatus();
 }
 
-// --- dense: the graph path ---------------------------------------------------
+// --- the graph paths (dense and hash_graph) -----------------------------------
 
-absl::Status TrainDense(const Flags& f, const std::vector<std::vector<std::vector<int64_t>>>& ids) {
+using Ids = std::vector<std::vector<std::vector<int64_t>>>;
+
+// One field's table and ops: `bag` of the fed ids / splits, and `probe`
+// reading the final rows of `probe_ids` (without changing the table).
+struct FieldOps {
+  Output bag, probe;
+};
+using MakeField = std::function<FieldOps(const Scope& root, int64_t field, Output ids,
+                                         Output splits, Output probe_ids)>;
+
+// Builds the 26-field graph with `make_field`, trains it with
+// Minimize(Adagrad), times it as `mode` and dumps the probe rows.
+absl::Status TrainGraph(const Flags& f, const Ids& ids, const std::string& mode,
+                        const MakeField& make_field) {
   Scope root = Scope::NewRootScope();
+  Output gs = train::CreateGlobalStep(root);
   std::vector<Output> losses;
   std::vector<std::string> probe_fetches;
   for (int64_t field = 0; field < f.fields; ++field) {
-    const std::string name = absl::StrCat("emb", field);
-    Output init = ops::Fill(root.WithOpName(name + "_init"),
-                            ops::Const(root, Tensor::FromVector<int64_t>({f.rows, kDim})),
-                            ops::Const(root, kInit));
-    Output table = train::Variable(root, name, PartialShape({f.rows, kDim}), DT_FLOAT, init,
-                                   {.use_resource = true});
     Output ids_in = ops::Placeholder(root.WithOpName(absl::StrCat("ids", field)), DT_INT64);
     Output splits_in = ops::Placeholder(root.WithOpName(absl::StrCat("splits", field)), DT_INT64);
-    Output bag = ops::ResourceEmbeddingBag(root, table, ids_in, splits_in, DT_FLOAT, Output(),
-                                           {.combiner = "sum"});
-    Output g = ops::Const(root, UpstreamGrad(f, field));
-    losses.push_back(ops::Sum(root, ops::Mul(root, bag, g),
-                              ops::Const(root, Tensor::FromVector<int32_t>({0, 1}))));
-    if (field == 0 || field == f.fields - 1) {
+    const bool probed = field == 0 || field == f.fields - 1;
+    Output probe_ids;
+    if (probed) {
       const std::vector<int64_t> probe = ProbeIds(ids[0][field]);
-      Output gathered = ops::ResourceGather(
-          root.WithOpName(absl::StrCat("probe", field)), table,
-          ops::Const(root, Tensor::FromVector<int64_t>(absl::MakeConstSpan(probe))), DT_FLOAT);
-      probe_fetches.push_back(gathered.node()->name() + ":0");
+      probe_ids = ops::Const(root, Tensor::FromVector<int64_t>(absl::MakeConstSpan(probe)));
     }
+    const FieldOps fo = make_field(root, field, ids_in, splits_in, probe_ids);
+    Output g = ops::Const(root, UpstreamGrad(f, field));
+    losses.push_back(ops::Sum(root, ops::Mul(root, fo.bag, g),
+                              ops::Const(root, Tensor::FromVector<int32_t>({0, 1}))));
+    if (probed) probe_fetches.push_back(fo.probe.node()->name() + ":0");
   }
   Output loss = ops::AddN(root.WithOpName("loss"), losses);
   train::AdagradOptimizer opt(
       {.learning_rate = kLearningRate, .initial_accumulator_value = kInitialAccumulator});
-  ASSIGN_OR_RETURN(Output train_op, opt.Minimize(root, loss));
+  ASSIGN_OR_RETURN(Output train_op, opt.Minimize(root, loss, {}, gs));
   train::GlobalVariablesInitializer(root);
   RETURN_IF_ERROR(root.status());
   ASSIGN_OR_RETURN(tensorflow::GraphDef gd, root.ToGraphDef());
@@ -271,7 +278,7 @@ absl::Status TrainDense(const Flags& f, const std::vector<std::vector<std::vecto
     }
   }
   const std::string train_name = train_op.node()->name();
-  RETURN_IF_ERROR(TimeSteps(f, "dense", [&](int64_t s) {
+  RETURN_IF_ERROR(TimeSteps(f, mode, [&](int64_t s) {
     return session->Run(feeds[s % feeds.size()], {}, {train_name}, &out);
   }));
 
@@ -281,6 +288,48 @@ absl::Status TrainDense(const Flags& f, const std::vector<std::vector<std::vecto
     dump.emplace_back(t.data<float>(), t.data<float>() + t.NumElements());
   }
   return WriteDump(f, dump);
+}
+
+// dense: a resource variable [rows, 16] per field, ResourceEmbeddingBag.
+absl::Status TrainDense(const Flags& f, const Ids& ids) {
+  return TrainGraph(f, ids, "dense", [&](const Scope& root, int64_t field, Output ids_in,
+                                          Output splits_in, Output probe_ids) {
+    const std::string name = absl::StrCat("emb", field);
+    Output init = ops::Fill(root.WithOpName(name + "_init"),
+                            ops::Const(root, Tensor::FromVector<int64_t>({f.rows, kDim})),
+                            ops::Const(root, kInit));
+    Output table = train::Variable(root, name, PartialShape({f.rows, kDim}), DT_FLOAT, init,
+                                   {.use_resource = true});
+    FieldOps fo;
+    fo.bag = ops::ResourceEmbeddingBag(root, table, ids_in, splits_in, DT_FLOAT, Output(),
+                                       {.combiner = "sum"});
+    if (probe_ids.valid()) {
+      fo.probe = ops::ResourceGather(root.WithOpName(absl::StrCat("probe", field)), table,
+                                     probe_ids, DT_FLOAT);
+    }
+    return fo;
+  });
+}
+
+// hash_graph: a hash table per field through the graph ops.
+absl::Status TrainHashGraph(const Flags& f, const Ids& ids) {
+  return TrainGraph(f, ids, "hash_graph", [&](const Scope& root, int64_t field, Output ids_in,
+                                               Output splits_in, Output probe_ids) {
+    ops::HashEmbeddingTableAttrs attrs;
+    attrs.dim = kDim;
+    attrs.optimizer = "adagrad";
+    attrs.initializer = "constant";
+    attrs.init_value = kInit;
+    attrs.initial_accumulator_value = kInitialAccumulator;
+    Output table = train::HashEmbeddingTable(root, absl::StrCat("emb", field), attrs);
+    FieldOps fo;
+    fo.bag = ops::HashEmbeddingBag(root, table, ids_in, splits_in, Output(), {.combiner = "sum"});
+    if (probe_ids.valid()) {
+      fo.probe = ops::HashEmbeddingLookup(root.WithOpName(absl::StrCat("probe", field)), table,
+                                          probe_ids, {.mode = "serve"});
+    }
+    return fo;
+  });
 }
 
 // --- hash: HashEmbeddingTable through its API --------------------------------
@@ -361,74 +410,6 @@ absl::Status TrainHash(const Flags& f, const std::vector<std::vector<std::vector
   }
   std::printf("stats hash_rows=%lld hash_total_bytes=%lld\n", static_cast<long long>(total_rows),
               static_cast<long long>(total_bytes));
-  return WriteDump(f, dump);
-}
-
-// --- hash_graph: hash tables through the graph ops ---------------------------
-
-absl::Status TrainHashGraph(const Flags& f,
-                            const std::vector<std::vector<std::vector<int64_t>>>& ids) {
-  Scope root = Scope::NewRootScope();
-  Output gs = train::CreateGlobalStep(root);
-  std::vector<Output> losses;
-  std::vector<std::string> probe_fetches;
-  for (int64_t field = 0; field < f.fields; ++field) {
-    ops::HashEmbeddingTableAttrs attrs;
-    attrs.dim = kDim;
-    attrs.optimizer = "adagrad";
-    attrs.initializer = "constant";
-    attrs.init_value = kInit;
-    attrs.initial_accumulator_value = kInitialAccumulator;
-    Output table = train::HashEmbeddingTable(root, absl::StrCat("emb", field), attrs);
-    Output ids_in = ops::Placeholder(root.WithOpName(absl::StrCat("ids", field)), DT_INT64);
-    Output splits_in = ops::Placeholder(root.WithOpName(absl::StrCat("splits", field)), DT_INT64);
-    Output bag = ops::HashEmbeddingBag(root, table, ids_in, splits_in, Output(),
-                                       {.combiner = "sum"});
-    Output g = ops::Const(root, UpstreamGrad(f, field));
-    losses.push_back(ops::Sum(root, ops::Mul(root, bag, g),
-                              ops::Const(root, Tensor::FromVector<int32_t>({0, 1}))));
-    if (field == 0 || field == f.fields - 1) {
-      const std::vector<int64_t> probe = ProbeIds(ids[0][field]);
-      Output rows = ops::HashEmbeddingLookup(
-          root.WithOpName(absl::StrCat("probe", field)), table,
-          ops::Const(root, Tensor::FromVector<int64_t>(absl::MakeConstSpan(probe))),
-          {.mode = "serve"});
-      probe_fetches.push_back(rows.node()->name() + ":0");
-    }
-  }
-  Output loss = ops::AddN(root.WithOpName("loss"), losses);
-  train::AdagradOptimizer opt(
-      {.learning_rate = kLearningRate, .initial_accumulator_value = kInitialAccumulator});
-  ASSIGN_OR_RETURN(Output train_op, opt.Minimize(root, loss, {}, gs));
-  train::GlobalVariablesInitializer(root);
-  RETURN_IF_ERROR(root.status());
-  ASSIGN_OR_RETURN(tensorflow::GraphDef gd, root.ToGraphDef());
-  ASSIGN_OR_RETURN(auto session,
-                   Session::Create({.inter_op_threads = f.threads,
-                                    .intra_op_threads = f.intra_threads > 0 ? f.intra_threads
-                                                                            : f.threads},
-                                   gd));
-  std::vector<Tensor> out;
-  RETURN_IF_ERROR(session->Run({}, {}, {"init"}, &out));
-  Tensor splits(DT_INT64, TensorShape({f.batch + 1}));
-  for (int64_t b = 0; b <= f.batch; ++b) splits.data<int64_t>()[b] = b;
-  std::vector<std::vector<std::pair<std::string, Tensor>>> feeds(ids.size());
-  for (size_t s = 0; s < ids.size(); ++s) {
-    for (int64_t field = 0; field < f.fields; ++field) {
-      feeds[s].emplace_back(absl::StrCat("ids", field),
-                            Tensor::FromVector<int64_t>(absl::MakeConstSpan(ids[s][field])));
-      feeds[s].emplace_back(absl::StrCat("splits", field), splits);
-    }
-  }
-  const std::string train_name = train_op.node()->name();
-  RETURN_IF_ERROR(TimeSteps(f, "hash_graph", [&](int64_t s) {
-    return session->Run(feeds[s % feeds.size()], {}, {train_name}, &out);
-  }));
-  RETURN_IF_ERROR(session->Run({}, probe_fetches, {}, &out));
-  std::vector<std::vector<float>> dump;
-  for (const Tensor& t : out) {
-    dump.emplace_back(t.data<float>(), t.data<float>() + t.NumElements());
-  }
   return WriteDump(f, dump);
 }
 
