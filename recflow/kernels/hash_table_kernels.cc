@@ -12,8 +12,10 @@
 // the intra-op pool), then combines them per example, sharded over examples
 // on the pool (each example by one thread: deterministic, no atomics).
 #include <cmath>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -256,26 +258,45 @@ inline void AxpyRow(float* __restrict dst, const float* __restrict x, float a,
   for (; k < n; ++k) dst[k] += a * x[k];
 }
 
-class HashEmbeddingBagOp : public OpKernel {
+// The ops that read a table (input 0) with attrs "dim" and "mode".
+class HashTableReadOp : public OpKernel {
  public:
-  explicit HashEmbeddingBagOp(OpKernelConstruction* c) : OpKernel(c) {
+  explicit HashTableReadOp(OpKernelConstruction* c) : OpKernel(c) {
     std::string s;
     c->SetStatus(c->GetAttr("dim", &dim_));
-    c->SetStatus(c->GetAttr("combiner", &s));
-    auto combiner = ParseCombiner(s);
-    c->SetStatus(combiner.status());
-    if (combiner.ok()) combiner_ = *combiner;
     c->SetStatus(c->GetAttr("mode", &s));
     auto mode = ParseMode(s);
     c->SetStatus(mode.status());
     if (mode.ok()) mode_ = *mode;
   }
 
+ protected:
+  // The table of input 0, checked against the dim attr (the resource is
+  // kept alive by the ResourceMgr for the step).
+  absl::StatusOr<std::shared_ptr<EmbeddingTableResource>> Table(OpKernelContext* ctx) const {
+    ASSIGN_OR_RETURN(auto res, LookupTable(ctx, 0));
+    RETURN_IF_ERROR(CheckDim(*res->table(), dim_));
+    return res;
+  }
+
+  int64_t dim_ = 0;
+  LookupMode mode_ = LookupMode::kTrain;
+};
+
+class HashEmbeddingBagOp : public HashTableReadOp {
+ public:
+  explicit HashEmbeddingBagOp(OpKernelConstruction* c) : HashTableReadOp(c) {
+    std::string s;
+    c->SetStatus(c->GetAttr("combiner", &s));
+    auto combiner = ParseCombiner(s);
+    c->SetStatus(combiner.status());
+    if (combiner.ok()) combiner_ = *combiner;
+  }
+
   void Compute(OpKernelContext* ctx) override {
-    auto res = LookupTable(ctx, 0);
+    auto res = Table(ctx);
     OP_REQUIRES_OK(ctx, res.status());
     HashEmbeddingTable* table = (*res)->table();
-    OP_REQUIRES_OK(ctx, CheckDim(*table, dim_));
     const Tensor& ids = ctx->input(1);
     const Tensor& splits = ctx->input(2);
     const Tensor& weights = ctx->input(3);
@@ -318,29 +339,19 @@ class HashEmbeddingBagOp : public OpKernel {
   }
 
  private:
-  int64_t dim_ = 0;
   Combiner combiner_ = Combiner::kMean;
-  LookupMode mode_ = LookupMode::kTrain;
 };
 
 // --- HashEmbeddingLookup -----------------------------------------------------
 
-class HashEmbeddingLookupOp : public OpKernel {
+class HashEmbeddingLookupOp : public HashTableReadOp {
  public:
-  explicit HashEmbeddingLookupOp(OpKernelConstruction* c) : OpKernel(c) {
-    std::string s;
-    c->SetStatus(c->GetAttr("dim", &dim_));
-    c->SetStatus(c->GetAttr("mode", &s));
-    auto mode = ParseMode(s);
-    c->SetStatus(mode.status());
-    if (mode.ok()) mode_ = *mode;
-  }
+  using HashTableReadOp::HashTableReadOp;
 
   void Compute(OpKernelContext* ctx) override {
-    auto res = LookupTable(ctx, 0);
+    auto res = Table(ctx);
     OP_REQUIRES_OK(ctx, res.status());
     HashEmbeddingTable* table = (*res)->table();
-    OP_REQUIRES_OK(ctx, CheckDim(*table, dim_));
     const Tensor& ids = ctx->input(1);
     TensorShape shape = ids.shape();
     shape.AddDim(dim_);
@@ -352,10 +363,6 @@ class HashEmbeddingLookupOp : public OpKernel {
                            absl::MakeSpan(out->data<float>(), n * dim_), mode_,
                            ctx->intra_op_pool()));
   }
-
- private:
-  int64_t dim_ = 0;
-  LookupMode mode_ = LookupMode::kTrain;
 };
 
 // --- HashTableApply* ---------------------------------------------------------
@@ -407,17 +414,26 @@ absl::StatusOr<ApplyArgs> GetApplyArgs(OpKernelContext* ctx, int step_input) {
   return a;
 }
 
+// Reads scalar inputs first, first + 1, ... named `names` into `fields`.
+absl::Status ScalarInputs(OpKernelContext* ctx, int first,
+                          std::initializer_list<std::pair<const char*, float*>> fields) {
+  int i = first;
+  for (const auto& [name, field] : fields) {
+    ASSIGN_OR_RETURN(*field, ScalarInput(ctx, i++, name));
+  }
+  return absl::OkStatus();
+}
+
 class HashTableApplyGradientDescentOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
     auto a = GetApplyArgs(ctx, 4);
     OP_REQUIRES_OK(ctx, a.status());
-    auto lr = ScalarInput(ctx, 3, "lr");
-    OP_REQUIRES_OK(ctx, lr.status());
-    OP_REQUIRES_OK(
-        ctx, a->res->table()->ApplySgd(a->ids, a->grads, {.learning_rate = *lr},
-                                       a->step, ctx->intra_op_pool()));
+    embedding::SgdParams p;
+    OP_REQUIRES_OK(ctx, ScalarInputs(ctx, 3, {{"lr", &p.learning_rate}}));
+    OP_REQUIRES_OK(ctx, a->res->table()->ApplySgd(a->ids, a->grads, p, a->step,
+                                                  ctx->intra_op_pool()));
   }
 };
 
@@ -427,14 +443,10 @@ class HashTableApplyAdagradOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     auto a = GetApplyArgs(ctx, 5);
     OP_REQUIRES_OK(ctx, a.status());
-    auto lr = ScalarInput(ctx, 3, "lr");
-    OP_REQUIRES_OK(ctx, lr.status());
-    auto eps = ScalarInput(ctx, 4, "epsilon");
-    OP_REQUIRES_OK(ctx, eps.status());
-    OP_REQUIRES_OK(
-        ctx, a->res->table()->ApplyAdagrad(
-                 a->ids, a->grads, {.learning_rate = *lr, .epsilon = *eps},
-                 a->step, ctx->intra_op_pool()));
+    embedding::AdagradParams p;
+    OP_REQUIRES_OK(ctx, ScalarInputs(ctx, 3, {{"lr", &p.learning_rate}, {"epsilon", &p.epsilon}}));
+    OP_REQUIRES_OK(ctx, a->res->table()->ApplyAdagrad(a->ids, a->grads, p, a->step,
+                                                      ctx->intra_op_pool()));
   }
 };
 
@@ -445,13 +457,11 @@ class HashTableApplyAdamOp : public OpKernel {
     auto a = GetApplyArgs(ctx, 7);
     OP_REQUIRES_OK(ctx, a.status());
     embedding::AdamParams p;
-    const char* names[] = {"lr", "beta1", "beta2", "epsilon"};
-    float* fields[] = {&p.learning_rate, &p.beta1, &p.beta2, &p.epsilon};
-    for (int i = 0; i < 4; ++i) {
-      auto v = ScalarInput(ctx, 3 + i, names[i]);
-      OP_REQUIRES_OK(ctx, v.status());
-      *fields[i] = *v;
-    }
+    OP_REQUIRES_OK(ctx, ScalarInputs(ctx, 3,
+                                     {{"lr", &p.learning_rate},
+                                      {"beta1", &p.beta1},
+                                      {"beta2", &p.beta2},
+                                      {"epsilon", &p.epsilon}}));
     // TensorFlow's beta powers at t = step (computed in double, as the
     // product of t float multiplications would drift).
     p.beta1_power = static_cast<float>(
@@ -470,14 +480,12 @@ class HashTableApplyFtrlOp : public OpKernel {
     auto a = GetApplyArgs(ctx, 8);
     OP_REQUIRES_OK(ctx, a.status());
     embedding::FtrlParams p;
-    const char* names[] = {"lr", "l1", "l2", "l2_shrinkage", "lr_power"};
-    float* fields[] = {&p.learning_rate, &p.l1, &p.l2, &p.l2_shrinkage,
-                       &p.lr_power};
-    for (int i = 0; i < 5; ++i) {
-      auto v = ScalarInput(ctx, 3 + i, names[i]);
-      OP_REQUIRES_OK(ctx, v.status());
-      *fields[i] = *v;
-    }
+    OP_REQUIRES_OK(ctx, ScalarInputs(ctx, 3,
+                                     {{"lr", &p.learning_rate},
+                                      {"l1", &p.l1},
+                                      {"l2", &p.l2},
+                                      {"l2_shrinkage", &p.l2_shrinkage},
+                                      {"lr_power", &p.lr_power}}));
     OP_REQUIRES_OK(ctx, a->res->table()->ApplyFtrl(a->ids, a->grads, p, a->step,
                                                    ctx->intra_op_pool()));
   }
