@@ -22,6 +22,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "recflow/framework/op_kernel.h"
 #include "recflow/kernels/array_copy.h"
+#include "recflow/kernels/embedding_bag_util.h"
 #include "recflow/kernels/state_kernels.h"
 
 namespace recflow {
@@ -31,66 +32,12 @@ using array_kernels::CopyTypes;
 using array_kernels::DispatchCopyType;
 using array_kernels::ParallelRange;
 
-enum class Combiner { kSum, kMean, kSqrtN };
-
-// dst[k] += x[k] (Add) or += a * x[k] (Axpy), k < n. Written in blocks of 8
-// so that -O2 vectorizes them (GCC's cheap cost model vectorizes only loops
-// of known trip count); __restrict: rows never overlap the output.
-template <typename T>
-inline void AddRow(T* __restrict dst, const T* __restrict x, int64_t n) {
-  int64_t k = 0;
-  for (; k + 8 <= n; k += 8) {
-    for (int u = 0; u < 8; ++u) dst[k + u] += x[k + u];
-  }
-  for (; k < n; ++k) dst[k] += x[k];
-}
-template <typename T>
-inline void AxpyRow(T* __restrict dst, const T* __restrict x, T a, int64_t n) {
-  int64_t k = 0;
-  for (; k + 8 <= n; k += 8) {
-    for (int u = 0; u < 8; ++u) dst[k + u] += a * x[k + u];
-  }
-  for (; k < n; ++k) dst[k] += a * x[k];
-}
-template <typename T>
-inline void ScaleRow(T* __restrict dst, T a, int64_t n) {
-  for (int64_t k = 0; k < n; ++k) dst[k] *= a;
-}
-
-absl::StatusOr<Combiner> ParseCombiner(const std::string& s) {
-  if (s == "sum") return Combiner::kSum;
-  if (s == "mean") return Combiner::kMean;
-  if (s == "sqrtn") return Combiner::kSqrtN;
-  return errors::InvalidArgument(
-      "combiner must be 'sum', 'mean' or 'sqrtn', not '", s, "'");
-}
-
-// The row splits as int64, checked against nnz.
-template <typename Tsplits>
-absl::Status CheckSplits(const Tensor& splits, int64_t nnz) {
-  if (splits.dims() != 1 || splits.dim_size(0) < 1) {
-    return errors::InvalidArgument(
-        "row_splits must be a vector of B + 1 >= 1 elements, but has "
-        "shape ",
-        splits.shape().DebugString());
-  }
-  const Tsplits* s = splits.data<Tsplits>();
-  const int64_t n = splits.dim_size(0);
-  if (s[0] != 0)
-    return errors::InvalidArgument("row_splits[0] = ", s[0], "; it must be 0");
-  for (int64_t b = 1; b < n; ++b) {
-    if (s[b] < s[b - 1]) {
-      return errors::InvalidArgument(
-          "row_splits must be non-decreasing, but row_splits[", b - 1,
-          "] = ", s[b - 1], " > row_splits[", b, "] = ", s[b]);
-    }
-  }
-  if (s[n - 1] != nnz) {
-    return errors::InvalidArgument("row_splits[", n - 1, "] = ", s[n - 1],
-                                   " must equal the number of ids (", nnz, ")");
-  }
-  return absl::OkStatus();
-}
+using embedding_bag::AddRow;
+using embedding_bag::AxpyRow;
+using embedding_bag::CheckSplits;
+using embedding_bag::Combiner;
+using embedding_bag::ParseCombiner;
+using embedding_bag::ScaleRow;
 
 absl::Status CheckIdsAndWeights(const Tensor& ids, const Tensor& weights) {
   if (ids.dims() != 1) {

@@ -22,6 +22,7 @@
 #include "recflow/embedding/embedding_resource.h"
 #include "recflow/embedding/hash_embedding_table.h"
 #include "recflow/framework/op_kernel.h"
+#include "recflow/kernels/embedding_bag_util.h"
 #include "recflow/kernels/array_copy.h"
 
 namespace recflow {
@@ -199,15 +200,10 @@ absl::StatusOr<LookupMode> ParseMode(const std::string& mode) {
                                  "'");
 }
 
-enum class Combiner { kSum, kMean, kSqrtN };
-
-absl::StatusOr<Combiner> ParseCombiner(const std::string& s) {
-  if (s == "sum") return Combiner::kSum;
-  if (s == "mean") return Combiner::kMean;
-  if (s == "sqrtn") return Combiner::kSqrtN;
-  return errors::InvalidArgument(
-      "combiner must be 'sum', 'mean' or 'sqrtn', not '", s, "'");
-}
+using embedding_bag::AxpyRow;
+using embedding_bag::CheckSplits;
+using embedding_bag::Combiner;
+using embedding_bag::ParseCombiner;
 
 // --- HashEmbeddingBag --------------------------------------------------------
 
@@ -224,38 +220,7 @@ absl::Status CheckBagInputs(const Tensor& ids, const Tensor& splits,
         "per_id_weights ", weights.shape().DebugString(),
         " must be empty or match ids ", ids.shape().DebugString());
   }
-  if (splits.dims() != 1 || splits.dim_size(0) < 1) {
-    return errors::InvalidArgument(
-        "row_splits must be a vector of B + 1 >= 1 elements, but has shape ",
-        splits.shape().DebugString());
-  }
-  const int64_t* s = splits.data<int64_t>();
-  const int64_t n = splits.dim_size(0);
-  if (s[0] != 0) {
-    return errors::InvalidArgument("row_splits[0] = ", s[0], "; it must be 0");
-  }
-  for (int64_t b = 1; b < n; ++b) {
-    if (s[b] < s[b - 1]) {
-      return errors::InvalidArgument(
-          "row_splits must be non-decreasing, but row_splits[", b - 1,
-          "] = ", s[b - 1], " > row_splits[", b, "] = ", s[b]);
-    }
-  }
-  if (s[n - 1] != nnz) {
-    return errors::InvalidArgument("row_splits[", n - 1, "] = ", s[n - 1],
-                                   " must equal the number of ids (", nnz, ")");
-  }
-  return absl::OkStatus();
-}
-
-// dst[k] += a * x[k]; blocks of 8 so -O2 vectorizes.
-inline void AxpyRow(float* __restrict dst, const float* __restrict x, float a,
-                    int64_t n) {
-  int64_t k = 0;
-  for (; k + 8 <= n; k += 8) {
-    for (int u = 0; u < 8; ++u) dst[k + u] += a * x[k + u];
-  }
-  for (; k < n; ++k) dst[k] += a * x[k];
+  return CheckSplits<int64_t>(splits, nnz);
 }
 
 // The ops that read a table (input 0) with attrs "dim" and "mode".
