@@ -14,6 +14,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "recflow/framework/op_kernel.h"
 #include "recflow/kernels/array_copy.h"
+#include "recflow/kernels/embedding_bag_util.h"
 
 namespace recflow {
 namespace {
@@ -23,29 +24,9 @@ using array_kernels::ParallelRange;
 
 enum class Reduction { kSum, kMean, kSqrtN };
 
-// dst[k] += x[k] (Add) or += a * x[k] (Axpy), k < n. Written in blocks of 8
-// so that -O2 vectorizes them (GCC's cheap cost model vectorizes only loops
-// of known trip count); __restrict: rows never overlap the output.
-template <typename T>
-inline void AddRow(T* __restrict dst, const T* __restrict x, int64_t n) {
-  int64_t k = 0;
-  for (; k + 8 <= n; k += 8) {
-    for (int u = 0; u < 8; ++u) dst[k + u] += x[k + u];
-  }
-  for (; k < n; ++k) dst[k] += x[k];
-}
-template <typename T>
-inline void AxpyRow(T* __restrict dst, const T* __restrict x, T a, int64_t n) {
-  int64_t k = 0;
-  for (; k + 8 <= n; k += 8) {
-    for (int u = 0; u < 8; ++u) dst[k + u] += a * x[k + u];
-  }
-  for (; k < n; ++k) dst[k] += a * x[k];
-}
-template <typename T>
-inline void ScaleRow(T* __restrict dst, T a, int64_t n) {
-  for (int64_t k = 0; k < n; ++k) dst[k] *= a;
-}
+using embedding_bag::AddRow;
+using embedding_bag::AxpyRow;
+using embedding_bag::ScaleRow;
 
 // 1 / count, 1 / sqrt(count) or 1 for a segment of `count` ids.
 template <typename T>
