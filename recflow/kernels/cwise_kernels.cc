@@ -4,6 +4,7 @@
 // LogicalAnd / LogicalOr. The machinery (equal shapes, scalar operands and
 // general broadcasting as rows of vectorized loops; buffer reuse; sharding)
 // is BinaryOp in cwise_ops_common.h; each op here is a functor.
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -100,6 +101,36 @@ struct IntPowFn {
       }
     }
     return absl::OkStatus();
+  }
+};
+
+// x - floor(x / y) * y: the remainder with the sign of y (TensorFlow's
+// FloorMod, Python's %). Integers: exact, no overflow (INT_MIN % -1 is 0);
+// a zero divisor is an error (IntFloorModFn::Check). Floats: fmod adjusted
+// to y's sign.
+struct IntFloorModFn {
+  static constexpr int64_t kCost = 4;
+  template <typename C>
+  C operator()(C x, C y) const {
+    if (y == -1) return 0;  // x % -1 would trap for the most negative x
+    const C r = x % y;
+    return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
+  }
+  static absl::Status Check(const Tensor& x, const Tensor& y) {
+    const bool is32 = y.dtype() == DT_INT32;
+    for (int64_t i = 0; i < y.NumElements(); ++i) {
+      const int64_t v = is32 ? y.data<int32_t>()[i] : y.data<int64_t>()[i];
+      if (v == 0) return errors::InvalidArgument("integer division by zero: y[", i, "] = 0");
+    }
+    return absl::OkStatus();
+  }
+};
+struct FloatFloorModFn {
+  static constexpr int64_t kCost = 8;
+  template <typename C>
+  C operator()(C x, C y) const {
+    const C r = std::fmod(x, y);
+    return (r != C(0) && ((r < C(0)) != (y < C(0)))) ? r + y : r;
   }
 };
 
@@ -206,6 +237,10 @@ RECFLOW_BINARY_NUMERIC_("SquaredDifference", SquaredDifferenceFn);
 RECFLOW_BINARY_FLOAT_("Pow", PowFn);
 RECFLOW_BINARY_("Pow", IntPowFn, int32_t);
 RECFLOW_BINARY_("Pow", IntPowFn, int64_t);
+RECFLOW_BINARY_("FloorMod", IntFloorModFn, int32_t);
+RECFLOW_BINARY_("FloorMod", IntFloorModFn, int64_t);
+RECFLOW_BINARY_("FloorMod", FloatFloorModFn, float);
+RECFLOW_BINARY_("FloorMod", FloatFloorModFn, double);
 
 #define RECFLOW_COMPARE_(OP, FN, T) \
   REGISTER_KERNEL_BUILDER(Name(OP).Device(DEVICE_CPU).TypeConstraint<T>("T"), BinaryOp<T, bool, FN>)

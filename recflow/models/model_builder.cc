@@ -27,22 +27,7 @@ enum VariableKind {
 }  // namespace
 
 Output FloorModIds(const Scope& scope, Output ids, int64_t num_buckets) {
-  if (num_buckets == 1) return ops::ZerosLike(scope, ids);
-  const Output v = ops::Const(scope, num_buckets);
-  const Output vd = ops::Const(scope, static_cast<double>(num_buckets));
-  // One pass: x - trunc(x / v) * v, the quotient from doubles. Exact for
-  // |x| < 2^53; beyond, off by at most a few multiples of v, which the
-  // second pass (on a small remainder) removes.
-  auto pass = [&](Output x) {
-    const Output q = ops::Cast(
-        scope, ops::RealDiv(scope, ops::Cast(scope, x, DT_DOUBLE), vd),
-        DT_INT64);
-    return ops::Sub(scope, x, ops::Mul(scope, q, v));
-  };
-  const Output r = pass(pass(ids));  // in (-v, v), with the sign of x
-  return ops::SelectV2(scope,
-                       ops::Less(scope, r, ops::Const(scope, int64_t{0})),
-                       ops::AddV2(scope, r, v), r);
+  return ops::FloorMod(scope, ids, ops::Const(scope, num_buckets));
 }
 
 ModelBuilder::ModelBuilder(const Scope& scope, const ModelConfig& config,

@@ -35,10 +35,8 @@ namespace recflow::models::internal {
 // The stddev of the truncated-normal embedding initializer.
 inline constexpr double kEmbeddingStddev = 0.05;
 
-// ids mod num_buckets in [0, num_buckets) for any int64 ids (TensorFlow's
-// FloorMod semantics), built from Cast/RealDiv/Mul/Sub/SelectV2 because
-// ops/ has no FloorMod yet: a quotient estimated in double (exact for
-// |id| < 2^53, corrected by a second pass beyond), then a sign fix.
+// ids mod num_buckets in [0, num_buckets) for any int64 ids: one FloorMod
+// op (TensorFlow's semantics, exact for every int64).
 // REQUIRES: num_buckets >= 1.
 Output FloorModIds(const Scope& scope, Output ids, int64_t num_buckets);
 

@@ -119,6 +119,17 @@ absl::Status PowGrad(const Scope& scope, const Node& op, const GradOutputs& g,
   return scope.status();
 }
 
+// d(x floormod y) = dz for x, -dz * floor(x / y) for y, where
+// floor(x / y) = (x - z) / y (exact for the float kernels' results).
+absl::Status FloorModGrad(const Scope& scope, const Node& op, const GradOutputs& g,
+                          GradInputs* grad_inputs) {
+  const Output x = OpInput(op, 0), y = OpInput(op, 1), z = OpOutput(op, 0);
+  const Output quotient = ops::RealDiv(scope, ops::Sub(scope, x, z), y);
+  grad::ReduceBinaryGrads(scope, op, g[0], ops::Neg(scope, ops::Mul(scope, g[0], quotient)),
+                          grad_inputs);
+  return scope.status();
+}
+
 // --- Unary math -----------------------------------------------------------------
 
 // For ops whose gradient is a function of (x, y, dy) building one output.
@@ -362,6 +373,7 @@ REGISTER_GRADIENT_OP("Maximum", MaximumMinimumGrad<true>);
 REGISTER_GRADIENT_OP("Minimum", MaximumMinimumGrad<false>);
 REGISTER_GRADIENT_OP("SquaredDifference", SquaredDifferenceGrad);
 REGISTER_GRADIENT_OP("Pow", PowGrad);
+REGISTER_GRADIENT_OP("FloorMod", FloorModGrad);
 
 REGISTER_GRADIENT_OP("Neg", UnaryGrad<NegGradFn>);
 REGISTER_GRADIENT_OP("Abs", UnaryGrad<AbsGradFn>);

@@ -127,6 +127,9 @@ RECFLOW_BINARY_OP_("SquaredDifference",
                    "bfloat16, half, float, double, int32, int64, complex64, complex128")
     .SetIsCommutative()
     .Doc("Returns (x - y)^2 elementwise, with NumPy broadcasting.");
+RECFLOW_BINARY_OP_("FloorMod", "int32, int64, float, double")
+    .Doc("Returns x - floor(x / y) * y elementwise (the remainder with the sign of y, as "
+         "Python's %), with NumPy broadcasting. Integer division by zero is an error.");
 RECFLOW_BINARY_OP_("Pow", RECFLOW_SIGNED_TYPES_)
     .Doc("Returns x^y elementwise, with NumPy broadcasting.\n\n"
          "For integers a negative exponent is an error.");
@@ -446,6 +449,7 @@ Output DivNoNan(const Scope& scope, Output x, Output y) {
   return Binary(scope, "DivNoNan", x, y);
 }
 Output Maximum(const Scope& scope, Output x, Output y) { return Binary(scope, "Maximum", x, y); }
+Output FloorMod(const Scope& scope, Output x, Output y) { return Binary(scope, "FloorMod", x, y); }
 Output Minimum(const Scope& scope, Output x, Output y) { return Binary(scope, "Minimum", x, y); }
 Output SquaredDifference(const Scope& scope, Output x, Output y) {
   return Binary(scope, "SquaredDifference", x, y);

@@ -32,6 +32,8 @@ Output RealDiv(const Scope& scope, Output x, Output y);
 Output DivNoNan(const Scope& scope, Output x, Output y);
 // max(x, y) / min(x, y); a NaN operand gives NaN.
 Output Maximum(const Scope& scope, Output x, Output y);
+// x - floor(x / y) * y (the sign of y); InvalidArgument for an integer y of 0.
+Output FloorMod(const Scope& scope, Output x, Output y);
 Output Minimum(const Scope& scope, Output x, Output y);
 // (x - y)^2.
 Output SquaredDifference(const Scope& scope, Output x, Output y);

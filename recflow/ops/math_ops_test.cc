@@ -21,7 +21,8 @@ void ExpectBroadcasting(ShapeTestOp& op) {
 
 TEST(MathOpsShapeTest, BinaryArithmeticBroadcasts) {
   for (const char* name :
-       {"Sub", "RealDiv", "DivNoNan", "Maximum", "Minimum", "SquaredDifference", "Pow"}) {
+       {"Sub", "RealDiv", "DivNoNan", "Maximum", "Minimum", "SquaredDifference", "Pow",
+        "FloorMod"}) {
     SCOPED_TRACE(name);
     ShapeTestOp op(name);
     op.Attr("T", DT_DOUBLE);
