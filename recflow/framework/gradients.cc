@@ -213,7 +213,12 @@ absl::Status Backprop(const Scope& outer, const std::vector<Output>& ys,
       }
     }
   }
-  auto on_path = [&](const Node* node) { return from_x[node->id()] && to_y[node->id()]; };
+  // Nodes added from here on (the OnesLike seeds below, the gradient
+  // functions' nodes) get ids >= n and are never on the path.
+  auto on_path = [&](const Node* node) {
+    const int id = node->id();
+    return id < n && from_x[id] && to_y[id];
+  };
 
   // Pending: gradients a node still waits for (one per data edge to an
   // on-path consumer).
