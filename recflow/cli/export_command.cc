@@ -37,12 +37,7 @@ absl::Status RunExport(const models::RunConfig& config, const std::string& model
   RETURN_IF_ERROR(root.status());
   ASSIGN_OR_RETURN(tensorflow::GraphDef gd, root.ToGraphDef());
   ASSIGN_OR_RETURN(auto session, Session::Create({}, gd));
-  RETURN_IF_ERROR(train::CreateHashTables(session.get()));
-  ASSIGN_OR_RETURN(auto saveables, train::GraphSaveables(session.get()));
-  checkpoint::SaverOptions so;
-  so.directory = model_dir;
-  ASSIGN_OR_RETURN(auto saver, checkpoint::Saver::Create(so, std::move(saveables)));
-  RETURN_IF_ERROR(saver->Restore(latest));
+  RETURN_IF_ERROR(train::RestoreModel(session.get(), model_dir, latest));
 
   train::ExportSignature sig;
   sig.inputs["dense"] = in.dense;

@@ -222,14 +222,6 @@ std::string OracleNote(const std::string& data_pattern) {
   return absl::StrFormat("  (oracle: AUC %.4f, logloss %.4f)", a, l);
 }
 
-std::vector<checkpoint::Saveable> WithoutIterators(std::vector<checkpoint::Saveable> all) {
-  std::vector<checkpoint::Saveable> out;
-  for (auto& s : all) {
-    if (!absl::EndsWith(s.name, "/iterator_state")) out.push_back(std::move(s));
-  }
-  return out;
-}
-
 absl::Status RunTrain(models::RunConfig config, const std::string& model_dir) {
   if (config.data.train.empty()) {
     return errors::InvalidArgument(config.path, ": data.train is empty; set it or pass --data");
@@ -351,12 +343,7 @@ absl::Status RunEval(models::RunConfig config, const std::string& model_dir, int
   SessionOptions so;
   so.inter_op_threads = so.intra_op_threads = config.train.threads;
   ASSIGN_OR_RETURN(auto session, Session::Create(so, g.graph_def));
-  RETURN_IF_ERROR(train::CreateHashTables(session.get()));
-  ASSIGN_OR_RETURN(auto saveables, train::GraphSaveables(session.get()));
-  checkpoint::SaverOptions sopts;
-  sopts.directory = model_dir;
-  ASSIGN_OR_RETURN(auto saver, checkpoint::Saver::Create(sopts, WithoutIterators(saveables)));
-  RETURN_IF_ERROR(saver->Restore(latest));
+  RETURN_IF_ERROR(train::RestoreModel(session.get(), model_dir, latest));
   double secs = 0;
   ASSIGN_OR_RETURN(train::BinaryMetricsResult r,
                    Evaluate(session.get(), ds, g.num_components, batches, &secs));

@@ -62,11 +62,12 @@ class ModelBuilder {
   int64_t FeatureDim(int f) const;
 
   // The embedding bag [B, dim] of sparse feature f over the table
-  // "<group>/<feature>" ([vocabulary_size, dim], ids mod vocabulary_size,
-  // the feature's combiner; empty bags read zeros). One table per (group,
-  // feature): a second call returns the same Output. Unimplemented for a
-  // hash_table feature (not wired yet). This is the ONE place embedding
-  // tables are created.
+  // "<group>/<feature>": a variable [vocabulary_size, dim] read at ids mod
+  // vocabulary_size, or for a hash_table feature a hash embedding table
+  // keyed by the raw ids (serve mode when the build is not trainable); the
+  // feature's combiner; empty bags read zeros. One table per (group,
+  // feature): a second call returns the same Output. This is the ONE place
+  // embedding tables are created.
   absl::StatusOr<Output> EmbeddingBag(int f, absl::string_view group,
                                       int64_t dim);
   // Every sparse feature's EmbeddingBag in group "embedding" at its

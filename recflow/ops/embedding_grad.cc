@@ -13,6 +13,7 @@
 #include "recflow/framework/gradients.h"
 #include "recflow/ops/array_ops.h"
 #include "recflow/ops/embedding_ops.h"
+#include "recflow/ops/grad_util.h"
 #include "recflow/ops/math_ops.h"
 #include "recflow/ops/state_ops.h"
 
@@ -101,8 +102,7 @@ absl::Status ResourceGatherGrad(const Scope& scope, const Node& op,
 // The bags: EmbeddingBagGrad's unique ids and summed rows.
 template <bool kResource>
 IndexedSlices BagSlices(const Scope& scope, const Node& op, const Output& g) {
-  std::string combiner = "mean";
-  scope.UpdateStatus(GetNodeAttr(AttrSlice(op.def()), "combiner", &combiner));
+  const std::string combiner = grad::StringAttrOr(scope, op, "combiner", "mean");
   const Output table = OpInput(op, 0);
   ops::EmbeddingBagGradOutputs rows =
       ops::EmbeddingBagGrad(scope, g, OpInput(op, 1), OpInput(op, 2),
@@ -127,12 +127,8 @@ IndexedSlices BagSlices(const Scope& scope, const Node& op, const Output& g) {
 template <bool kResource>
 Output BagWeightsGrad(const Scope& scope, const Node& op, const Output& g) {
   const Output weights = OpInput(op, 3);
-  const Tensor* value = weights.node()->constant_value();
-  if (value != nullptr && weights.index() == 0 && value->NumElements() == 0) {
-    return NoGradient();
-  }
-  std::string combiner = "mean";
-  scope.UpdateStatus(GetNodeAttr(AttrSlice(op.def()), "combiner", &combiner));
+  if (grad::IsEmptyConstant(weights)) return NoGradient();
+  const std::string combiner = grad::StringAttrOr(scope, op, "combiner", "mean");
   Output params = OpInput(op, 0);
   if constexpr (kResource) {
     DataType dtype = DT_FLOAT;

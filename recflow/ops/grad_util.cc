@@ -1,5 +1,7 @@
 #include "recflow/ops/grad_util.h"
 
+#include "recflow/framework/attr_value_util.h"
+
 namespace recflow::grad {
 namespace {
 
@@ -31,6 +33,19 @@ void ReduceBinaryGrads(const Scope& scope, const Node& op, Output gx, Output gy,
   const Output out = OpOutput(op, 0);
   grad_inputs->push_back(gx.valid() ? ReduceToShapeOf(scope, gx, OpInput(op, 0), out) : gx);
   grad_inputs->push_back(gy.valid() ? ReduceToShapeOf(scope, gy, OpInput(op, 1), out) : gy);
+}
+
+bool IsEmptyConstant(const Output& t) {
+  const Tensor* value = t.node()->constant_value();
+  return value != nullptr && t.index() == 0 && value->NumElements() == 0;
+}
+
+std::string StringAttrOr(const Scope& scope, const Node& op, const char* name,
+                         const std::string& fallback) {
+  if (op.def().attr().count(name) == 0) return fallback;
+  std::string value = fallback;
+  scope.UpdateStatus(GetNodeAttr(AttrSlice(op.def()), name, &value));
+  return value;
 }
 
 }  // namespace recflow::grad

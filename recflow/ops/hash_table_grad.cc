@@ -26,6 +26,7 @@
 #include "recflow/framework/gradients.h"
 #include "recflow/ops/array_ops.h"
 #include "recflow/ops/embedding_ops.h"
+#include "recflow/ops/grad_util.h"
 #include "recflow/ops/hash_table_ops.h"
 
 namespace recflow {
@@ -42,8 +43,7 @@ Output TableDenseShape(const Scope& scope, int64_t dim) {
 }
 
 IndexedSlices BagSlices(const Scope& scope, const Node& op, const Output& g) {
-  std::string combiner = "mean";
-  scope.UpdateStatus(GetNodeAttr(AttrSlice(op.def()), "combiner", &combiner));
+  const std::string combiner = grad::StringAttrOr(scope, op, "combiner", "mean");
   ops::EmbeddingBagGradOutputs rows =
       ops::EmbeddingBagGrad(scope, g, OpInput(op, 1), OpInput(op, 2),
                             OpInput(op, 3), {.combiner = combiner});
@@ -57,12 +57,8 @@ IndexedSlices BagSlices(const Scope& scope, const Node& op, const Output& g) {
 // The gradient of the per-id weights, or NoGradient() for none.
 Output BagWeightsGrad(const Scope& scope, const Node& op, const Output& g) {
   const Output weights = OpInput(op, 3);
-  const Tensor* value = weights.node()->constant_value();
-  if (value != nullptr && weights.index() == 0 && value->NumElements() == 0) {
-    return NoGradient();
-  }
-  std::string combiner = "mean";
-  scope.UpdateStatus(GetNodeAttr(AttrSlice(op.def()), "combiner", &combiner));
+  if (grad::IsEmptyConstant(weights)) return NoGradient();
+  const std::string combiner = grad::StringAttrOr(scope, op, "combiner", "mean");
   const Output ids = OpInput(op, 1);
   // The rows the forward op read, as a [N, dim] params matrix indexed by
   // position.

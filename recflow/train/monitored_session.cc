@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "recflow/core/status.h"
 #include "recflow/data/iterator_resource.h"
@@ -84,6 +85,19 @@ absl::Status CreateHashTables(Session* session) {
   if (targets.empty()) return absl::OkStatus();
   std::vector<Tensor> unused;
   return session->Run({}, {}, targets, &unused);
+}
+
+absl::Status RestoreModel(Session* session, const std::string& dir, const std::string& prefix) {
+  RETURN_IF_ERROR(CreateHashTables(session));
+  ASSIGN_OR_RETURN(std::vector<checkpoint::Saveable> all, GraphSaveables(session));
+  std::vector<checkpoint::Saveable> model;
+  for (auto& s : all) {
+    if (!absl::EndsWith(s.name, "/iterator_state")) model.push_back(std::move(s));
+  }
+  checkpoint::SaverOptions so;
+  so.directory = dir;
+  ASSIGN_OR_RETURN(auto saver, checkpoint::Saver::Create(so, std::move(model)));
+  return saver->Restore(prefix);
 }
 
 absl::StatusOr<std::unique_ptr<MonitoredSession>> MonitoredSession::Create(

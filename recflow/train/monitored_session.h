@@ -186,6 +186,13 @@ absl::StatusOr<std::vector<checkpoint::Saveable>> GraphSaveables(Session* sessio
 // this; call it before restoring with a Saver of your own.
 absl::Status CreateHashTables(Session* session);
 
+// Restores the graph's variables and hash tables in `session` from the
+// checkpoint at `prefix` (full or incremental; `dir` is its directory), for
+// sessions that only evaluate or export: input-pipeline positions are not
+// restored, and nothing is saved (a Saver over `dir` does the restore, so
+// temporary files of a crashed save there are cleaned up as usual).
+absl::Status RestoreModel(Session* session, const std::string& dir, const std::string& prefix);
+
 }  // namespace recflow::train
 
 #endif  // RECFLOW_TRAIN_MONITORED_SESSION_H_
