@@ -15,6 +15,8 @@ BUILD_PACKAGES=(
   libfarmhash-dev                         # Fingerprint64 (string ids, as TF)
   libsnappy-dev                           # old TF checkpoint indexes (snappy blocks)
   libyaml-cpp-dev                         # model configs (YAML, with line numbers in errors)
+  libgrpc++-dev protobuf-compiler-grpc    # TF Serving's gRPC API
+  rapidjson-dev                           # TF Serving's REST API (JSON)
   libgtest-dev libgmock-dev               # tests
 )
 BENCH_PACKAGES=(python3-torch python3-numpy python3-pandas)
