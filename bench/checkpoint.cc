@@ -185,6 +185,7 @@ absl::StatusOr<uint64_t> Checksum(const Model& m, ThreadPool* pool) {
   uint64_t s = 0;
   for (const Tensor& t : m.dense) s += WordSum(t);
   embedding::ExportOptions eo;
+  eo.order = embedding::ExportOptions::Order::kStorage;  // as TableSaveable
   eo.max_rows_per_chunk = 1 << 18;
   int64_t rows = 0;
   ASSIGN_OR_RETURN(embedding::ExportResult r,

@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <deque>
 #include <random>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "recflow/checkpoint/table.h"
 #include "recflow/core/crc32c.h"
+#include "recflow/core/mutex.h"
 #include "recflow/core/status.h"
 
 namespace recflow::checkpoint {
@@ -22,6 +25,114 @@ std::string RandomSuffix() {
 }
 
 }  // namespace
+
+// Appends byte ranges to files on one background thread, in order. At most
+// kMaxPending writes wait; Append blocks beyond that. The first error sticks
+// (later writes are dropped) and is returned by Drain. Owned buffers come
+// back through TakeBuffer once written, so steady state allocates nothing.
+class BackgroundAppender {
+ public:
+  static constexpr size_t kMaxPending = 2;
+
+  BackgroundAppender() : thread_([this] { Run(); }) {}
+  ~BackgroundAppender() {
+    {
+      MutexLock l(&mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  // Queues `owned` for appending to `file`.
+  void Append(WritableFile* file, std::string owned) {
+    Push(Item{file, std::move(owned), {}});
+  }
+  // Queues `view`; its bytes must stay valid until Drain returns.
+  void AppendView(WritableFile* file, absl::string_view view) { Push(Item{file, {}, view}); }
+
+  // Waits until every queued write is done; the first error, if any.
+  absl::Status Drain() {
+    std::unique_lock<std::mutex> l(mu_.native());
+    cv_.wait(l, [this] { return queue_.empty() && !busy_; });
+    return status_;
+  }
+
+  // The first write error so far (without waiting).
+  absl::Status status() {
+    MutexLock l(&mu_);
+    return status_;
+  }
+
+  // An empty buffer with at least `capacity` bytes reserved.
+  std::string TakeBuffer(size_t capacity) {
+    std::string b;
+    {
+      MutexLock l(&mu_);
+      if (!free_.empty()) {
+        b = std::move(free_.back());
+        free_.pop_back();
+      }
+    }
+    b.clear();
+    b.reserve(capacity);
+    return b;
+  }
+
+ private:
+  struct Item {
+    WritableFile* file;
+    std::string owned;
+    absl::string_view view;
+  };
+
+  void Push(Item item) {
+    {
+      std::unique_lock<std::mutex> l(mu_.native());
+      cv_.wait(l, [this] { return queue_.size() < kMaxPending; });
+      queue_.push_back(std::move(item));
+    }
+    cv_.notify_all();
+  }
+
+  void Run() {
+    for (;;) {
+      Item item;
+      {
+        std::unique_lock<std::mutex> l(mu_.native());
+        cv_.wait(l, [this] { return stop_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // stop_ and drained
+        item = std::move(queue_.front());
+        queue_.pop_front();
+        busy_ = true;
+        if (!status_.ok()) item.file = nullptr;  // a dead writer writes nothing more
+      }
+      cv_.notify_all();  // room in the queue
+      absl::Status s;
+      if (item.file != nullptr) {
+        s = item.file->Append(item.owned.empty() ? item.view : absl::string_view(item.owned));
+      }
+      {
+        MutexLock l(&mu_);
+        if (status_.ok()) status_ = s;
+        busy_ = false;
+        if (!item.owned.empty() && free_.size() < kMaxPending + 1) {
+          free_.push_back(std::move(item.owned));
+        }
+      }
+      cv_.notify_all();
+    }
+  }
+
+  Mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> free_ ABSL_GUARDED_BY(mu_);
+  bool busy_ ABSL_GUARDED_BY(mu_) = false;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+  std::thread thread_;  // last: starts after the fields above exist
+};
 
 uint32_t ExtendCrcWithStringLength(uint32_t crc, uint64_t len) {
   if (len <= 0xffffffffull) {
@@ -51,7 +162,8 @@ BundleWriter::BundleWriter(Env* env, std::string prefix, const BundleWriterOptio
     : env_(env),
       prefix_(std::move(prefix)),
       options_(options),
-      temp_suffix_(RandomSuffix()) {
+      temp_suffix_(RandomSuffix()),
+      appender_(std::make_unique<BackgroundAppender>()) {
   buffer_.reserve(std::max<size_t>(options_.buffer_bytes, 4096));
 }
 
@@ -72,6 +184,7 @@ absl::StatusOr<std::unique_ptr<BundleWriter>> BundleWriter::Create(
 }
 
 BundleWriter::~BundleWriter() {
+  appender_->Drain().IgnoreError();
   if (!finished_) DeleteTemporaryFiles();
 }
 
@@ -80,6 +193,7 @@ std::string BundleWriter::TempDataFilename(int shard) const {
 }
 
 void BundleWriter::DeleteTemporaryFiles() {
+  appender_->Drain().IgnoreError();
   if (shard_ != nullptr) {
     shard_->Close().IgnoreError();
     shard_.reset();
@@ -108,9 +222,19 @@ absl::Status BundleWriter::OpenShard() {
 }
 
 absl::Status BundleWriter::FlushBuffer() {
+  absl::Status s = appender_->status();
+  if (!s.ok()) {
+    return Fail(errors::Annotate(s, absl::StrCat("writing ", TempDataFilename(num_shards_ - 1))));
+  }
   if (buffer_.empty()) return absl::OkStatus();
-  absl::Status s = shard_->Append(buffer_);
-  buffer_.clear();
+  const size_t capacity = buffer_.capacity();
+  appender_->Append(shard_.get(), std::move(buffer_));
+  buffer_ = appender_->TakeBuffer(capacity);
+  return absl::OkStatus();
+}
+
+absl::Status BundleWriter::DrainWrites() {
+  absl::Status s = appender_->Drain();
   if (!s.ok()) {
     return Fail(errors::Annotate(s, absl::StrCat("writing ", TempDataFilename(num_shards_ - 1))));
   }
@@ -119,6 +243,7 @@ absl::Status BundleWriter::FlushBuffer() {
 
 absl::Status BundleWriter::CloseShard() {
   RETURN_IF_ERROR(FlushBuffer());
+  RETURN_IF_ERROR(DrainWrites());
   const std::string path = TempDataFilename(num_shards_ - 1);
   absl::Status s;
   if (options_.sync) s = shard_->Sync();
@@ -140,13 +265,15 @@ absl::Status BundleWriter::MaybeStartShard(uint64_t bytes) {
 absl::Status BundleWriter::Append(absl::string_view data, uint32_t* crc) {
   const size_t capacity = buffer_.capacity();
   if (data.size() >= capacity) {
-    // Large piece: checksum it and write it from the caller's memory.
+    // Large piece: written from the caller's memory in buffer-sized parts;
+    // each part is checksummed while the previous one is being written.
     RETURN_IF_ERROR(FlushBuffer());
-    *crc = crc32c::Extend(*crc, data.data(), data.size());
-    absl::Status s = shard_->Append(data);
-    if (!s.ok()) {
-      return Fail(errors::Annotate(s, absl::StrCat("writing ", TempDataFilename(num_shards_ - 1))));
+    for (size_t at = 0; at < data.size(); at += capacity) {
+      const absl::string_view part = data.substr(at, capacity);
+      *crc = crc32c::Extend(*crc, part.data(), part.size());
+      appender_->AppendView(shard_.get(), part);
     }
+    RETURN_IF_ERROR(DrainWrites());  // the caller's memory may go now
   } else {
     if (buffer_.size() + data.size() > capacity) RETURN_IF_ERROR(FlushBuffer());
     const size_t at = buffer_.size();

@@ -6,9 +6,13 @@
 //   RETURN_IF_ERROR(writer->AddChunks("emb/values", DT_FLOAT, {n, 64}, ExportRows));
 //   RETURN_IF_ERROR(writer->Finish());
 //
-// Memory: tensor bytes go to the current data shard through one bounded
+// Memory: tensor bytes go to the current data shard through a bounded
 // buffer (options.buffer_bytes); pieces at least that large are checksummed
-// and written straight from the caller's memory. Only the index entries
+// and written straight from the caller's memory. The write system calls run
+// on a background thread, so filling and checksumming the next buffer
+// overlaps writing the previous one; at most two full buffers wait for it
+// (3 * buffer_bytes in all), and a large piece is written in buffer-sized
+// parts, each checksummed while the previous part is written. Only the index entries
 // (a few dozen bytes per tensor) are kept until Finish, so a model never has
 // to fit in memory twice, and AddChunks lets a producer (a hash table
 // exporting its rows) hand over a huge tensor in pieces without ever
@@ -60,6 +64,8 @@ struct BundleWriterOptions {
   bool sync = true;
 };
 
+class BackgroundAppender;
+
 class BundleWriter {
  public:
   // Creates the prefix's directory if needed and opens the first shard.
@@ -104,6 +110,8 @@ class BundleWriter {
   // Appends to the current shard; extends *crc over the bytes.
   absl::Status Append(absl::string_view data, uint32_t* crc);
   absl::Status FlushBuffer();
+  // Waits for the background writes; the first write error kills the writer.
+  absl::Status DrainWrites();
   absl::Status CheckNewEntry(absl::string_view name, DataType dtype);
   absl::Status Fail(absl::Status s);
   void DeleteTemporaryFiles();
@@ -117,6 +125,9 @@ class BundleWriter {
   bool finished_ = false;
 
   std::unique_ptr<WritableFile> shard_;
+  // Writes buffers to shard_ on its own thread (bundle_writer.cc); drained
+  // before shard_ is synced, closed or replaced.
+  std::unique_ptr<BackgroundAppender> appender_;
   int num_shards_ = 0;        // shards opened so far
   uint64_t shard_bytes_ = 0;  // bytes in the current shard
   uint64_t total_bytes_ = 0;

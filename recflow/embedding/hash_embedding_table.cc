@@ -213,6 +213,8 @@ absl::StatusOr<uint32_t> HashEmbeddingTable::InsertRow(Shard& s, int64_t id,
 
 void HashEmbeddingTable::EraseRow(Shard& s, int64_t id, uint32_t slot,
                                   int64_t log_step) {
+  // Marks the slot free for storage-order exports, which walk the slabs.
+  Meta(s, slot).version = kFreeSlotVersion;
   s.free_slots.push_back(slot);
   s.deletion_log.push_back({id, log_step});
 }

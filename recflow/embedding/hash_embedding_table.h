@@ -51,6 +51,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -141,6 +142,14 @@ struct ExportOptions {
   int64_t max_rows_per_chunk = 65536;
   // Leave TableChunk::slots uninitialized (serving exports).
   bool include_slots = true;
+  // Row order. kByKey: ascending ids (the keys are collected and sorted,
+  // then each row is found through the index). kStorage: the order the rows
+  // sit in memory, shard by shard and slab by slab: sequential reads, no
+  // sort, no index lookups, no memory per key; several times faster on big
+  // tables (checkpoints use it). Both give the same set of rows, and two
+  // kStorage exports of an unchanged table give the same order.
+  enum class Order { kByKey, kStorage };
+  Order order = Order::kByKey;
   // When set, Evict(*evict_at_step) with the table's eviction options runs
   // first (so evicted rows are not written).
   std::optional<int64_t> evict_at_step;
@@ -224,10 +233,10 @@ class HashEmbeddingTable {
   EvictionResult Evict(int64_t current_step, const EvictionOptions& criteria,
                        ThreadPool* pool = nullptr);
 
-  // Streams the rows (all, or a delta: ExportOptions) sorted by key, in
+  // Streams the rows (all, or a delta: ExportOptions) in options.order, in
   // chunks of at most max_rows_per_chunk rows, to `sink`; stops at and
   // returns the first error the sink returns. Memory beyond one chunk: 8 bytes
-  // per exported key. No shard lock is held while the sink runs. An export
+  // per exported key for kByKey, none for kStorage. No shard lock is held while the sink runs. An export
   // with no rows calls the sink once with an empty chunk (n = 0), so a
   // checkpoint writer always sees the tensors' dtypes and inner shapes.
   absl::StatusOr<ExportResult> Export(
@@ -241,6 +250,11 @@ class HashEmbeddingTable {
   // of dim 16, or slots for another optimizer); nothing is imported then.
   // To replace the table, Clear() first.
   absl::Status Import(const TableChunk& chunk, ThreadPool* pool = nullptr);
+
+  // Makes room in the shards' indexes for `rows` rows in all (assuming ids
+  // spread evenly), so importing a big checkpoint does not rehash again and
+  // again. Never shrinks anything.
+  void Reserve(int64_t rows);
 
   // Deletes the rows of `ids` (absent ids are ignored) and logs them for
   // delta exports. Returns the number removed.
@@ -273,6 +287,9 @@ class HashEmbeddingTable {
 
   // Implementation details follow.
  private:
+  // RowMeta::version of a slot on the free list (never a real version: those
+  // are steps, >= 0).
+  static constexpr int64_t kFreeSlotVersion = std::numeric_limits<int64_t>::min();
   struct RowMeta {
     int64_t id = 0;
     std::atomic<int64_t> frequency{0};
@@ -372,6 +389,10 @@ class HashEmbeddingTable {
                                        bool include_slots,
                                        ThreadPool* pool) const;
   Tensor DeletedIdsSince(int64_t since_step) const;
+  absl::Status ExportInStorageOrder(
+      const ExportOptions& options,
+      const std::function<absl::Status(const TableChunk&)>& sink,
+      ExportResult* result) const;
 
   const EmbeddingTableOptions options_;
   const int num_slots_;

@@ -1,4 +1,5 @@
-// HashEmbeddingTable: export (full and delta, streamed in sorted chunks) and
+// HashEmbeddingTable: export (full and delta, streamed in chunks sorted by key
+// or in storage order) and
 // import (merge) of rows as tensors.
 #include <algorithm>
 #include <cstring>
@@ -119,6 +120,16 @@ absl::Status HashEmbeddingTable::Import(const TableChunk& chunk,
   return absl::OkStatus();
 }
 
+void HashEmbeddingTable::Reserve(int64_t rows) {
+  if (rows <= 0) return;
+  const int64_t per_shard = rows / options_.num_shards + rows / options_.num_shards / 8 + 16;
+  for (int si = 0; si < options_.num_shards; ++si) {
+    Shard& s = shards_[si];
+    WriterLock lock(&s.mu);
+    if (static_cast<int64_t>(s.index.size()) < per_shard) s.index.reserve(per_shard);
+  }
+}
+
 std::vector<int64_t> HashEmbeddingTable::CollectKeys(int64_t since_step,
                                                      ThreadPool* pool) const {
   const int n_shards = options_.num_shards;
@@ -233,6 +244,83 @@ absl::StatusOr<TableChunk> HashEmbeddingTable::CopyChunk(
   return c;
 }
 
+absl::Status HashEmbeddingTable::ExportInStorageOrder(
+    const ExportOptions& options,
+    const std::function<absl::Status(const TableChunk&)>& sink,
+    ExportResult* result) const {
+  const int64_t dim = options_.dim;
+  const int64_t max_rows = options.max_rows_per_chunk;
+  const bool with_slots = options.include_slots;
+  // Slot data per row; 0 for a table without slots (its tensor is
+  // [n, 0, dim]).
+  const int64_t slot_floats = with_slots ? num_slots_ * dim : 0;
+  // One chunk's buffers, handed to the sink as slices and reused unless the
+  // sink kept a reference to them.
+  Tensor keys, values, slots, freqs, versions;
+  auto allocate = [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(keys, Tensor::Create(DT_INT64, TensorShape({max_rows})));
+    ASSIGN_OR_RETURN(values, Tensor::Create(DT_FLOAT, TensorShape({max_rows, dim})));
+    if (with_slots) {
+      ASSIGN_OR_RETURN(slots,
+                       Tensor::Create(DT_FLOAT, TensorShape({max_rows, num_slots_, dim})));
+    }
+    ASSIGN_OR_RETURN(freqs, Tensor::Create(DT_INT64, TensorShape({max_rows})));
+    ASSIGN_OR_RETURN(versions, Tensor::Create(DT_INT64, TensorShape({max_rows})));
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(allocate());
+  int64_t m = 0;
+  auto emit = [&]() -> absl::Status {
+    TableChunk c;
+    c.keys = keys.Slice(0, m);
+    c.values = values.Slice(0, m);
+    if (with_slots) c.slots = slots.Slice(0, m);
+    c.frequencies = freqs.Slice(0, m);
+    c.versions = versions.Slice(0, m);
+    RETURN_IF_ERROR(sink(c));
+    c = TableChunk();
+    result->rows += m;
+    ++result->chunks;
+    m = 0;
+    const bool kept = !keys.RefCountIsOne() || !values.RefCountIsOne() ||
+                      (with_slots && !slots.RefCountIsOne()) ||
+                      !freqs.RefCountIsOne() || !versions.RefCountIsOne();
+    return kept ? allocate() : absl::OkStatus();
+  };
+  for (int si = 0; si < options_.num_shards; ++si) {
+    Shard& s = shards_[si];
+    uint32_t cursor = 0;
+    for (;;) {
+      {
+        // Copies rows until the chunk is full or the shard ends; the lock is
+        // released before the sink runs.
+        ReaderLock lock(&s.mu);
+        const uint32_t end = s.next_slot;
+        for (; cursor < end && m < max_rows; ++cursor) {
+          const RowMeta& meta = Meta(s, cursor);
+          if (meta.version == kFreeSlotVersion) continue;
+          if (options.since_step >= 0 && meta.version <= options.since_step) continue;
+          const float* row = RowData(s, cursor);
+          keys.data<int64_t>()[m] = meta.id;
+          std::memcpy(values.data<float>() + m * dim, row, dim * sizeof(float));
+          if (slot_floats > 0) {
+            std::memcpy(slots.data<float>() + m * slot_floats, row + dim,
+                        slot_floats * sizeof(float));
+          }
+          freqs.data<int64_t>()[m] = meta.frequency.load(std::memory_order_relaxed);
+          versions.data<int64_t>()[m] = meta.version;
+          ++m;
+        }
+        if (cursor >= end && m < max_rows) break;  // shard done, chunk not full
+      }
+      RETURN_IF_ERROR(emit());
+    }
+  }
+  // The last partial chunk; an empty table still calls the sink once.
+  if (m > 0 || result->chunks == 0) RETURN_IF_ERROR(emit());
+  return absl::OkStatus();
+}
+
 Tensor HashEmbeddingTable::DeletedIdsSince(int64_t since_step) const {
   std::vector<int64_t> ids;
   for (int si = 0; si < options_.num_shards; ++si) {
@@ -259,6 +347,13 @@ absl::StatusOr<ExportResult> HashEmbeddingTable::Export(
   ExportResult result;
   if (options.evict_at_step.has_value()) {
     result.eviction = Evict(*options.evict_at_step, pool);
+  }
+  if (options.order == ExportOptions::Order::kStorage) {
+    RETURN_IF_ERROR(ExportInStorageOrder(options, sink, &result));
+    result.deleted_ids = options.since_step >= 0
+                             ? DeletedIdsSince(options.since_step)
+                             : Tensor(DT_INT64, TensorShape({0}));
+    return result;
   }
   const std::vector<int64_t> keys = CollectKeys(options.since_step, pool);
   const int64_t total = static_cast<int64_t>(keys.size());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <future>
 #include <utility>
 #include <vector>
 
@@ -137,20 +138,38 @@ absl::Status ImportRows(HashEmbeddingTable* table, const BundleReader& reader,
   if (num_slots > 0) {
     ASSIGN_OR_RETURN(slots_cursor, TensorCursor::Open(options.env, reader, *slots_info));
   }
+  table->Reserve(table->size() + n);
   const int64_t rows = std::max<int64_t>(1, options.rows_per_chunk);
-  for (int64_t start = 0; start < n; start += rows) {
+  // Reads chunk [start, start + m) of values and slots.
+  auto read = [&](int64_t start) -> absl::StatusOr<TableChunk> {
     const int64_t m = std::min(rows, n - start);
     TableChunk chunk;
-    chunk.keys = keys.Slice(start, start + m);
     ASSIGN_OR_RETURN(chunk.values, Tensor::Create(DT_FLOAT, TensorShape({m, dim})));
     RETURN_IF_ERROR(values_cursor.Read(chunk.values.TotalBytes(), chunk.values.raw_data()));
     if (slots_cursor.has_value()) {
       ASSIGN_OR_RETURN(chunk.slots, Tensor::Create(DT_FLOAT, TensorShape({m, num_slots, dim})));
       RETURN_IF_ERROR(slots_cursor->Read(chunk.slots.TotalBytes(), chunk.slots.raw_data()));
     }
+    return chunk;
+  };
+  // The next chunk is read on its own thread while this one is imported, so
+  // the disk and the hash inserts overlap.
+  std::future<absl::StatusOr<TableChunk>> next;
+  if (n > 0) next = std::async(std::launch::async, read, int64_t{0});
+  for (int64_t start = 0; start < n; start += rows) {
+    absl::StatusOr<TableChunk> got = next.get();
+    if (!got.ok()) return got.status();
+    if (start + rows < n) next = std::async(std::launch::async, read, start + rows);
+    TableChunk& chunk = *got;
+    const int64_t m = chunk.values.dim_size(0);
+    chunk.keys = keys.Slice(start, start + m);
     if (freqs.IsInitialized()) chunk.frequencies = freqs.Slice(start, start + m);
     if (versions.IsInitialized()) chunk.versions = versions.Slice(start, start + m);
-    RETURN_IF_ERROR(table->Import(chunk, options.pool));
+    absl::Status s = table->Import(chunk, options.pool);
+    if (!s.ok()) {
+      if (next.valid()) next.wait();  // it uses the cursors on this frame
+      return s;
+    }
   }
   RETURN_IF_ERROR(values_cursor.Finish());
   if (slots_cursor.has_value()) RETURN_IF_ERROR(slots_cursor->Finish());
@@ -199,6 +218,9 @@ absl::Status SaveTable(HashEmbeddingTable* table, BundleWriter* writer, const st
   eo.since_step = since_step;
   eo.max_rows_per_chunk = std::max<int64_t>(1, options.rows_per_chunk);
   eo.include_slots = false;
+  // Storage order: sequential reads of the slabs, no sort (both passes see
+  // the same order when the table is unchanged).
+  eo.order = embedding::ExportOptions::Order::kStorage;
   const int64_t dim = table->dim();
   const int num_slots = table->num_slots();
   auto changed = [&]() {

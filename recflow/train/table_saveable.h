@@ -6,7 +6,8 @@
 //       TableSaveable(rm, {.checkpoint_key = "user_emb", .name = "user_emb"})};
 //   ASSIGN_OR_RETURN(auto saver, checkpoint::Saver::Create(opts, std::move(saveables)));
 //
-// Bundle layout for checkpoint key K (n rows, sorted by id; see
+// Bundle layout for checkpoint key K (n rows in the table's storage order,
+// not sorted: HashEmbeddingTable::Export's kStorage; see
 // docs/formats/checkpoint.md, "Embedding tables"):
 //   K/keys         int64 [n]
 //   K/values       float [n, dim]
@@ -32,7 +33,8 @@
 // FailedPrecondition naming the table; nothing is published then.
 //
 // Memory while restoring: keys, frequencies and versions (24 bytes per
-// row), plus one chunk of values and slots, read with positioned reads
+// row), plus two chunks of values and slots (the next chunk is read on its
+// own thread while the current one is imported), read with positioned reads
 // straight from the data file (crc32c checked at the end). A full restore
 // Clear()s the table first; a delta restore removes K/deleted_ids and then
 // imports its rows. On a read error (DataLoss: checksum, truncation) the
