@@ -1,6 +1,7 @@
 #include "recflow/runtime/graph_optimizer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <numeric>
 #include <utility>
@@ -8,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -24,7 +26,8 @@ std::string GraphOptimizerStats::ToString() const {
   std::vector<std::string> parts;
   for (const Pass& p : passes) {
     parts.push_back(absl::StrCat(p.name, ": ", p.nodes_before, " -> ", p.nodes_after, " nodes (",
-                                 p.rewrites, " rewrites)"));
+                                 p.rewrites, " rewrites, ",
+                                 absl::StrFormat("%.3f", p.seconds), " s)"));
   }
   return parts.empty() ? "no passes" : absl::StrJoin(parts, "; ");
 }
@@ -219,6 +222,19 @@ bool IsFoldable(const Node& n, const GraphOptimizerOptions& options) {
   if (!n.IsOpRegistered() || n.IsStateful() || n.num_outputs() == 0) return false;
   if (n.op() == "Const" || IsPlaceholderOp(n.op()) || IsControlFlowOp(n.op())) return false;
   if (HasStateTypes(n)) return false;
+  // The inputs' size, when every input's shape is known (-1 otherwise).
+  double in_bytes = 0;
+  for (const Edge* e : n.in_edges()) {
+    if (e->IsControlEdge()) continue;
+    const PartialShape& shape = e->src->output_shape(e->src_output);
+    const DataType type = e->src->output_type(e->src_output);
+    if (type == DT_STRING || !shape.IsFullyDefined()) {
+      in_bytes = -1;
+      break;
+    }
+    in_bytes +=
+        static_cast<double>(shape.num_elements()) * static_cast<double>(ElementStorageSize(type));
+  }
   for (int i = 0; i < n.num_outputs(); ++i) {
     const PartialShape& shape = n.output_shape(i);
     const DataType type = n.output_type(i);
@@ -226,6 +242,10 @@ bool IsFoldable(const Node& n, const GraphOptimizerOptions& options) {
     const double bytes =
         static_cast<double>(shape.num_elements()) * static_cast<double>(ElementStorageSize(type));
     if (bytes > static_cast<double>(options.max_constant_bytes)) return false;
+    if (in_bytes >= 0 && bytes > static_cast<double>(options.max_expansion_bytes) &&
+        bytes > 16 * in_bytes) {
+      return false;  // an expansion (see GraphOptimizerOptions::max_expansion_bytes)
+    }
   }
   return KernelRegistry::Global()->FindKernel(DEVICE_CPU, n.def()).ok();
 }
@@ -666,6 +686,7 @@ absl::Status OptimizeGraph(const GraphOptimizerOptions& options, Device* device,
     GraphOptimizerStats::Pass p;
     p.name = name;
     p.nodes_before = graph_def->node_size();
+    const auto start = std::chrono::steady_clock::now();
     absl::StatusOr<int> rewrites = pass(graph_def);
     if (!rewrites.ok()) {
       return errors::Annotate(rewrites.status(), absl::StrCat("graph optimizer pass ", name));
@@ -673,6 +694,7 @@ absl::Status OptimizeGraph(const GraphOptimizerOptions& options, Device* device,
     p.rewrites = *rewrites;
     if (p.rewrites > 0) RemoveDeadNodes(sinks, graph_def);
     p.nodes_after = graph_def->node_size();
+    p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (stats != nullptr) stats->passes.push_back(std::move(p));
     return absl::OkStatus();
   };

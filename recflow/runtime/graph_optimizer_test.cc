@@ -349,6 +349,30 @@ TEST(ConstantFoldingTest, RespectsTheSizeLimit) {
   EXPECT_EQ(FindNode(def, "big")->op(), "Const");
 }
 
+// An expansion (a big value from small inputs) stays an op above
+// max_expansion_bytes; a big value computed from a big constant still folds.
+TEST(ConstantFoldingTest, LeavesBigExpansionsUnfolded) {
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  Output zeros = ops::Fill(root.WithOpName("zeros"), ops::Const(root, {512, 1024}, TensorShape({2})),
+                           ops::Const(root, 0.f));  // 2 MiB from 12 bytes
+  Output small = ops::Fill(root.WithOpName("small"), ops::Const(root, {4, 8}, TensorShape({2})),
+                           ops::Const(root, 1.f));  // 128 bytes
+  Output scaled = ops::Mul(root.WithOpName("scaled"),
+                           ops::Const(root, RandomFloats(TensorShape({512, 1024}), 7)),
+                           ops::Const(root, 2.f));  // 2 MiB from 2 MiB
+  ops::AddN(root.WithOpName("y"), {ops::Mul(root, x, zeros), scaled});
+  ops::Mul(root.WithOpName("z"), x, small);
+  GraphOptimizerOptions options = Only(true, false, false);
+  GraphDef def = Optimize(SignatureGraph(root, {"x"}, {"y", "z"}), options);
+  EXPECT_EQ(FindNode(def, "zeros")->op(), "Fill");
+  EXPECT_EQ(FindNode(def, "small")->op(), "Const");
+  EXPECT_EQ(FindNode(def, "scaled")->op(), "Const");
+  options.max_expansion_bytes = 4 << 20;
+  def = Optimize(SignatureGraph(root, {"x"}, {"y", "z"}), options);
+  EXPECT_EQ(FindNode(def, "zeros")->op(), "Const");
+}
+
 TEST(ConstantFoldingTest, MultiOutputNodesBecomeOneConstPerOutput) {
   Scope root = Scope::NewRootScope();
   Output s0 = ops::Const(root, {4, 1, 3}, TensorShape({3}));

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "recflow/core/logging.h"
 #include "recflow/core/status.h"
+#include "recflow/runtime/caching_allocator.h"
 #include "recflow/runtime/call_frame.h"
 #include "recflow/runtime/executor.h"
 
@@ -37,6 +38,10 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(const SessionOptions& o
   if (intra > 1) s->intra_op_pool_ = std::make_unique<ThreadPool>("recflow_intra", intra);
   Device::Options device_options;
   device_options.intra_op_pool = s->intra_op_pool_.get();
+  // Kernel outputs come from the caching allocator: a step's big buffers
+  // are reused by the next step instead of being page-faulted in anew (see
+  // runtime/caching_allocator.h; RECFLOW_ALLOCATOR_CACHE_MB=0 turns it off).
+  device_options.allocator = caching_cpu_allocator();
   s->device_ = std::make_unique<Device>(device_options);
   {
     MutexLock lock(&s->mu_);
