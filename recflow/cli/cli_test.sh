@@ -195,5 +195,21 @@ head -c 100 "$HPT/saved_model.pb" > "$TMP/sm/trunc_model/saved_model.pb"
 expect sm_truncated_model 1 "saved_model.pb' \(100 bytes\) is not a valid SavedModel" \
   "$RECFLOW" saved_model show --dir "$TMP/sm/trunc_model"
 
+# The zoo's two_tower (examples/configs, small tables) trains on the gen-data
+# files and exports user_embedding / item_embedding signatures; din's example
+# config names the sequence column H1 that Criteo files do not have.
+sed 's/vocabulary_size: 100000/vocabulary_size: 1000/' "$SRC/examples/configs/two_tower.yaml" \
+  > "$TMP/two_tower.yaml"
+expect zoo_two_tower_train 0 "trained 2 steps" \
+  "$RECFLOW" train --config "$TMP/two_tower.yaml" --data "$TMP/gd1/train-*.tsv" \
+  --model_dir "$TMP/tt" --steps 2 --threads 1
+expect zoo_two_tower_export 0 "exported .*two_tower" \
+  "$RECFLOW" export --model_dir "$TMP/tt" --export_dir "$TMP/tt_export"
+expect zoo_two_tower_signatures 0 "signature_def\['user_embedding'\]" \
+  "$RECFLOW" saved_model show --dir "$TMP/tt_export" --all
+expect zoo_din_needs_sequence 1 "features.sparse: 'H1' is not a sparse field of the criteo data" \
+  "$RECFLOW" train --config "$SRC/examples/configs/din.yaml" --data "$TMP/gd1/train-*.tsv" \
+  --model_dir "$TMP/din"
+
 echo "$pass passed, $fails failed"
 ((fails == 0))

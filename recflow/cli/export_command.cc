@@ -24,7 +24,9 @@ constexpr char kUsage[] =
     "serving_default signature takes a request's raw features — \"dense\" float [B, n] and,\n"
     "per sparse feature F, \"F/ids\" int64 [nnz] and \"F/row_splits\" int64 [B+1] (the ids of\n"
     "example b are ids[row_splits[b]:row_splits[b+1]]) — and returns \"probabilities\"\n"
-    "float [B] and \"logits\" float [B]. The config defaults to DIR/run_config.yaml (written\n"
+    "float [B] and \"logits\" float [B]. A two_tower model also gets \"user_embedding\" and\n"
+    "\"item_embedding\" signatures (each tower's features -> its L2-normalised vector) and\n"
+    "\"score\" in serving_default. The config defaults to DIR/run_config.yaml (written\n"
     "by recflow train). Try it with: recflow saved_model show --dir EXPORT_DIR --all\n\n";
 
 absl::Status RunExport(const models::RunConfig& config, const std::string& model_dir,
@@ -39,16 +41,10 @@ absl::Status RunExport(const models::RunConfig& config, const std::string& model
   ASSIGN_OR_RETURN(auto session, Session::Create({}, gd));
   RETURN_IF_ERROR(train::RestoreModel(session.get(), model_dir, latest));
 
-  train::ExportSignature sig;
-  sig.inputs["dense"] = in.dense;
-  for (size_t i = 0; i < config.model.sparse_features.size(); ++i) {
-    const std::string& name = config.model.sparse_features[i].name;
-    sig.inputs[name + "/ids"] = in.sparse[i].ids;
-    sig.inputs[name + "/row_splits"] = in.sparse[i].row_splits;
-  }
-  sig.outputs["probabilities"] = m.probabilities;
-  sig.outputs["logits"] = m.logits;
-  RETURN_IF_ERROR(train::ExportSavedModel(session.get(), {{"serving_default", sig}}, export_dir));
+  // serving_default, plus the model's own signatures (two_tower:
+  // user_embedding, item_embedding).
+  RETURN_IF_ERROR(train::ExportSavedModel(
+      session.get(), models::ServingSignatures(config.model, in, m), export_dir));
   std::printf("exported %s (%s, %lld parameters) to %s\n", latest.c_str(),
               config.model.type.c_str(), static_cast<long long>(m.num_parameters),
               export_dir.c_str());

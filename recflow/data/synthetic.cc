@@ -33,6 +33,8 @@ constexpr uint64_t kRowsPurpose = 0x100;  // + split
 constexpr uint64_t kCalibrationPurpose = 0x1ff;
 constexpr uint64_t kParamsPurpose = 0x200;
 constexpr uint64_t kHashPurpose = 0x300;  // + field
+constexpr uint64_t kHistoryPurpose = 0x400;  // mixed into a row stream's key
+constexpr uint64_t kCategoryPurpose = 0x401;
 
 // Tags in counter word 2 of the parameter stream.
 constexpr uint32_t kEffectTag = 0;
@@ -332,6 +334,22 @@ absl::Status SyntheticConfig::Validate() const {
         "synthetic config: calibration_rows must be >= 100, got ",
         calibration_rows);
   }
+  if (history.max_length < 0 || history.max_length > kSyntheticMaxHistory) {
+    return errors::InvalidArgument(
+        "synthetic config: history.max_length must be in [0, ",
+        kSyntheticMaxHistory, "], got ", history.max_length);
+  }
+  if (history.item_field < 0 || history.item_field >= kSyntheticNumCategorical) {
+    return errors::InvalidArgument(
+        "synthetic config: history.item_field must be in [0, ",
+        kSyntheticNumCategorical, "), got ", history.item_field);
+  }
+  if (history.num_categories < 1 || !std::isfinite(history.scale)) {
+    return errors::InvalidArgument(
+        "synthetic config: history.num_categories must be >= 1 and "
+        "history.scale finite, got ",
+        history.num_categories, " and ", history.scale);
+  }
   return absl::OkStatus();
 }
 
@@ -347,6 +365,7 @@ struct SyntheticGenerator::Impl {
   PhiloxRandom::Key calibration_key;
   PhiloxRandom::Key params_key;
   uint64_t hash_key[kSyntheticNumCategorical];
+  uint64_t category_key = 0;
   ZipfSampler zipf[kSyntheticNumCategorical];
   ZipfAliasTable zipf_alias[kSyntheticNumCategorical];  // small fields only
   double inv_log_card[kSyntheticNumCategorical];
@@ -411,6 +430,7 @@ absl::StatusOr<std::unique_ptr<SyntheticGenerator>> SyntheticGenerator::Create(
   impl->row_key[1] = KeyOf(DeriveKey(seed, kRowsPurpose + 1));
   impl->calibration_key = KeyOf(DeriveKey(seed, kCalibrationPurpose));
   impl->params_key = KeyOf(DeriveKey(seed, kParamsPurpose));
+  impl->category_key = DeriveKey(seed, kCategoryPurpose);
   for (int f = 0; f < kSyntheticNumCategorical; ++f) {
     const SyntheticCategoricalSpec& c = config.categorical[f];
     impl->hash_key[f] = DeriveKey(seed, kHashPurpose + f);
@@ -555,7 +575,23 @@ double SyntheticGenerator::LogitWithoutBias(SyntheticRow* row) const {
   row->first_order = static_cast<float>(first);
   row->pairwise = static_cast<float>(pair);
   row->dense_part = static_cast<float>(mlp);
-  return first + pair + mlp;
+  double sequence = 0;
+  const uint32_t item = row->rank[config_.history.item_field];
+  if (row->history_length > 0 && item != 0) {
+    const int target = HistoryCategory(item);
+    int matches = 0;
+    for (uint32_t i = 0; i < row->history_length; ++i) {
+      matches += HistoryCategory(row->history_rank[i]) == target ? 1 : 0;
+    }
+    sequence = config_.history.scale * matches;
+  }
+  row->sequence_part = static_cast<float>(sequence);
+  return first + pair + mlp + sequence;
+}
+
+int SyntheticGenerator::HistoryCategory(uint32_t rank) const {
+  return static_cast<int>(Permute(rank, impl_->category_key) %
+                          static_cast<uint32_t>(config_.history.num_categories));
 }
 
 void SyntheticGenerator::GenerateOne(const random::PhiloxRandom::Key& key,
@@ -587,6 +623,23 @@ void SyntheticGenerator::GenerateOne(const random::PhiloxRandom::Key& key,
     row->rank[f] = static_cast<uint32_t>(rank);
     row->hashed[f] = Permute(static_cast<uint32_t>(rank), m.hash_key[f]);
     row->categorical_present |= 1u << f;
+  }
+  if (config_.history.max_length > 0) {
+    // A stream of its own, so the row's other draws stay as they are.
+    const uint64_t hk = DeriveKey(
+        (static_cast<uint64_t>(key[1]) << 32) | key[0], kHistoryPurpose);
+    RowStream hrng(KeyOf(hk), row_index);
+    const int f = config_.history.item_field;
+    row->history_length = hrng.Word() % static_cast<uint32_t>(
+                                            config_.history.max_length + 1);
+    for (uint32_t i = 0; i < row->history_length; ++i) {
+      const int64_t rank =
+          m.zipf_alias[f].empty()
+              ? m.zipf[f].Sample([&hrng] { return hrng.UniformDouble(); })
+              : m.zipf_alias[f].Sample(hrng.UniformDouble());
+      row->history_rank[i] = static_cast<uint32_t>(rank);
+      row->history_hashed[i] = Permute(static_cast<uint32_t>(rank), m.hash_key[f]);
+    }
   }
   const double logit = bias_ + LogitWithoutBias(row);
   row->probability = Sigmoid(logit);
@@ -704,6 +757,33 @@ Batch RowsToBatch(const SyntheticRow* rows, int64_t n) {
         ids[k++] = CriteoHexId(f, rows[r].hashed[f]);
       splits[r + 1] = k;
     }
+  }
+  return batch;
+}
+
+BatchSchema SyntheticBatchSchemaWithHistory() {
+  BatchSchema schema = SyntheticBatchSchema();
+  schema.sparse.push_back({"H1", false});
+  return schema;
+}
+
+Batch RowsToBatchWithHistory(const SyntheticRow* rows, int64_t n,
+                             int item_field) {
+  Batch batch = RowsToBatch(rows, n);
+  int64_t nnz = 0;
+  for (int64_t r = 0; r < n; ++r) nnz += rows[r].history_length;
+  SparseBatch& sparse = batch.sparse.emplace_back();
+  sparse.ids = Tensor(DT_INT64, TensorShape({nnz}));
+  sparse.row_splits = Tensor(DT_INT64, TensorShape({n + 1}));
+  int64_t* ids = sparse.ids.data<int64_t>();
+  int64_t* splits = sparse.row_splits.data<int64_t>();
+  int64_t k = 0;
+  splits[0] = 0;
+  for (int64_t r = 0; r < n; ++r) {
+    for (uint32_t i = 0; i < rows[r].history_length; ++i) {
+      ids[k++] = CriteoHexId(item_field, rows[r].history_hashed[i]);
+    }
+    splits[r + 1] = k;
   }
   return batch;
 }

@@ -86,6 +86,25 @@ struct SyntheticInteraction {
   double scale = 0.3;
 };
 
+// Optional behaviour sequences (off by default: max_length 0 leaves every
+// row, file and batch exactly as without it). Each row gets a history of
+// L ~ uniform{0..max_length} items of categorical field `item_field` (the
+// "candidate item", C1 by default), drawn from that field's Zipf law on a
+// stream of their own (so the other features are unchanged); every rank r
+// of the field has a hidden category Permute(r) % num_categories, and
+//   logit += scale * #(history items in the category of the row's item)
+// (0 when the item is missing). Attention over the history (DIN) can weigh
+// each history item by its match with the candidate; sum pooling cannot.
+// The histories are in memory only (SyntheticRow, RowsToBatch's "H1"): the
+// TSV and TFRecord writers do not write them.
+inline constexpr int kSyntheticMaxHistory = 32;
+struct SyntheticHistorySpec {
+  int max_length = 0;      // in [0, kSyntheticMaxHistory]; 0: no histories
+  int item_field = 0;      // 0-based categorical field of the items
+  int num_categories = 8;  // >= 1
+  double scale = 0.5;      // finite
+};
+
 struct SyntheticConfig {
   uint64_t seed = 1;
   double target_ctr = 0.25;  // in (0, 1)
@@ -98,6 +117,7 @@ struct SyntheticConfig {
   int dense_hidden_units = 8;  // of the ground truth's dense MLP, in [1, 64]
   double dense_effect_scale = 1.5;   // output scale of the dense MLP, >= 0
   int64_t calibration_rows = 50000;  // sample size for the bias bisection
+  SyntheticHistorySpec history;      // off by default
 
   // InvalidArgument naming the first bad setting.
   absl::Status Validate() const;
@@ -123,12 +143,19 @@ struct SyntheticRow {
   // rank, different per field and seed; 0 when missing.
   uint32_t hashed[kSyntheticNumCategorical] = {};
 
+  // The history (config.history.max_length > 0): ranks and written values
+  // of items of field config.history.item_field, oldest first.
+  uint32_t history_length = 0;
+  uint32_t history_rank[kSyntheticMaxHistory] = {};
+  uint32_t history_hashed[kSyntheticMaxHistory] = {};
+
   // Ground truth: probability = sigmoid(bias + first_order + pairwise +
-  // dense_part).
+  // dense_part + sequence_part).
   double probability = 0;
   float first_order = 0;
   float pairwise = 0;
   float dense_part = 0;
+  float sequence_part = 0;
 
   bool has_dense(int j) const { return (dense_present >> j) & 1u; }
   bool has_categorical(int f) const { return (categorical_present >> f) & 1u; }
@@ -156,6 +183,8 @@ class SyntheticGenerator {
   // The ground truth's first-order effect of id `rank` of field f (rank 0:
   // the missing effect). For tests and docs.
   double FirstOrderEffect(int field, uint32_t rank) const;
+  // The hidden category of rank r of config.history.item_field.
+  int HistoryCategory(uint32_t rank) const;
 
   // The 8-hex-digit text of a value: "0001abcd" (lower case), as Criteo.
   static void AppendHex(uint32_t value, std::string* out);
@@ -188,6 +217,12 @@ absl::StatusOr<std::vector<SyntheticRow>> GenerateRows(
 // 32-bit number the hex text denotes), none when missing.
 BatchSchema SyntheticBatchSchema();
 Batch RowsToBatch(const SyntheticRow* rows, int64_t n);
+// The same plus a 27th sparse feature "H1": each row's history, ids
+// CriteoHexId(item_field, history_hashed[i]) (the id space of the item
+// field's own ids), oldest first; an empty history is an empty row.
+BatchSchema SyntheticBatchSchemaWithHistory();
+Batch RowsToBatchWithHistory(const SyntheticRow* rows, int64_t n,
+                             int item_field);
 
 // Appends the row as one Criteo TSV line: label, I1..I13, C1..C26 separated
 // by tabs, empty fields for missing values, '\n' at the end.

@@ -130,6 +130,25 @@ class MapReader {
     return absl::OkStatus();
   }
 
+  absl::Status StringList(const std::string& key, std::vector<std::string>* out) {
+    YAML::Node n = Child(key);
+    if (!n.IsDefined() || n.IsNull()) return absl::OkStatus();
+    if (!n.IsSequence()) {
+      return Error(n, absl::StrCat(PathOf(key), ": expected a list of names like [C1, I1], got ",
+                                   Describe(n)));
+    }
+    std::vector<std::string> v;
+    for (size_t i = 0; i < n.size(); ++i) {
+      if (!n[i].IsScalar()) {
+        return Error(n[i], absl::StrCat(PathOf(key), "[", i, "]: expected a name, got ",
+                                        Describe(n[i])));
+      }
+      v.push_back(n[i].Scalar());
+    }
+    *out = std::move(v);
+    return absl::OkStatus();
+  }
+
   // InvalidArgument for the first key that was never asked for.
   absl::Status Finish() const {
     if (!node_.IsMap()) return absl::OkStatus();
@@ -232,6 +251,7 @@ absl::Status ParseSparseEntry(const YAML::Node& n, const std::string& path,
   RETURN_IF_ERROR(r.Bool("hash_table", &f->hash_table));
   RETURN_IF_ERROR(r.Int("dim", &f->dim, 0));
   RETURN_IF_ERROR(r.String("combiner", &f->combiner, {"sum", "mean", "sqrtn"}));
+  RETURN_IF_ERROR(r.String("sequence_of", &f->sequence_of));
   return r.Finish();
 }
 
@@ -274,11 +294,27 @@ absl::Status ParseSparse(const YAML::Node& n, const SparseFeatureConfig& default
     }
     out->push_back(f);
   }
+  // A sequence names another sparse feature, which is not a sequence.
+  for (size_t i = 0; i < out->size(); ++i) {
+    const SparseFeatureConfig& f = (*out)[i];
+    if (f.sequence_of.empty()) continue;
+    bool found = false;
+    for (const SparseFeatureConfig& t : *out) {
+      found |= t.name == f.sequence_of && t.name != f.name && t.sequence_of.empty();
+    }
+    if (!found) {
+      const YAML::Node at = n[i].IsMap() ? n[i]["sequence_of"] : n[i];
+      return errors::InvalidArgument(Where(*file, at), ": features.sparse[", i, "].sequence_of: '",
+                                     f.sequence_of,
+                                     "' is not another sparse feature (that is not a sequence)");
+    }
+  }
   return absl::OkStatus();
 }
 
 absl::Status ParseRoot(const YAML::Node& root, const std::string* file, RunConfig* c) {
   MapReader r(root, "", file);
+  YAML::Node model_node;
   if (!root.IsMap()) {
     return errors::InvalidArgument(*file, ": a config is a YAML map with the keys model, "
                                           "features, optimizer, data, train, checkpoint, eval");
@@ -302,6 +338,15 @@ absl::Status ParseRoot(const YAML::Node& root, const std::string* file, RunConfi
     RETURN_IF_ERROR(m.IntList("hidden_units", &mc.hidden_units, 1));
     RETURN_IF_ERROR(m.IntList("bottom_units", &mc.bottom_units, 1));
     RETURN_IF_ERROR(m.Int("cross_layers", &mc.cross_layers, 0));
+    RETURN_IF_ERROR(m.IntList("attention_units", &mc.attention_units, 1));
+    RETURN_IF_ERROR(m.StringList("user_features", &mc.user_features));
+    RETURN_IF_ERROR(m.StringList("item_features", &mc.item_features));
+    RETURN_IF_ERROR(m.Int("tower_dim", &mc.tower_dim, 1));
+    RETURN_IF_ERROR(m.Double("temperature", &mc.temperature, 0));
+    if (!(mc.temperature > 0)) {
+      return m.Error(n["temperature"], "model.temperature must be > 0");
+    }
+    model_node = n;
     RETURN_IF_ERROR(
         m.String("activation", &mc.activation, {"relu", "sigmoid", "tanh", "identity"}));
     RETURN_IF_ERROR(m.Double("l2_regularization", &mc.l2_regularization, 0));
@@ -335,10 +380,25 @@ absl::Status ParseRoot(const YAML::Node& root, const std::string* file, RunConfi
     }
     for (size_t i = 0; i < c->model.sparse_features.size(); ++i) {
       const SparseFeatureConfig& sf = c->model.sparse_features[i];
-      if (sf.vocabulary_size <= 0 && !sf.hash_table) {
+      if (sf.sequence_of.empty() && sf.vocabulary_size <= 0 && !sf.hash_table) {
         return errors::InvalidArgument(
             Where(*file, n), ": features.sparse: feature '", sf.name,
             "' needs vocabulary_size > 0 or hash_table: true");
+      }
+    }
+  }
+  // two_tower's feature lists must name features of the config.
+  for (const char* key : {"user_features", "item_features"}) {
+    const std::vector<std::string>& list =
+        std::string(key) == "user_features" ? c->model.user_features : c->model.item_features;
+    for (size_t i = 0; i < list.size(); ++i) {
+      bool found = std::find(c->model.dense_features.begin(), c->model.dense_features.end(),
+                             list[i]) != c->model.dense_features.end();
+      for (const SparseFeatureConfig& f : c->model.sparse_features) found |= f.name == list[i];
+      if (!found) {
+        return errors::InvalidArgument(Where(*file, model_node[key][i]), ": model.", key, "[",
+                                       i, "]: '", list[i],
+                                       "' is not a dense or sparse feature under features");
       }
     }
   }

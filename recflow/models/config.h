@@ -4,7 +4,7 @@
 // reference of every key.
 //
 //   model:
-//     type: deepfm                  # lr | fm | mlp | wide_deep | deepfm | dcn_v2 | dlrm
+//     type: deepfm                  # lr | fm | mlp | wide_deep | deepfm | dcn_v2 | dlrm | din | two_tower
 //     embedding_dim: 16
 //     hidden_units: [256, 128]
 //   features:

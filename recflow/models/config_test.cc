@@ -116,6 +116,22 @@ TEST(RunConfigTest, BadConfigsNameFileLineAndKey) {
       {"- just\n- a list\n", "a config is a YAML map", "c.yaml"},
       {"model: {type: lr\nfeatures: {dense: 2}\n", "not valid YAML", "c.yaml:"},
       {"model: {type: lr}\nfeatures: {dense: 2}\nextra: 1\n", "unknown key 'extra'", "c.yaml:3:1"},
+      // din and two_tower keys.
+      {"model: {type: din}\nfeatures:\n  sparse: [C1, {name: H1, sequence_of: C9}]\n",
+       "features.sparse[1].sequence_of: 'C9' is not another sparse feature", "c.yaml:3:40"},
+      {"model: {type: din}\nfeatures:\n  sparse: [C1, {name: H1, sequence_of: H1}]\n",
+       "features.sparse[1].sequence_of: 'H1' is not another", "c.yaml:3:40"},
+      {"model: {type: din, attention_units: [0]}\nfeatures: {sparse: 2}\n",
+       "model.attention_units[0] must be >= 1, got 0", "c.yaml:1:38"},
+      {"model: {type: two_tower, user_features: C1}\nfeatures: {sparse: 2}\n",
+       "model.user_features: expected a list of names", "c.yaml:1:41"},
+      {"model:\n  type: two_tower\n  user_features: [C1]\n  item_features: [C2, C7]\n"
+       "features: {sparse: 2}\n",
+       "model.item_features[1]: 'C7' is not a dense or sparse feature", "c.yaml:4:23"},
+      {"model: {type: two_tower, tower_dim: 0}\nfeatures: {sparse: 2}\n",
+       "model.tower_dim must be >= 1, got 0", "c.yaml:1:37"},
+      {"model: {type: two_tower, temperature: 0}\nfeatures: {sparse: 2}\n",
+       "model.temperature must be > 0", "c.yaml:1:39"},
   };
   for (const BadCase& c : cases) {
     auto r = ParseRunConfig(c.yaml, "c.yaml");
@@ -124,6 +140,34 @@ TEST(RunConfigTest, BadConfigsNameFileLineAndKey) {
     EXPECT_THAT(r.status().message(), HasSubstr(c.expected)) << c.yaml;
     EXPECT_THAT(std::string(r.status().message()), testing::StartsWith(c.location)) << c.yaml;
   }
+}
+
+TEST(RunConfigTest, ParsesDinAndTwoTowerKeys) {
+  auto din = ParseRunConfig(R"(
+model: {type: din, attention_units: [32, 8]}
+features:
+  sparse: [C1, C2, {name: H1, sequence_of: C1, combiner: mean}]
+)",
+                            "din.yaml");
+  ASSERT_TRUE(din.ok()) << din.status();
+  EXPECT_EQ(din->model.attention_units, (std::vector<int64_t>{32, 8}));
+  EXPECT_EQ(din->model.sparse_features[2].sequence_of, "C1");
+  EXPECT_EQ(din->model.sparse_features[0].sequence_of, "");
+  auto tt = ParseRunConfig(R"(
+model:
+  type: two_tower
+  user_features: [I1, C1]
+  item_features: [C2]
+  tower_dim: 8
+  temperature: 0.2
+features: {dense: 1, sparse: 2}
+)",
+                           "tt.yaml");
+  ASSERT_TRUE(tt.ok()) << tt.status();
+  EXPECT_EQ(tt->model.user_features, (std::vector<std::string>{"I1", "C1"}));
+  EXPECT_EQ(tt->model.item_features, (std::vector<std::string>{"C2"}));
+  EXPECT_EQ(tt->model.tower_dim, 8);
+  EXPECT_DOUBLE_EQ(tt->model.temperature, 0.2);
 }
 
 TEST(RunConfigTest, OverridesAreAppliedAndReparse) {

@@ -2,6 +2,7 @@
 // probabilities and the per-group training ops (model.h).
 #include "recflow/models/model.h"
 
+#include <algorithm>
 #include <memory>
 #include <set>
 #include <string>
@@ -123,7 +124,27 @@ absl::Status CheckConfig(const ModelConfig& c, const BuildOptions& options) {
       return errors::InvalidArgument(
           field, ".dim must be > 0 (or 0 for embedding_dim), got ", s.dim);
     }
-    if (!s.hash_table && s.vocabulary_size <= 0) {
+    if (!s.sequence_of.empty()) {
+      const auto target = std::find_if(
+          c.sparse_features.begin(), c.sparse_features.end(),
+          [&](const SparseFeatureConfig& t) { return t.name == s.sequence_of; });
+      if (target == c.sparse_features.end() || s.sequence_of == s.name) {
+        return errors::InvalidArgument(
+            field, ".sequence_of: '", s.sequence_of,
+            "' is not another sparse feature of the config");
+      }
+      if (!target->sequence_of.empty()) {
+        return errors::InvalidArgument(
+            field, ".sequence_of: '", s.sequence_of,
+            "' is itself a sequence (of '", target->sequence_of,
+            "'); name the item feature");
+      }
+      if (s.dim != 0 && s.dim != (target->dim > 0 ? target->dim : c.embedding_dim)) {
+        return errors::InvalidArgument(
+            field, ".dim is ", s.dim, " but a sequence reads the table of '",
+            s.sequence_of, "'; leave dim at 0");
+      }
+    } else if (!s.hash_table && s.vocabulary_size <= 0) {
       return errors::InvalidArgument(
           field,
           ".vocabulary_size must be > 0 unless hash_table is "
@@ -334,11 +355,16 @@ absl::StatusOr<Model> BuildModel(const Scope& scope, const ModelConfig& config,
   m.embedding_variables = b.embedding_variables();
   m.dense_variables = b.dense_variables();
   m.num_parameters = b.num_parameters();
+  m.outputs = b.outputs();
+  m.signatures = b.signatures();
   if (inputs.labels.valid()) {
     const Scope ls = scope.NewSubScope("loss_terms");
-    Output ce = ops::Mean(
-        ls, ops::SigmoidCrossEntropyWithLogits(ls, m.logits, inputs.labels),
-        {0});
+    Output ce = b.loss().valid()
+                    ? b.loss()
+                    : ops::Mean(ls,
+                                ops::SigmoidCrossEntropyWithLogits(
+                                    ls, m.logits, inputs.labels),
+                                {0});
     if (config.l2_regularization > 0 && !b.regularized_weights().empty()) {
       std::vector<Output> l2;
       for (const Output& w : b.regularized_weights()) {
@@ -359,10 +385,44 @@ absl::StatusOr<Model> BuildModel(const Scope& scope, const ModelConfig& config,
   return m;
 }
 
+std::map<std::string, train::ExportSignature> ServingSignatures(
+    const ModelConfig& config, const ModelInputs& inputs, const Model& model) {
+  auto add_features = [&](const std::vector<std::string>& names,
+                          train::ExportSignature* sig) {
+    for (size_t i = 0; i < config.sparse_features.size(); ++i) {
+      const std::string& name = config.sparse_features[i].name;
+      if (std::find(names.begin(), names.end(), name) == names.end()) continue;
+      sig->inputs[name + "/ids"] = inputs.sparse[i].ids;
+      sig->inputs[name + "/row_splits"] = inputs.sparse[i].row_splits;
+    }
+    for (const std::string& d : config.dense_features) {
+      if (std::find(names.begin(), names.end(), d) != names.end()) {
+        sig->inputs["dense"] = inputs.dense;
+      }
+    }
+  };
+  std::map<std::string, train::ExportSignature> sigs;
+  train::ExportSignature& def = sigs["serving_default"];
+  def.inputs["dense"] = inputs.dense;
+  std::vector<std::string> all;
+  for (const SparseFeatureConfig& f : config.sparse_features) all.push_back(f.name);
+  add_features(all, &def);
+  def.outputs["probabilities"] = model.probabilities;
+  def.outputs["logits"] = model.logits;
+  for (const auto& [name, out] : model.outputs) def.outputs[name] = out;
+  for (const auto& [name, extra] : model.signatures) {
+    train::ExportSignature& sig = sigs[name];
+    add_features(extra.features, &sig);
+    sig.outputs = extra.outputs;
+  }
+  return sigs;
+}
+
 std::vector<std::string> ModelTypes() {
   // The zoo's order (model.h), then any other registered type.
-  std::vector<std::string> types = {"lr",     "fm",     "mlp", "wide_deep",
-                                    "deepfm", "dcn_v2", "dlrm"};
+  std::vector<std::string> types = {"lr",     "fm",     "mlp",
+                                    "wide_deep", "deepfm", "dcn_v2",
+                                    "dlrm",   "din",    "two_tower"};
   for (const std::string& t : internal::RegisteredModels()) {
     bool listed = false;
     for (const std::string& k : types) listed |= k == t;

@@ -27,6 +27,18 @@
 //   dlrm       bottom MLP over dense -> a dim-sized vector; dot products of
 //              every pair of (bottom output, field embeddings) -> concat
 //              with the bottom output -> top MLP -> logit
+//   din        deep interest network (din.cc): for each behaviour sequence
+//              (a sparse feature with sequence_of = T), the attention unit
+//              MLP(attention_units) over [q, k, q-k, q*k] gives each history
+//              id k a weight (no softmax, as the paper) against the query q
+//              = T's embedding; the weighted sum of the history embeddings
+//              replaces the sequence's bag in mlp's input -> MLP -> logit
+//   two_tower  (two_tower.cc) user tower over user_features and item tower
+//              over item_features: embeddings (+ dense columns) -> MLP
+//              (hidden_units) -> tower_dim -> L2-normalised u, v; logits =
+//              <u, v> / temperature; loss: in-batch softmax (each clicked
+//              row's item against every item of the batch); extra
+//              signatures "user_embedding" and "item_embedding"
 //
 // Every sparse feature's embedding is an embedding bag (ids -> combiner over
 // the example's ids) over either a fixed-vocabulary table (a resource
@@ -43,11 +55,13 @@
 #define RECFLOW_MODELS_MODEL_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "recflow/framework/scope.h"
+#include "recflow/train/saved_model_export.h"
 
 namespace recflow::models {
 
@@ -57,6 +71,13 @@ struct SparseFeatureConfig {
   bool hash_table = false;      // true: a hash embedding table (no vocabulary)
   int64_t dim = 0;              // 0: ModelConfig::embedding_dim
   std::string combiner = "sum";  // sum | mean | sqrtn
+  // Non-empty: a behaviour sequence (an ordered bag) of the items of the
+  // sparse feature named here (the "target", e.g. the candidate item C1).
+  // It reads the target's embedding table (its vocabulary_size, hash_table
+  // and dim; this feature's own are ignored); din attends over it with the
+  // target's embedding as the query, the other models pool it with
+  // `combiner` like any bag.
+  std::string sequence_of;
 };
 
 struct OptimizerConfig {
@@ -74,13 +95,21 @@ struct OptimizerConfig {
 };
 
 struct ModelConfig {
-  std::string type;  // lr | fm | mlp | wide_deep | deepfm | dcn_v2 | dlrm
+  std::string type;  // lr | fm | mlp | wide_deep | deepfm | dcn_v2 | dlrm | din | two_tower
   std::vector<std::string> dense_features;  // names, in the dense column order
   std::vector<SparseFeatureConfig> sparse_features;
   int64_t embedding_dim = 16;
   std::vector<int64_t> hidden_units = {256, 128};  // the MLP (deep part, top MLP)
   std::vector<int64_t> bottom_units = {64};        // dlrm's bottom MLP (+ embedding_dim)
   int64_t cross_layers = 2;                        // dcn_v2
+  std::vector<int64_t> attention_units = {36};     // din's attention unit MLP (then 1)
+  // two_tower: the features of each tower (names of dense or sparse
+  // features of the config; a feature is in at most one tower), the towers'
+  // output width and the softmax temperature.
+  std::vector<std::string> user_features;
+  std::vector<std::string> item_features;
+  int64_t tower_dim = 32;
+  double temperature = 0.05;
   std::string activation = "relu";                 // relu | sigmoid | tanh | identity
   double l2_regularization = 0;                    // on the dense weights
   uint64_t seed = 1;                               // initializers
@@ -103,15 +132,28 @@ struct ModelInputs {
 // "<feature>/row_splits" (what a serving signature feeds).
 ModelInputs Placeholders(const Scope& scope, const ModelConfig& config);
 
+// An extra serving signature of a model (two_tower's "user_embedding"):
+// the config features it reads ("dense" is fed when any dense feature is
+// listed; per sparse feature F, "F/ids" and "F/row_splits") and its outputs.
+struct ModelSignature {
+  std::vector<std::string> features;
+  std::map<std::string, Output> outputs;
+};
+
 struct Model {
   Output logits;         // float [B]
   Output probabilities;  // float [B], sigmoid(logits), named "probabilities"
-  Output loss;           // float scalar, named "loss": mean sigmoid CE (+ l2)
+  Output loss;           // float scalar, named "loss": mean sigmoid CE (+ l2);
+                         // two_tower: the in-batch softmax loss (+ l2)
   Output train_op;       // a target named "train"; invalid if !trainable
   Output global_step;    // the graph's (created if none); invalid if !trainable
   std::vector<Output> embedding_variables;  // tables (variables or hash tables)
   std::vector<Output> dense_variables;      // every other trainable variable
   int64_t num_parameters = 0;               // fixed-size parameters (tables included)
+  // Model-specific outputs for serving_default beside probabilities and
+  // logits (two_tower: "score" = <u, v>), and extra signatures by name.
+  std::map<std::string, Output> outputs;
+  std::map<std::string, ModelSignature> signatures;
 };
 
 struct BuildOptions {
@@ -123,6 +165,15 @@ struct BuildOptions {
 // with neither vocabulary_size nor hash_table, dim <= 0, ...).
 absl::StatusOr<Model> BuildModel(const Scope& scope, const ModelConfig& config,
                                  const ModelInputs& inputs, const BuildOptions& options = {});
+
+// The signatures `recflow export` writes for a model built on
+// Placeholders(scope, config): "serving_default" (inputs "dense" and, per
+// sparse feature F, "F/ids" and "F/row_splits"; outputs "probabilities",
+// "logits" and the model's Model::outputs) and every Model::signatures
+// entry (inputs: "dense" when it lists a dense feature, and its sparse
+// features' ids and row_splits).
+std::map<std::string, train::ExportSignature> ServingSignatures(
+    const ModelConfig& config, const ModelInputs& inputs, const Model& model);
 
 // The model types BuildModel knows.
 std::vector<std::string> ModelTypes();

@@ -42,6 +42,17 @@ TEST(ModelBenchTest, TrainingStepThroughput) {
           {.name = absl::StrCat("C", f + 1), .vocabulary_size = 10000});
     }
     c.embedding_dim = 16;
+    if (type == "din") {
+      // C26 stands in for a behaviour sequence of C1's items (one id each).
+      c.sparse_features.back().sequence_of = "C1";
+    }
+    if (type == "two_tower") {
+      c.user_features = c.dense_features;
+      for (int f = 0; f < data::kSyntheticNumCategorical; ++f) {
+        (f < 13 ? c.user_features : c.item_features)
+            .push_back(absl::StrCat("C", f + 1));
+      }
+    }
     Scope root = Scope::NewRootScope();
     auto m = BuildModel(root, c, Placeholders(root, c));
     ASSERT_TRUE(m.ok()) << m.status();

@@ -34,8 +34,29 @@ ModelBuilder::ModelBuilder(const Scope& scope, const ModelConfig& config,
                            const ModelInputs& inputs, bool trainable)
     : scope_(scope), config_(config), inputs_(inputs), trainable_(trainable) {}
 
+int ModelBuilder::TableFeature(int f) const {
+  const std::string& target = config_.sparse_features[f].sequence_of;
+  if (target.empty()) return f;
+  const int t = SparseIndex(target);
+  return t < 0 ? f : t;  // BuildModel checked that the target exists
+}
+
+int ModelBuilder::SparseIndex(absl::string_view name) const {
+  for (int f = 0; f < num_sparse(); ++f) {
+    if (config_.sparse_features[f].name == name) return f;
+  }
+  return -1;
+}
+
+int ModelBuilder::DenseIndex(absl::string_view name) const {
+  for (size_t j = 0; j < config_.dense_features.size(); ++j) {
+    if (config_.dense_features[j] == name) return static_cast<int>(j);
+  }
+  return -1;
+}
+
 int64_t ModelBuilder::FeatureDim(int f) const {
-  const int64_t dim = config_.sparse_features[f].dim;
+  const int64_t dim = config_.sparse_features[TableFeature(f)].dim;
   return dim > 0 ? dim : config_.embedding_dim;
 }
 
@@ -81,20 +102,22 @@ Output ModelBuilder::NewVariable(const Scope& s, absl::string_view name,
   return var;
 }
 
-absl::StatusOr<Output> ModelBuilder::EmbeddingBag(int f,
-                                                  absl::string_view group,
-                                                  int64_t dim) {
-  const auto key = std::make_pair(std::string(group), f);
-  if (auto it = bags_.find(key); it != bags_.end()) return it->second;
-  const SparseFeatureConfig& feature = config_.sparse_features[f];
+const Scope& ModelBuilder::GroupScope(absl::string_view group) {
   auto gs = group_scopes_.find(std::string(group));
   if (gs == group_scopes_.end()) {
     gs = group_scopes_.emplace(std::string(group), scope_.NewSubScope(group))
              .first;
   }
-  const Scope& s = gs->second;
-  const Scope ls = s.NewSubScope(absl::StrCat(feature.name, "_lookup"));
-  const SparseInput& in = inputs_.sparse[f];
+  return gs->second;
+}
+
+absl::StatusOr<Output> ModelBuilder::Table(int t, absl::string_view group,
+                                           int64_t dim) {
+  const auto key = std::make_pair(std::string(group), t);
+  if (auto it = tables_.find(key); it != tables_.end()) return it->second;
+  const SparseFeatureConfig& feature = config_.sparse_features[t];
+  const Scope& s = GroupScope(group);
+  Output table;
   if (feature.hash_table) {
     // An unbounded table keyed by the raw ids; it carries the embedding
     // optimizer's slots, so its kind must be that optimizer.
@@ -107,26 +130,82 @@ absl::StatusOr<Output> ModelBuilder::EmbeddingBag(int f,
     attrs.init_stddev = static_cast<float>(kEmbeddingStddev);
     attrs.seed = static_cast<int64_t>(
         Fingerprint64(absl::StrCat(config_.seed, "/", group, "/", feature.name)) >> 2);
-    Output table = train::HashEmbeddingTable(s, feature.name, attrs);
+    table = train::HashEmbeddingTable(s, feature.name, attrs);
     if (!table.valid()) return scope_.status();
     embedding_variables_.push_back(table);
-    Output bag = ops::HashEmbeddingBag(
-        ls, table, in.ids, in.row_splits, Output(),
-        {.combiner = feature.combiner, .mode = trainable_ ? "train" : "serve"});
-    RETURN_IF_ERROR(scope_.status());
-    bags_.emplace(key, bag);
-    return bag;
+  } else {
+    table = NewVariable(s, feature.name, {feature.vocabulary_size, dim},
+                        kEmbeddingTable);
   }
-  Output table = NewVariable(s, feature.name, {feature.vocabulary_size, dim},
-                             kEmbeddingTable);
-  Output ids =
-      FloorModIds(ls.NewSubScope("bucket"), in.ids, feature.vocabulary_size);
-  Output bag =
-      ops::ResourceEmbeddingBag(ls, table, ids, in.row_splits, DT_FLOAT,
-                                Output(), {.combiner = feature.combiner});
   RETURN_IF_ERROR(scope_.status());
+  tables_.emplace(key, table);
+  return table;
+}
+
+absl::StatusOr<Output> ModelBuilder::BagOver(int f, const Scope& ls,
+                                             Output table, Output weights,
+                                             const std::string& combiner) {
+  const SparseFeatureConfig& owner = config_.sparse_features[TableFeature(f)];
+  const SparseInput& in = inputs_.sparse[f];
+  Output bag;
+  if (owner.hash_table) {
+    bag = ops::HashEmbeddingBag(
+        ls, table, in.ids, in.row_splits, weights,
+        {.combiner = combiner, .mode = trainable_ ? "train" : "serve"});
+  } else {
+    Output ids =
+        FloorModIds(ls.NewSubScope("bucket"), in.ids, owner.vocabulary_size);
+    bag = ops::ResourceEmbeddingBag(ls, table, ids, in.row_splits, DT_FLOAT,
+                                    weights, {.combiner = combiner});
+  }
+  RETURN_IF_ERROR(scope_.status());
+  return bag;
+}
+
+absl::StatusOr<Output> ModelBuilder::EmbeddingBag(int f,
+                                                  absl::string_view group,
+                                                  int64_t dim) {
+  const auto key = std::make_pair(std::string(group), f);
+  if (auto it = bags_.find(key); it != bags_.end()) return it->second;
+  ASSIGN_OR_RETURN(Output table, Table(TableFeature(f), group, dim));
+  const SparseFeatureConfig& feature = config_.sparse_features[f];
+  const Scope ls =
+      GroupScope(group).NewSubScope(absl::StrCat(feature.name, "_lookup"));
+  ASSIGN_OR_RETURN(Output bag,
+                   BagOver(f, ls, table, Output(), feature.combiner));
   bags_.emplace(key, bag);
   return bag;
+}
+
+absl::StatusOr<Output> ModelBuilder::WeightedBag(int f,
+                                                 absl::string_view group,
+                                                 int64_t dim, Output weights) {
+  ASSIGN_OR_RETURN(Output table, Table(TableFeature(f), group, dim));
+  const Scope ls = GroupScope(group).NewSubScope(
+      absl::StrCat(config_.sparse_features[f].name, "_weighted_lookup"));
+  return BagOver(f, ls, table, weights, "sum");
+}
+
+absl::StatusOr<Output> ModelBuilder::IdEmbeddings(int f,
+                                                  absl::string_view group,
+                                                  int64_t dim) {
+  ASSIGN_OR_RETURN(Output table, Table(TableFeature(f), group, dim));
+  const SparseFeatureConfig& owner = config_.sparse_features[TableFeature(f)];
+  const Scope ls = GroupScope(group).NewSubScope(
+      absl::StrCat(config_.sparse_features[f].name, "_rows"));
+  const SparseInput& in = inputs_.sparse[f];
+  Output rows;
+  if (owner.hash_table) {
+    rows = ops::HashEmbeddingLookup(
+        ls, table, in.ids,
+        {.dim = dim, .mode = trainable_ ? "train" : "serve"});
+  } else {
+    Output ids =
+        FloorModIds(ls.NewSubScope("bucket"), in.ids, owner.vocabulary_size);
+    rows = ops::ResourceGather(ls, table, ids, DT_FLOAT);
+  }
+  RETURN_IF_ERROR(scope_.status());
+  return rows;
 }
 
 absl::StatusOr<std::vector<Output>> ModelBuilder::FieldEmbeddings() {

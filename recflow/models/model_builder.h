@@ -58,18 +58,34 @@ class ModelBuilder {
   int num_sparse() const {
     return static_cast<int>(config_.sparse_features.size());
   }
-  // Sparse feature f's embedding width (its dim, or embedding_dim when 0).
+  // Sparse feature f's embedding width (its dim, or embedding_dim when 0;
+  // a sequence_of feature has its target's).
   int64_t FeatureDim(int f) const;
+  // The feature whose table f reads: its sequence_of target, else f.
+  int TableFeature(int f) const;
+  // The index of the sparse feature or dense column named `name`; -1 when
+  // there is none.
+  int SparseIndex(absl::string_view name) const;
+  int DenseIndex(absl::string_view name) const;
 
   // The embedding bag [B, dim] of sparse feature f over the table
   // "<group>/<feature>": a variable [vocabulary_size, dim] read at ids mod
   // vocabulary_size, or for a hash_table feature a hash embedding table
   // keyed by the raw ids (serve mode when the build is not trainable); the
   // feature's combiner; empty bags read zeros. One table per (group,
-  // feature): a second call returns the same Output. This is the ONE place
-  // embedding tables are created.
+  // feature): a second call returns the same Output; a sequence_of feature
+  // reads its target's table. EmbeddingBag, IdEmbeddings and WeightedBag
+  // are the only ways to embedding tables (created once, in Table()).
   absl::StatusOr<Output> EmbeddingBag(int f, absl::string_view group,
                                       int64_t dim);
+  // The rows of f's table "<group>/<TableFeature(f)>" at each of f's ids:
+  // [nnz_f, dim] (ids mod vocabulary_size, or the hash table's rows).
+  absl::StatusOr<Output> IdEmbeddings(int f, absl::string_view group,
+                                      int64_t dim);
+  // sum_j weights_j * row(id_j) over each example's ids of f: [B, dim],
+  // with per-id `weights` float [nnz_f] (not cached).
+  absl::StatusOr<Output> WeightedBag(int f, absl::string_view group,
+                                     int64_t dim, Output weights);
   // Every sparse feature's EmbeddingBag in group "embedding" at its
   // FeatureDim: the shared field embeddings.
   absl::StatusOr<std::vector<Output>> FieldEmbeddings();
@@ -98,6 +114,21 @@ class ModelBuilder {
   // [B, k] -> [B].
   Output ToVector(const Scope& s, Output x);
 
+  // A model whose objective is not the sigmoid cross-entropy of its logits
+  // sets its own loss (float scalar; only when inputs().labels is valid);
+  // BuildModel adds the L2 term to it. Extra outputs and signatures go to
+  // Model::outputs / Model::signatures.
+  void SetLoss(Output loss) { loss_ = loss; }
+  const Output& loss() const { return loss_; }
+  void AddOutput(const std::string& name, Output out) { outputs_[name] = out; }
+  void AddSignature(const std::string& name, ModelSignature sig) {
+    signatures_[name] = std::move(sig);
+  }
+  const std::map<std::string, Output>& outputs() const { return outputs_; }
+  const std::map<std::string, ModelSignature>& signatures() const {
+    return signatures_;
+  }
+
   // What the build created.
   const std::vector<Output>& embedding_variables() const {
     return embedding_variables_;
@@ -113,12 +144,22 @@ class ModelBuilder {
  private:
   Output NewVariable(const Scope& s, absl::string_view name,
                      const std::vector<int64_t>& shape, int kind);
+  // The table of feature t (a TableFeature) in `group` (created once).
+  absl::StatusOr<Output> Table(int t, absl::string_view group, int64_t dim);
+  const Scope& GroupScope(absl::string_view group);
+  // A bag over f's table with the given ids/splits/weights/combiner.
+  absl::StatusOr<Output> BagOver(int f, const Scope& ls, Output table,
+                                 Output weights, const std::string& combiner);
   const Scope scope_;
   const ModelConfig& config_;
   const ModelInputs& inputs_;
   const bool trainable_;
   std::map<std::string, Scope> group_scopes_;
   std::map<std::pair<std::string, int>, Output> bags_;
+  std::map<std::pair<std::string, int>, Output> tables_;
+  Output loss_;
+  std::map<std::string, Output> outputs_;
+  std::map<std::string, ModelSignature> signatures_;
   std::vector<Output> embedding_variables_;
   std::vector<Output> dense_variables_;
   std::vector<Output> regularized_weights_;
