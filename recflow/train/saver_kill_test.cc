@@ -10,8 +10,8 @@ TEST(SaverKillChild, Run) { MaybeRunKillChild(); }
 
 TEST(SaverKillTest, LatestCheckpointAlwaysRestoresExactly) {
   const std::string dir = KillTestDir("saver_kill_test");
-  const KillRunResult r = RunKillTest(dir, "SaverKillChild.Run", /*kills=*/6, /*min_ms=*/150,
-                                      /*max_ms=*/600, /*full_every=*/{3}, /*seed=*/17);
+  const KillRunResult r = RunKillTest(dir, "SaverKillChild.Run", /*kills=*/6, /*min_ms=*/20,
+                                      /*max_ms=*/450, /*full_every=*/{3}, /*seed=*/17);
   EXPECT_EQ(r.kills, 6);
   EXPECT_GE(r.checked, 4);
   EXPECT_GT(r.last_step, 5);

@@ -97,7 +97,8 @@ struct KillRunResult {
   int64_t last_step = 0;
 };
 
-// Runs `kills` child lives with kill delays uniform in [min_ms, max_ms] in
+// Runs `kills` child lives, each killed after a delay uniform in
+// [min_ms, max_ms] counted from its first new checkpoint, in
 // `dir` (emptied first, removed after);
 // `child_filter` is the gtest filter of a TEST that calls RunKillChild when
 // kKillDirEnv is set. full_every for each life is drawn from `full_every`.
@@ -131,11 +132,31 @@ inline KillRunResult RunKillTest(const std::string& dir, const std::string& chil
       ADD_FAILURE() << "posix_spawn failed: " << rc;
       return result;
     }
-    const int delay = std::uniform_int_distribution<int>(min_ms, max_ms)(rng);
-    std::this_thread::sleep_for(std::chrono::milliseconds(delay));
-    kill(pid, SIGKILL);
+    // Arm the kill only once this life has published a checkpoint past the
+    // previous life's, so a slow start (a sanitizer build, a loaded machine)
+    // cannot use up the delay before the first save; give up after 120 s.
     int status = 0;
-    waitpid(pid, &status, 0);
+    bool exited = false;
+    const auto armed_by = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    for (;;) {
+      if (waitpid(pid, &status, WNOHANG) == pid) {
+        exited = true;
+        break;
+      }
+      auto now_latest = checkpoint::LatestCheckpoint(env, dir);
+      if (now_latest.ok() && StepOf(*now_latest) > result.last_step) break;
+      if (std::chrono::steady_clock::now() > armed_by) {
+        ADD_FAILURE() << "the child published no new checkpoint in 120 s";
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (!exited) {
+      const int delay = std::uniform_int_distribution<int>(min_ms, max_ms)(rng);
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+    }
     ++result.kills;
     if (WIFEXITED(status)) {
       ADD_FAILURE() << "child exited by itself with status " << WEXITSTATUS(status)
