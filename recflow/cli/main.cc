@@ -77,6 +77,7 @@ constexpr char kUsage[] =
     "  export               a trained model directory as a SavedModel (--export_dir DIR)\n"
     "  ckpt inspect|merge|diff  list and verify, merge or compare checkpoints\n"
     "  saved_model show|run  inspect a SavedModel's signatures or run one\n"
+    "  serve                serve SavedModels over TF Serving's REST and gRPC APIs\n"
     "  version              print the version\n"
     "  help                 this message\n"
     "\n"
@@ -130,6 +131,7 @@ int main(int argc, char** argv) {
   if (command == "train") return cli::TrainCommand(rest);
   if (command == "eval") return cli::EvalCommand(rest);
   if (command == "export") return cli::ExportCommand(rest);
+  if (command == "serve") return cli::ServeCommand(rest);
   if (command == "version") {
     std::cout << "recflow 0.1.0\n";
     return 0;

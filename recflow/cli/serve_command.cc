@@ -1,0 +1,222 @@
+// recflow serve: the model server (docs/serving.md), with TF Serving's
+// command-line flags where they apply.
+#include <pthread.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "recflow/cli/commands.h"
+#include "recflow/core/env.h"
+#include "recflow/core/status.h"
+#include "recflow/serving/grpc_server.h"
+#include "recflow/serving/rest_api.h"
+#include "recflow/serving/server_core.h"
+
+namespace recflow::cli {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: recflow serve [--port=8500] [--rest_api_port=PORT] [--host=127.0.0.1]\n"
+    "           (--model_name=NAME --model_base_path=DIR | --model_config_file=FILE)\n"
+    "           [--enable_batching] [--batching_parameters_file=FILE]\n"
+    "           [--file_system_poll_wait_seconds=1] [--monitoring_config_file=FILE]\n\n"
+    "Serves SavedModel versions (numeric subdirectories of each base path) over TF\n"
+    "Serving's REST API (--rest_api_port) and gRPC PredictionService / ModelService\n"
+    "(--port). A port of 0 disables that server; 'auto' lets the OS pick a free port.\n"
+    "New versions are loaded, warmed up and swapped in while serving. Stops cleanly\n"
+    "on SIGINT / SIGTERM. See docs/serving.md.\n\n";
+
+// "auto" -> 0 (OS picks); "0" -> -1 (disabled); else the number.
+absl::StatusOr<int> ParsePort(const std::string& flag, const std::string& value) {
+  if (value == "auto") return 0;
+  int port = 0;
+  if (!absl::SimpleAtoi(value, &port) || port < 0 || port > 65535) {
+    return errors::InvalidArgument("--", flag, " must be a port (0-65535) or 'auto', got '",
+                                   value, "'");
+  }
+  return port == 0 ? -1 : port;
+}
+
+absl::StatusOr<int> ParseInt(const std::string& flag, const std::string& value) {
+  int v = 0;
+  if (!absl::SimpleAtoi(value, &v) || v < 0) {
+    return errors::InvalidArgument("--", flag, " must be a non-negative integer, got '",
+                                   value, "'");
+  }
+  return v;
+}
+
+struct ServeFlags {
+  std::string port = "8500", rest_api_port = "0", host = "127.0.0.1";
+  std::string model_name = "default", model_base_path, model_config_file;
+  std::string batching_parameters_file, monitoring_config_file;
+  std::string poll_wait = "1", intra_op = "0", inter_op = "0";
+  std::string rest_threads = "0", rest_timeout_ms = "30000";
+  bool enable_batching = false, fail_if_zero = false;
+};
+
+absl::Status Serve(const ServeFlags& f) {
+  Env* env = Env::Default();
+  serving::ServerCoreOptions options;
+  if (!f.model_config_file.empty()) {
+    if (!f.model_base_path.empty()) {
+      return errors::InvalidArgument(
+          "give either --model_config_file or --model_base_path, not both");
+    }
+    RETURN_IF_ERROR(
+        serving::ReadTextProtoFile(env, f.model_config_file, &options.model_server_config));
+  } else if (!f.model_base_path.empty()) {
+    options.model_server_config =
+        serving::SingleModelConfig(f.model_name, f.model_base_path);
+  } else {
+    return errors::InvalidArgument(
+        "nothing to serve: give --model_base_path (with --model_name) or "
+        "--model_config_file");
+  }
+  if (!absl::SimpleAtod(f.poll_wait, &options.file_system_poll_wait_seconds)) {
+    return errors::InvalidArgument(
+        "--file_system_poll_wait_seconds must be a number, got '", f.poll_wait, "'");
+  }
+  options.fail_if_zero_versions_at_startup = f.fail_if_zero;
+  options.enable_batching = f.enable_batching || !f.batching_parameters_file.empty();
+  if (!f.batching_parameters_file.empty()) {
+    RETURN_IF_ERROR(serving::ReadTextProtoFile(env, f.batching_parameters_file,
+                                               &options.batching_parameters));
+  }
+  if (!f.monitoring_config_file.empty()) {
+    tensorflow::serving::MonitoringConfig monitoring;
+    RETURN_IF_ERROR(serving::ReadTextProtoFile(env, f.monitoring_config_file, &monitoring));
+    const std::string& path = monitoring.prometheus_config().path();
+    if (!path.empty() && path != "/monitoring/prometheus/metrics") {
+      std::cerr << "warning: metrics are served at /monitoring/prometheus/metrics, not "
+                << path << "\n";
+    }
+  }
+  ASSIGN_OR_RETURN(options.session.intra_op_threads,
+                   ParseInt("tensorflow_intra_op_parallelism", f.intra_op));
+  ASSIGN_OR_RETURN(options.session.inter_op_threads,
+                   ParseInt("tensorflow_inter_op_parallelism", f.inter_op));
+  ASSIGN_OR_RETURN(int grpc_port, ParsePort("port", f.port));
+  ASSIGN_OR_RETURN(int rest_port, ParsePort("rest_api_port", f.rest_api_port));
+  ASSIGN_OR_RETURN(int rest_threads, ParseInt("rest_api_num_threads", f.rest_threads));
+  ASSIGN_OR_RETURN(int rest_timeout, ParseInt("rest_api_timeout_in_ms", f.rest_timeout_ms));
+  if (grpc_port < 0 && rest_port < 0) {
+    return errors::InvalidArgument("both --port and --rest_api_port are 0: nothing to listen on");
+  }
+
+  // Every thread started from here on inherits the blocked signals; the main
+  // thread waits for them with sigwait.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  ASSIGN_OR_RETURN(std::unique_ptr<serving::ServerCore> core,
+                   serving::ServerCore::Create(options));
+  std::unique_ptr<serving::GrpcServer> grpc;
+  std::unique_ptr<serving::RestServer> rest;
+  std::vector<std::string> urls;
+  if (grpc_port >= 0) {
+    serving::GrpcServerOptions grpc_options;
+    grpc_options.host = f.host;
+    grpc_options.port = grpc_port;
+    serving::ServerCore* core_ptr = core.get();
+    grpc_options.reload_config = [core_ptr](const tensorflow::serving::ModelServerConfig& c) {
+      return core_ptr->ReloadConfig(c);
+    };
+    ASSIGN_OR_RETURN(grpc, serving::GrpcServer::Create(grpc_options, core.get()));
+    RETURN_IF_ERROR(grpc->Start());
+    urls.push_back(absl::StrCat("grpc://", f.host, ":", grpc->port()));
+  }
+  if (rest_port >= 0) {
+    serving::HttpServerOptions http;
+    http.host = f.host;
+    http.port = rest_port;
+    if (rest_threads > 0) http.num_threads = rest_threads;
+    http.request_timeout_ms = rest_timeout;
+    ASSIGN_OR_RETURN(rest, serving::RestServer::Create(core.get(), http));
+    urls.push_back(absl::StrCat("http://", f.host, ":", rest->port()));
+  }
+  for (const std::string& name : core->ModelNames()) {
+    const std::vector<int64_t> versions = core->AvailableVersions(name);
+    for (const std::string& url : urls) {
+      if (versions.empty()) {
+        std::printf("serving model %s (no version available yet) on %s\n", name.c_str(),
+                    url.c_str());
+      }
+      for (int64_t v : versions) {
+        std::printf("serving model %s version %lld on %s\n", name.c_str(),
+                    static_cast<long long>(v), url.c_str());
+      }
+    }
+  }
+  std::fflush(stdout);
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  std::printf("received %s; shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  std::fflush(stdout);
+  if (rest != nullptr) rest->Stop();
+  if (grpc != nullptr) grpc->Stop();
+  rest.reset();
+  grpc.reset();
+  core.reset();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int ServeCommand(const Args& args) {
+  ServeFlags f;
+  Args positional;
+  if (!ParseFlags(
+          args,
+          {
+              {"port", &f.port, nullptr, "gRPC port (default 8500; 0: no gRPC; auto: OS picks)"},
+              {"rest_api_port", &f.rest_api_port, nullptr,
+               "REST port (default 0: no REST; auto: OS picks)"},
+              {"host", &f.host, nullptr, "address to listen on (default 127.0.0.1)"},
+              {"model_name", &f.model_name, nullptr, "name of the model (default 'default')"},
+              {"model_base_path", &f.model_base_path, nullptr,
+               "directory whose numeric subdirectories are the model's versions"},
+              {"model_config_file", &f.model_config_file, nullptr,
+               "text ModelServerConfig listing several models (instead of the two above)"},
+              {"enable_batching", nullptr, &f.enable_batching, "batch requests across callers"},
+              {"batching_parameters_file", &f.batching_parameters_file, nullptr,
+               "text BatchingParameters (implies --enable_batching)"},
+              {"file_system_poll_wait_seconds", &f.poll_wait, nullptr,
+               "seconds between polls for new versions (default 1; <= 0: load once)"},
+              {"monitoring_config_file", &f.monitoring_config_file, nullptr,
+               "text MonitoringConfig (metrics: /monitoring/prometheus/metrics)"},
+              {"tensorflow_intra_op_parallelism", &f.intra_op, nullptr,
+               "threads one kernel may use (0: one per CPU)"},
+              {"tensorflow_inter_op_parallelism", &f.inter_op, nullptr,
+               "threads running independent nodes (0: one per CPU)"},
+              {"rest_api_num_threads", &f.rest_threads, nullptr,
+               "HTTP worker threads (0: the server's default)"},
+              {"rest_api_timeout_in_ms", &f.rest_timeout_ms, nullptr,
+               "time allowed to receive a REST request (default 30000)"},
+              {"fail_if_zero_versions_at_startup", nullptr, &f.fail_if_zero,
+               "exit when a model has no version on disk"},
+          },
+          &positional, kUsage)) {
+    return 2;
+  }
+  if (!positional.empty()) {
+    std::cerr << "error: unexpected argument '" << positional[0] << "'\n" << kUsage;
+    return 2;
+  }
+  absl::Status s = Serve(f);
+  if (!s.ok()) {
+    std::cerr << "error: " << s.message() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace recflow::cli

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# End-to-end test of `recflow serve`: serves TensorFlow's half_plus_two over
+# REST, answers predict / classify / regress / status / metrics as TF Serving
+# does, picks up a new version by polling, refuses bad requests and bad
+# flags with clear errors, and exits cleanly on SIGTERM.
+set -u
+RECFLOW=$1
+SRC=$2
+TMP=$(mktemp -d)
+SERVER_PID=
+cleanup() {
+  [[ -n "$SERVER_PID" ]] && kill -KILL "$SERVER_PID" 2>/dev/null
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+HPT=$SRC/../shared/testdata/tf_serving/saved_model_half_plus_two_cpu/00000123
+fails=0
+pass=0
+
+check() {  # check NAME REGEX TEXT
+  if grep -qE -- "$2" <<<"$3"; then
+    pass=$((pass + 1))
+  else
+    echo "FAIL $1: /$2/ not in: $(head -c 600 <<<"$3")"
+    fails=$((fails + 1))
+  fi
+}
+
+# http METHOD URL [BODY] -> prints "CODE BODY"
+http() {
+  if command -v curl >/dev/null; then
+    if [[ $# -ge 3 ]]; then
+      curl -s -o "$TMP/body" -w '%{http_code}' -X "$1" --data-binary "$3" "$2"
+    else
+      curl -s -o "$TMP/body" -w '%{http_code}' -X "$1" "$2"
+    fi
+    echo " $(cat "$TMP/body")"
+  else
+    python3 - "$@" <<'PY'
+import sys, urllib.request, urllib.error
+method, url = sys.argv[1], sys.argv[2]
+data = sys.argv[3].encode() if len(sys.argv) > 3 else None
+req = urllib.request.Request(url, data=data, method=method)
+try:
+    with urllib.request.urlopen(req) as r:
+        print(r.status, r.read().decode())
+except urllib.error.HTTPError as e:
+    print(e.code, e.read().decode())
+PY
+  fi
+}
+
+mkdir -p "$TMP/models/h2"
+cp -r "$HPT" "$TMP/models/h2/123"
+"$RECFLOW" serve --model_name=half_plus_two --model_base_path="$TMP/models/h2" \
+  --rest_api_port=auto --port=0 --file_system_poll_wait_seconds=0.2 \
+  >"$TMP/out" 2>"$TMP/err" &
+SERVER_PID=$!
+for _ in $(seq 100); do
+  grep -q "^serving model" "$TMP/out" && break
+  sleep 0.1
+done
+check started "serving model half_plus_two version 123 on http://127.0.0.1:[0-9]+" "$(cat "$TMP/out")"
+URL=$(grep -oE "http://127.0.0.1:[0-9]+" "$TMP/out" | head -1)
+M=$URL/v1/models/half_plus_two
+
+check predict '^200 \{"predictions": \[2.5, 3.0, 4.5\]\}' \
+  "$(http POST "$M:predict" '{"instances": [1.0, 2.0, 5.0]}')"
+check predict_version '^200 .*2.5' \
+  "$(http POST "$M/versions/123:predict" '{"instances": [1.0]}')"
+check regress_context '^200 .*"results": \[7.0, 2.5\]' \
+  "$(http POST "$M:regress" '{"signature_name": "regress_x_to_y", "context": {"x": 10.0}, "examples": [{}, {"x": 1.0}]}')"
+check classify '^200 .*"results": \[\[\["", 3.0\]\]\]' \
+  "$(http POST "$M:classify" '{"signature_name": "classify_x_to_y", "examples": [{"x": 2.0}]}')"
+check status '^200 .*"version": "123", "state": "AVAILABLE"' "$(http GET "$M")"
+check metadata '^200 .*serving_default' "$(http GET "$M/metadata")"
+check unknown_model '^404 \{"error": ".*model .nope. is not served' \
+  "$(http POST "$URL/v1/models/nope:predict" '{"instances": [1.0]}')"
+check unknown_version '^404 .*version 7 of model' \
+  "$(http POST "$M/versions/7:predict" '{"instances": [1.0]}')"
+check bad_json '^400 \{"error"' "$(http POST "$M:predict" '{"instances": [1.0,')"
+check wrong_method '^400 .*tensorflow/serving/classify' \
+  "$(http POST "$M:classify" '{"examples": [{"x": 2.0}]}')"
+
+# A new version is picked up and swapped in.
+cp -r "$HPT" "$TMP/models/h2/.tmp-124" && mv "$TMP/models/h2/.tmp-124" "$TMP/models/h2/124"
+for _ in $(seq 50); do
+  http GET "$M" | grep -q '"version": "124", "state": "AVAILABLE"' && break
+  sleep 0.1
+done
+check new_version '"version": "124", "state": "AVAILABLE"' "$(http GET "$M")"
+check metrics 'recflow_serving_request_count\{model="half_plus_two",version="124"|recflow_serving_available_versions\{model="half_plus_two"\} 1' \
+  "$(http GET "$URL/monitoring/prometheus/metrics")"
+
+kill -TERM "$SERVER_PID"
+for _ in $(seq 50); do
+  kill -0 "$SERVER_PID" 2>/dev/null || break
+  sleep 0.1
+done
+if kill -0 "$SERVER_PID" 2>/dev/null; then
+  echo "FAIL sigterm: the server did not exit within 5 s"
+  fails=$((fails + 1))
+else
+  wait "$SERVER_PID"
+  rc=$?
+  check sigterm_exit "^0$" "$rc"
+  check sigterm_message "received SIGTERM; shutting down" "$(cat "$TMP/out")"
+fi
+SERVER_PID=
+
+# Bad flags and config files: a clear error, exit 1, no crash.
+expect_fail() {  # expect_fail NAME REGEX ARGS...
+  local name=$1 regex=$2
+  shift 2
+  local out rc
+  out=$(timeout 10 "$RECFLOW" serve "$@" 2>&1)
+  rc=$?
+  if [[ $rc -ne 1 ]] || ! grep -qE -- "$regex" <<<"$out"; then
+    echo "FAIL $name: exit $rc, output: $(head -c 400 <<<"$out")"
+    fails=$((fails + 1))
+  else
+    pass=$((pass + 1))
+  fi
+}
+expect_fail nothing "nothing to serve" --port=0 --rest_api_port=auto
+expect_fail missing_base "model 'm': base_path '$TMP/none'" \
+  --model_name=m --model_base_path="$TMP/none" --rest_api_port=auto --port=0
+printf 'model_config_list {\n  config { name: "m" bse_path: "x" }\n}\n' >"$TMP/bad.config"
+expect_fail bad_config "bad.config.*line 2" --model_config_file="$TMP/bad.config" --port=auto
+: >"$TMP/empty.config"
+expect_fail empty_config "lists no model" --model_config_file="$TMP/empty.config" --port=auto
+printf 'max_batch_size { value: 0 }\n' >"$TMP/batching.config"
+expect_fail bad_batching "max_batch_size must be >= 1" --model_base_path="$TMP/models/h2" \
+  --batching_parameters_file="$TMP/batching.config" --port=auto
+expect_fail bad_port "--port must be a port" --model_base_path="$TMP/models/h2" --port=x
+
+echo "serve_test: $pass passed, $fails failed"
+[[ $fails -eq 0 ]]

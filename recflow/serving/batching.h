@@ -1,0 +1,142 @@
+// Request batching for the model server: a shared batch scheduler in the
+// manner of TF Serving's SharedBatchScheduler + BatchingSession, configured
+// by its BatchingParameters (--batching_parameters_file).
+//
+//   ASSIGN_OR_RETURN(auto scheduler, BatchScheduler::Create(options));
+//   // From many request threads at once:
+//   ASSIGN_OR_RETURN(auto outputs,
+//       scheduler->Run("half_plus_two/123/serving_default", "half_plus_two",
+//                      {{"x", x}},   // x is [n, 1]: n rows
+//                      [&](const std::map<std::string, Tensor>& batch) {
+//                        return RunSignature(bundle, "serving_default", batch);
+//                      }));
+//   // outputs["y"] holds exactly this caller's n rows.
+//
+// Semantics:
+//   - One queue per (queue name, input keys, dtypes and dims after the
+//     first). The caller's queue name must identify what `run` computes (the
+//     server uses model, version, signature and output filter), so tasks in
+//     one queue can share a run. A task is one call's inputs; its size is
+//     their dim 0, which every input must share (a call whose inputs are
+//     scalars, disagree on dim 0, have 0 rows, or hold non-numeric,
+//     non-string dtypes is run at once, unbatched).
+//   - A queue holds at most max_enqueued_batches batches of at most
+//     max_batch_size rows; a task goes into the newest batch when it fits,
+//     else opens a new batch. When that would exceed max_enqueued_batches the
+//     call fails at once with Unavailable ("batch queue full for model M: N
+//     batches enqueued"). A task larger than max_batch_size fails with
+//     InvalidArgument naming the limit (TF Serving's behaviour without
+//     enable_large_batch_splitting; not split).
+//   - A batch is run when it is full, when a newer batch exists behind it,
+//     or batch_timeout_micros after its first task arrived, by one of
+//     num_batch_threads threads (oldest ready batch first across queues).
+//   - Inputs are concatenated along dim 0 and, when allowed_batch_sizes is
+//     set, padded up to the next allowed size by repeating the first row;
+//     `run` of the batch's first task runs once; every output is split back
+//     along dim 0. When an output has no batch dimension (a scalar, or dim 0
+//     different from the batch's rows) the batch's tasks are re-run one by
+//     one, unbatched, so every caller still gets exactly its own answer.
+//   - pad_variable_length_inputs is not implemented (Create refuses it).
+//
+// Metrics (when options.metrics is set): histogram
+// recflow_serving_batch_size{model} (rows per run, before padding) and gauge
+// recflow_serving_batch_queue_depth{model} (tasks waiting).
+//
+// Thread-safe. The destructor fails tasks still queued with Unavailable and
+// joins the batch threads; REQUIRES: no Run call starts after it begins.
+#ifndef RECFLOW_SERVING_BATCHING_H_
+#define RECFLOW_SERVING_BATCHING_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "recflow/core/env.h"
+#include "recflow/core/mutex.h"
+#include "recflow/core/tensor.h"
+#include "recflow/proto/session_bundle_config.pb.h"
+#include "recflow/serving/metrics.h"
+
+namespace recflow::serving {
+
+struct BatchingOptions {
+  // Defaults are TF Serving's SharedBatchScheduler defaults.
+  int64_t max_batch_size = 1000;
+  int64_t batch_timeout_micros = 0;
+  int64_t max_enqueued_batches = 10;
+  int num_batch_threads = 0;  // 0: one per schedulable CPU
+  // Increasing; the last must equal max_batch_size. Empty: no padding.
+  std::vector<int64_t> allowed_batch_sizes;
+  MetricsRegistry* metrics = nullptr;  // Not owned; may be null.
+  Env* env = Env::Default();           // the clock. Not owned.
+};
+
+// Options from TF Serving's BatchingParameters (unset fields keep the
+// defaults above). InvalidArgument naming the field for a value out of
+// range, allowed_batch_sizes not increasing or not ending at
+// max_batch_size; Unimplemented for pad_variable_length_inputs.
+absl::StatusOr<BatchingOptions> BatchingOptionsFromProto(
+    const tensorflow::serving::BatchingParameters& params);
+
+class BatchScheduler {
+ public:
+  using Tensors = std::map<std::string, Tensor>;
+  using RunFn = std::function<absl::StatusOr<Tensors>(const Tensors& inputs)>;
+
+  // InvalidArgument when the options are inconsistent (see
+  // BatchingOptionsFromProto).
+  static absl::StatusOr<std::unique_ptr<BatchScheduler>> Create(
+      const BatchingOptions& options);
+  ~BatchScheduler();
+
+  // Runs `inputs` as part of a batch (see the top of this file); blocks until
+  // its outputs are ready. `model` names the model in errors and metrics.
+  absl::StatusOr<Tensors> Run(const std::string& queue,
+                              const std::string& model, const Tensors& inputs,
+                              RunFn run);
+
+  // Whether `inputs` can join a batch, and its size (rows) when it can.
+  static bool Batchable(const Tensors& inputs, int64_t* rows);
+
+  const BatchingOptions& options() const { return options_; }
+
+  // Implementation details follow.
+ private:
+  struct Task;
+  struct Batch;
+  struct Queue {
+    std::string model;
+    std::deque<std::unique_ptr<Batch>> batches;
+  };
+
+  explicit BatchScheduler(const BatchingOptions& options);
+  void WorkerLoop();
+  void Process(Batch* batch);
+  int64_t PaddedSize(int64_t rows) const;
+  void AddQueueDepth(const std::string& model, double delta);
+
+  const BatchingOptions options_;
+  Histogram* batch_size_ = nullptr;  // Not owned.
+  Gauge* queue_depth_ = nullptr;     // Not owned.
+  Mutex mu_;
+  std::condition_variable cv_;  // batches added, or stopping
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::map<std::string, Queue> queues_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> threads_;
+};
+
+// Concatenates tensors of one dtype along dim 0, then repeats the first
+// row until there are `padded_rows` rows (>= the sum). REQUIRES: the same
+// dtype (numeric or string) and dims after the first; at least one tensor.
+Tensor ConcatRows(const std::vector<const Tensor*>& parts, int64_t padded_rows);
+
+}  // namespace recflow::serving
+
+#endif  // RECFLOW_SERVING_BATCHING_H_

@@ -1,0 +1,289 @@
+#include "recflow/serving/batching.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <random>
+#include <thread>
+
+#include "recflow/core/status.h"
+
+namespace recflow::serving {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using Tensors = BatchScheduler::Tensors;
+
+// y = x * 10 + row-independent, a [n, 2] float input and [n] string input
+// echoed; records the batch sizes it saw.
+struct Model {
+  Mutex mu;
+  std::vector<int64_t> sizes;
+  absl::StatusOr<Tensors> operator()(const Tensors& in) {
+    {
+      MutexLock lock(&mu);
+      sizes.push_back(in.at("x").dim_size(0));
+    }
+    const Tensor& x = in.at("x");
+    Tensor y(DT_FLOAT, x.shape());
+    for (int64_t i = 0; i < x.NumElements(); ++i)
+      y.flat<float>()[i] = x.flat<float>()[i] * 10;
+    Tensors out;
+    out["y"] = y;
+    out["s"] = in.at("s");
+    return out;
+  }
+};
+
+Tensors Inputs(float base, int64_t rows) {
+  Tensor x(DT_FLOAT, TensorShape({rows, 2}));
+  Tensor s(DT_STRING, TensorShape({rows}));
+  for (int64_t i = 0; i < rows; ++i) {
+    x.flat<float>()[2 * i] = base + i;
+    x.flat<float>()[2 * i + 1] = -(base + i);
+    s.flat<std::string>()[i] = std::to_string(static_cast<int>(base + i));
+  }
+  return {{"x", x}, {"s", s}};
+}
+
+bool Matches(const Tensors& in, const Tensors& out) {
+  const Tensor& x = in.at("x");
+  const Tensor& y = out.at("y");
+  if (y.shape() != x.shape()) return false;
+  for (int64_t i = 0; i < x.NumElements(); ++i) {
+    if (y.flat<float>()[i] != x.flat<float>()[i] * 10) return false;
+  }
+  return TensorsEqual(in.at("s"), out.at("s").DeepCopy());
+}
+
+TEST(BatchSchedulerTest, ConcurrentCallersGetTheirOwnRows) {
+  BatchingOptions options;
+  options.max_batch_size = 32;
+  options.batch_timeout_micros = 3000;
+  options.num_batch_threads = 2;
+  options.max_enqueued_batches = 100;
+  MetricsRegistry metrics;
+  options.metrics = &metrics;
+  auto scheduler = BatchScheduler::Create(options);
+  ASSERT_TRUE(scheduler.ok()) << scheduler.status();
+  Model model;
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(t);
+      for (int i = 0; i < 40; ++i) {
+        const int64_t rows = 1 + rng() % 5;
+        Tensors in = Inputs(t * 10000 + i * 10, rows);
+        auto out = (*scheduler)->Run("q", "m", in, std::ref(model));
+        if (!out.ok() || !Matches(in, *out)) ++bad;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  MutexLock lock(&model.mu);
+  int64_t total = 0, merged = 0;
+  for (int64_t s : model.sizes) {
+    EXPECT_LE(s, 32);
+    total += s;
+    merged += s > 5;
+  }
+  EXPECT_GT(merged, 0) << "no batch merged more than one request";
+  const std::string text = metrics.PrometheusText();
+  EXPECT_THAT(text, HasSubstr("recflow_serving_batch_size_sum{model=\"m\"} " +
+                              std::to_string(total)));
+  EXPECT_THAT(text,
+              HasSubstr("recflow_serving_batch_queue_depth{model=\"m\"} 0"));
+}
+
+TEST(BatchSchedulerTest, OversizedRequestIsRefused) {
+  BatchingOptions options;
+  options.max_batch_size = 4;
+  options.num_batch_threads = 1;
+  auto scheduler = BatchScheduler::Create(options);
+  ASSERT_TRUE(scheduler.ok());
+  Model model;
+  auto out = (*scheduler)->Run("q", "m", Inputs(0, 5), std::ref(model));
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(out.status().message(), HasSubstr("max_batch_size=4"));
+  EXPECT_THAT(out.status().message(), HasSubstr("model m has 5 rows"));
+}
+
+TEST(BatchSchedulerTest, FullQueueRefusesAtOnce) {
+  BatchingOptions options;
+  options.max_batch_size = 1;
+  options.max_enqueued_batches = 1;
+  options.num_batch_threads = 1;
+  MetricsRegistry metrics;
+  options.metrics = &metrics;
+  auto scheduler = BatchScheduler::Create(options);
+  ASSERT_TRUE(scheduler.ok());
+  Notification started, release;
+  auto blocking = [&](const Tensors& in) -> absl::StatusOr<Tensors> {
+    started.Notify();
+    release.WaitForNotification();
+    return in;
+  };
+  Tensors in = Inputs(1, 1);
+  absl::Status first_status, second_status;
+  std::thread first([&] {
+    first_status = (*scheduler)->Run("q", "m", in, blocking).status();
+  });
+  started.WaitForNotification();  // the only batch thread is busy
+  std::thread second([&] {
+    second_status = (*scheduler)->Run("q", "m", in, blocking).status();
+  });
+  // Wait until the second request sits in the queue (depth 1).
+  Gauge* depth = metrics.AddGauge("recflow_serving_batch_queue_depth", "", {"model"});
+  for (int i = 0; i < 5000 && depth->Value({"m"}) < 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(depth->Value({"m"}), 1);
+  const auto start = std::chrono::steady_clock::now();
+  auto third = (*scheduler)->Run("q", "m", in, blocking);
+  EXPECT_LT(std::chrono::steady_clock::now() - start,
+            std::chrono::milliseconds(100));
+  EXPECT_EQ(third.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(third.status().message(),
+              HasSubstr("batch queue full for model m: 1 batches enqueued"));
+  // Another queue (another model or signature) is not affected.
+  release.Notify();
+  first.join();
+  second.join();
+  EXPECT_TRUE(first_status.ok()) << first_status;
+  EXPECT_TRUE(second_status.ok()) << second_status;
+  EXPECT_TRUE((*scheduler)->Run("q2", "m2", in, blocking).ok());
+}
+
+TEST(BatchSchedulerTest, PadsToAllowedBatchSizes) {
+  BatchingOptions options;
+  options.max_batch_size = 8;
+  options.allowed_batch_sizes = {2, 4, 8};
+  options.batch_timeout_micros = 100000;
+  options.num_batch_threads = 1;
+  auto scheduler = BatchScheduler::Create(options);
+  ASSERT_TRUE(scheduler.ok());
+  Model model;
+  // One request of 3 rows waits out the timeout alone: padded to 4.
+  Tensors in = Inputs(5, 3);
+  auto out = (*scheduler)->Run("q", "m", in, std::ref(model));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(Matches(in, *out));
+  MutexLock lock(&model.mu);
+  EXPECT_THAT(model.sizes, ElementsAre(4));
+}
+
+TEST(BatchSchedulerTest, OutputsWithoutBatchDimRunOneByOne) {
+  BatchingOptions options;
+  options.max_batch_size = 8;
+  options.batch_timeout_micros = 20000;
+  options.num_batch_threads = 1;
+  auto scheduler = BatchScheduler::Create(options);
+  ASSERT_TRUE(scheduler.ok());
+  std::atomic<int> runs{0};
+  // Returns the sum of x as a scalar.
+  auto sum = [&](const Tensors& in) -> absl::StatusOr<Tensors> {
+    ++runs;
+    float total = 0;
+    for (float v : in.at("x").flat<float>()) total += v;
+    return Tensors{{"sum", Tensor::Scalar<float>(total)}};
+  };
+  std::vector<std::thread> threads;
+  std::atomic<int> bad{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      Tensors in = Inputs(t * 100 + 1, 2);
+      auto out = (*scheduler)->Run("q", "m", in, sum);
+      float want = 0;
+      for (float v : in.at("x").flat<float>()) want += v;
+      if (!out.ok() || out->at("sum").scalar<float>() != want) ++bad;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(bad.load(), 0);
+}
+
+TEST(BatchSchedulerTest, ErrorsReachEveryTaskAndUnbatchableRunsDirectly) {
+  BatchingOptions options;
+  options.num_batch_threads = 1;
+  auto scheduler = BatchScheduler::Create(options);
+  ASSERT_TRUE(scheduler.ok());
+  auto fail = [](const Tensors&) -> absl::StatusOr<Tensors> {
+    return errors::InvalidArgument("bad input x");
+  };
+  auto out = (*scheduler)->Run("q", "m", Inputs(0, 2), fail);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  // Scalars and disagreeing dim 0 are run unbatched.
+  int64_t rows = 0;
+  EXPECT_FALSE(BatchScheduler::Batchable({{"a", Tensor::Scalar<float>(1)}}, &rows));
+  EXPECT_FALSE(BatchScheduler::Batchable(
+      {{"a", Tensor::FromVector<float>({1, 2}, {2})},
+       {"b", Tensor::FromVector<float>({1}, {1})}},
+      &rows));
+  EXPECT_FALSE(BatchScheduler::Batchable({}, &rows));
+  EXPECT_TRUE(BatchScheduler::Batchable(Inputs(0, 3), &rows));
+  EXPECT_EQ(rows, 3);
+  auto echo = [](const Tensors& in) -> absl::StatusOr<Tensors> { return in; };
+  out = (*scheduler)->Run("q", "m", {{"a", Tensor::Scalar<float>(1)}}, echo);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->at("a").scalar<float>(), 1.f);
+}
+
+TEST(BatchSchedulerTest, OptionsFromProtoAreValidated) {
+  tensorflow::serving::BatchingParameters p;
+  auto o = BatchingOptionsFromProto(p);
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->max_batch_size, 1000);
+  p.mutable_max_batch_size()->set_value(64);
+  p.mutable_num_batch_threads()->set_value(3);
+  p.add_allowed_batch_sizes(16);
+  p.add_allowed_batch_sizes(64);
+  o = BatchingOptionsFromProto(p);
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->num_batch_threads, 3);
+  EXPECT_TRUE(BatchScheduler::Create(*o).ok());
+
+  p.set_allowed_batch_sizes(1, 32);
+  o = BatchingOptionsFromProto(p);
+  ASSERT_TRUE(o.ok());
+  auto s = BatchScheduler::Create(*o);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.status().message(), HasSubstr("must equal max_batch_size"));
+  p.set_allowed_batch_sizes(0, 64);
+  p.set_allowed_batch_sizes(1, 64);
+  EXPECT_THAT(BatchScheduler::Create(*BatchingOptionsFromProto(p))
+                  .status()
+                  .message(),
+              HasSubstr("increasing"));
+  p.mutable_num_batch_threads()->set_value(0);
+  EXPECT_THAT(BatchingOptionsFromProto(p).status().message(),
+              HasSubstr("num_batch_threads"));
+  p.mutable_num_batch_threads()->set_value(1);
+  p.set_pad_variable_length_inputs(true);
+  EXPECT_EQ(BatchingOptionsFromProto(p).status().code(),
+            absl::StatusCode::kUnimplemented);
+  BatchingOptions bad;
+  bad.max_batch_size = 0;
+  EXPECT_THAT(BatchScheduler::Create(bad).status().message(),
+              HasSubstr("max_batch_size must be >= 1"));
+}
+
+TEST(BatchSchedulerTest, ConcatRowsCopiesAndPads) {
+  Tensor a = Tensor::FromVector<int64_t>({1, 2, 3, 4}, {2, 2});
+  Tensor b = Tensor::FromVector<int64_t>({5, 6}, {1, 2});
+  Tensor c = ConcatRows({&a, &b}, 4);
+  EXPECT_THAT(c.flat<int64_t>(), ElementsAre(1, 2, 3, 4, 5, 6, 1, 2));
+  Tensor s(DT_STRING, TensorShape({1}));
+  s.flat<std::string>()[0] = "u";
+  Tensor t(DT_STRING, TensorShape({2}));
+  t.flat<std::string>()[0] = "v";
+  t.flat<std::string>()[1] = "w";
+  Tensor st = ConcatRows({&s, &t}, 3);
+  EXPECT_THAT(st.flat<std::string>(), ElementsAre("u", "v", "w"));
+}
+
+}  // namespace
+}  // namespace recflow::serving

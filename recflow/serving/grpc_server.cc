@@ -1,0 +1,302 @@
+#include "recflow/serving/grpc_server.h"
+
+#include <chrono>
+#include <climits>
+#include <condition_variable>
+#include <mutex>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/resource_quota.h"
+#include "recflow/core/mutex.h"
+#include "recflow/core/status.h"
+// model_server_config.pb.h (included by model_service's) declares
+// deprecated enum values, as TF Serving's does; naming them is not our use.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#include "recflow/serving/model_service.grpc.pb.h"
+#pragma GCC diagnostic pop
+#include "recflow/serving/prediction_service.grpc.pb.h"
+
+namespace recflow::serving {
+namespace {
+
+namespace tfs = ::tensorflow::serving;
+
+// absl and gRPC share the canonical code numbers (0..16).
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+// A caller that gave up (deadline passed, cancelled) while the call waited
+// for a thread gets no work done for it.
+bool Abandoned(grpc::ServerContext* ctx, grpc::Status* status) {
+  if (!ctx->IsCancelled()) return false;
+  *status =
+      grpc::Status(grpc::StatusCode::CANCELLED,
+                   "the caller cancelled the call or its deadline passed");
+  return true;
+}
+
+// Why const_cast in Classify/Regress: the sync API hands the request as
+// const, but it is the call's own message and nobody reads it after the
+// handler; moving its examples out (instead of copying hundreds of
+// candidate Examples) is safe and saves a copy per request.
+
+class PredictionServiceImpl final : public tfs::PredictionService::Service {
+ public:
+  PredictionServiceImpl(PredictionApi* api, const GrpcServerOptions& options)
+      : api_(api), options_(options) {}
+
+  grpc::Status Predict(grpc::ServerContext* ctx,
+                       const tfs::PredictRequest* proto,
+                       tfs::PredictResponse* out) override {
+    grpc::Status abandoned;
+    if (Abandoned(ctx, &abandoned)) return abandoned;
+    PredictRequest request;
+    absl::Status s = PredictRequestFromProto(*proto, options_.limits, &request);
+    if (!s.ok()) return ToGrpcStatus(s);
+    PredictResponse response;
+    s = api_->Predict(request, &response);
+    if (!s.ok()) return ToGrpcStatus(s);
+    PredictResponseToProto(response, options_.output_encoding, out);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Classify(grpc::ServerContext* ctx,
+                        const tfs::ClassificationRequest* proto,
+                        tfs::ClassificationResponse* out) override {
+    grpc::Status abandoned;
+    if (Abandoned(ctx, &abandoned)) return abandoned;
+    ClassifyRequest request;
+    absl::Status s = ClassifyRequestFromProto(
+        const_cast<tfs::ClassificationRequest*>(proto), &request);
+    if (!s.ok()) return ToGrpcStatus(s);
+    ClassifyResponse response;
+    s = api_->Classify(request, &response);
+    if (!s.ok()) return ToGrpcStatus(s);
+    ClassifyResponseToProto(response, out);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Regress(grpc::ServerContext* ctx,
+                       const tfs::RegressionRequest* proto,
+                       tfs::RegressionResponse* out) override {
+    grpc::Status abandoned;
+    if (Abandoned(ctx, &abandoned)) return abandoned;
+    RegressRequest request;
+    absl::Status s = RegressRequestFromProto(
+        const_cast<tfs::RegressionRequest*>(proto), &request);
+    if (!s.ok()) return ToGrpcStatus(s);
+    RegressResponse response;
+    s = api_->Regress(request, &response);
+    if (!s.ok()) return ToGrpcStatus(s);
+    RegressResponseToProto(response, out);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status GetModelMetadata(grpc::ServerContext* ctx,
+                                const tfs::GetModelMetadataRequest* proto,
+                                tfs::GetModelMetadataResponse* out) override {
+    grpc::Status abandoned;
+    if (Abandoned(ctx, &abandoned)) return abandoned;
+    MetadataRequest request;
+    absl::Status s = MetadataRequestFromProto(*proto, &request);
+    if (!s.ok()) return ToGrpcStatus(s);
+    MetadataResponse response;
+    s = api_->GetModelMetadata(request, &response);
+    if (!s.ok()) return ToGrpcStatus(s);
+    MetadataResponseToProto(response, out);
+    return grpc::Status::OK;
+  }
+
+ private:
+  PredictionApi* const api_;  // Not owned.
+  const GrpcServerOptions& options_;
+};
+
+class ModelServiceImpl final : public tfs::ModelService::Service {
+ public:
+  ModelServiceImpl(PredictionApi* api, const GrpcServerOptions& options)
+      : api_(api), options_(options) {}
+
+  grpc::Status GetModelStatus(grpc::ServerContext* ctx,
+                              const tfs::GetModelStatusRequest* proto,
+                              tfs::GetModelStatusResponse* out) override {
+    grpc::Status abandoned;
+    if (Abandoned(ctx, &abandoned)) return abandoned;
+    StatusRequest request;
+    absl::Status s = StatusRequestFromProto(*proto, &request);
+    if (!s.ok()) return ToGrpcStatus(s);
+    StatusResponse response;
+    s = api_->GetModelStatus(request, &response);
+    if (!s.ok()) return ToGrpcStatus(s);
+    StatusResponseToProto(response, out);
+    return grpc::Status::OK;
+  }
+
+  // As TF Serving: the outcome is both the response's status and the call's.
+  grpc::Status HandleReloadConfigRequest(
+      grpc::ServerContext*, const tfs::ReloadConfigRequest* proto,
+      tfs::ReloadConfigResponse* out) override {
+    if (!options_.reload_config) {
+      return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                          "HandleReloadConfigRequest is not enabled on this "
+                          "server");
+    }
+    const absl::Status s = options_.reload_config(proto->config());
+    StatusToProto(s, out->mutable_status());
+    return ToGrpcStatus(s);
+  }
+
+ private:
+  PredictionApi* const api_;  // Not owned.
+  const GrpcServerOptions& options_;
+};
+
+std::string HostPort(const std::string& host, int port) {
+  if (host.find(':') != std::string::npos && host.front() != '[') {
+    return absl::StrCat("[", host, "]:", port);  // IPv6 literal
+  }
+  return absl::StrCat(host, ":", port);
+}
+
+int ClampToInt(int64_t v) {
+  return v > INT_MAX ? INT_MAX : static_cast<int>(v);
+}
+
+}  // namespace
+
+class GrpcServer::Impl {
+ public:
+  Impl(const GrpcServerOptions& options, PredictionApi* api)
+      : options_(options),
+        prediction_service_(api, options_),
+        model_service_(api, options_) {}
+
+  absl::Status Start() {
+    MutexLock lock(&mu_);
+    if (started_)
+      return errors::FailedPrecondition("GrpcServer already started");
+    const std::string address = HostPort(options_.host, options_.port);
+    grpc::ServerBuilder builder;
+    int selected_port = 0;
+    builder.AddListeningPort(address, grpc::InsecureServerCredentials(),
+                             &selected_port);
+    // gRPC sets SO_REUSEPORT by default, which would let a second server
+    // share a port in use instead of failing to bind.
+    builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+    builder.SetMaxReceiveMessageSize(
+        ClampToInt(options_.max_receive_message_bytes));
+    builder.SetMaxSendMessageSize(
+        options_.max_send_message_bytes < 0
+            ? -1
+            : ClampToInt(options_.max_send_message_bytes));
+    if (options_.num_threads > 0) {
+      grpc::ResourceQuota quota("recflow_grpc_server");
+      quota.SetMaxThreads(options_.num_threads);
+      builder.SetResourceQuota(quota);
+    }
+    builder.RegisterService(&prediction_service_);
+    builder.RegisterService(&model_service_);
+    std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+    if (server == nullptr || selected_port == 0) {
+      if (server != nullptr) server->Shutdown();
+      return errors::Unavailable("gRPC server cannot listen on ", address,
+                                 " (address in use or not local?)");
+    }
+    server_ = std::move(server);
+    port_ = selected_port;
+    started_ = true;
+    return absl::OkStatus();
+  }
+
+  int port() {
+    MutexLock lock(&mu_);
+    return port_;
+  }
+
+  void Stop() {
+    grpc::Server* server = nullptr;
+    {
+      MutexLock lock(&mu_);
+      if (!started_) return;
+      if (!stopping_) {
+        stopping_ = true;
+        server = server_.get();
+      }
+    }
+    if (server != nullptr) {
+      server->Shutdown(std::chrono::system_clock::now() +
+                       absl::ToChronoMicroseconds(options_.shutdown_grace));
+      server->Wait();
+      std::lock_guard<std::mutex> lock(mu_.native());
+      stopped_ = true;
+      stopped_cv_.notify_all();
+      return;
+    }
+    Wait();  // another thread is stopping it
+  }
+
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu_.native());
+    stopped_cv_.wait(lock, [this] { return !started_ || stopped_; });
+  }
+
+ private:
+  const GrpcServerOptions options_;
+  PredictionServiceImpl prediction_service_;
+  ModelServiceImpl model_service_;
+
+  Mutex mu_;
+  std::condition_variable stopped_cv_;
+  bool started_ = false;   // GUARDED_BY(mu_)
+  bool stopping_ = false;  // GUARDED_BY(mu_)
+  bool stopped_ = false;   // GUARDED_BY(mu_)
+  int port_ = 0;           // GUARDED_BY(mu_)
+  // Set once by Start(), under mu_; read without it by the thread that
+  // claimed stopping_.
+  std::unique_ptr<grpc::Server> server_;
+};
+
+absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(
+    const GrpcServerOptions& options, PredictionApi* api) {
+  if (api == nullptr) {
+    return errors::InvalidArgument("GrpcServer needs a PredictionApi");
+  }
+  if (options.host.empty()) {
+    return errors::InvalidArgument("GrpcServer: host is empty");
+  }
+  if (options.port < 0 || options.port > 65535) {
+    return errors::InvalidArgument("GrpcServer: port ", options.port,
+                                   " is not in [0, 65535]");
+  }
+  if (options.max_receive_message_bytes <= 0) {
+    return errors::InvalidArgument("GrpcServer: max_receive_message_bytes ",
+                                   options.max_receive_message_bytes,
+                                   " must be positive");
+  }
+  if (options.num_threads < 0) {
+    return errors::InvalidArgument("GrpcServer: num_threads ",
+                                   options.num_threads, " is negative");
+  }
+  if (options.limits.max_tensor_elements <= 0) {
+    return errors::InvalidArgument("GrpcServer: max_tensor_elements ",
+                                   options.limits.max_tensor_elements,
+                                   " must be positive");
+  }
+  return std::unique_ptr<GrpcServer>(
+      new GrpcServer(std::make_unique<Impl>(options, api)));
+}
+
+GrpcServer::GrpcServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+GrpcServer::~GrpcServer() { Stop(); }
+absl::Status GrpcServer::Start() { return impl_->Start(); }
+int GrpcServer::port() const { return impl_->port(); }
+void GrpcServer::Stop() { impl_->Stop(); }
+void GrpcServer::Wait() { impl_->Wait(); }
+
+}  // namespace recflow::serving

@@ -1,0 +1,115 @@
+// The model server's gRPC front end: TF Serving's
+// tensorflow.serving.PredictionService (Predict, Classify, Regress,
+// GetModelMetadata) and tensorflow.serving.ModelService (GetModelStatus,
+// HandleReloadConfigRequest), wire-compatible with TF Serving so its
+// clients and generated stubs work unchanged. Each call translates the
+// request proto into the PredictionApi structs (prediction_api_proto.h),
+// calls the PredictionApi and translates the answer back; an error status
+// travels as the gRPC status with the same numeric code and message.
+//
+//   GrpcServerOptions options;          // 127.0.0.1, port 0: the OS picks
+//   ASSIGN_OR_RETURN(std::unique_ptr<GrpcServer> server,
+//                    GrpcServer::Create(options, core));
+//   RETURN_IF_ERROR(server->Start());
+//   LOG(INFO) << "gRPC on port " << server->port();
+//   ...
+//   server->Stop();                     // in-flight calls finish first
+//
+// Limits: a request larger than max_receive_message_bytes is refused by
+// gRPC with RESOURCE_EXHAUSTED before it is parsed; an input tensor over
+// max_tensor_elements is refused with RESOURCE_EXHAUSTED before it is
+// allocated; with num_threads set, a call arriving when every thread is
+// busy is refused with RESOURCE_EXHAUSTED instead of queueing. A call whose
+// caller already gave up (deadline passed, cancelled) by the time a thread
+// takes it is answered CANCELLED without running the model.
+// MultiInference and ListModelNames are not offered (UNIMPLEMENTED, as for
+// any unknown method).
+//
+// Thread-safety: Start, Stop and Wait may be called from any thread; Stop
+// and the destructor must not be called from inside a call handler. The
+// PredictionApi must outlive the server.
+#ifndef RECFLOW_SERVING_GRPC_SERVER_H_
+#define RECFLOW_SERVING_GRPC_SERVER_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "recflow/serving/prediction_api.h"
+#include "recflow/serving/prediction_api_proto.h"
+
+namespace tensorflow::serving {
+class ModelServerConfig;  // recflow/proto/model_server_config.proto
+}  // namespace tensorflow::serving
+
+namespace recflow::serving {
+
+struct GrpcServerOptions {
+  // Address to listen on. 127.0.0.1 by default (DESIGN: servers listen on
+  // the loopback unless told otherwise); "0.0.0.0" or "::" for every
+  // interface.
+  std::string host = "127.0.0.1";
+  // 0: the OS picks a free port; port() tells which after Start().
+  int port = 0;
+  // Largest request accepted, in bytes (TF Serving accepts up to 2 GiB; a
+  // bound keeps one caller from taking the server's memory).
+  int64_t max_receive_message_bytes = int64_t{64} << 20;
+  // Largest response sent; -1: unlimited (a response is as big as the
+  // model makes it).
+  int64_t max_send_message_bytes = -1;
+  // Most threads serving calls at once; 0: gRPC's default (grows with
+  // load).
+  int num_threads = 0;
+  // Per-tensor element limit for Predict inputs.
+  ProtoLimits limits;
+  // How Predict encodes its output tensors (typed fields by default, as TF
+  // Serving does).
+  TensorEncoding output_encoding;
+  // How long Stop() lets in-flight calls finish before cancelling them.
+  absl::Duration shutdown_grace = absl::Seconds(5);
+  // Applies a new ModelServerConfig (ModelService.HandleReloadConfigRequest).
+  // Unset: that method answers UNIMPLEMENTED.
+  std::function<absl::Status(const tensorflow::serving::ModelServerConfig&)>
+      reload_config;
+};
+
+class GrpcServer {
+ public:
+  // Checks the options (InvalidArgument naming a bad one); listens only
+  // from Start().
+  static absl::StatusOr<std::unique_ptr<GrpcServer>> Create(
+      const GrpcServerOptions& options, PredictionApi* api);
+
+  ~GrpcServer();  // Stop()s
+  GrpcServer(const GrpcServer&) = delete;
+  GrpcServer& operator=(const GrpcServer&) = delete;
+
+  // Binds host:port and starts serving. Unavailable naming the address when
+  // it cannot be bound (e.g. the port is taken); FailedPrecondition when
+  // already started.
+  absl::Status Start();
+
+  // The bound port (the OS's pick for port 0); 0 before Start().
+  int port() const;
+
+  // Stops accepting calls, lets in-flight ones finish for up to
+  // shutdown_grace, cancels the rest, and returns once every handler has
+  // returned. Idempotent; a no-op before Start().
+  void Stop();
+
+  // Blocks until Stop() completes (returns at once if never started).
+  void Wait();
+
+ private:
+  class Impl;
+  explicit GrpcServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace recflow::serving
+
+#endif  // RECFLOW_SERVING_GRPC_SERVER_H_

@@ -1,0 +1,450 @@
+#include "recflow/serving/http_server.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "recflow/core/mutex.h"
+#include "recflow/serving/http_test_client.h"
+
+namespace recflow::serving {
+namespace {
+
+using testutil::HttpCall;
+using testutil::TestClient;
+using testutil::TestResponse;
+
+// Echoes method, path, query, a header and the body.
+HttpResponse Echo(const HttpRequest& r) {
+  if (r.path == "/sleep") {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  return HttpResponse::Text(
+      200, absl::StrCat(r.method, " ", r.path, " ", r.query, " ",
+                        r.Header("x-test", "-"), " ", r.body));
+}
+
+std::unique_ptr<HttpServer> StartServer(HttpServerOptions options = {},
+                                        HttpServer::Handler handler = Echo) {
+  auto server = HttpServer::Create(options, std::move(handler));
+  EXPECT_TRUE(server.ok()) << server.status();
+  return std::move(server).value();
+}
+
+std::string Get(const std::string& path, const std::string& extra = "") {
+  return absl::StrCat("GET ", path, " HTTP/1.1\r\nHost: x\r\n", extra, "\r\n");
+}
+
+std::string Post(const std::string& path, const std::string& body) {
+  return absl::StrCat("POST ", path, " HTTP/1.1\r\nHost: x\r\nContent-Length: ",
+                      body.size(), "\r\n\r\n", body);
+}
+
+TEST(HttpServerTest, GetAndPost) {
+  auto server = StartServer();
+  ASSERT_GT(server->port(), 0);
+  TestResponse r = HttpCall(server->port(), "GET", "/a/b?x=1&y=2");
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "GET /a/b x=1&y=2 - ");
+  EXPECT_EQ(r.headers["content-type"], "text/plain; charset=utf-8");
+  r = HttpCall(server->port(), "POST", "/p", "{\"k\": 1}");
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.body, "POST /p  - {\"k\": 1}");
+}
+
+TEST(HttpServerTest, HeadersAreCaseInsensitive) {
+  auto server = StartServer();
+  TestClient c(server->port());
+  c.Send(Get("/h", "X-TeSt: Value\r\n"));
+  TestResponse r = c.Read();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.body, "GET /h  Value ");
+}
+
+TEST(HttpServerTest, KeepAliveServesManyRequestsOnOneConnection) {
+  auto server = StartServer();
+  TestClient c(server->port());
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(c.Send(Post("/k", absl::StrCat("body", i))));
+    TestResponse r = c.Read();
+    ASSERT_TRUE(r.ok) << i;
+    EXPECT_EQ(r.body, absl::StrCat("POST /k  - body", i));
+    EXPECT_EQ(r.headers.count("Connection"), 0u);
+  }
+  EXPECT_EQ(server->connections_accepted(), 1);
+}
+
+TEST(HttpServerTest, PipelinedRequestsAnsweredInOrder) {
+  auto server = StartServer();
+  TestClient c(server->port());
+  std::string all;
+  for (int i = 0; i < 5; ++i) all += Post(absl::StrCat("/p", i), absl::StrCat(i));
+  all += Get("/last", "Connection: close\r\n");
+  ASSERT_TRUE(c.Send(all));
+  for (int i = 0; i < 5; ++i) {
+    TestResponse r = c.Read();
+    ASSERT_TRUE(r.ok);
+    EXPECT_EQ(r.body, absl::StrCat("POST /p", i, "  - ", i));
+  }
+  TestResponse r = c.Read();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.body, "GET /last  - ");
+  EXPECT_EQ(r.headers["Connection"], "close");
+  EXPECT_TRUE(c.ReadsEof());
+}
+
+TEST(HttpServerTest, Http10ClosesUnlessKeepAlive) {
+  auto server = StartServer();
+  {
+    TestClient c(server->port());
+    c.Send("GET /x HTTP/1.0\r\n\r\n");
+    TestResponse r = c.Read();
+    ASSERT_TRUE(r.ok);
+    EXPECT_TRUE(c.ReadsEof());
+  }
+  TestClient c(server->port());
+  c.Send("GET /x HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+  TestResponse r = c.Read();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.headers["connection"], "keep-alive");
+  c.Send("GET /y HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+  EXPECT_EQ(c.Read().body, "GET /y  - ");
+}
+
+TEST(HttpServerTest, HeadHasNoBody) {
+  auto server = StartServer();
+  TestClient c(server->port());
+  c.set_head_only(true);
+  c.Send("HEAD /h HTTP/1.1\r\n\r\n");
+  TestResponse r = c.Read();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.headers["Content-Length"], "11");  // "HEAD /h  - "
+  c.set_head_only(false);
+  c.Send(Get("/after"));
+  EXPECT_EQ(c.Read().body, "GET /after  - ");
+}
+
+TEST(HttpServerTest, ExpectContinue) {
+  auto server = StartServer();
+  TestClient c(server->port());
+  std::string body(5000, 'z');
+  c.Send(absl::StrCat("POST /e HTTP/1.1\r\nContent-Length: ", body.size(),
+                      "\r\nExpect: 100-continue\r\n\r\n"));
+  TestResponse cont = c.Read(/*stop_at_100=*/true);
+  ASSERT_TRUE(cont.ok);
+  EXPECT_EQ(cont.status, 100);
+  c.Send(body);
+  TestResponse r = c.Read();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "POST /e  - " + body);
+}
+
+TEST(HttpServerTest, ExpectContinueRefusedBodyGets413AtOnce) {
+  HttpServerOptions options;
+  options.max_body_bytes = 1000;
+  auto server = StartServer(options);
+  TestClient c(server->port());
+  c.Send("POST /e HTTP/1.1\r\nContent-Length: 5000\r\nExpect: 100-continue\r\n\r\n");
+  TestResponse r = c.Read(/*stop_at_100=*/true);
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 413);
+  EXPECT_NE(r.body.find("5000 bytes exceeds the limit of 1000"), std::string::npos)
+      << r.body;
+}
+
+TEST(HttpServerTest, ChunkedBodyIsDecoded) {
+  auto server = StartServer();
+  TestClient c(server->port());
+  c.Send("POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+         "5\r\nhello\r\n7;ext=1\r\n, world\r\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  c.Send("0\r\nTrailer: x\r\n\r\n");
+  TestResponse r = c.Read();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.body, "POST /c  - hello, world");
+  // The connection stays usable.
+  c.Send(Get("/next"));
+  EXPECT_EQ(c.Read().body, "GET /next  - ");
+}
+
+TEST(HttpServerTest, BadChunkSizeIs400) {
+  auto server = StartServer();
+  TestClient c(server->port());
+  c.Send("POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
+  TestResponse r = c.Read();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("chunk size"), std::string::npos) << r.body;
+}
+
+TEST(HttpServerTest, UnknownTransferCodingIs501) {
+  auto server = StartServer();
+  TestClient c(server->port());
+  c.Send("POST /c HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n");
+  TestResponse r = c.Read();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 501);
+}
+
+TEST(HttpServerTest, OversizedHeaderIs431) {
+  HttpServerOptions options;
+  options.max_header_bytes = 1024;
+  auto server = StartServer(options);
+  TestClient c(server->port());
+  c.Send(Get("/big", absl::StrCat("X-Big: ", std::string(4000, 'a'), "\r\n")));
+  TestResponse r = c.Read();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 431);
+  EXPECT_NE(r.body.find("\"error\""), std::string::npos);
+  // Without the blank line ever arriving, too.
+  TestClient c2(server->port());
+  c2.Send("GET / HTTP/1.1\r\nX: " + std::string(2000, 'b'));
+  r = c2.Read();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 431);
+}
+
+TEST(HttpServerTest, OversizedBodyIs413WithoutReadingIt) {
+  HttpServerOptions options;
+  options.max_body_bytes = 100;
+  auto server = StartServer(options);
+  TestClient c(server->port());
+  // Declares 10 MB, sends only the headers: the answer must not wait.
+  c.Send("POST /b HTTP/1.1\r\nContent-Length: 10000000\r\n\r\n");
+  TestResponse r = c.Read();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 413);
+  EXPECT_NE(r.body.find("10000000"), std::string::npos);
+}
+
+TEST(HttpServerTest, MalformedRequestsAre400) {
+  auto server = StartServer();
+  for (const std::string& bad :
+       {std::string("GARBAGE\r\n\r\n"), std::string("GET /\r\n\r\n"),
+        std::string("GET / HTTP/1.1\r\nNoColonHere\r\n\r\n"),
+        std::string("GET / HTTP/1.1\r\nBad Name: x\r\n\r\n"),
+        std::string("GET / HTTP/1.1\r\n folded\r\n\r\n"),
+        std::string("POST / HTTP/1.1\r\nContent-Length: -5\r\n\r\n"),
+        std::string("POST / HTTP/1.1\r\nContent-Length: 5x\r\n\r\n"),
+        std::string("GET noslash HTTP/1.1\r\n\r\n"),
+        std::string("\x01\x02\xff\xfe garbage \x00\x00\r\n\r\n", 19)}) {
+    TestClient c(server->port());
+    c.Send(bad);
+    TestResponse r = c.Read();
+    ASSERT_TRUE(r.ok) << bad;
+    EXPECT_EQ(r.status, 400) << bad << " -> " << r.body;
+    EXPECT_EQ(r.body.rfind("{\"error\": ", 0), 0u) << r.body;
+    EXPECT_TRUE(c.ReadsEof());
+  }
+}
+
+TEST(HttpServerTest, UnknownMethodIs501AndBadVersionIs505) {
+  auto server = StartServer();
+  TestClient c(server->port());
+  c.Send("BREW /pot HTTP/1.1\r\n\r\n");
+  TestResponse r = c.Read();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 501);
+  EXPECT_NE(r.body.find("BREW"), std::string::npos);
+  TestClient c2(server->port());
+  c2.Send("GET / HTTP/2.0\r\n\r\n");
+  r = c2.Read();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 505);
+}
+
+TEST(HttpServerTest, RandomGarbageNeverCrashes) {
+  auto server = StartServer();
+  std::mt19937 rng(7);
+  for (int i = 0; i < 50; ++i) {
+    TestClient c(server->port(), 2000);
+    std::string junk(1 + rng() % 3000, '\0');
+    for (char& ch : junk) ch = static_cast<char>(rng());
+    if (i % 2) junk += "\r\n\r\n";
+    c.Send(junk);
+    c.ShutdownWrite();
+    TestResponse r = c.Read();
+    if (r.ok) {
+      EXPECT_GE(r.status, 400) << i;
+    }
+  }
+  EXPECT_EQ(HttpCall(server->port(), "GET", "/alive").status, 200);
+}
+
+TEST(HttpServerTest, SlowPartialRequestDoesNotBlockOthers) {
+  HttpServerOptions options;
+  options.num_threads = 1;  // one worker: a blocked worker would show
+  auto server = StartServer(options);
+  TestClient slow(server->port());
+  slow.Send("POST /slow HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc");
+  TestClient slow2(server->port());
+  slow2.Send("GET /slo");
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(HttpCall(server->port(), "GET", "/fast").status, 200);
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  // The slow request completes when its bytes come.
+  slow.Send("defghij");
+  TestResponse r = slow.Read();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.body, "POST /slow  - abcdefghij");
+}
+
+TEST(HttpServerTest, TruncatedBodyAndDisconnectMidRequest) {
+  auto server = StartServer();
+  {
+    TestClient c(server->port());
+    c.Send("POST /t HTTP/1.1\r\nContent-Length: 100\r\n\r\nonly ten b");
+    c.ShutdownWrite();
+    EXPECT_TRUE(c.ReadsEof());  // nobody to answer: just closed
+  }
+  {
+    TestClient c(server->port());
+    c.Send("POST /t HTTP/1.1\r\nContent-Le");
+    c.Close();
+  }
+  {
+    // Disconnects while its handler runs; the write fails quietly.
+    TestClient c(server->port());
+    c.Send(Get("/sleep"));
+    c.Close();
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_EQ(HttpCall(server->port(), "GET", "/alive").status, 200);
+}
+
+TEST(HttpServerTest, RequestTimeoutIs408AndIdleConnectionsClose) {
+  HttpServerOptions options;
+  options.request_timeout_ms = 300;
+  options.idle_timeout_ms = 300;
+  auto server = StartServer(options);
+  TestClient partial(server->port());
+  partial.Send("GET /x HTTP/1.1\r\nHost:");
+  TestClient idle(server->port());
+  idle.Send(Get("/i"));
+  ASSERT_TRUE(idle.Read().ok);
+  TestResponse r = partial.Read();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 408);
+  EXPECT_TRUE(idle.ReadsEof());
+}
+
+TEST(HttpServerTest, MaxConnectionsGives503) {
+  HttpServerOptions options;
+  options.max_connections = 2;
+  auto server = StartServer(options);
+  TestClient a(server->port()), b(server->port());
+  a.Send(Get("/a"));
+  b.Send(Get("/b"));
+  ASSERT_TRUE(a.Read().ok);
+  ASSERT_TRUE(b.Read().ok);
+  TestClient c(server->port());
+  TestResponse r = c.Read();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 503);
+}
+
+TEST(HttpServerTest, ConcurrentClients) {
+  HttpServerOptions options;
+  options.num_threads = 4;
+  auto server = StartServer(options);
+  constexpr int kThreads = 8, kRequests = 100;
+  std::atomic<int> good{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      TestClient c(server->port());
+      for (int i = 0; i < kRequests; ++i) {
+        std::string body = absl::StrCat(t, "-", i);
+        if (!c.Send(Post("/c", body))) return;
+        TestResponse r = c.Read();
+        if (r.ok && r.body == "POST /c  - " + body) ++good;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(good.load(), kThreads * kRequests);
+  EXPECT_EQ(server->requests_handled(), kThreads * kRequests);
+}
+
+TEST(HttpServerTest, BlockingHandlersBoundedByThreads) {
+  HttpServerOptions options;
+  options.num_threads = 2;
+  std::atomic<int> running{0}, peak{0};
+  auto server = StartServer(options, [&](const HttpRequest&) {
+    int now = ++running;
+    int p = peak.load();
+    while (now > p && !peak.compare_exchange_weak(p, now)) {
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    --running;
+    return HttpResponse::Text(200, "ok");
+  });
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&] {
+      if (HttpCall(server->port(), "GET", "/").status == 200) ++ok;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 6);
+  EXPECT_LE(peak.load(), 2);
+}
+
+TEST(HttpServerTest, StopIsPromptAndWaitsForHandlers) {
+  HttpServerOptions options;
+  options.num_threads = 2;
+  std::atomic<bool> handler_done{false};
+  auto server = StartServer(options, [&](const HttpRequest&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    handler_done = true;
+    return HttpResponse::Text(200, "ok");
+  });
+  TestClient idle(server->port());  // an idle keep-alive connection
+  TestClient busy(server->port());
+  busy.Send(Get("/"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto start = std::chrono::steady_clock::now();
+  server->Stop();
+  EXPECT_TRUE(handler_done.load());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+  EXPECT_TRUE(idle.ReadsEof());
+  server->Stop();  // idempotent
+  server.reset();
+}
+
+TEST(HttpServerTest, BadOptionsAndBusyPort) {
+  HttpServerOptions options;
+  options.num_threads = 0;
+  EXPECT_EQ(HttpServer::Create(options, Echo).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options = {};
+  options.host = "not-an-ip";
+  EXPECT_EQ(HttpServer::Create(options, Echo).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  auto first = StartServer();
+  options = {};
+  options.port = first->port();
+  auto second = HttpServer::Create(options, Echo);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(second.status().message().find(absl::StrCat(first->port())),
+            std::string::npos);
+}
+
+TEST(HttpServerTest, JsonStringEscaping) {
+  std::string out;
+  AppendJsonString(std::string("a\"b\\c\n\x01\xff\xc3\xa9", 10), &out);
+  EXPECT_EQ(out, "\"a\\\"b\\\\c\\n\\u0001\xEF\xBF\xBD\xc3\xa9\"");
+}
+
+}  // namespace
+}  // namespace recflow::serving

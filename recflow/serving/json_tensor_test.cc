@@ -1,0 +1,435 @@
+#include "recflow/serving/json_tensor.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "recflow/core/tensor.h"
+
+namespace recflow::serving {
+namespace {
+
+tensorflow::TensorInfo Info(DataType dtype) {
+  tensorflow::TensorInfo info;
+  info.set_dtype(static_cast<tensorflow::DataType>(dtype));
+  return info;
+}
+
+tensorflow::SignatureDef Sig(std::map<std::string, DataType> inputs) {
+  tensorflow::SignatureDef def;
+  for (const auto& [name, dtype] : inputs) (*def.mutable_inputs())[name] = Info(dtype);
+  (*def.mutable_outputs())["y"] = Info(DT_FLOAT);
+  def.set_method_name("tensorflow/serving/predict");
+  return def;
+}
+
+SignatureLookup Lookup(tensorflow::SignatureDef def, std::string* asked = nullptr) {
+  auto shared = std::make_shared<const tensorflow::SignatureDef>(std::move(def));
+  return [shared, asked](const std::string& name)
+             -> absl::StatusOr<std::shared_ptr<const tensorflow::SignatureDef>> {
+    if (asked) *asked = name;
+    if (name == "missing") return absl::NotFoundError("no signature 'missing'");
+    return shared;
+  };
+}
+
+struct Parsed {
+  absl::Status status;
+  PredictRequest request;
+  JsonPredictFormat format = JsonPredictFormat::kRow;
+};
+
+Parsed Parse(const std::string& json, const tensorflow::SignatureDef& def,
+             const JsonLimits& limits = {}) {
+  Parsed p;
+  p.status = ParsePredictRequestJson(json, Lookup(def), limits, &p.request, &p.format);
+  return p;
+}
+
+void ExpectError(const Parsed& p, const std::string& needle,
+                 absl::StatusCode code = absl::StatusCode::kInvalidArgument) {
+  EXPECT_EQ(p.status.code(), code) << p.status;
+  EXPECT_NE(p.status.message().find(needle), std::string::npos)
+      << "'" << needle << "' not in: " << p.status.message();
+}
+
+std::string Float(float v) {
+  std::string s;
+  AppendJsonFloat(v, &s);
+  return s;
+}
+
+TEST(JsonTensorTest, FloatsPrintAsTfServing) {
+  EXPECT_EQ(Float(2.5f), "2.5");
+  EXPECT_EQ(Float(3.f), "3.0");
+  EXPECT_EQ(Float(0.1f), "0.1");
+  EXPECT_EQ(Float(-4.f), "-4.0");
+  EXPECT_EQ(Float(1e-5f), "1e-05");
+  EXPECT_EQ(Float(9e6f), "9e+06");
+  EXPECT_EQ(Float(16777216.f), "16777216.0");
+  EXPECT_EQ(Float(1.f / 3), "0.333333343");
+  EXPECT_EQ(Float(std::nanf("")), "NaN");
+  EXPECT_EQ(Float(std::numeric_limits<float>::infinity()), "Infinity");
+  EXPECT_EQ(Float(-std::numeric_limits<float>::infinity()), "-Infinity");
+  std::string d;
+  AppendJsonDouble(0.1, &d);
+  EXPECT_EQ(d, "0.1");
+  d.clear();
+  AppendJsonDouble(1.0 / 3, &d);
+  EXPECT_EQ(d, "0.33333333333333331");
+}
+
+TEST(JsonTensorTest, RowFormatSingleInput) {
+  Parsed p = Parse(R"({"instances": [1.0, 2.0, 5.0]})", Sig({{"x", DT_FLOAT}}));
+  ASSERT_TRUE(p.status.ok()) << p.status;
+  EXPECT_EQ(p.format, JsonPredictFormat::kRow);
+  EXPECT_TRUE(TensorsEqual(p.request.inputs.at("x"),
+                           Tensor::FromVector<float>({1, 2, 5}, {3})));
+  p = Parse(R"({"instances": [[[1, 2]], [[3, 4]]]})", Sig({{"x", DT_INT64}}));
+  ASSERT_TRUE(p.status.ok()) << p.status;
+  EXPECT_TRUE(TensorsEqual(p.request.inputs.at("x"),
+                           Tensor::FromVector<int64_t>({1, 2, 3, 4}, {2, 1, 2})));
+}
+
+TEST(JsonTensorTest, RowFormatNamedInputsWithStringsAndB64) {
+  Parsed p = Parse(R"({"signature_name": "s", "instances": [
+      {"ids": [1, 2], "tag": "foo", "img_bytes": {"b64": "aGVsbG8="}, "on": true},
+      {"ids": [3, 4], "tag": "bar", "img_bytes": {"b64": "d29ybGQ="}, "on": false}]})",
+                   Sig({{"ids", DT_INT32},
+                        {"tag", DT_STRING},
+                        {"img_bytes", DT_STRING},
+                        {"on", DT_BOOL}}));
+  ASSERT_TRUE(p.status.ok()) << p.status;
+  EXPECT_EQ(p.request.model_spec.signature_name, "s");
+  EXPECT_TRUE(TensorsEqual(p.request.inputs.at("ids"),
+                           Tensor::FromVector<int32_t>({1, 2, 3, 4}, {2, 2})));
+  EXPECT_TRUE(TensorsEqual(p.request.inputs.at("tag"),
+                           Tensor::FromVector<std::string>({"foo", "bar"}, {2})));
+  EXPECT_TRUE(TensorsEqual(p.request.inputs.at("img_bytes"),
+                           Tensor::FromVector<std::string>({"hello", "world"}, {2})));
+  EXPECT_TRUE(TensorsEqual(p.request.inputs.at("on"),
+                           Tensor::FromVector<bool>({true, false}, {2})));
+}
+
+TEST(JsonTensorTest, RowFormatErrorsNameInputAndInstance) {
+  auto sig = Sig({{"x", DT_FLOAT}});
+  ExpectError(Parse(R"({"instances": [[1, 2], [3]]})", sig), "input 'x', instance 1");
+  ExpectError(Parse(R"({"instances": [[1, 2], [3, [4]]]})", sig), "ragged");
+  ExpectError(Parse(R"({"instances": [[1, 2], 3]})", sig), "instance 1");
+  ExpectError(Parse(R"({"instances": ["a"]})", sig), "is not of expected type float");
+  ExpectError(Parse(R"({"instances": [16777217]})", sig), "without loss");
+  ExpectError(Parse(R"({"instances": [1e300]})", sig), "without loss");
+  ExpectError(Parse(R"({"instances": []})", sig), "empty");
+  ExpectError(Parse(R"({"instances": {"x": 1}})", sig), "must be a list");
+  ExpectError(Parse(R"({"instances": [null]})", sig), "null");
+  ExpectError(Parse(R"({"instances": [1.5]})", Sig({{"i", DT_INT32}})),
+              "not of expected type int32");
+  ExpectError(Parse(R"({"instances": [3000000000]})", Sig({{"i", DT_INT32}})),
+              "out of range for int32");
+  ExpectError(Parse(R"({"instances": [256]})", Sig({{"i", DT_UINT8}})),
+              "out of range for uint8");
+  ExpectError(Parse(R"({"instances": [-1]})", Sig({{"i", DT_UINT64}})),
+              "out of range for uint64");
+  ExpectError(Parse(R"({"instances": [{"b64": "!!"}]})", Sig({{"s", DT_STRING}})),
+              "not valid base64");
+  auto two = Sig({{"a", DT_FLOAT}, {"b", DT_FLOAT}});
+  ExpectError(Parse(R"({"instances": [1, 2]})", two), "plain list");
+  ExpectError(Parse(R"({"instances": [{"a": 1, "b": 2, "c": 3}]})", two),
+              "unknown input 'c'");
+  ExpectError(Parse(R"({"instances": [{"a": 1, "b": 2}, {"a": 1}]})", two),
+              "instance 1 lacks input 'b'");
+  ExpectError(Parse(R"({"instances": [{"a": 1, "b": 2}, [1]]})", two),
+              "instance 1 is array");
+}
+
+TEST(JsonTensorTest, ColumnarFormat) {
+  auto sig = Sig({{"a", DT_FLOAT}, {"b", DT_STRING}});
+  Parsed p = Parse(R"({"inputs": {"a": [[1, 2], [3, 4], [5, 6]], "b": "x"}})", sig);
+  ASSERT_TRUE(p.status.ok()) << p.status;
+  EXPECT_EQ(p.format, JsonPredictFormat::kColumnar);
+  EXPECT_TRUE(TensorsEqual(p.request.inputs.at("a"),
+                           Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, {3, 2})));
+  EXPECT_TRUE(TensorsEqual(p.request.inputs.at("b"), Tensor::Scalar<std::string>("x")));
+  p = Parse(R"({"inputs": 5})", Sig({{"x", DT_DOUBLE}}));
+  ASSERT_TRUE(p.status.ok()) << p.status;
+  EXPECT_TRUE(TensorsEqual(p.request.inputs.at("x"), Tensor::Scalar<double>(5)));
+  p = Parse(R"({"inputs": [NaN, Infinity, -Infinity]})", Sig({{"x", DT_FLOAT}}));
+  ASSERT_TRUE(p.status.ok()) << p.status;
+  EXPECT_TRUE(std::isnan(p.request.inputs.at("x").data<float>()[0]));
+  EXPECT_TRUE(std::isinf(p.request.inputs.at("x").data<float>()[2]));
+  ExpectError(Parse(R"({"inputs": {"a": 1, "b": "x", "zz": 2}})", sig),
+              "unknown input 'zz'; the signature's inputs are: a, b");
+  ExpectError(Parse(R"({"inputs": {"a": 1}})", sig), "lacks input 'b'");
+  ExpectError(Parse(R"({"inputs": [1, 2]})", sig), "plain value");
+  ExpectError(Parse(R"({"inputs": {"a": [[1], [2, 3]], "b": "x"}})", sig),
+              "input 'a'");
+}
+
+TEST(JsonTensorTest, RequestLevelErrors) {
+  auto sig = Sig({{"x", DT_FLOAT}});
+  ExpectError(Parse(R"({"instances": [1], "inputs": [1]})", sig), "both");
+  ExpectError(Parse(R"({"foo": 1})", sig), "lacks 'instances' or 'inputs'");
+  ExpectError(Parse(R"({"signature_name": 3, "inputs": [1]})", sig),
+              "'signature_name' must be a string");
+  ExpectError(Parse(R"({"instances": [1, 2)", sig), "JSON parse error");
+  ExpectError(Parse(R"({"instances": [1, 2]} trailing)", sig), "must not be followed");
+  ExpectError(Parse("", sig), "empty");
+  ExpectError(Parse("[1, 2]", sig), "must be a JSON object");
+  ExpectError(Parse("{\"inputs\": \"\xff\xfe\"}", sig), "JSON parse error");
+  ExpectError(Parse(R"({"signature_name": "missing", "inputs": [1]})", sig),
+              "no signature 'missing'", absl::StatusCode::kNotFound);
+  std::string asked = "unset";
+  PredictRequest req;
+  JsonPredictFormat format;
+  ASSERT_TRUE(ParsePredictRequestJson(R"({"inputs": [1]})", Lookup(sig, &asked), {},
+                                      &req, &format)
+                  .ok());
+  EXPECT_EQ(asked, "");
+}
+
+TEST(JsonTensorTest, DeepNestingIsRefusedAtTheLimit) {
+  auto sig = Sig({{"x", DT_FLOAT}});
+  std::string deep = "{\"inputs\": " + std::string(1000000, '[');
+  ExpectError(Parse(deep, sig), "deeper than the limit of 64");
+  std::string objs;
+  for (int i = 0; i < 100000; ++i) objs += "{\"a\":";
+  ExpectError(Parse(objs, sig), "deeper than the limit of 64");
+  // 63 list levels inside the top-level object is fine.
+  std::string ok = "{\"inputs\": " + std::string(63, '[') + "1" + std::string(63, ']') + "}";
+  Parsed p = Parse(ok, sig);
+  ASSERT_TRUE(p.status.ok()) << p.status;
+  EXPECT_EQ(p.request.inputs.at("x").dims(), 63);
+}
+
+TEST(JsonTensorTest, ElementAndStringLimits) {
+  JsonLimits limits;
+  limits.max_elements = 10;
+  limits.max_string_bytes = 8;
+  ExpectError(Parse(R"({"inputs": [1,2,3,4,5,6,7,8,9,10,11]})", Sig({{"x", DT_FLOAT}}),
+                    limits),
+              "over the limit of 10", absl::StatusCode::kResourceExhausted);
+  ExpectError(Parse(R"({"instances": [[1,2,3,4],[1,2,3,4],[1,2,3,4]]})",
+                    Sig({{"x", DT_FLOAT}}), limits),
+              "over the limit of 10", absl::StatusCode::kResourceExhausted);
+  ExpectError(Parse(R"({"inputs": ["a very long string indeed"]})",
+                    Sig({{"x", DT_STRING}}), limits),
+              "exceeds the limit of 8");
+  ExpectError(Parse(R"({"inputs": [{"b64": "MTIzNDU2Nzg5"}]})",
+                    Sig({{"x", DT_STRING}}), limits),
+              "exceeds the limit of 8", absl::StatusCode::kResourceExhausted);
+}
+
+TEST(JsonTensorTest, PredictResponses) {
+  PredictResponse r;
+  r.outputs["y"] = Tensor::FromVector<float>({2.5f, 3.f, 4.5f}, {3});
+  EXPECT_EQ(*PredictResponseToJson(r, JsonPredictFormat::kRow),
+            R"({"predictions": [2.5, 3.0, 4.5]})");
+  EXPECT_EQ(*PredictResponseToJson(r, JsonPredictFormat::kColumnar),
+            R"({"outputs": [2.5, 3.0, 4.5]})");
+  r.outputs["labels"] = Tensor::FromVector<std::string>({"a\"", "b", "c"}, {3});
+  r.outputs["raw_bytes"] = Tensor::FromVector<std::string>({"hello", "", "x"}, {3});
+  r.outputs["y"] = Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, {3, 2});
+  EXPECT_EQ(*PredictResponseToJson(r, JsonPredictFormat::kRow),
+            R"({"predictions": [{"labels": "a\"", "raw_bytes": {"b64": "aGVsbG8="}, )"
+            R"("y": [1.0, 2.0]}, {"labels": "b", "raw_bytes": {"b64": ""}, "y": [3.0, 4.0]}, )"
+            R"({"labels": "c", "raw_bytes": {"b64": "eA=="}, "y": [5.0, 6.0]}]})");
+  EXPECT_EQ(*PredictResponseToJson(r, JsonPredictFormat::kColumnar),
+            R"({"outputs": {"labels": ["a\"", "b", "c"], "raw_bytes": [{"b64": "aGVsbG8="}, )"
+            R"({"b64": ""}, {"b64": "eA=="}], "y": [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]}})");
+  r.outputs["z"] = Tensor::FromVector<int64_t>({1, 2}, {2});
+  auto bad = PredictResponseToJson(r, JsonPredictFormat::kRow);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("output 'z' has 2 rows"), std::string::npos);
+  r.outputs.clear();
+  r.outputs["s"] = Tensor::Scalar<int32_t>(7);
+  EXPECT_FALSE(PredictResponseToJson(r, JsonPredictFormat::kRow).ok());
+  EXPECT_EQ(*PredictResponseToJson(r, JsonPredictFormat::kColumnar), R"({"outputs": 7})");
+}
+
+// Reference check: random tensors written as columnar JSON parse back to the
+// same tensors (floats print with enough digits to round-trip).
+TEST(JsonTensorTest, RandomRoundTrip) {
+  std::mt19937 rng(42);
+  for (int iter = 0; iter < 200; ++iter) {
+    int rank = rng() % 4;
+    std::vector<int64_t> dims;
+    for (int d = 0; d < rank; ++d) dims.push_back(1 + rng() % 5);
+    TensorShape shape{absl::MakeConstSpan(dims)};
+    const DataType dtypes[] = {DT_FLOAT, DT_DOUBLE, DT_INT32, DT_INT64, DT_STRING, DT_BOOL};
+    DataType dtype = dtypes[iter % 6];
+    Tensor t(dtype, shape);
+    std::uniform_real_distribution<double> real(-1e6, 1e6);
+    for (int64_t i = 0; i < t.NumElements(); ++i) {
+      switch (dtype) {
+        case DT_FLOAT: t.data<float>()[i] = static_cast<float>(real(rng)) / 7; break;
+        case DT_DOUBLE: t.data<double>()[i] = real(rng) / 3; break;
+        case DT_INT32: t.data<int32_t>()[i] = static_cast<int32_t>(rng()); break;
+        case DT_INT64:
+          t.data<int64_t>()[i] = (static_cast<int64_t>(rng()) << 31) ^ rng();
+          break;
+        case DT_BOOL: t.data<bool>()[i] = rng() & 1; break;
+        default: {
+          std::string s;
+          for (int k = rng() % 6; k > 0; --k) s.push_back(static_cast<char>(32 + rng() % 95));
+          t.data<std::string>()[i] = s;
+        }
+      }
+    }
+    PredictResponse r;
+    r.outputs["v"] = t;
+    std::string json = *PredictResponseToJson(r, JsonPredictFormat::kColumnar);
+    std::string request = "{\"inputs\"" + json.substr(json.find(':'));
+    Parsed p = Parse(request, Sig({{"v", dtype}}));
+    ASSERT_TRUE(p.status.ok()) << p.status << " " << request;
+    if (t.NumElements() > 0) {
+      EXPECT_TRUE(TensorsEqual(p.request.inputs.at("v"), t))
+          << request << " -> " << p.request.inputs.at("v").DebugString(100);
+    }
+  }
+}
+
+TEST(JsonTensorTest, ExamplesRequest) {
+  std::string sig;
+  ExampleInput input;
+  ASSERT_TRUE(ParseExamplesRequestJson(R"({
+      "signature_name": "classify_x",
+      "context": {"user": 42, "country": "fr", "ctr": [0.5, 1.25]},
+      "examples": [{"item": 7, "price": 2.5, "raw": {"b64": "AAE="}},
+                   {"item": [8, 9], "flag": true}]})",
+                                       {}, &sig, &input)
+                  .ok());
+  EXPECT_EQ(sig, "classify_x");
+  ASSERT_TRUE(input.context.has_value());
+  const auto& ctx = input.context->features().feature();
+  EXPECT_EQ(ctx.at("user").int64_list().value(0), 42);
+  EXPECT_EQ(ctx.at("country").bytes_list().value(0), "fr");
+  EXPECT_EQ(ctx.at("ctr").float_list().value(1), 1.25f);
+  ASSERT_EQ(input.examples.size(), 2u);
+  const auto& e0 = input.examples[0].features().feature();
+  EXPECT_EQ(e0.at("price").float_list().value(0), 2.5f);
+  EXPECT_EQ(e0.at("raw").bytes_list().value(0), std::string("\0\1", 2));
+  const auto& e1 = input.examples[1].features().feature();
+  EXPECT_EQ(e1.at("item").int64_list().value_size(), 2);
+  EXPECT_EQ(e1.at("flag").int64_list().value(0), 1);
+
+  auto err = [](const std::string& json) {
+    std::string s;
+    ExampleInput in;
+    return ParseExamplesRequestJson(json, {}, &s, &in);
+  };
+  EXPECT_NE(err(R"({"examples": [{"a": [1, 2.5]}]})").message().find(
+                "feature 'a' mixes int64 and float"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"examples": [{"a": null}]})").message().find("feature 'a'"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"examples": [{"a": [[1]]}]})").message().find("example 0"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"context": {}})").message().find("lacks 'examples'"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"examples": []})").message().find("empty"), std::string::npos);
+  EXPECT_NE(err(R"({"examples": [1]})").message().find("example 0 must be a JSON object"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"context": [1], "examples": [{}]})").message().find("'context'"),
+            std::string::npos);
+  EXPECT_NE(err(R"({"examples": [{"a": 18446744073709551615}]})").message().find(
+                "beyond int64"),
+            std::string::npos);
+}
+
+TEST(JsonTensorTest, ClassifyRegressStatusMetadataResponses) {
+  ClassifyResponse c;
+  c.classifications = {{{"cat", 0.75f}, {"dog", 0.25f}}, {{"", 1.f}}};
+  EXPECT_EQ(ClassifyResponseToJson(c),
+            R"({"results": [[["cat", 0.75], ["dog", 0.25]], [["", 1.0]]]})");
+  RegressResponse r;
+  r.results = {2.5f, 3.f};
+  EXPECT_EQ(RegressResponseToJson(r), R"({"results": [2.5, 3.0]})");
+  StatusResponse s;
+  s.versions.push_back({123, ModelVersionState::kAvailable, absl::OkStatus()});
+  s.versions.push_back({124, ModelVersionState::kEnd,
+                        absl::DataLossError("corrupt \"variables\"")});
+  EXPECT_EQ(StatusResponseToJson(s),
+            R"({"model_version_status": [{"version": "123", "state": "AVAILABLE", )"
+            R"("status": {"error_code": "OK", "error_message": ""}}, {"version": "124", )"
+            R"("state": "END", "status": {"error_code": "DATA_LOSS", "error_message": )"
+            R"("corrupt \"variables\""}}]})");
+  MetadataResponse m;
+  m.model_spec.name = "half_plus_two";
+  m.model_spec.version = 123;
+  m.signature_def["serving_default"] = Sig({{"x", DT_FLOAT}});
+  auto json = MetadataResponseToJson(m);
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_EQ(json->rfind(R"({"model_spec": {"name": "half_plus_two", "signature_name": "", )"
+                        R"("version": "123"}, "metadata": {"signature_def": {"signature_def": )"
+                        R"({"serving_default": {)",
+                        0),
+            0u)
+      << *json;
+  EXPECT_NE(json->find(R"("method_name":"tensorflow/serving/predict")"), std::string::npos)
+      << *json;
+  EXPECT_NE(json->find(R"("dtype":"DT_FLOAT")"), std::string::npos) << *json;
+}
+
+// Bounded fuzz: random mutations of valid requests and random bytes. Every
+// outcome must be OK or an error status; nothing may crash or hang.
+TEST(JsonTensorTest, FuzzRequestParsers) {
+  const std::vector<std::string> seeds = {
+      R"({"instances": [1.0, 2.0, 5.0]})",
+      R"({"signature_name": "s", "instances": [{"a": [1, 2], "b": "x", "c": {"b64": "aGk="}}, {"a": [3, 4], "b": "y", "c": {"b64": "aGk="}}]})",
+      R"({"inputs": {"a": [[1, 2], [3, 4]], "b": ["p", "q"], "c": [{"b64": "AA=="}]}})",
+      R"({"context": {"u": 1, "f": [0.5, 2]}, "examples": [{"i": [1, 2], "s": "x"}, {"i": 3, "b": true}]})",
+  };
+  auto multi = Sig({{"a", DT_INT64}, {"b", DT_STRING}, {"c", DT_STRING}});
+  auto single = Sig({{"x", DT_FLOAT}});
+  const char kTokens[][8] = {"[", "]", "{", "}", ",", ":", "\"", "1e999", "-",
+                             "null", "true", "NaN", "0.5", "\\u0000", "\xff", "[[[["};
+  std::mt19937 rng(1234);
+  int iterations = 0, ok = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (iterations < 20000 && std::chrono::steady_clock::now() < deadline) {
+    std::string doc = seeds[rng() % seeds.size()];
+    const int mutations = 1 + rng() % 4;
+    for (int m = 0; m < mutations; ++m) {
+      size_t pos = doc.empty() ? 0 : rng() % doc.size();
+      switch (rng() % 5) {
+        case 0: if (!doc.empty()) doc.erase(pos, 1 + rng() % 3); break;
+        case 1: doc.insert(pos, kTokens[rng() % 16]); break;
+        case 2: if (!doc.empty()) doc[pos] = static_cast<char>(rng()); break;
+        case 3: doc = doc.substr(0, pos); break;
+        default: {
+          std::string junk(rng() % 16, '\0');
+          for (char& c : junk) c = static_cast<char>(rng());
+          doc.insert(pos, junk);
+        }
+      }
+    }
+    if (iterations % 50 == 0) {
+      doc.assign(rng() % 200, '\0');
+      for (char& c : doc) c = static_cast<char>(rng());
+    }
+    PredictRequest req;
+    JsonPredictFormat format;
+    absl::Status s1 = ParsePredictRequestJson(doc, Lookup(multi), {}, &req, &format);
+    absl::Status s2 = ParsePredictRequestJson(doc, Lookup(single), {}, &req, &format);
+    std::string sig;
+    ExampleInput input;
+    absl::Status s3 = ParseExamplesRequestJson(doc, {}, &sig, &input);
+    for (const absl::Status& s : {s1, s2, s3}) {
+      if (s.ok()) {
+        ++ok;
+      } else {
+        EXPECT_FALSE(s.message().empty());
+      }
+    }
+    ++iterations;
+  }
+  EXPECT_GT(iterations, 1000);
+  EXPECT_GT(ok, 0);
+}
+
+}  // namespace
+}  // namespace recflow::serving

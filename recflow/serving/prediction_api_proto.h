@@ -1,0 +1,127 @@
+// Translation between TF Serving's apis protos (recflow/proto/serving_*.proto,
+// package tensorflow.serving) and the PredictionApi structs
+// (prediction_api.h). The gRPC services (grpc_server.h) use it; so can
+// anything else that holds TF Serving protos, e.g. the warm-up records
+// (PredictionLog) of a SavedModel.
+//
+//   tensorflow::serving::PredictRequest proto = ...;  // from the wire
+//   PredictRequest request;
+//   RETURN_IF_ERROR(PredictRequestFromProto(proto, {}, &request));
+//   PredictResponse response;
+//   RETURN_IF_ERROR(api->Predict(request, &response));
+//   tensorflow::serving::PredictResponse out;
+//   PredictResponseToProto(response, {}, &out);
+//
+// A proto from a request is untrusted: every *FromProto checks it and
+// returns InvalidArgument naming the field at fault (a missing model_spec,
+// an input tensor whose bytes do not match its dtype and shape, an Input
+// with no examples), or ResourceExhausted for a tensor over
+// ProtoLimits::max_tensor_elements. The checks TF Serving makes in its
+// front end are made here with the same outcome; the rest (unknown model,
+// signature, input key, ...) are the PredictionApi's.
+//
+// Thread-safe: free functions without shared state.
+#ifndef RECFLOW_SERVING_PREDICTION_API_PROTO_H_
+#define RECFLOW_SERVING_PREDICTION_API_PROTO_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "recflow/proto/serving_classification.pb.h"
+#include "recflow/proto/serving_get_model_metadata.pb.h"
+#include "recflow/proto/serving_get_model_status.pb.h"
+#include "recflow/proto/serving_predict.pb.h"
+#include "recflow/proto/serving_regression.pb.h"
+#include "recflow/proto/serving_status.pb.h"
+#include "recflow/serving/prediction_api.h"
+
+namespace recflow::serving {
+
+// The metadata field GetModelMetadata supports, and the type URL of its
+// value (an Any packing a SignatureDefMap).
+inline constexpr char kSignatureDefField[] = "signature_def";
+inline constexpr char kSignatureDefMapTypeUrl[] =
+    "type.googleapis.com/tensorflow.serving.SignatureDefMap";
+
+struct ProtoLimits {
+  // Most elements one input tensor may declare (its shape's product),
+  // checked before anything is allocated. 2^27 = 128M elements (512 MiB of
+  // floats): far above any real request, far below what would exhaust the
+  // machine.
+  int64_t max_tensor_elements = int64_t{1} << 27;
+};
+
+struct TensorEncoding {
+  // false (TF Serving's default): typed fields (float_val, int64_val, ...),
+  // which clients reading e.g. `outputs["y"].float_val` expect. true:
+  // tensor_content bytes, more compact for big outputs.
+  bool use_tensor_content = false;
+};
+
+// ModelSpec. A proto version (Int64Value) becomes `version`; a
+// version_label stays a label. FromProto never fails.
+void ModelSpecFromProto(const tensorflow::serving::ModelSpec& proto,
+                        ModelSpec* spec);
+void ModelSpecToProto(const ModelSpec& spec,
+                      tensorflow::serving::ModelSpec* proto);
+
+// A Tensor as a TensorProto (see TensorEncoding).
+void TensorToApiProto(const Tensor& tensor, const TensorEncoding& encoding,
+                      tensorflow::TensorProto* proto);
+
+// An absl status as TF Serving's StatusProto (error_code is the same number;
+// error_message is set only for an error).
+void StatusToProto(const absl::Status& status,
+                   tensorflow::serving::StatusProto* proto);
+
+// Predict. InvalidArgument for a missing model_spec or an input tensor that
+// does not decode (the message names the input key); ResourceExhausted for
+// a tensor over limits.max_tensor_elements.
+absl::Status PredictRequestFromProto(
+    const tensorflow::serving::PredictRequest& proto, const ProtoLimits& limits,
+    PredictRequest* request);
+void PredictResponseToProto(const PredictResponse& response,
+                            const TensorEncoding& encoding,
+                            tensorflow::serving::PredictResponse* proto);
+
+// Input (ExampleList or ExampleListWithContext). InvalidArgument when
+// neither is set or there are no examples. The examples are moved out of
+// `*proto`, which is left empty: a request with hundreds of candidates is
+// not copied.
+absl::Status ExampleInputFromProto(tensorflow::serving::Input* proto,
+                                   ExampleInput* input);
+
+// Classify / Regress; the request's Input is moved out of `*proto` (above).
+absl::Status ClassifyRequestFromProto(
+    tensorflow::serving::ClassificationRequest* proto,
+    ClassifyRequest* request);
+void ClassifyResponseToProto(
+    const ClassifyResponse& response,
+    tensorflow::serving::ClassificationResponse* proto);
+absl::Status RegressRequestFromProto(
+    tensorflow::serving::RegressionRequest* proto, RegressRequest* request);
+void RegressResponseToProto(const RegressResponse& response,
+                            tensorflow::serving::RegressionResponse* proto);
+
+// GetModelMetadata. InvalidArgument for a missing model_spec, no
+// metadata_field, or a field other than "signature_def" (TF Serving's
+// checks and messages).
+absl::Status MetadataRequestFromProto(
+    const tensorflow::serving::GetModelMetadataRequest& proto,
+    MetadataRequest* request);
+// The response's metadata["signature_def"] is an Any packing a
+// SignatureDefMap (kSignatureDefMapTypeUrl).
+void MetadataResponseToProto(
+    const MetadataResponse& response,
+    tensorflow::serving::GetModelMetadataResponse* proto);
+
+// GetModelStatus. InvalidArgument for a missing model_spec.
+absl::Status StatusRequestFromProto(
+    const tensorflow::serving::GetModelStatusRequest& proto,
+    StatusRequest* request);
+void StatusResponseToProto(const StatusResponse& response,
+                           tensorflow::serving::GetModelStatusResponse* proto);
+
+}  // namespace recflow::serving
+
+#endif  // RECFLOW_SERVING_PREDICTION_API_PROTO_H_

@@ -1,0 +1,107 @@
+// RestApi: TF Serving's REST API over a PredictionApi (prediction_api.h),
+// served by HttpServer (http_server.h); JSON formats in json_tensor.h.
+//
+//   ASSIGN_OR_RETURN(std::unique_ptr<RestServer> rest,
+//                    RestServer::Create(core.get(), http_options));
+//   // curl -d '{"instances": [1.0, 2.0, 5.0]}' \
+//   //   http://127.0.0.1:PORT/v1/models/half_plus_two:predict
+//   // -> {"predictions": [2.5, 3.0, 4.5]}
+//
+// Routes (paths case-sensitive except the verb; NAME is any run of bytes
+// other than '/' and ':'; V is a decimal version; L a version label):
+//   GET  /v1/models/NAME[/versions/V | /labels/L]            model status
+//   GET  /v1/models/NAME[/versions/V | /labels/L]/metadata   model metadata
+//   POST /v1/models/NAME[/versions/V | /labels/L]:predict
+//   POST /v1/models/NAME[/versions/V | /labels/L]:classify
+//   POST /v1/models/NAME[/versions/V | /labels/L]:regress
+//   GET  /monitoring/prometheus/metrics   PredictionApi::MetricsText(),
+//                                         text/plain; version=0.0.4
+// Anything else answers 404 (405 for a known path with the wrong method),
+// with {"error": "..."}. Errors of the PredictionApi map to HTTP codes with
+// HttpStatusFor (prediction_api.h): 404 unknown model / version / label /
+// signature, 400 malformed JSON or wrong dtype / shape / keys, 503 queue
+// full or no version loaded, 429 over a limit. The model name is only ever
+// looked up by the PredictionApi, never used to build a path.
+//
+// Predict needs the signature's input dtypes to type the JSON values: it
+// asks GetModelMetadata for the model spec of the URL, then calls Predict
+// with the same spec (not pinned to the version the metadata came from, so
+// a version swap between the two calls cannot fail the request). The
+// signatures are cached per (model, version or label, signature name), so
+// a request costs no metadata copy; when a Predict that used a cached
+// signature fails, the entry is dropped and the request is parsed and run
+// once more with fresh metadata, so a new version with other dtypes never
+// sees a stale signature twice.
+//
+// Thread-safety: Handle() may be called concurrently (HttpServer does).
+#ifndef RECFLOW_SERVING_REST_API_H_
+#define RECFLOW_SERVING_REST_API_H_
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "recflow/core/mutex.h"
+#include "recflow/serving/http_server.h"
+#include "recflow/serving/json_tensor.h"
+#include "recflow/serving/prediction_api.h"
+
+namespace recflow::serving {
+
+struct RestApiOptions {
+  JsonLimits json;  // nesting depth, element count and string limits
+};
+
+class RestApi {
+ public:
+  // `api` is not owned and must outlive this object.
+  explicit RestApi(PredictionApi* api, RestApiOptions options = {});
+
+  HttpResponse Handle(const HttpRequest& request);
+  // A handler for HttpServer::Create; `this` must outlive the server.
+  HttpServer::Handler AsHandler() {
+    return [this](const HttpRequest& r) { return Handle(r); };
+  }
+
+ private:
+  HttpResponse Predict(const ModelSpec& spec, const std::string& body);
+  HttpResponse Classify(const ModelSpec& spec, const std::string& body);
+  HttpResponse Regress(const ModelSpec& spec, const std::string& body);
+  HttpResponse ModelStatus(const ModelSpec& spec);
+  HttpResponse Metadata(const ModelSpec& spec);
+
+  using SignaturePtr = std::shared_ptr<const tensorflow::SignatureDef>;
+  // The signature for `spec` + `signature`, from the cache or metadata.
+  absl::StatusOr<SignaturePtr> LookupSignature(const ModelSpec& spec,
+                                               const std::string& signature,
+                                               bool use_cache, bool* from_cache);
+
+  PredictionApi* const api_;  // Not owned.
+  const RestApiOptions options_;
+  Mutex cache_mu_;
+  std::map<std::string, SignaturePtr> signature_cache_
+      ABSL_GUARDED_BY(cache_mu_);
+};
+
+// An HttpServer serving a RestApi: the pair the model server runs.
+class RestServer {
+ public:
+  // `api` is not owned and must outlive the server.
+  static absl::StatusOr<std::unique_ptr<RestServer>> Create(
+      PredictionApi* api, const HttpServerOptions& http_options,
+      const RestApiOptions& rest_options = {});
+
+  int port() const { return http_->port(); }
+  void Stop() { http_->Stop(); }
+  HttpServer* http() { return http_.get(); }
+
+ private:
+  RestServer() = default;
+  std::unique_ptr<RestApi> rest_;
+  std::unique_ptr<HttpServer> http_;  // destroyed first: stops before rest_
+};
+
+}  // namespace recflow::serving
+
+#endif  // RECFLOW_SERVING_REST_API_H_

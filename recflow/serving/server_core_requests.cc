@@ -1,0 +1,544 @@
+// ServerCore's request path: resolving a model spec to a loaded version,
+// running signatures (through the batch scheduler when enabled), and the
+// PredictionApi methods. Loading and polling are in server_core.cc.
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "recflow/checkpoint/saved_model.h"
+#include "recflow/core/dtype.h"
+#include "recflow/core/status.h"
+#include "recflow/framework/partial_shape.h"
+#include "recflow/serving/server_core.h"
+
+namespace recflow::serving {
+namespace {
+
+std::string JoinVersions(const std::vector<int64_t>& versions) {
+  if (versions.empty()) return "none";
+  return absl::StrJoin(versions, ", ");
+}
+
+template <typename Map>
+std::string JoinKeys(const Map& m) {
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : m) keys.push_back(absl::StrCat(k));
+  if (keys.empty()) return "none";
+  return absl::StrJoin(keys, ", ");
+}
+
+std::string SignatureName(const ModelSpec& spec) {
+  return spec.signature_name.empty() ? kDefaultSignature : spec.signature_name;
+}
+
+std::string VersionString(const std::optional<int64_t>& v) {
+  return v.has_value() ? absl::StrCat(*v) : "";
+}
+
+std::string SortedKeys(
+    const google::protobuf::Map<std::string, tensorflow::TensorInfo>& m) {
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : m) keys.push_back(k);
+  std::sort(keys.begin(), keys.end());
+  return absl::StrJoin(keys, ", ");
+}
+
+// When `shape` omits exactly the signature's dims of known size 1 (TF
+// Serving checks no shapes, and its canonical half_plus_two request feeds
+// [3] to an input declared (-1, 1)), the shape with those dims put back.
+std::optional<TensorShape> ExpandOmittedOnes(const PartialShape& want,
+                                             const TensorShape& shape) {
+  if (want.unknown_rank()) return std::nullopt;
+  std::vector<int64_t> squeezed;
+  for (int64_t d : want.dims()) {
+    if (d != 1) squeezed.push_back(d);
+  }
+  if (squeezed.size() == static_cast<size_t>(want.rank()) ||
+      !PartialShape(absl::MakeConstSpan(squeezed))
+           .IsCompatibleWith(PartialShape(shape))) {
+    return std::nullopt;
+  }
+  TensorShape expanded;
+  int next = 0;
+  for (int64_t d : want.dims()) {
+    expanded.AddDim(d == 1 ? 1 : shape.dim_size(next++));
+  }
+  return expanded;
+}
+
+// Drops the dims the signature declares as size 1 from `t` (the inverse of
+// ExpandOmittedOnes for outputs).
+Tensor SqueezeDeclaredOnes(const tensorflow::TensorInfo& info, Tensor t) {
+  if (!info.has_tensor_shape()) return t;
+  auto want = PartialShape::FromProto(info.tensor_shape());
+  if (!want.ok() || want->unknown_rank() || want->rank() != t.dims()) return t;
+  TensorShape squeezed;
+  for (int i = 0; i < t.dims(); ++i) {
+    if (want->dim(i) != 1) squeezed.AddDim(t.dim_size(i));
+  }
+  if (squeezed.dims() == t.dims()) return t;
+  auto r = t.Reshaped(squeezed);
+  return r.ok() ? *r : t;
+}
+
+}  // namespace
+
+absl::StatusOr<std::map<std::string, Tensor>> RunServingSignature(
+    const SavedModelBundle& bundle, const std::string& signature_name,
+    const std::map<std::string, Tensor>& inputs,
+    const std::vector<std::string>& output_keys) {
+  ASSIGN_OR_RETURN(
+      const tensorflow::SignatureDef* sig,
+      checkpoint::FindSignature(bundle.meta_graph_def, signature_name));
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  bool omitted_ones = false;
+  for (const auto& [key, tensor] : inputs) {
+    auto it = sig->inputs().find(key);
+    if (it == sig->inputs().end()) {
+      return errors::InvalidArgument(
+          "signature '", signature_name, "' has no input '", key,
+          "'; its inputs are: ", SortedKeys(sig->inputs()));
+    }
+    const tensorflow::TensorInfo& info = it->second;
+    const DataType want = static_cast<DataType>(info.dtype());
+    if (tensor.dtype() != want) {
+      return errors::InvalidArgument("signature '", signature_name, "' input '",
+                                     key, "' must be ", DataTypeString(want),
+                                     ", got ", DataTypeString(tensor.dtype()));
+    }
+    if (info.has_tensor_shape()) {
+      auto shape = PartialShape::FromProto(info.tensor_shape());
+      if (shape.ok() && !shape->IsCompatibleWith(PartialShape(tensor.shape()))) {
+        auto expanded = ExpandOmittedOnes(*shape, tensor.shape());
+        if (!expanded.has_value()) {
+          return errors::InvalidArgument(
+              "signature '", signature_name, "' input '", key,
+              "' must have shape ", shape->DebugString(), ", got ",
+              tensor.shape().DebugString());
+        }
+        ASSIGN_OR_RETURN(Tensor reshaped, tensor.Reshaped(*expanded));
+        feeds.emplace_back(info.name(), std::move(reshaped));
+        omitted_ones = true;
+        continue;
+      }
+    }
+    feeds.emplace_back(info.name(), tensor);
+  }
+  for (const auto& [key, info] : sig->inputs()) {
+    if (!inputs.contains(key)) {
+      return errors::InvalidArgument(
+          "signature '", signature_name, "' input '", key,
+          "' is missing; its inputs are: ", SortedKeys(sig->inputs()));
+    }
+  }
+  std::vector<std::string> keys = output_keys;
+  if (keys.empty()) {
+    for (const auto& [key, info] : sig->outputs()) keys.push_back(key);
+    std::sort(keys.begin(), keys.end());
+  }
+  std::vector<std::string> fetches;
+  std::vector<const tensorflow::TensorInfo*> infos;
+  for (const std::string& key : keys) {
+    auto it = sig->outputs().find(key);
+    if (it == sig->outputs().end()) {
+      return errors::NotFound("signature '", signature_name,
+                              "' has no output '", key,
+                              "'; its outputs are: ", SortedKeys(sig->outputs()));
+    }
+    fetches.push_back(it->second.name());
+    infos.push_back(&it->second);
+  }
+  std::vector<Tensor> outs;
+  absl::Status s = bundle.session->Run(feeds, fetches, {}, &outs);
+  if (!s.ok()) {
+    return errors::Annotate(
+        s, absl::StrCat("running signature '", signature_name, "'"));
+  }
+  std::map<std::string, Tensor> result;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    result.emplace(keys[i], omitted_ones
+                                ? SqueezeDeclaredOnes(*infos[i], std::move(outs[i]))
+                                : std::move(outs[i]));
+  }
+  return result;
+}
+
+absl::StatusOr<std::shared_ptr<ServerCore::Model>> ServerCore::FindModel(
+    const std::string& name) const {
+  if (name.empty()) {
+    return errors::InvalidArgument("model_spec.name is empty");
+  }
+  MutexLock lock(&models_mu_);
+  auto it = models_.find(name);
+  if (it == models_.end()) {
+    return errors::NotFound("model '", name, "' is not served; models: ",
+                            JoinKeys(models_));
+  }
+  return it->second;
+}
+
+absl::StatusOr<std::shared_ptr<const ServerCore::Servable>>
+ServerCore::Resolve(const ModelSpec& spec) const {
+  ASSIGN_OR_RETURN(std::shared_ptr<Model> model, FindModel(spec.name));
+  std::shared_ptr<const VersionMap> available;
+  std::map<int64_t, ModelVersionStatus> states;
+  {
+    MutexLock lock(&model->mu);
+    available = model->available;
+  }
+  auto versions = [&] {
+    std::vector<int64_t> v;
+    for (const auto& [k, s] : *available) v.push_back(k);
+    return JoinVersions(v);
+  };
+  auto why = [&](int64_t v) -> std::string {
+    MutexLock lock(&model->mu);
+    auto it = model->states.find(v);
+    if (it == model->states.end()) return "";
+    std::string out =
+        absl::StrCat(" (version ", v, " is ",
+                     ModelVersionStateName(it->second.state));
+    if (!it->second.status.ok())
+      absl::StrAppend(&out, ": ", it->second.status.message());
+    return out + ")";
+  };
+  if (spec.version.has_value()) {
+    auto it = available->find(*spec.version);
+    if (it == available->end()) {
+      return errors::NotFound("version ", *spec.version, " of model '",
+                              spec.name, "' is not available",
+                              why(*spec.version),
+                              "; available versions: ", versions());
+    }
+    return it->second;
+  }
+  if (!spec.version_label.empty()) {
+    auto label = model->labels.find(spec.version_label);
+    if (label == model->labels.end()) {
+      return errors::NotFound("label '", spec.version_label, "' of model '",
+                              spec.name, "' is unknown; labels: ",
+                              JoinKeys(model->labels));
+    }
+    auto it = available->find(label->second);
+    if (it == available->end()) {
+      return errors::NotFound("label '", spec.version_label, "' of model '",
+                              spec.name, "' points to version ", label->second,
+                              ", which is not available", why(label->second),
+                              "; available versions: ", versions());
+    }
+    return it->second;
+  }
+  if (available->empty()) {
+    std::string detail;
+    {
+      MutexLock lock(&model->mu);
+      for (const auto& [v, s] : model->states) {
+        absl::StrAppend(&detail, detail.empty() ? "" : "; ", "version ", v,
+                        " ", ModelVersionStateName(s.state));
+        if (!s.status.ok()) absl::StrAppend(&detail, ": ", s.status.message());
+      }
+    }
+    return errors::Unavailable("model '", spec.name,
+                               "' has no available version yet",
+                               detail.empty() ? "" : " (", detail,
+                               detail.empty() ? "" : ")");
+  }
+  return available->rbegin()->second;
+}
+
+absl::StatusOr<std::map<std::string, Tensor>> ServerCore::Run(
+    const std::shared_ptr<const Servable>& servable,
+    const std::string& signature, const std::map<std::string, Tensor>& inputs,
+    const std::vector<std::string>& output_filter, bool batch) {
+  if (!batch || batcher_ == nullptr) {
+    return RunServingSignature(servable->bundle, signature, inputs, output_filter);
+  }
+  const std::string queue =
+      absl::StrCat(servable->model, "/", servable->version, "/", signature,
+                   "/", absl::StrJoin(output_filter, ","));
+  return batcher_->Run(
+      queue, servable->model, inputs,
+      [servable, signature,
+       output_filter](const std::map<std::string, Tensor>& in) {
+        return RunServingSignature(servable->bundle, signature, in, output_filter);
+      });
+}
+
+void ServerCore::Record(const std::string& api, const ModelSpec& spec,
+                        const std::string& version, const absl::Status& status,
+                        uint64_t start_micros) {
+  // Only configured names become label values (requests cannot grow the
+  // label sets without bound).
+  std::string model;
+  {
+    MutexLock lock(&models_mu_);
+    if (models_.contains(spec.name)) model = spec.name;
+  }
+  request_count_->Increment(
+      {model, version, api, absl::StatusCodeToString(status.code())});
+  if (status.ok()) {
+    request_latency_->Observe(
+        {model, version, api},
+        (options_.env->NowMicros() - start_micros) * 1e-6);
+  }
+}
+
+absl::Status ServerCore::DoPredict(const PredictRequest& request,
+                                   PredictResponse* response, bool batch,
+                                   std::shared_ptr<const Servable> servable) {
+  if (servable == nullptr) {
+    ASSIGN_OR_RETURN(servable, Resolve(request.model_spec));
+  }
+  const std::string signature = SignatureName(request.model_spec);
+  ASSIGN_OR_RETURN(auto outputs, Run(servable, signature, request.inputs,
+                                     request.output_filter, batch));
+  response->model_spec = ModelSpec{servable->model, servable->version, "",
+                                   signature};
+  response->outputs = std::move(outputs);
+  return absl::OkStatus();
+}
+
+namespace {
+
+// The one DT_STRING input of a classify / regress signature, after checking
+// the method.
+absl::StatusOr<std::string> ExampleInputKey(const tensorflow::SignatureDef& sig,
+                                            const std::string& sig_name,
+                                            const std::string& model,
+                                            const char* method,
+                                            const char* api) {
+  if (sig.method_name() != method) {
+    return errors::FailedPrecondition(
+        api, " needs a signature with method '", method, "'; signature '",
+        sig_name, "' of model '", model, "' has method '", sig.method_name(),
+        "'");
+  }
+  if (sig.inputs_size() != 1 ||
+      sig.inputs().begin()->second.dtype() != tensorflow::DT_STRING) {
+    return errors::FailedPrecondition(
+        api, " signature '", sig_name, "' of model '", model,
+        "' must have exactly one string input (serialized tf.Examples); it "
+        "has ",
+        sig.inputs_size(), " inputs");
+  }
+  return sig.inputs().begin()->first;
+}
+
+// [N] serialized examples; the context's bytes are prepended to each.
+absl::StatusOr<Tensor> SerializeExamples(const ExampleInput& input) {
+  if (input.examples.empty()) {
+    return errors::InvalidArgument("the request has no examples");
+  }
+  const std::string context =
+      input.context.has_value() ? input.context->SerializeAsString() : "";
+  Tensor t(DT_STRING,
+           TensorShape({static_cast<int64_t>(input.examples.size())}));
+  auto flat = t.flat<std::string>();
+  for (size_t i = 0; i < input.examples.size(); ++i) {
+    std::string& s = flat[i];
+    s.reserve(context.size() + input.examples[i].ByteSizeLong());
+    s = context;
+    input.examples[i].AppendToString(&s);
+  }
+  return t;
+}
+
+// Rows and columns of a [N] or [N, K] output of `n` rows.
+absl::Status CheckOutput(const Tensor& t, const std::string& key,
+                         DataType dtype, int64_t n, int64_t* k) {
+  if (t.dtype() != dtype) {
+    return errors::Internal("output '", key, "' is ", DataTypeString(t.dtype()),
+                            ", expected ", DataTypeString(dtype));
+  }
+  if ((t.dims() != 1 && t.dims() != 2) || t.dim_size(0) != n) {
+    return errors::Internal("output '", key, "' has shape ",
+                            t.shape().DebugString(), "; expected [", n,
+                            "] or [", n, ", K] for ", n, " examples");
+  }
+  *k = t.dims() == 2 ? t.dim_size(1) : 1;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ServerCore::DoClassify(const ClassifyRequest& request,
+                                    ClassifyResponse* response, bool batch,
+                                    std::shared_ptr<const Servable> servable) {
+  if (servable == nullptr) {
+    ASSIGN_OR_RETURN(servable, Resolve(request.model_spec));
+  }
+  const std::string sig_name = SignatureName(request.model_spec);
+  ASSIGN_OR_RETURN(
+      const tensorflow::SignatureDef* sig,
+      checkpoint::FindSignature(servable->bundle.meta_graph_def, sig_name));
+  ASSIGN_OR_RETURN(std::string key,
+                   ExampleInputKey(*sig, sig_name, servable->model,
+                                   checkpoint::kClassifyMethodName, "classify"));
+  const bool has_classes =
+      sig->outputs().contains(checkpoint::kClassifyOutputClasses);
+  const bool has_scores =
+      sig->outputs().contains(checkpoint::kClassifyOutputScores);
+  if (!has_classes && !has_scores) {
+    return errors::FailedPrecondition(
+        "classify signature '", sig_name, "' of model '", servable->model,
+        "' has neither a 'classes' nor a 'scores' output");
+  }
+  ASSIGN_OR_RETURN(Tensor examples, SerializeExamples(request.input));
+  std::vector<std::string> filter;
+  if (has_classes) filter.push_back(checkpoint::kClassifyOutputClasses);
+  if (has_scores) filter.push_back(checkpoint::kClassifyOutputScores);
+  ASSIGN_OR_RETURN(auto outputs,
+                   Run(servable, sig_name, {{key, examples}}, filter, batch));
+  const int64_t n = examples.NumElements();
+  int64_t k_classes = -1, k_scores = -1;
+  const Tensor* classes = nullptr;
+  const Tensor* scores = nullptr;
+  if (has_classes) {
+    classes = &outputs.at(checkpoint::kClassifyOutputClasses);
+    RETURN_IF_ERROR(CheckOutput(*classes, "classes", DT_STRING, n, &k_classes));
+  }
+  if (has_scores) {
+    scores = &outputs.at(checkpoint::kClassifyOutputScores);
+    RETURN_IF_ERROR(CheckOutput(*scores, "scores", DT_FLOAT, n, &k_scores));
+  }
+  if (classes != nullptr && scores != nullptr && k_classes != k_scores) {
+    return errors::Internal("classify outputs disagree: 'classes' has ",
+                            k_classes, " columns, 'scores' ", k_scores);
+  }
+  const int64_t k = classes != nullptr ? k_classes : k_scores;
+  response->model_spec =
+      ModelSpec{servable->model, servable->version, "", sig_name};
+  response->classifications.assign(n, {});
+  for (int64_t i = 0; i < n; ++i) {
+    auto& row = response->classifications[i];
+    row.resize(k);
+    for (int64_t j = 0; j < k; ++j) {
+      if (classes != nullptr) row[j].label = classes->flat<std::string>()[i * k + j];
+      if (scores != nullptr) row[j].score = scores->flat<float>()[i * k + j];
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ServerCore::DoRegress(const RegressRequest& request,
+                                   RegressResponse* response, bool batch,
+                                   std::shared_ptr<const Servable> servable) {
+  if (servable == nullptr) {
+    ASSIGN_OR_RETURN(servable, Resolve(request.model_spec));
+  }
+  const std::string sig_name = SignatureName(request.model_spec);
+  ASSIGN_OR_RETURN(
+      const tensorflow::SignatureDef* sig,
+      checkpoint::FindSignature(servable->bundle.meta_graph_def, sig_name));
+  ASSIGN_OR_RETURN(std::string key,
+                   ExampleInputKey(*sig, sig_name, servable->model,
+                                   checkpoint::kRegressMethodName, "regress"));
+  if (!sig->outputs().contains(checkpoint::kRegressOutputs)) {
+    return errors::FailedPrecondition("regress signature '", sig_name,
+                                      "' of model '", servable->model,
+                                      "' has no 'outputs' output");
+  }
+  ASSIGN_OR_RETURN(Tensor examples, SerializeExamples(request.input));
+  ASSIGN_OR_RETURN(auto outputs,
+                   Run(servable, sig_name, {{key, examples}},
+                       {checkpoint::kRegressOutputs}, batch));
+  const int64_t n = examples.NumElements();
+  const Tensor& out = outputs.at(checkpoint::kRegressOutputs);
+  int64_t k = 0;
+  RETURN_IF_ERROR(CheckOutput(out, "outputs", DT_FLOAT, n, &k));
+  if (k != 1) {
+    return errors::Internal("regress output 'outputs' has shape ",
+                            out.shape().DebugString(), "; expected [", n,
+                            "] or [", n, ", 1]");
+  }
+  response->model_spec =
+      ModelSpec{servable->model, servable->version, "", sig_name};
+  response->results.assign(out.flat<float>().begin(), out.flat<float>().end());
+  return absl::OkStatus();
+}
+
+absl::Status ServerCore::Predict(const PredictRequest& request,
+                                 PredictResponse* response) {
+  const uint64_t start = options_.env->NowMicros();
+  absl::Status s = DoPredict(request, response, true);
+  Record("predict", request.model_spec,
+         s.ok() ? absl::StrCat(*response->model_spec.version)
+                : VersionString(request.model_spec.version),
+         s, start);
+  return s;
+}
+
+absl::Status ServerCore::Classify(const ClassifyRequest& request,
+                                  ClassifyResponse* response) {
+  const uint64_t start = options_.env->NowMicros();
+  absl::Status s = DoClassify(request, response, true);
+  Record("classify", request.model_spec,
+         s.ok() ? absl::StrCat(*response->model_spec.version)
+                : VersionString(request.model_spec.version),
+         s, start);
+  return s;
+}
+
+absl::Status ServerCore::Regress(const RegressRequest& request,
+                                 RegressResponse* response) {
+  const uint64_t start = options_.env->NowMicros();
+  absl::Status s = DoRegress(request, response, true);
+  Record("regress", request.model_spec,
+         s.ok() ? absl::StrCat(*response->model_spec.version)
+                : VersionString(request.model_spec.version),
+         s, start);
+  return s;
+}
+
+absl::Status ServerCore::GetModelMetadata(const MetadataRequest& request,
+                                          MetadataResponse* response) {
+  const uint64_t start = options_.env->NowMicros();
+  auto servable = Resolve(request.model_spec);
+  if (!servable.ok()) {
+    Record("metadata", request.model_spec,
+           VersionString(request.model_spec.version), servable.status(), start);
+    return servable.status();
+  }
+  const auto& sigs = (*servable)->bundle.meta_graph_def.signature_def();
+  response->model_spec =
+      ModelSpec{(*servable)->model, (*servable)->version, "", ""};
+  response->signature_def.clear();
+  for (const auto& [name, sig] : sigs) response->signature_def[name] = sig;
+  Record("metadata", request.model_spec, absl::StrCat((*servable)->version),
+         absl::OkStatus(), start);
+  return absl::OkStatus();
+}
+
+absl::Status ServerCore::GetModelStatus(const StatusRequest& request,
+                                        StatusResponse* response) {
+  ASSIGN_OR_RETURN(std::shared_ptr<Model> model,
+                   FindModel(request.model_spec.name));
+  std::optional<int64_t> version = request.model_spec.version;
+  if (!version.has_value() && !request.model_spec.version_label.empty()) {
+    auto label = model->labels.find(request.model_spec.version_label);
+    if (label == model->labels.end()) {
+      return errors::NotFound("label '", request.model_spec.version_label,
+                              "' of model '", request.model_spec.name,
+                              "' is unknown; labels: ", JoinKeys(model->labels));
+    }
+    version = label->second;
+  }
+  MutexLock lock(&model->mu);
+  response->versions.clear();
+  if (version.has_value()) {
+    auto it = model->states.find(*version);
+    if (it == model->states.end()) {
+      return errors::NotFound("version ", *version, " of model '",
+                              request.model_spec.name,
+                              "' is unknown; versions: ",
+                              JoinKeys(model->states));
+    }
+    response->versions.push_back(it->second);
+    return absl::OkStatus();
+  }
+  for (const auto& [v, s] : model->states) response->versions.push_back(s);
+  return absl::OkStatus();
+}
+
+}  // namespace recflow::serving
