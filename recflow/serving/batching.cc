@@ -4,8 +4,10 @@
 #include <chrono>
 #include <cstring>
 #include <limits>
+#include <set>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "recflow/core/dtype.h"
 #include "recflow/core/status.h"
@@ -119,8 +121,9 @@ Tensor ConcatRows(const std::vector<const Tensor*>& parts,
   TensorShape shape = first.shape();
   shape.set_dim(0, padded_rows);
   Tensor out(first.dtype(), shape);
-  const int64_t row_elems =
-      first.dim_size(0) == 0 ? 0 : first.NumElements() / first.dim_size(0);
+  // Elements per row from the inner dims (a part may have 0 rows).
+  int64_t row_elems = 1;
+  for (int d = 1; d < first.dims(); ++d) row_elems *= first.dim_size(d);
   int64_t row = 0;
   auto copy_rows = [&](const Tensor& src, int64_t src_row, int64_t n) {
     if (first.dtype() == DT_STRING) {
@@ -135,17 +138,85 @@ Tensor ConcatRows(const std::vector<const Tensor*>& parts,
     row += n;
   };
   for (const Tensor* part : parts) copy_rows(*part, 0, part->dim_size(0));
-  while (row < padded_rows) copy_rows(first, 0, 1);
+  // Padding repeats the first row of the first part that has one.
+  const Tensor* pad = nullptr;
+  for (const Tensor* part : parts) {
+    if (part->dim_size(0) > 0) {
+      pad = part;
+      break;
+    }
+  }
+  while (pad != nullptr && row < padded_rows) copy_rows(*pad, 0, 1);
   return out;
 }
 
+namespace {
+
+constexpr absl::string_view kIdsSuffix = "/ids";
+constexpr absl::string_view kRowSplitsSuffix = "/row_splits";
+
+// "F/row_splits" -> "F/ids"; empty when `name` is not a row_splits key.
+std::string IdsKeyOf(absl::string_view name) {
+  if (!absl::EndsWith(name, kRowSplitsSuffix)) return "";
+  return absl::StrCat(name.substr(0, name.size() - kRowSplitsSuffix.size()), kIdsSuffix);
+}
+
+// A valid int64 [rows + 1] row_splits over `ids` (int64 [nnz]).
+bool IsRaggedPair(const Tensor& splits, const Tensor& ids) {
+  if (splits.dtype() != DT_INT64 || ids.dtype() != DT_INT64 || splits.dims() != 1 ||
+      ids.dims() != 1 || splits.dim_size(0) < 1) {
+    return false;
+  }
+  const int64_t* s = splits.data<int64_t>();
+  const int64_t n = splits.dim_size(0);
+  if (s[0] != 0 || s[n - 1] != ids.dim_size(0)) return false;
+  for (int64_t i = 1; i < n; ++i) {
+    if (s[i] < s[i - 1]) return false;
+  }
+  return true;
+}
+
+// The ids keys of `inputs` that pair with a row_splits key.
+std::set<std::string> RaggedIdsKeys(const BatchScheduler::Tensors& inputs) {
+  std::set<std::string> keys;
+  for (const auto& [name, t] : inputs) {
+    const std::string ids = IdsKeyOf(name);
+    if (ids.empty()) continue;
+    auto it = inputs.find(ids);
+    if (it != inputs.end() && IsRaggedPair(t, it->second)) keys.insert(ids);
+  }
+  return keys;
+}
+
+// Concatenates row_splits, offsetting each part by the ids before it, then
+// repeats the last split until there are padded_rows + 1 (empty bags).
+Tensor ConcatRowSplits(const std::vector<const Tensor*>& parts, int64_t padded_rows) {
+  Tensor out(DT_INT64, TensorShape({padded_rows + 1}));
+  int64_t* d = out.data<int64_t>();
+  int64_t at = 0, offset = 0;
+  d[at++] = 0;
+  for (const Tensor* part : parts) {
+    const int64_t* s = part->data<int64_t>();
+    const int64_t n = part->dim_size(0);
+    for (int64_t i = 1; i < n; ++i) d[at++] = s[i] + offset;
+    offset += s[n - 1];
+  }
+  while (at < padded_rows + 1) d[at++] = offset;
+  return out;
+}
+
+}  // namespace
+
 bool BatchScheduler::Batchable(const Tensors& inputs, int64_t* rows) {
   if (inputs.empty()) return false;
+  const std::set<std::string> ragged_ids = RaggedIdsKeys(inputs);
   int64_t n = -1;
   for (const auto& [name, t] : inputs) {
     if (t.dims() < 1 || !BatchableDtype(t.dtype())) return false;
-    if (n < 0) n = t.dim_size(0);
-    if (t.dim_size(0) != n) return false;
+    if (ragged_ids.count(name) > 0) continue;  // its row_splits says the rows
+    const int64_t r = ragged_ids.count(IdsKeyOf(name)) > 0 ? t.dim_size(0) - 1 : t.dim_size(0);
+    if (n < 0) n = r;
+    if (r != n) return false;
   }
   if (n < 1) return false;
   *rows = n;
@@ -317,10 +388,19 @@ void BatchScheduler::Process(Batch* batch) {
     return;
   }
   Tensors merged;
+  const std::set<std::string> ragged_ids = RaggedIdsKeys(*batch->tasks[0]->inputs);
   for (const auto& [name, first] : *batch->tasks[0]->inputs) {
     std::vector<const Tensor*> parts;
     for (Task* task : batch->tasks) parts.push_back(&task->inputs->at(name));
-    merged.emplace(name, ConcatRows(parts, padded));
+    if (ragged_ids.count(name) > 0) {
+      int64_t nnz = 0;
+      for (const Tensor* p : parts) nnz += p->dim_size(0);
+      merged.emplace(name, ConcatRows(parts, nnz));  // ids: no padding
+    } else if (ragged_ids.count(IdsKeyOf(name)) > 0) {
+      merged.emplace(name, ConcatRowSplits(parts, padded));
+    } else {
+      merged.emplace(name, ConcatRows(parts, padded));
+    }
   }
   auto out = batch->tasks[0]->run(merged);
   if (!out.ok()) {

@@ -19,7 +19,12 @@
 //     one queue can share a run. A task is one call's inputs; its size is
 //     their dim 0, which every input must share (a call whose inputs are
 //     scalars, disagree on dim 0, have 0 rows, or hold non-numeric,
-//     non-string dtypes is run at once, unbatched).
+//     non-string dtypes is run at once, unbatched). Ragged features, as
+//     recflow exports take them, batch too: a pair "F/ids" int64 [nnz] +
+//     "F/row_splits" int64 [rows + 1] (starting at 0, non-decreasing,
+//     ending at nnz) is `rows` rows; the ids are concatenated and
+//     the row_splits offset by the ids before them (padding rows are empty
+//     bags).
 //   - A queue holds at most max_enqueued_batches batches of at most
 //     max_batch_size rows; a task goes into the newest batch when it fits,
 //     else opens a new batch. When that would exceed max_enqueued_batches the

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <random>
 #include <thread>
@@ -56,6 +57,96 @@ bool Matches(const Tensors& in, const Tensors& out) {
     if (y.flat<float>()[i] != x.flat<float>()[i] * 10) return false;
   }
   return TensorsEqual(in.at("s"), out.at("s").DeepCopy());
+}
+
+// A recommendation-style request: per example a dense value and a bag of
+// ids ("f/ids" + "f/row_splits"); the model answers dense + sum(ids) per
+// example, so a wrong row_splits offset shows in the answer.
+absl::StatusOr<Tensors> BagModel(const Tensors& in, std::vector<int64_t>* sizes, Mutex* mu) {
+  const Tensor& dense = in.at("dense");
+  const Tensor& ids = in.at("f/ids");
+  const Tensor& splits = in.at("f/row_splits");
+  const int64_t rows = dense.dim_size(0);
+  if (splits.dim_size(0) != rows + 1 || splits.data<int64_t>()[rows] != ids.dim_size(0)) {
+    return errors::InvalidArgument("row_splits do not fit");
+  }
+  {
+    MutexLock lock(mu);
+    sizes->push_back(rows);
+  }
+  Tensor y(DT_FLOAT, TensorShape({rows}));
+  for (int64_t b = 0; b < rows; ++b) {
+    float sum = dense.data<float>()[b];
+    for (int64_t k = splits.data<int64_t>()[b]; k < splits.data<int64_t>()[b + 1]; ++k) {
+      sum += static_cast<float>(ids.data<int64_t>()[k]);
+    }
+    y.data<float>()[b] = sum;
+  }
+  return Tensors{{"y", y}};
+}
+
+TEST(BatchSchedulerTest, RaggedIdsAndRowSplitsBatchWithOffsets) {
+  int64_t rows = 0;
+  Tensors bag = {{"dense", Tensor::FromVector<float>({1, 2}, {2})},
+                 {"f/ids", Tensor::FromVector<int64_t>({5, 6, 7}, {3})},
+                 {"f/row_splits", Tensor::FromVector<int64_t>({0, 3, 3}, {3})}};
+  ASSERT_TRUE(BatchScheduler::Batchable(bag, &rows));
+  EXPECT_EQ(rows, 2);
+  Tensors broken = bag;
+  broken["f/row_splits"] = Tensor::FromVector<int64_t>({0, 2, 1}, {3});  // decreasing
+  EXPECT_FALSE(BatchScheduler::Batchable(broken, &rows));
+
+  BatchingOptions options;
+  options.max_batch_size = 64;
+  options.batch_timeout_micros = 3000;
+  options.num_batch_threads = 1;
+  options.max_enqueued_batches = 100;
+  options.allowed_batch_sizes = {16, 64};  // padding rows are empty bags
+  auto scheduler = BatchScheduler::Create(options);
+  ASSERT_TRUE(scheduler.ok()) << scheduler.status();
+  Mutex mu;
+  std::vector<int64_t> sizes;
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(100 + t);
+      for (int i = 0; i < 30; ++i) {
+        const int64_t n = 1 + rng() % 6;
+        std::vector<float> dense(n);
+        std::vector<int64_t> ids, splits = {0};
+        std::vector<float> want(n);
+        for (int64_t b = 0; b < n; ++b) {
+          dense[b] = static_cast<float>(t * 1000 + i * 10 + b);
+          want[b] = dense[b];
+          const int len = rng() % 4;  // empty bags too
+          for (int k = 0; k < len; ++k) {
+            ids.push_back(rng() % 50);
+            want[b] += static_cast<float>(ids.back());
+          }
+          splits.push_back(static_cast<int64_t>(ids.size()));
+        }
+        Tensors in = {{"dense", Tensor::FromVector<float>(dense, {n})},
+                      {"f/ids", Tensor::FromVector<int64_t>(ids, {static_cast<int64_t>(ids.size())})},
+                      {"f/row_splits", Tensor::FromVector<int64_t>(splits, {n + 1})}};
+        auto out = (*scheduler)->Run("bags", "m", in, [&](const Tensors& batch) {
+          return BagModel(batch, &sizes, &mu);
+        });
+        if (!out.ok() || out->at("y").NumElements() != n) {
+          ++bad;
+          continue;
+        }
+        for (int64_t b = 0; b < n; ++b) {
+          if (out->at("y").data<float>()[b] != want[b]) ++bad;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(bad.load(), 0);
+  MutexLock lock(&mu);
+  // Some runs merged several callers (and were padded to an allowed size).
+  EXPECT_TRUE(std::any_of(sizes.begin(), sizes.end(), [](int64_t s) { return s == 16 || s == 64; }));
 }
 
 TEST(BatchSchedulerTest, ConcurrentCallersGetTheirOwnRows) {
