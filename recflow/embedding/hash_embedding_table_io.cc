@@ -82,24 +82,32 @@ absl::Status HashEmbeddingTable::Import(const TableChunk& chunk,
     if (b == e) return;
     Shard& s = shards_[si];
     WriterLock lock(&s.mu);
+    // Prefetching the index entries a few rows ahead hides most of the
+    // cache misses of a big table's random probes.
+    constexpr int64_t kAhead = 8;
+    for (int64_t k = b; k < std::min(e, b + kAhead); ++k) {
+      s.index.prefetch(keys[groups.positions[k]]);
+    }
     for (int64_t k = b; k < e; ++k) {
       const int64_t pos = groups.positions[k];
+      if (k + kAhead < e) s.index.prefetch(keys[groups.positions[k + kAhead]]);
       const int64_t version = versions ? versions[pos] : default_version;
-      uint32_t slot;
-      auto it = s.index.find(keys[pos]);
-      if (it != s.index.end()) {
-        slot = it->second;
-      } else {
+      // One probe: insert a placeholder, and fill it in for a new row.
+      auto [it, fresh] = s.index.try_emplace(keys[pos], 0u);
+      if (fresh) {
         // The chunk supplies the weights (and the slots, or InitSlots
         // below), so the row is not initialized first.
-        absl::StatusOr<uint32_t> inserted =
-            InsertRow(s, keys[pos], version, /*initialize=*/false);
-        if (!inserted.ok()) {
-          statuses[si] = inserted.status();
+        absl::StatusOr<uint32_t> allocated = AllocateSlot(s);
+        if (!allocated.ok()) {
+          s.index.erase(it);
+          statuses[si] = allocated.status();
           return;
         }
-        slot = *inserted;
+        it->second = *allocated;
+        Meta(s, *allocated).id = keys[pos];
+        s.inserts.fetch_add(1, std::memory_order_relaxed);
       }
+      const uint32_t slot = it->second;
       float* row = RowData(s, slot);
       std::memcpy(row, values + pos * dim, dim * sizeof(float));
       if (slots != nullptr) {
