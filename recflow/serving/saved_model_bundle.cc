@@ -100,6 +100,10 @@ absl::StatusOr<SavedModelBundle> LoadSavedModel(
         {}, {NodeName(saver.restore_op_name())}, nullptr);
     if (!s.ok()) return errors::Annotate(s, ctx("restoring the variables"));
   }
+  {
+    absl::Status s = RestoreHashTables(bundle.session.get(), meta.graph_def(), env, prefix);
+    if (!s.ok()) return errors::Annotate(s, ctx("restoring hash embedding tables"));
+  }
 
   const std::string init_op = InitOpName(meta);
   if (!init_op.empty()) {

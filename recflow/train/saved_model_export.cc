@@ -10,6 +10,7 @@
 #include "recflow/framework/attr_value_util.h"
 #include "recflow/framework/op_registry.h"
 #include "recflow/framework/tensor_util.h"
+#include "recflow/train/table_saveable.h"
 #include "recflow/train/variables.h"
 
 namespace recflow::train {
@@ -262,12 +263,7 @@ absl::Status ExportSavedModel(
     Session* session, const std::map<std::string, ExportSignature>& signatures,
     const std::string& export_dir, const ExportOptions& options) {
   std::shared_ptr<const Graph> graph = session->graph();
-  if (!HashTables(*graph).empty()) {
-    return errors::Unimplemented(
-        "exporting hash embedding tables to a SavedModel is not supported "
-        "yet (table '",
-        VariableName(HashTables(*graph)[0]), "')");
-  }
+  const std::vector<Output> tables = HashTables(*graph);
   std::vector<const Node*> vars;
   if (options.variable_names.empty()) {
     for (const Output& v : GlobalVariables(*graph)) vars.push_back(v.node());
@@ -292,7 +288,7 @@ absl::Status ExportSavedModel(
   write.assets = options.assets;
   write.assets_extra = options.assets_extra;
   ResourceMgr* rm = session->device()->resource_manager();
-  if (!vars.empty()) {
+  if (!vars.empty() || !tables.empty()) {
     write.write_variables = [&](const std::string& prefix) -> absl::Status {
       ASSIGN_OR_RETURN(auto writer, checkpoint::BundleWriter::Create(
                                         options.env, prefix, options.writer));
@@ -310,6 +306,23 @@ absl::Status ExportSavedModel(
         ref.shape = VariableShape(Output(const_cast<Node*>(n)));
         checkpoint::Saveable s = checkpoint::VarSaveable(rm, ref);
         RETURN_IF_ERROR(s.save(writer.get(), ref.checkpoint_key));
+      }
+      // Hash embedding tables, in TableSaveable's layout under the table
+      // node's name (serving/saved_model_bundle.h imports them on load).
+      for (const Output& t : tables) {
+        const Node* n = t.node();
+        std::string container = StringAttr(*n, "container");
+        if (container.empty()) container = rm->default_container();
+        std::string name = StringAttr(*n, "shared_name");
+        if (name.empty()) name = n->name();
+        auto res = embedding::EmbeddingTableResource::Lookup(*rm, container, name);
+        if (!res.ok()) {
+          return errors::FailedPrecondition("hash embedding table '", n->name(),
+                                            "' does not exist in the session (run the graph "
+                                            "or restore a checkpoint first): ",
+                                            res.status().message());
+        }
+        RETURN_IF_ERROR(SaveTable((*res)->table(), writer.get(), n->name(), -1));
       }
       return writer->Finish();
     };

@@ -31,8 +31,11 @@
 //   - assets/ and assets.extra/: options.assets / options.assets_extra.
 // Everything is published atomically (WriteSavedModel): AlreadyExists when
 // export_dir exists, and a failed export leaves nothing under export_dir.
-// Hash embedding tables are not exported yet (Unimplemented when the graph
-// has one).
+// Hash embedding tables of the graph (HashEmbeddingTableOp nodes) go into
+// the variables bundle too, in train/table_saveable.h's layout under the
+// table node's name (K/keys, K/values, K/slots, K/frequencies, K/versions);
+// LoadSavedModel (serving/saved_model_bundle.h) imports them. TensorFlow
+// itself cannot run such a graph (the ops are recflow's).
 //
 // Not thread-safe with respect to training steps on the same session: run
 // it between steps (the values are read variable by variable).
