@@ -511,6 +511,14 @@ absl::Status ServerCore::WarmUp(const Servable& servable) {
         }
         inputs.emplace(key, std::move(*t));
       }
+      // Ragged features (recflow exports' "F/ids" + "F/row_splits"): one
+      // example holding every generated id.
+      for (auto& [key, t] : inputs) {
+        if (!absl::EndsWith(key, "/row_splits") || t.dtype() != DT_INT64 || t.dims() != 1) continue;
+        auto ids = inputs.find(key.substr(0, key.size() - strlen("row_splits")) + "ids");
+        if (ids == inputs.end()) continue;
+        t = Tensor::FromVector<int64_t>({0, ids->second.NumElements()}, {2});
+      }
       if (s.ok()) s = RunServingSignature(servable.bundle, sig_name, inputs).status();
       if (!s.ok()) {
         LOG(INFO) << "model '" << servable.model << "' version "
