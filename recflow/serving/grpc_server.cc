@@ -11,12 +11,7 @@
 #include "grpcpp/resource_quota.h"
 #include "recflow/core/mutex.h"
 #include "recflow/core/status.h"
-// model_server_config.pb.h (included by model_service's) declares
-// deprecated enum values, as TF Serving's does; naming them is not our use.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 #include "recflow/serving/model_service.grpc.pb.h"
-#pragma GCC diagnostic pop
 #include "recflow/serving/prediction_service.grpc.pb.h"
 
 namespace recflow::serving {

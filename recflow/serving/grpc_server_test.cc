@@ -18,15 +18,10 @@
 #include "recflow/core/mutex.h"
 #include "recflow/core/status.h"
 #include "recflow/framework/tensor_util.h"
-// model_server_config.pb.h declares deprecated enum values (as TF
-// Serving's does); including it is not using them.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 #include "recflow/proto/model_server_config.pb.h"
 #include "recflow/serving/model_service.grpc.pb.h"
-#include "recflow/serving/server_core.h"
-#pragma GCC diagnostic pop
 #include "recflow/serving/prediction_service.grpc.pb.h"
+#include "recflow/serving/server_core.h"
 #include "recflow/serving/server_core_test_util.h"
 
 namespace recflow::serving {

@@ -3,8 +3,8 @@
 //
 //   ASSIGN_OR_RETURN(std::unique_ptr<RestServer> rest,
 //                    RestServer::Create(core.get(), http_options));
-//   // curl -d '{"instances": [1.0, 2.0, 5.0]}' \
-//   //   http://127.0.0.1:PORT/v1/models/half_plus_two:predict
+//   // curl -d '{"instances": [1.0, 2.0, 5.0]}'
+//   //      http://127.0.0.1:PORT/v1/models/half_plus_two:predict
 //   // -> {"predictions": [2.5, 3.0, 4.5]}
 //
 // Routes (paths case-sensitive except the verb; NAME is any run of bytes

@@ -77,10 +77,21 @@ absl::Status RestoreHashTables(Session* session, const tensorflow::GraphDef& gra
 // InvalidArgument naming the key for an unknown or missing input (listing
 // the valid ones), a dtype that differs from the signature's, or a shape
 // incompatible with it; NotFound for an unknown signature or output key.
+struct RunSignatureOptions {
+  // TF Serving's leniency on shapes: an input may omit exactly the
+  // signature's dims of known size 1 (TF Serving checks no shapes, and its
+  // canonical half_plus_two request feeds [3] to an input declared
+  // (-1, 1)). Such an input is fed with those dims put back, and then every
+  // output loses the dims its signature declares as size 1, so the answer
+  // keeps the request's layout ([3] in, [3] out).
+  bool accept_omitted_ones = false;
+};
+
 absl::StatusOr<std::map<std::string, Tensor>> RunSignature(
     const SavedModelBundle& bundle, const std::string& signature_name,
     const std::map<std::string, Tensor>& inputs,
-    const std::vector<std::string>& output_keys = {});
+    const std::vector<std::string>& output_keys = {},
+    const RunSignatureOptions& options = {});
 
 }  // namespace recflow::serving
 

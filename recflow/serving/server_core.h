@@ -141,13 +141,7 @@ absl::Status ReadTextProtoFile(Env* env, const std::string& path,
                                google::protobuf::Message* message);
 
 // RunSignature (saved_model_bundle.h) with TF Serving's leniency on
-// shapes: an input may omit exactly the signature's dims of known size 1
-// (TF Serving checks no shapes, and its canonical half_plus_two request
-// feeds [3] to an input declared (-1, 1)). Such an input is fed with those
-// dims put back (the Session checks placeholder shapes), and then every
-// output loses the dims its signature declares as size 1, so the answer
-// keeps the request's layout ([3] in, [3] out, as TF Serving answers). Key
-// and dtype checks and messages are RunSignature's.
+// shapes (RunSignatureOptions::accept_omitted_ones).
 absl::StatusOr<std::map<std::string, Tensor>> RunServingSignature(
     const SavedModelBundle& bundle, const std::string& signature_name,
     const std::map<std::string, Tensor>& inputs,

@@ -36,132 +36,14 @@ std::string VersionString(const std::optional<int64_t>& v) {
   return v.has_value() ? absl::StrCat(*v) : "";
 }
 
-std::string SortedKeys(
-    const google::protobuf::Map<std::string, tensorflow::TensorInfo>& m) {
-  std::vector<std::string> keys;
-  for (const auto& [k, v] : m) keys.push_back(k);
-  std::sort(keys.begin(), keys.end());
-  return absl::StrJoin(keys, ", ");
-}
-
-// When `shape` omits exactly the signature's dims of known size 1 (TF
-// Serving checks no shapes, and its canonical half_plus_two request feeds
-// [3] to an input declared (-1, 1)), the shape with those dims put back.
-std::optional<TensorShape> ExpandOmittedOnes(const PartialShape& want,
-                                             const TensorShape& shape) {
-  if (want.unknown_rank()) return std::nullopt;
-  std::vector<int64_t> squeezed;
-  for (int64_t d : want.dims()) {
-    if (d != 1) squeezed.push_back(d);
-  }
-  if (squeezed.size() == static_cast<size_t>(want.rank()) ||
-      !PartialShape(absl::MakeConstSpan(squeezed))
-           .IsCompatibleWith(PartialShape(shape))) {
-    return std::nullopt;
-  }
-  TensorShape expanded;
-  int next = 0;
-  for (int64_t d : want.dims()) {
-    expanded.AddDim(d == 1 ? 1 : shape.dim_size(next++));
-  }
-  return expanded;
-}
-
-// Drops the dims the signature declares as size 1 from `t` (the inverse of
-// ExpandOmittedOnes for outputs).
-Tensor SqueezeDeclaredOnes(const tensorflow::TensorInfo& info, Tensor t) {
-  if (!info.has_tensor_shape()) return t;
-  auto want = PartialShape::FromProto(info.tensor_shape());
-  if (!want.ok() || want->unknown_rank() || want->rank() != t.dims()) return t;
-  TensorShape squeezed;
-  for (int i = 0; i < t.dims(); ++i) {
-    if (want->dim(i) != 1) squeezed.AddDim(t.dim_size(i));
-  }
-  if (squeezed.dims() == t.dims()) return t;
-  auto r = t.Reshaped(squeezed);
-  return r.ok() ? *r : t;
-}
-
 }  // namespace
 
 absl::StatusOr<std::map<std::string, Tensor>> RunServingSignature(
     const SavedModelBundle& bundle, const std::string& signature_name,
     const std::map<std::string, Tensor>& inputs,
     const std::vector<std::string>& output_keys) {
-  ASSIGN_OR_RETURN(
-      const tensorflow::SignatureDef* sig,
-      checkpoint::FindSignature(bundle.meta_graph_def, signature_name));
-  std::vector<std::pair<std::string, Tensor>> feeds;
-  bool omitted_ones = false;
-  for (const auto& [key, tensor] : inputs) {
-    auto it = sig->inputs().find(key);
-    if (it == sig->inputs().end()) {
-      return errors::InvalidArgument(
-          "signature '", signature_name, "' has no input '", key,
-          "'; its inputs are: ", SortedKeys(sig->inputs()));
-    }
-    const tensorflow::TensorInfo& info = it->second;
-    const DataType want = static_cast<DataType>(info.dtype());
-    if (tensor.dtype() != want) {
-      return errors::InvalidArgument("signature '", signature_name, "' input '",
-                                     key, "' must be ", DataTypeString(want),
-                                     ", got ", DataTypeString(tensor.dtype()));
-    }
-    if (info.has_tensor_shape()) {
-      auto shape = PartialShape::FromProto(info.tensor_shape());
-      if (shape.ok() && !shape->IsCompatibleWith(PartialShape(tensor.shape()))) {
-        auto expanded = ExpandOmittedOnes(*shape, tensor.shape());
-        if (!expanded.has_value()) {
-          return errors::InvalidArgument(
-              "signature '", signature_name, "' input '", key,
-              "' must have shape ", shape->DebugString(), ", got ",
-              tensor.shape().DebugString());
-        }
-        ASSIGN_OR_RETURN(Tensor reshaped, tensor.Reshaped(*expanded));
-        feeds.emplace_back(info.name(), std::move(reshaped));
-        omitted_ones = true;
-        continue;
-      }
-    }
-    feeds.emplace_back(info.name(), tensor);
-  }
-  for (const auto& [key, info] : sig->inputs()) {
-    if (!inputs.contains(key)) {
-      return errors::InvalidArgument(
-          "signature '", signature_name, "' input '", key,
-          "' is missing; its inputs are: ", SortedKeys(sig->inputs()));
-    }
-  }
-  std::vector<std::string> keys = output_keys;
-  if (keys.empty()) {
-    for (const auto& [key, info] : sig->outputs()) keys.push_back(key);
-    std::sort(keys.begin(), keys.end());
-  }
-  std::vector<std::string> fetches;
-  std::vector<const tensorflow::TensorInfo*> infos;
-  for (const std::string& key : keys) {
-    auto it = sig->outputs().find(key);
-    if (it == sig->outputs().end()) {
-      return errors::NotFound("signature '", signature_name,
-                              "' has no output '", key,
-                              "'; its outputs are: ", SortedKeys(sig->outputs()));
-    }
-    fetches.push_back(it->second.name());
-    infos.push_back(&it->second);
-  }
-  std::vector<Tensor> outs;
-  absl::Status s = bundle.session->Run(feeds, fetches, {}, &outs);
-  if (!s.ok()) {
-    return errors::Annotate(
-        s, absl::StrCat("running signature '", signature_name, "'"));
-  }
-  std::map<std::string, Tensor> result;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    result.emplace(keys[i], omitted_ones
-                                ? SqueezeDeclaredOnes(*infos[i], std::move(outs[i]))
-                                : std::move(outs[i]));
-  }
-  return result;
+  return RunSignature(bundle, signature_name, inputs, output_keys,
+                      {.accept_omitted_ones = true});
 }
 
 absl::StatusOr<std::shared_ptr<ServerCore::Model>> ServerCore::FindModel(
