@@ -228,6 +228,11 @@ class ServerCore : public PredictionApi {
   void Record(const std::string& api, const ModelSpec& spec,
               const std::string& version, const absl::Status& status,
               uint64_t start_micros);
+  // Runs `call` (a Do* call) and Records it under `api` with the version
+  // that answered (or the one asked for, on error).
+  template <typename Request, typename Response, typename Call>
+  absl::Status RecordedCall(const char* api, const Request& request,
+                            Response* response, Call call);
 
   const ServerCoreOptions options_;
   std::unique_ptr<MetricsRegistry> owned_metrics_;

@@ -340,37 +340,36 @@ absl::Status ServerCore::DoRegress(const RegressRequest& request,
   return absl::OkStatus();
 }
 
-absl::Status ServerCore::Predict(const PredictRequest& request,
-                                 PredictResponse* response) {
+// Runs `run` (a Do* call) and records its count and latency under `api`,
+// with the version that answered (or the one asked for, on error).
+template <typename Request, typename Response, typename Call>
+absl::Status ServerCore::RecordedCall(const char* api, const Request& request,
+                                      Response* response, Call call) {
   const uint64_t start = options_.env->NowMicros();
-  absl::Status s = DoPredict(request, response, true);
-  Record("predict", request.model_spec,
+  absl::Status s = call();
+  Record(api, request.model_spec,
          s.ok() ? absl::StrCat(*response->model_spec.version)
                 : VersionString(request.model_spec.version),
          s, start);
   return s;
+}
+
+absl::Status ServerCore::Predict(const PredictRequest& request,
+                                 PredictResponse* response) {
+  return RecordedCall("predict", request, response,
+                      [&] { return DoPredict(request, response, true); });
 }
 
 absl::Status ServerCore::Classify(const ClassifyRequest& request,
                                   ClassifyResponse* response) {
-  const uint64_t start = options_.env->NowMicros();
-  absl::Status s = DoClassify(request, response, true);
-  Record("classify", request.model_spec,
-         s.ok() ? absl::StrCat(*response->model_spec.version)
-                : VersionString(request.model_spec.version),
-         s, start);
-  return s;
+  return RecordedCall("classify", request, response,
+                      [&] { return DoClassify(request, response, true); });
 }
 
 absl::Status ServerCore::Regress(const RegressRequest& request,
                                  RegressResponse* response) {
-  const uint64_t start = options_.env->NowMicros();
-  absl::Status s = DoRegress(request, response, true);
-  Record("regress", request.model_spec,
-         s.ok() ? absl::StrCat(*response->model_spec.version)
-                : VersionString(request.model_spec.version),
-         s, start);
-  return s;
+  return RecordedCall("regress", request, response,
+                      [&] { return DoRegress(request, response, true); });
 }
 
 absl::Status ServerCore::GetModelMetadata(const MetadataRequest& request,
