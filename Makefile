@@ -43,7 +43,7 @@ demo: build
 	@echo "      --input_exprs 'dense=[[0.5,1,2,0,3,1,0,2,1,0,1,0,2]];C1/ids=[7];C1/row_splits=[0,1]' ..."
 	@echo "  (every input of the signature must be given). Serve it over TF Serving's REST API:"
 	@echo "  $(BUILD_DIR)/recflow serve --rest_api_port=8501 --port=0 --model_name=deepfm --model_base_path=$(abspath $(DEMO_MODEL))/export"
-	@echo "  curl http://127.0.0.1:8501/v1/models/deepfm/metadata"
+	@echo "  then GET http://127.0.0.1:8501/v1/models/deepfm/metadata (docs/serving_rest.md)"
 	@echo "  TensorBoard: tensorboard --logdir $(DEMO_MODEL)"
 
 bench: build

@@ -222,6 +222,18 @@ class ServerCore : public PredictionApi {
   absl::Status DoClassify(const ClassifyRequest& request,
                           ClassifyResponse* response, bool batch,
                           std::shared_ptr<const Servable> servable = nullptr);
+  // What classify and regress resolve first: the servable (given, or the
+  // one `spec` names), the signature, and its serialized-examples input key
+  // (the signature's method must be `method`).
+  struct ExampleSignature {
+    std::shared_ptr<const Servable> servable;
+    std::string name;
+    const tensorflow::SignatureDef* def = nullptr;
+    std::string input_key;
+  };
+  absl::StatusOr<ExampleSignature> ResolveExampleSignature(
+      const ModelSpec& spec, std::shared_ptr<const Servable> servable,
+      const char* method, const char* api) const;
   absl::Status DoRegress(const RegressRequest& request,
                          RegressResponse* response, bool batch,
                          std::shared_ptr<const Servable> servable = nullptr);

@@ -244,19 +244,30 @@ absl::Status CheckOutput(const Tensor& t, const std::string& key,
 
 }  // namespace
 
+absl::StatusOr<ServerCore::ExampleSignature> ServerCore::ResolveExampleSignature(
+    const ModelSpec& spec, std::shared_ptr<const Servable> servable, const char* method,
+    const char* api) const {
+  ExampleSignature r;
+  if (servable == nullptr) {
+    ASSIGN_OR_RETURN(servable, Resolve(spec));
+  }
+  r.name = SignatureName(spec);
+  ASSIGN_OR_RETURN(r.def, checkpoint::FindSignature(servable->bundle.meta_graph_def, r.name));
+  ASSIGN_OR_RETURN(r.input_key, ExampleInputKey(*r.def, r.name, servable->model, method, api));
+  r.servable = std::move(servable);
+  return r;
+}
+
 absl::Status ServerCore::DoClassify(const ClassifyRequest& request,
                                     ClassifyResponse* response, bool batch,
                                     std::shared_ptr<const Servable> servable) {
-  if (servable == nullptr) {
-    ASSIGN_OR_RETURN(servable, Resolve(request.model_spec));
-  }
-  const std::string sig_name = SignatureName(request.model_spec);
-  ASSIGN_OR_RETURN(
-      const tensorflow::SignatureDef* sig,
-      checkpoint::FindSignature(servable->bundle.meta_graph_def, sig_name));
-  ASSIGN_OR_RETURN(std::string key,
-                   ExampleInputKey(*sig, sig_name, servable->model,
-                                   checkpoint::kClassifyMethodName, "classify"));
+  ASSIGN_OR_RETURN(ExampleSignature resolved,
+                   ResolveExampleSignature(request.model_spec, std::move(servable),
+                                           checkpoint::kClassifyMethodName, "classify"));
+  servable = std::move(resolved.servable);
+  const std::string& sig_name = resolved.name;
+  const tensorflow::SignatureDef* sig = resolved.def;
+  const std::string& key = resolved.input_key;
   const bool has_classes =
       sig->outputs().contains(checkpoint::kClassifyOutputClasses);
   const bool has_scores =
@@ -306,16 +317,13 @@ absl::Status ServerCore::DoClassify(const ClassifyRequest& request,
 absl::Status ServerCore::DoRegress(const RegressRequest& request,
                                    RegressResponse* response, bool batch,
                                    std::shared_ptr<const Servable> servable) {
-  if (servable == nullptr) {
-    ASSIGN_OR_RETURN(servable, Resolve(request.model_spec));
-  }
-  const std::string sig_name = SignatureName(request.model_spec);
-  ASSIGN_OR_RETURN(
-      const tensorflow::SignatureDef* sig,
-      checkpoint::FindSignature(servable->bundle.meta_graph_def, sig_name));
-  ASSIGN_OR_RETURN(std::string key,
-                   ExampleInputKey(*sig, sig_name, servable->model,
-                                   checkpoint::kRegressMethodName, "regress"));
+  ASSIGN_OR_RETURN(ExampleSignature resolved,
+                   ResolveExampleSignature(request.model_spec, std::move(servable),
+                                           checkpoint::kRegressMethodName, "regress"));
+  servable = std::move(resolved.servable);
+  const std::string& sig_name = resolved.name;
+  const tensorflow::SignatureDef* sig = resolved.def;
+  const std::string& key = resolved.input_key;
   if (!sig->outputs().contains(checkpoint::kRegressOutputs)) {
     return errors::FailedPrecondition("regress signature '", sig_name,
                                       "' of model '", servable->model,
