@@ -179,34 +179,12 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(SaverOptions options,
   const std::string dir = options.directory;
   RETURN_IF_ERROR(env->RecursivelyCreateDir(dir));
   std::unique_ptr<Saver> saver(new Saver(std::move(options), std::move(saveables)));
-  // Leftovers of crashed saves: temporary bundle and state files.
-  ASSIGN_OR_RETURN(std::vector<std::string> children, env->GetChildren(dir));
-  for (const std::string& child : children) {
-    const bool bundle_temp = absl::StartsWith(child, saver->options_.basename + "-") &&
-                             absl::StrContains(child, ".tempstate");
-    const bool state_temp =
-        absl::StartsWith(child, absl::StrCat(kCheckpointStateFilename, ".tmp."));
-    if (bundle_temp || state_temp) {
-      env->DeleteFile(JoinPath(dir, child)).IgnoreError();
-    }
-  }
-  // Continue the retention list of an earlier run.
-  auto state = ReadCheckpointState(env, dir);
-  if (state.ok()) {
+  ASSIGN_OR_RETURN(RetainedCheckpoints retained,
+                   AdoptCheckpointDir(env, dir, saver->options_.basename));
+  {
     MutexLock lock(&saver->mu_);
-    for (const std::string& path : state->all_model_checkpoint_paths()) {
-      const std::string prefix = Resolve(dir, path);
-      if (!env->FileExists(MetaFilename(prefix))) continue;
-      saver->checkpoints_.push_back(prefix);
-      // A delta's chain, so retention keeps what it needs. An unreadable
-      // bundle is kept as if full; restoring it reports the problem.
-      auto reader = BundleReader::Open(env, prefix);
-      if (!reader.ok()) continue;
-      auto info = ReadDeltaInfo(**reader);
-      if (info.ok() && info->has_value()) saver->deps_[prefix] = (*info)->chain;
-    }
-  } else if (!absl::IsNotFound(state.status())) {
-    return state.status();
+    saver->checkpoints_ = std::move(retained.prefixes);
+    saver->deps_ = std::move(retained.deps);
   }
   return saver;
 }
@@ -214,19 +192,6 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(SaverOptions options,
 std::vector<std::string> Saver::checkpoints() const {
   MutexLock lock(&mu_);
   return checkpoints_;
-}
-
-void Saver::DeleteCheckpointFiles(const std::string& prefix) {
-  Env* env = options_.env;
-  // The index first: without it the rest is never read.
-  env->DeleteFile(MetaFilename(prefix)).IgnoreError();
-  const std::string dir = Dirname(prefix);
-  const std::string data = Basename(prefix) + ".data-";
-  auto children = env->GetChildren(dir.empty() ? "." : dir);
-  if (!children.ok()) return;
-  for (const std::string& child : *children) {
-    if (absl::StartsWith(child, data)) env->DeleteFile(JoinPath(dir, child)).IgnoreError();
-  }
 }
 
 bool Saver::last_save_was_full() const {
@@ -262,44 +227,13 @@ absl::StatusOr<std::string> Saver::Save(int64_t step) {
     }
     RETURN_IF_ERROR(writer->Finish());
   }
-  std::map<std::string, std::vector<std::string>> deps = deps_;
-  deps.erase(prefix);
-  if (!full) deps[prefix] = last_->chain;
-  std::vector<std::string> kept = checkpoints_;
-  kept.erase(std::remove(kept.begin(), kept.end(), prefix), kept.end());
-  // Deltas built on a checkpoint this save replaced (a rerun of a step after
-  // restoring an older checkpoint) belong to an abandoned history: drop them.
-  std::vector<std::string> stale;
-  for (const std::string& p : kept) {
-    auto it = deps.find(p);
-    if (it != deps.end() &&
-        std::find(it->second.begin(), it->second.end(), prefix) != it->second.end()) {
-      stale.push_back(p);
-    }
-  }
-  for (const std::string& p : stale) kept.erase(std::remove(kept.begin(), kept.end(), p), kept.end());
-  kept.push_back(prefix);
-  // The newest max_to_keep and whatever their chains need.
-  std::set<std::string> keep;
-  const size_t newest = options_.max_to_keep > 0
-                            ? std::min<size_t>(kept.size(), options_.max_to_keep)
-                            : kept.size();
-  for (size_t i = kept.size() - newest; i < kept.size(); ++i) {
-    keep.insert(kept[i]);
-    auto it = deps.find(kept[i]);
-    if (it != deps.end()) keep.insert(it->second.begin(), it->second.end());
-  }
-  std::vector<std::string> dropped = stale, retained;
-  for (const std::string& p : kept) (keep.count(p) ? retained : dropped).push_back(p);
-  tensorflow::CheckpointState state;
-  state.set_model_checkpoint_path(RelativeTo(options_.directory, prefix));
-  for (const std::string& p : retained) {
-    state.add_all_model_checkpoint_paths(RelativeTo(options_.directory, p));
-  }
-  RETURN_IF_ERROR(WriteCheckpointState(options_.env, options_.directory, state));
-  checkpoints_ = std::move(retained);
-  for (const std::string& p : dropped) deps.erase(p);
-  deps_ = std::move(deps);
+  RetainedCheckpoints next{checkpoints_, deps_};
+  const std::vector<std::string> dropped = RetainCheckpoint(
+      &next, prefix, full ? nullptr : &last_->chain, options_.max_to_keep);
+  RETURN_IF_ERROR(WriteCheckpointState(options_.env, options_.directory,
+                                       MakeCheckpointState(options_.directory, prefix, next)));
+  checkpoints_ = std::move(next.prefixes);
+  deps_ = std::move(next.deps);
   Last last;
   last.prefix = prefix;
   last.step = step;
@@ -315,7 +249,7 @@ absl::StatusOr<std::string> Saver::Save(int64_t step) {
   for (const Saveable& s : saveables_) {
     if (s.committed) s.committed(step, full);
   }
-  for (const std::string& p : dropped) DeleteCheckpointFiles(p);
+  for (const std::string& p : dropped) DeleteCheckpointFiles(options_.env, p);
   return prefix;
 }
 
@@ -422,6 +356,102 @@ absl::StatusOr<std::optional<DeltaInfo>> ReadDeltaInfo(const BundleReader& reade
   if (!has_step || !has_since) return bad("no step or since_step");
   if (info.chain.empty()) return bad("no chain");
   return std::optional<DeltaInfo>(std::move(info));
+}
+
+// --- Pieces shared with distributed::ClusterCheckpointer ------------------------
+
+absl::StatusOr<RetainedCheckpoints> AdoptCheckpointDir(Env* env, const std::string& dir,
+                                                       const std::string& basename) {
+  // Leftovers of crashed saves: temporary bundle and state files.
+  ASSIGN_OR_RETURN(std::vector<std::string> children, env->GetChildren(dir));
+  for (const std::string& child : children) {
+    const bool bundle_temp =
+        absl::StartsWith(child, basename + "-") && absl::StrContains(child, ".tempstate");
+    const bool state_temp =
+        absl::StartsWith(child, absl::StrCat(kCheckpointStateFilename, ".tmp."));
+    if (bundle_temp || state_temp) {
+      env->DeleteFile(JoinPath(dir, child)).IgnoreError();
+    }
+  }
+  // Continue the retention list of an earlier run.
+  RetainedCheckpoints retained;
+  auto state = ReadCheckpointState(env, dir);
+  if (state.ok()) {
+    for (const std::string& path : state->all_model_checkpoint_paths()) {
+      const std::string prefix = Resolve(dir, path);
+      if (!env->FileExists(MetaFilename(prefix))) continue;
+      retained.prefixes.push_back(prefix);
+      // A delta's chain, so retention keeps what it needs. An unreadable
+      // bundle is kept as if full; restoring it reports the problem.
+      auto reader = BundleReader::Open(env, prefix);
+      if (!reader.ok()) continue;
+      auto info = ReadDeltaInfo(**reader);
+      if (info.ok() && info->has_value()) retained.deps[prefix] = (*info)->chain;
+    }
+  } else if (!absl::IsNotFound(state.status())) {
+    return state.status();
+  }
+  return retained;
+}
+
+std::vector<std::string> RetainCheckpoint(RetainedCheckpoints* retained,
+                                          const std::string& prefix,
+                                          const std::vector<std::string>* chain,
+                                          int max_to_keep) {
+  std::map<std::string, std::vector<std::string>> deps = std::move(retained->deps);
+  deps.erase(prefix);
+  if (chain != nullptr) deps[prefix] = *chain;
+  std::vector<std::string> kept = std::move(retained->prefixes);
+  kept.erase(std::remove(kept.begin(), kept.end(), prefix), kept.end());
+  // Deltas built on a checkpoint this save replaced (a rerun of a step after
+  // restoring an older checkpoint) belong to an abandoned history: drop them.
+  std::vector<std::string> stale;
+  for (const std::string& p : kept) {
+    auto it = deps.find(p);
+    if (it != deps.end() &&
+        std::find(it->second.begin(), it->second.end(), prefix) != it->second.end()) {
+      stale.push_back(p);
+    }
+  }
+  for (const std::string& p : stale) kept.erase(std::remove(kept.begin(), kept.end(), p), kept.end());
+  kept.push_back(prefix);
+  // The newest max_to_keep and whatever their chains need.
+  std::set<std::string> keep;
+  const size_t newest =
+      max_to_keep > 0 ? std::min<size_t>(kept.size(), max_to_keep) : kept.size();
+  for (size_t i = kept.size() - newest; i < kept.size(); ++i) {
+    keep.insert(kept[i]);
+    auto it = deps.find(kept[i]);
+    if (it != deps.end()) keep.insert(it->second.begin(), it->second.end());
+  }
+  std::vector<std::string> dropped = stale;
+  retained->prefixes.clear();
+  for (const std::string& p : kept) (keep.count(p) ? retained->prefixes : dropped).push_back(p);
+  for (const std::string& p : dropped) deps.erase(p);
+  retained->deps = std::move(deps);
+  return dropped;
+}
+
+tensorflow::CheckpointState MakeCheckpointState(const std::string& dir, const std::string& newest,
+                                                const RetainedCheckpoints& retained) {
+  tensorflow::CheckpointState state;
+  state.set_model_checkpoint_path(RelativeTo(dir, newest));
+  for (const std::string& p : retained.prefixes) {
+    state.add_all_model_checkpoint_paths(RelativeTo(dir, p));
+  }
+  return state;
+}
+
+void DeleteCheckpointFiles(Env* env, const std::string& prefix) {
+  // The index first: without it the rest is never read.
+  env->DeleteFile(MetaFilename(prefix)).IgnoreError();
+  const std::string dir = Dirname(prefix);
+  const std::string data = Basename(prefix) + ".data-";
+  auto children = env->GetChildren(dir.empty() ? "." : dir);
+  if (!children.ok()) return;
+  for (const std::string& child : *children) {
+    if (absl::StartsWith(child, data)) env->DeleteFile(JoinPath(dir, child)).IgnoreError();
+  }
 }
 
 // --- State file ------------------------------------------------------------------

@@ -193,7 +193,6 @@ class Saver {
 
  private:
   Saver(SaverOptions options, std::vector<Saveable> saveables);
-  void DeleteCheckpointFiles(const std::string& prefix);
 
   // The checkpoint the next delta builds on.
   struct Last {
@@ -223,6 +222,41 @@ struct DeltaInfo {
 // The chain of the bundle at `prefix`'s reader: nullopt for a full
 // checkpoint, DataLoss naming the bundle when the meta does not parse.
 absl::StatusOr<std::optional<DeltaInfo>> ReadDeltaInfo(const BundleReader& reader);
+
+// --- Retention and cleanup, shared with distributed::ClusterCheckpointer ------
+
+// The checkpoints a directory retains.
+struct RetainedCheckpoints {
+  std::vector<std::string> prefixes;  // absolute, oldest first
+  // For each retained delta, the checkpoints it needs (absolute).
+  std::map<std::string, std::vector<std::string>> deps;
+};
+
+// What Saver::Create does to a directory (which must exist): removes the
+// temporary files crashed saves left there ("BASENAME-*" files containing
+// ".tempstate", and "checkpoint.tmp.*"), and returns the retained list of
+// its state file (the listed checkpoints that still have an index, with
+// their delta chains). Empty when there is no state file; DataLoss when it
+// does not parse.
+absl::StatusOr<RetainedCheckpoints> AdoptCheckpointDir(Env* env, const std::string& dir,
+                                                       const std::string& basename);
+// Adds the just-written checkpoint `prefix` as the newest (a delta when
+// `chain` is not null: the checkpoints it needs, base first) and applies
+// retention: the newest max_to_keep (<= 0: all) stay, plus every checkpoint
+// one of them needs; deltas built on an earlier checkpoint at `prefix` are
+// dropped. Returns the dropped prefixes, whose files the caller deletes
+// (DeleteCheckpointFiles) after writing the state file.
+std::vector<std::string> RetainCheckpoint(RetainedCheckpoints* retained,
+                                          const std::string& prefix,
+                                          const std::vector<std::string>* chain,
+                                          int max_to_keep);
+// The state file naming `newest` and retaining `retained` (paths relative
+// to `dir` when inside it).
+tensorflow::CheckpointState MakeCheckpointState(const std::string& dir, const std::string& newest,
+                                                const RetainedCheckpoints& retained);
+// Deletes the files of the bundle at `prefix`, its index first (so a
+// half-deleted checkpoint is never listed or loadable). Best effort.
+void DeleteCheckpointFiles(Env* env, const std::string& prefix);
 
 // --- The `checkpoint` state file --------------------------------------------
 

@@ -78,6 +78,7 @@ constexpr char kUsage[] =
     "  ckpt inspect|merge|diff  list and verify, merge or compare checkpoints\n"
     "  saved_model show|run  inspect a SavedModel's signatures or run one\n"
     "  serve                serve SavedModels over TF Serving's REST and gRPC APIs\n"
+    "  launch               run a local training cluster (--ps N --workers M --config FILE)\n"
     "  version              print the version\n"
     "  help                 this message\n"
     "\n"
@@ -132,6 +133,7 @@ int main(int argc, char** argv) {
   if (command == "eval") return cli::EvalCommand(rest);
   if (command == "export") return cli::ExportCommand(rest);
   if (command == "serve") return cli::ServeCommand(rest);
+  if (command == "launch") return cli::LaunchCommand(rest);
   if (command == "version") {
     std::cout << "recflow 0.1.0\n";
     return 0;

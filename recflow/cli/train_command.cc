@@ -18,6 +18,8 @@
 #include "absl/strings/str_split.h"
 #include "recflow/checkpoint/saver.h"
 #include "recflow/cli/commands.h"
+#include "recflow/cli/distributed_train.h"
+#include "recflow/cli/train_pipeline.h"
 #include "recflow/core/env.h"
 #include "recflow/core/status.h"
 #include "recflow/data/dataset.h"
@@ -47,23 +49,29 @@ constexpr char kTrainUsage[] =
     "Resumes from the newest checkpoint in --model_dir (model, optimizer state and the\n"
     "position in the data), saves checkpoints there, writes TensorBoard events there, shows\n"
     "progress on stderr, evaluates on the eval data (every eval.every_steps and at the end)\n"
-    "and prints test AUC and logloss. --data / --eval_data / --steps override the config.\n\n";
+    "and prints test AUC and logloss. --data / --eval_data / --steps override the config.\n\n"
+    "Distributed (docs/distributed.md): with TF_CONFIG set (or --job_name and the host lists),\n"
+    "this process is one task of a cluster: a ps serves its share of the model, the chief\n"
+    "initializes, trains, checkpoints into --model_dir (shared by all tasks) and evaluates,\n"
+    "a worker trains on its share of the data. `recflow launch` starts a local cluster.\n"
+    "  --sync                     synchronous rounds (default: asynchronous updates)\n"
+    "  --backup_workers K         sync: a round takes the first (workers - K) gradients\n"
+    "  --sync_round_timeout_secs S  sync: a round waits at most S s for slow workers (60)\n"
+    "  --ps_hosts, --worker_hosts, --chief_host, --job_name, --task_index\n"
+    "                             TF1's cluster flags, instead of TF_CONFIG\n\n";
 
 constexpr char kEvalUsage[] =
     "usage: recflow eval --config FILE --model_dir DIR [--data PATH] [--batches N]\n\n"
     "Evaluates the newest checkpoint in --model_dir on the config's eval data (or --data):\n"
     "AUC, logloss, calibration, accuracy.\n\n";
 
+}  // namespace
+
 int Fail(const absl::Status& s) {
   std::cerr << "error: " << s.message() << "\n";
   return 1;
 }
 
-// The pieces the train and eval graphs share.
-struct Pipeline {
-  std::shared_ptr<const data::CriteoParser> parser;
-  data::BatchSchema schema;
-};
 
 absl::StatusOr<Pipeline> MakeParser(const models::RunConfig& config) {
   data::CriteoOptions o;
@@ -77,7 +85,7 @@ absl::StatusOr<Pipeline> MakeParser(const models::RunConfig& config) {
 }
 
 // The batch components' shapes: labels [B], dense [B, n], ids/splits [?].
-std::vector<PartialShape> ComponentShapes(const data::BatchSchema& schema) {
+static std::vector<PartialShape> ComponentShapes(const data::BatchSchema& schema) {
   std::vector<PartialShape> shapes;
   for (int i = 0; i < schema.num_components(); ++i) {
     shapes.push_back(i == 1 ? PartialShape({-1, static_cast<int64_t>(schema.dense_names.size())})
@@ -87,16 +95,22 @@ std::vector<PartialShape> ComponentShapes(const data::BatchSchema& schema) {
 }
 
 absl::StatusOr<data::Dataset> MakeDataset(const models::RunConfig& config, const Pipeline& p,
-                                          const std::string& patterns, int64_t epochs) {
+                                          const std::string& patterns, int64_t epochs,
+                                          int num_shards, int shard_index) {
   std::vector<std::string> list = absl::StrSplit(patterns, ',', absl::SkipEmpty());
   ASSIGN_OR_RETURN(std::vector<std::string> files, data::ListFiles(nullptr, list));
   data::TextLineOptions tl;
   tl.lines_per_element = config.train.batch_size;
   int threads = config.data.parse_threads;
   if (threads <= 0) threads = std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
-  data::Dataset ds = data::Dataset::TextLine(files, {}, tl)
-                         .Map(data::ParseFn(p.parser), threads, p.schema.dtypes(),
-                              ComponentShapes(p.schema));
+  // Workers' shares: whole files when there are enough of them, else every
+  // num_shards-th batch of lines; either way each line is read by one worker.
+  const bool by_file = num_shards > 1 && static_cast<int>(files.size()) >= num_shards;
+  data::Dataset ds = data::Dataset::TextLine(
+      files, by_file ? data::ShardOptions{num_shards, shard_index} : data::ShardOptions{}, tl);
+  if (num_shards > 1 && !by_file) ds = ds.Shard(num_shards, shard_index);
+  ds = ds.Map(data::ParseFn(p.parser), threads, p.schema.dtypes(),
+              ComponentShapes(p.schema));
   if (config.train.shuffle_buffer > 0) {
     ds = ds.Shuffle(config.train.shuffle_buffer, config.model.seed);
   }
@@ -107,7 +121,7 @@ absl::StatusOr<data::Dataset> MakeDataset(const models::RunConfig& config, const
 // Model inputs from the components of an IteratorGetNext node named
 // "batch" in the parser's schema order; dense columns and sparse features
 // picked by the config's names.
-absl::StatusOr<models::ModelInputs> InputsFromBatch(const Scope& root,
+static absl::StatusOr<models::ModelInputs> InputsFromBatch(const Scope& root,
                                                     const models::RunConfig& config,
                                                     const data::BatchSchema& schema,
                                                     const std::vector<Output>& batch) {
@@ -143,11 +157,6 @@ absl::StatusOr<models::ModelInputs> InputsFromBatch(const Scope& root,
   return in;
 }
 
-struct BuiltGraph {
-  tensorflow::GraphDef graph_def;
-  models::Model model;
-  int num_components = 0;
-};
 
 absl::StatusOr<BuiltGraph> BuildGraph(const models::RunConfig& config, const Pipeline& p,
                                       bool trainable) {
@@ -222,6 +231,22 @@ std::string OracleNote(const std::string& data_pattern) {
   return absl::StrFormat("  (oracle: AUC %.4f, logloss %.4f)", a, l);
 }
 
+absl::Status WriteRunConfig(const models::RunConfig& config, const std::string& model_dir) {
+  RETURN_IF_ERROR(Env::Default()->RecursivelyCreateDir(model_dir));
+  // The effective config (overrides included) beside the checkpoints, for
+  // eval and export.
+  std::string yaml;
+  RETURN_IF_ERROR(ReadFileToString(Env::Default(), config.path, &yaml));
+  ASSIGN_OR_RETURN(yaml, models::WithOverrides(
+                             yaml, {{"data.train", config.data.train},
+                                    {"data.eval", config.data.eval},
+                                    {"train.steps", absl::StrCat(config.train.steps)},
+                                    {"train.threads", absl::StrCat(config.train.threads)}}));
+  return WriteStringToFileAtomically(Env::Default(), model_dir + "/run_config.yaml", yaml);
+}
+
+namespace {
+
 absl::Status RunTrain(models::RunConfig config, const std::string& model_dir) {
   if (config.data.train.empty()) {
     return errors::InvalidArgument(config.path, ": data.train is empty; set it or pass --data");
@@ -236,18 +261,7 @@ absl::Status RunTrain(models::RunConfig config, const std::string& model_dir) {
     ASSIGN_OR_RETURN(eval_ds, MakeDataset(eval_config, p, config.data.eval, 1));
   }
   ASSIGN_OR_RETURN(BuiltGraph g, BuildGraph(config, p, /*trainable=*/true));
-  RETURN_IF_ERROR(Env::Default()->RecursivelyCreateDir(model_dir));
-  // The effective config (overrides included) beside the checkpoints, for
-  // eval and export.
-  std::string yaml;
-  RETURN_IF_ERROR(ReadFileToString(Env::Default(), config.path, &yaml));
-  ASSIGN_OR_RETURN(yaml, models::WithOverrides(
-                             yaml, {{"data.train", config.data.train},
-                                    {"data.eval", config.data.eval},
-                                    {"train.steps", absl::StrCat(config.train.steps)},
-                                    {"train.threads", absl::StrCat(config.train.threads)}}));
-  RETURN_IF_ERROR(
-      WriteStringToFileAtomically(Env::Default(), model_dir + "/run_config.yaml", yaml));
+  RETURN_IF_ERROR(WriteRunConfig(config, model_dir));
 
   ASSIGN_OR_RETURN(auto writer, train::SummaryWriter::Create(Env::Default(), model_dir));
   RETURN_IF_ERROR(writer->AddGraph(g.graph_def));
@@ -358,10 +372,20 @@ absl::Status RunEval(models::RunConfig config, const std::string& model_dir, int
 
 int TrainCommand(const Args& args) {
   std::string config_path, data, eval_data, model_dir, steps, threads;
-  bool help = false;
+  std::string backup_workers, round_timeout, ps_hosts, worker_hosts, chief_host, job_name,
+      task_index;
+  bool help = false, sync = false;
   Args positional;
   if (!ParseFlags(args,
                   {{"config", &config_path, nullptr, "run config (YAML)"},
+                   {"sync", nullptr, &sync, "distributed: synchronous rounds"},
+                   {"backup_workers", &backup_workers, nullptr, "distributed sync: backups"},
+                   {"sync_round_timeout_secs", &round_timeout, nullptr, "distributed sync"},
+                   {"ps_hosts", &ps_hosts, nullptr, "distributed: ps addresses"},
+                   {"worker_hosts", &worker_hosts, nullptr, "distributed: worker addresses"},
+                   {"chief_host", &chief_host, nullptr, "distributed: the chief's address"},
+                   {"job_name", &job_name, nullptr, "distributed: this task's job"},
+                   {"task_index", &task_index, nullptr, "distributed: this task's index"},
                    {"data", &data, nullptr, "training files (overrides data.train)"},
                    {"eval_data", &eval_data, nullptr, "eval files (overrides data.eval)"},
                    {"model_dir", &model_dir, nullptr, "checkpoints and events (default ./model)"},
@@ -394,7 +418,44 @@ int TrainCommand(const Args& args) {
     return 2;
   }
   if (model_dir.empty()) model_dir = "model";
-  absl::Status s = RunTrain(*std::move(config), model_dir);
+  // A cluster task when TF_CONFIG or --job_name says so.
+  std::optional<absl::StatusOr<distributed::ClusterConfig>> cluster;
+  if (!job_name.empty()) {
+    int index = 0;
+    if (!task_index.empty() && !absl::SimpleAtoi(task_index, &index)) {
+      std::cerr << "error: --task_index: not a number: " << task_index << "\n";
+      return 2;
+    }
+    cluster = distributed::ClusterSpec::FromFlags(ps_hosts, worker_hosts, chief_host, job_name,
+                                                  index);
+  } else if (const char* tf_config = std::getenv("TF_CONFIG");
+             tf_config != nullptr && *tf_config != '\0') {
+    cluster = distributed::ClusterSpec::FromEnv();
+  }
+  if (!cluster.has_value()) {
+    if (sync || !backup_workers.empty() || !ps_hosts.empty() || !worker_hosts.empty()) {
+      std::cerr << "error: --sync, --backup_workers and the host lists need a cluster "
+                   "(TF_CONFIG or --job_name)\n";
+      return 2;
+    }
+    absl::Status s = RunTrain(*std::move(config), model_dir);
+    return s.ok() ? 0 : Fail(s);
+  }
+  if (!cluster->ok()) return Fail(cluster->status());
+  DistributedFlags flags;
+  flags.sync = sync;
+  if (!backup_workers.empty() && !absl::SimpleAtoi(backup_workers, &flags.backup_workers)) {
+    std::cerr << "error: --backup_workers: not a number: " << backup_workers << "\n";
+    return 2;
+  }
+  if (!round_timeout.empty() &&
+      (!absl::SimpleAtod(round_timeout, &flags.sync_round_timeout_secs) ||
+       flags.sync_round_timeout_secs <= 0)) {
+    std::cerr << "error: --sync_round_timeout_secs: not a positive number: " << round_timeout
+              << "\n";
+    return 2;
+  }
+  absl::Status s = RunDistributedTrain(*config, model_dir, **cluster, flags);
   return s.ok() ? 0 : Fail(s);
 }
 

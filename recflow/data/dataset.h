@@ -374,6 +374,16 @@ class Dataset {
   // -1: all elements (Take) / skip everything (Skip); otherwise >= 0.
   Dataset Take(int64_t count) const;
   Dataset Skip(int64_t count) const;
+  // tf.data's shard: keeps the elements whose position i (0-based, counted
+  // over the elements the input yields) satisfies i % num_shards == index,
+  // so that num_shards workers each read a disjoint 1/num_shards of the
+  // input (docs/distributed.md). Prefer sharding files (ShardOptions) when
+  // there are many: here every shard still reads the whole input. An input
+  // error is returned at once and takes no position (as in tf.data).
+  // Position: the next element's index and the input's position.
+  // REQUIRES (else InvalidArgument at MakeIterator): num_shards >= 1 and
+  // 0 <= index < num_shards.
+  Dataset Shard(int64_t num_shards, int64_t index) const;
   // First pass reads the input and keeps all elements in memory; later
   // passes (under Repeat) replay them.
   Dataset Cache() const;

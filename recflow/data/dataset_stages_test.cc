@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -211,6 +212,100 @@ TEST(RepeatTakeSkipTest, Counts) {
   EXPECT_EQ(Ints(ReadAll(Dataset::Range(5).Skip(3))), Iota(3, 5));
   EXPECT_TRUE(ReadAll(Dataset::Range(5).Skip(9)).empty());
   EXPECT_TRUE(ReadAll(Dataset::Range(5).Skip(-1)).empty());
+}
+
+// ---------------------------------------------------------------------------
+// Shard
+
+TEST(ShardTest, MatchesReferenceOnRandomSizes) {
+  std::mt19937 rng(17);
+  for (int trial = 0; trial < 20; ++trial) {
+    const int64_t n = std::uniform_int_distribution<int64_t>(0, 60)(rng);
+    const int64_t num_shards = std::uniform_int_distribution<int64_t>(1, 7)(rng);
+    // Distinct, unordered values, so that a wrong position shows.
+    std::vector<int64_t> values(n);
+    for (int64_t i = 0; i < n; ++i) values[i] = (i * 37 + 11) % 1009;
+    Dataset input = Dataset::FromTensorSlices(
+        {Tensor::FromVector<int64_t>(absl::MakeConstSpan(values))});
+    std::multiset<int64_t> seen;
+    for (int64_t index = 0; index < num_shards; ++index) {
+      std::vector<int64_t> want;
+      for (int64_t i = index; i < n; i += num_shards) want.push_back(values[i]);
+      auto got = Ints(ReadAll(input.Shard(num_shards, index)));
+      EXPECT_EQ(got, want) << "n=" << n << " shard " << index << "/" << num_shards;
+      seen.insert(got.begin(), got.end());
+    }
+    EXPECT_EQ(seen, std::multiset<int64_t>(values.begin(), values.end()));
+  }
+  EXPECT_EQ(Dataset::Range(10).Shard(4, 3).DebugString(), "Shard(4, 3)<-Range(10)");
+}
+
+TEST(ShardTest, BadArguments) {
+  struct Case {
+    int64_t num_shards, index;
+    const char* message;
+  };
+  for (const Case& c : {Case{0, 0, "Shard: num_shards is 0; must be >= 1"},
+                        Case{-2, 0, "Shard: num_shards is -2; must be >= 1"},
+                        Case{3, 3, "Shard: index is 3; must be in [0, 3)"},
+                        Case{3, -1, "Shard: index is -1; must be in [0, 3)"}}) {
+    Dataset ds = Dataset::Range(5).Shard(c.num_shards, c.index).Batch(2);
+    auto it = ds.MakeIterator();
+    ASSERT_FALSE(it.ok());
+    EXPECT_TRUE(absl::IsInvalidArgument(it.status())) << it.status();
+    EXPECT_THAT(it.status().message(), HasSubstr(c.message));
+  }
+}
+
+TEST(ShardTest, SaveAndRestoreMidway) {
+  // Shuffled input under a Repeat, so that both the shard's position and the
+  // input's must be restored for the continuation to match.
+  Dataset ds = Dataset::Range(40).Shuffle(8, /*seed=*/5).Shard(3, 2).Repeat(2);
+  const std::vector<int64_t> full = Ints(ReadAll(ds));
+  ASSERT_EQ(full.size(), 2u * 13);
+  for (int64_t cut : {0, 1, 6, 13, 14, 25, 26}) {
+    auto it = ds.MakeIterator();
+    ASSERT_TRUE(it.ok());
+    std::vector<int64_t> got = Ints(ReadAll(*it, cut));
+    auto saved = it->SaveToString();
+    ASSERT_TRUE(saved.ok()) << saved.status();
+    auto fresh = ds.MakeIterator();
+    ASSERT_TRUE(fresh.ok());
+    ASSERT_TRUE(fresh->RestoreFromString(*saved).ok());
+    for (int64_t v : Ints(ReadAll(*fresh))) got.push_back(v);
+    EXPECT_EQ(got, full) << "cut at " << cut;
+  }
+}
+
+TEST(ShardTest, InputErrorTakesNoPosition) {
+  // Element 4 fails; positions go on counting the elements that arrive.
+  Dataset ds = Dataset::Range(10)
+                   .Map([](Element e) -> absl::StatusOr<Element> {
+                     if (e[0].scalar<int64_t>() == 4) {
+                       return absl::InvalidArgumentError("bad element 4");
+                     }
+                     return e;
+                   })
+                   .Shard(2, 0);
+  auto it = ds.MakeIterator();
+  ASSERT_TRUE(it.ok());
+  std::vector<int64_t> got;
+  int errors = 0;
+  for (int step = 0; step < 20; ++step) {
+    Element e;
+    bool end = false;
+    absl::Status s = it->GetNext(&e, &end);
+    if (!s.ok()) {
+      EXPECT_THAT(s.message(), HasSubstr("bad element 4"));
+      ++errors;
+      continue;
+    }
+    if (end) break;
+    got.push_back(e[0].scalar<int64_t>());
+  }
+  EXPECT_EQ(errors, 1);
+  // Arriving elements 0 1 2 3 5 6 7 8 9 at positions 0..8: even positions.
+  EXPECT_EQ(got, (std::vector<int64_t>{0, 2, 5, 7, 9}));
 }
 
 TEST(CacheTest, ReadsInputOnce) {

@@ -2,10 +2,16 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <future>
+#include <map>
+#include <set>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "recflow/core/crc32c.h"
 #include "recflow/core/status.h"
@@ -104,7 +110,34 @@ absl::Status CheckShape(const BundleReader& reader, const TensorInfo& info, Data
                                  " ", want);
 }
 
-// Restores the rows under `key` into `table` (no Clear, no removals).
+// Copies the entries of `src` [start, start + m) whose keep flag is set
+// into a new int64 tensor of `kept` elements.
+Tensor GatherKept(const Tensor& src, int64_t start, int64_t m, const std::vector<uint8_t>& keep,
+                  int64_t kept) {
+  Tensor out(DT_INT64, TensorShape({kept}));
+  const int64_t* s = src.data<int64_t>() + start;
+  int64_t* d = out.data<int64_t>();
+  for (int64_t i = 0; i < m; ++i) {
+    if (keep[start + i]) *d++ = s[i];
+  }
+  return out;
+}
+
+// Moves the kept rows of a [m, ...] float tensor to its front, in order.
+void CompactRows(Tensor* t, int64_t start, int64_t m, const std::vector<uint8_t>& keep) {
+  if (!t->IsInitialized() || t->NumElements() == 0) return;
+  const size_t row_bytes = t->TotalBytes() / static_cast<size_t>(m);
+  char* base = t->raw_data();
+  int64_t c = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    if (!keep[start + i]) continue;
+    if (c != i) std::memmove(base + c * row_bytes, base + i * row_bytes, row_bytes);
+    ++c;
+  }
+}
+
+// Restores the rows under `key` into `table` (no Clear, no removals); with
+// options.keep_id, only the rows whose id passes.
 absl::Status ImportRows(HashEmbeddingTable* table, const BundleReader& reader,
                         const std::string& key, const TableSaveableOptions& options) {
   ASSIGN_OR_RETURN(TensorInfo keys_info, reader.GetInfo(Key(key, "keys")));
@@ -132,13 +165,27 @@ absl::Status ImportRows(HashEmbeddingTable* table, const BundleReader& reader,
     ASSIGN_OR_RETURN(*out, reader.Lookup(Key(key, part)));
   }
   ASSIGN_OR_RETURN(Tensor keys, reader.Lookup(Key(key, "keys")));
+  // The filter: which rows to import (empty: all).
+  std::vector<uint8_t> keep;
+  int64_t kept = n;
+  if (options.keep_id) {
+    keep.resize(n);
+    kept = 0;
+    const int64_t* k = keys.data<int64_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      keep[i] = options.keep_id(k[i]) ? 1 : 0;
+      kept += keep[i];
+    }
+    // None of these rows is wanted: their values are not even read.
+    if (kept == 0) return absl::OkStatus();
+  }
   ASSIGN_OR_RETURN(TensorCursor values_cursor,
                    TensorCursor::Open(options.env, reader, values_info));
   std::optional<TensorCursor> slots_cursor;
   if (num_slots > 0) {
     ASSIGN_OR_RETURN(slots_cursor, TensorCursor::Open(options.env, reader, *slots_info));
   }
-  table->Reserve(table->size() + n);
+  table->Reserve(table->size() + kept);
   const int64_t rows = std::max<int64_t>(1, options.rows_per_chunk);
   // Reads chunk [start, start + m) of values and slots.
   auto read = [&](int64_t start) -> absl::StatusOr<TableChunk> {
@@ -162,9 +209,28 @@ absl::Status ImportRows(HashEmbeddingTable* table, const BundleReader& reader,
     if (start + rows < n) next = std::async(std::launch::async, read, start + rows);
     TableChunk& chunk = *got;
     const int64_t m = chunk.values.dim_size(0);
-    chunk.keys = keys.Slice(start, start + m);
-    if (freqs.IsInitialized()) chunk.frequencies = freqs.Slice(start, start + m);
-    if (versions.IsInitialized()) chunk.versions = versions.Slice(start, start + m);
+    int64_t c = m;  // rows of this chunk to import
+    if (!keep.empty()) {
+      c = 0;
+      for (int64_t i = 0; i < m; ++i) c += keep[start + i];
+    }
+    if (c == 0) continue;
+    if (c == m) {
+      chunk.keys = keys.Slice(start, start + m);
+      if (freqs.IsInitialized()) chunk.frequencies = freqs.Slice(start, start + m);
+      if (versions.IsInitialized()) chunk.versions = versions.Slice(start, start + m);
+    } else {
+      // Filtered: the kept rows move to the front of the chunk's own buffers.
+      chunk.keys = GatherKept(keys, start, m, keep, c);
+      if (freqs.IsInitialized()) chunk.frequencies = GatherKept(freqs, start, m, keep, c);
+      if (versions.IsInitialized()) chunk.versions = GatherKept(versions, start, m, keep, c);
+      CompactRows(&chunk.values, start, m, keep);
+      chunk.values = chunk.values.Slice(0, c);
+      if (chunk.slots.IsInitialized()) {
+        CompactRows(&chunk.slots, start, m, keep);
+        chunk.slots = chunk.slots.Slice(0, c);
+      }
+    }
     absl::Status s = table->Import(chunk, options.pool);
     if (!s.ok()) {
       if (next.valid()) next.wait();  // it uses the cursors on this frame
@@ -176,13 +242,66 @@ absl::Status ImportRows(HashEmbeddingTable* table, const BundleReader& reader,
   return absl::OkStatus();
 }
 
+// The tensors every part of a table holds (deltas add "deleted_ids").
+constexpr const char* kPartTensors[] = {"frequencies", "keys", "slots", "values", "versions"};
+
+// The parts of table `key` in `reader`: part number -> the names (after
+// "K/part_<p>/") of its tensors. Non-canonical part numbers are ignored.
+absl::StatusOr<std::map<int64_t, std::set<std::string>>> FindParts(const BundleReader& reader,
+                                                                   const std::string& key) {
+  const std::string head = key + "/part_";
+  std::map<int64_t, std::set<std::string>> parts;
+  RETURN_IF_ERROR(reader.ForEachEntry(
+      [&](absl::string_view name, const tensorflow::BundleEntryProto&) -> absl::Status {
+        if (!absl::StartsWith(name, head)) return absl::OkStatus();
+        absl::string_view rest = name.substr(head.size());
+        const size_t slash = rest.find('/');
+        if (slash == absl::string_view::npos) return absl::OkStatus();
+        absl::string_view digits = rest.substr(0, slash);
+        int64_t p;
+        if (digits.empty() || !absl::ascii_isdigit(digits[0]) ||
+            !absl::SimpleAtoi(digits, &p) || absl::StrCat(p) != digits) {
+          return absl::OkStatus();
+        }
+        parts[p].insert(std::string(rest.substr(slash + 1)));
+        return absl::OkStatus();
+      }));
+  return parts;
+}
+
+// Checks that parts 0..N-1 are all there, each with all its tensors.
+absl::Status CheckParts(const BundleReader& reader, const std::string& key,
+                        const std::map<int64_t, std::set<std::string>>& parts, bool delta) {
+  const int64_t count = parts.rbegin()->first + 1;
+  for (int64_t p = 0; p < count; ++p) {
+    auto it = parts.find(p);
+    if (it == parts.end()) {
+      return errors::DataLoss("checkpoint ", reader.prefix(), " holds embedding table '", key,
+                              "' in parts up to part_", count - 1, " but part_", p,
+                              " is missing (no tensor '", TablePartKey(key, p), "/...')");
+    }
+    std::vector<const char*> need(std::begin(kPartTensors), std::end(kPartTensors));
+    if (delta) need.push_back("deleted_ids");
+    for (const char* t : need) {
+      if (it->second.count(t) == 0) {
+        return errors::DataLoss("checkpoint ", reader.prefix(), ": part ", p,
+                                " of embedding table '", key, "' has no tensor '",
+                                Key(TablePartKey(key, p), t), "'");
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 using TableGetter = std::function<absl::StatusOr<std::shared_ptr<EmbeddingTableResource>>(
     bool for_restore)>;
 
-checkpoint::Saveable MakeSaveable(std::string checkpoint_key, TableGetter get,
+// A saveable named (and saved under) `save_key`, restoring from table key
+// `restore_key` in either layout.
+checkpoint::Saveable MakeSaveable(std::string save_key, std::string restore_key, TableGetter get,
                                   TableSaveableOptions options) {
   checkpoint::Saveable s;
-  s.name = std::move(checkpoint_key);
+  s.name = std::move(save_key);
   s.save = [get, options](BundleWriter* writer, const std::string& key) -> absl::Status {
     ASSIGN_OR_RETURN(auto res, get(false));
     return SaveTable(res->table(), writer, key, -1, options);
@@ -192,14 +311,15 @@ checkpoint::Saveable MakeSaveable(std::string checkpoint_key, TableGetter get,
     ASSIGN_OR_RETURN(auto res, get(false));
     return SaveTable(res->table(), writer, key, std::max<int64_t>(since_step, 0), options);
   };
-  s.restore = [get, options](const BundleReader& reader, const std::string& key) -> absl::Status {
+  s.restore = [get, options, restore_key](const BundleReader& reader,
+                                          const std::string&) -> absl::Status {
     ASSIGN_OR_RETURN(auto res, get(true));
-    return RestoreTable(res->table(), reader, key, /*delta=*/false, options);
+    return RestoreTable(res->table(), reader, restore_key, /*delta=*/false, options);
   };
-  s.restore_delta = [get, options](const BundleReader& reader,
-                                   const std::string& key) -> absl::Status {
+  s.restore_delta = [get, options, restore_key](const BundleReader& reader,
+                                                const std::string&) -> absl::Status {
     ASSIGN_OR_RETURN(auto res, get(true));
-    return RestoreTable(res->table(), reader, key, /*delta=*/true, options);
+    return RestoreTable(res->table(), reader, restore_key, /*delta=*/true, options);
   };
   s.committed = [get](int64_t step, bool full) {
     // Deltas after a full checkpoint at `step` only need later deletions.
@@ -312,37 +432,69 @@ absl::Status SaveTable(HashEmbeddingTable* table, BundleWriter* writer, const st
 absl::Status RestoreTable(HashEmbeddingTable* table, const BundleReader& reader,
                           const std::string& key, bool delta,
                           const TableSaveableOptions& options) {
-  if (!reader.Contains(Key(key, "keys"))) {
-    return errors::NotFound("checkpoint ", reader.prefix(), " has no embedding table '", key,
-                            "' (no tensor '", Key(key, "keys"), "')");
+  // The sources: K itself, or its parts K/part_0 .. K/part_<N-1>.
+  std::vector<std::string> sources;
+  const bool single = reader.Contains(Key(key, "keys"));
+  auto fail = [&](const absl::Status& s, const std::string& source) {
+    // Never leave a half-restored table looking valid.
+    table->Clear();
+    std::string where = absl::StrCat("restoring embedding table '", table->name(), "'");
+    if (source != key) {
+      absl::StrAppend(&where, " part ", source.substr(key.size() + 6), " ('", source, "')");
+    }
+    return errors::Annotate(s, absl::StrCat(where, " from ", reader.prefix()));
+  };
+  if (single) {
+    sources.push_back(key);
+  } else {
+    ASSIGN_OR_RETURN(auto parts, FindParts(reader, key));
+    if (parts.empty()) {
+      return errors::NotFound("checkpoint ", reader.prefix(), " has no embedding table '", key,
+                              "' (no tensor '", Key(key, "keys"), "' and no parts '",
+                              Key(key, "part_0"), "/...')");
+    }
+    absl::Status s = CheckParts(reader, key, parts, delta);
+    if (!s.ok()) return fail(s, key);
+    for (const auto& [p, tensors] : parts) sources.push_back(TablePartKey(key, p));
   }
   if (delta) {
-    ASSIGN_OR_RETURN(Tensor deleted, reader.Lookup(Key(key, "deleted_ids")));
-    if (deleted.dtype() != DT_INT64 || deleted.dims() != 1) {
-      return errors::InvalidArgument("checkpoint ", reader.prefix(), " holds '",
-                                     Key(key, "deleted_ids"), "' as ",
-                                     DataTypeString(deleted.dtype()), " ",
-                                     deleted.shape().DebugString(), "; expected int64 [m]");
+    // Every part's removals first, then every part's rows: an id removed
+    // and re-added since the previous checkpoint ends up present.
+    for (const std::string& source : sources) {
+      auto deleted = reader.Lookup(Key(source, "deleted_ids"));
+      if (!deleted.ok()) return fail(deleted.status(), source);
+      if (deleted->dtype() != DT_INT64 || deleted->dims() != 1) {
+        return fail(errors::InvalidArgument("checkpoint ", reader.prefix(), " holds '",
+                                            Key(source, "deleted_ids"), "' as ",
+                                            DataTypeString(deleted->dtype()), " ",
+                                            deleted->shape().DebugString(),
+                                            "; expected int64 [m]"),
+                    source);
+      }
+      table->Remove(deleted->flat<int64_t>());
     }
-    table->Remove(deleted.flat<int64_t>());
   } else {
     table->Clear();
   }
-  absl::Status s = ImportRows(table, reader, key, options);
-  if (!s.ok()) {
-    // Never leave a half-restored table looking valid.
-    table->Clear();
-    return errors::Annotate(s, absl::StrCat("restoring embedding table '", table->name(),
-                                            "' from ", reader.prefix()));
+  for (const std::string& source : sources) {
+    absl::Status s = ImportRows(table, reader, source, options);
+    if (!s.ok()) return fail(s, source);
   }
   return absl::OkStatus();
 }
 
-checkpoint::Saveable TableSaveable(ResourceMgr* rm, TableRef ref, TableSaveableOptions options) {
+std::string TablePartKey(const std::string& key, int64_t part) {
+  return absl::StrCat(key, "/part_", part);
+}
+
+namespace {
+
+// Looks the table up in `rm` at every save and restore.
+TableGetter RmGetter(ResourceMgr* rm, TableRef ref) {
   if (ref.container.empty()) ref.container = rm->default_container();
   auto shared = std::make_shared<const TableRef>(std::move(ref));
-  TableGetter get = [rm, shared](bool for_restore)
-      -> absl::StatusOr<std::shared_ptr<EmbeddingTableResource>> {
+  return [rm, shared](bool for_restore)
+             -> absl::StatusOr<std::shared_ptr<EmbeddingTableResource>> {
     if (for_restore && shared->create_options.has_value()) {
       return EmbeddingTableResource::LookupOrCreate(rm, shared->container, shared->name,
                                                     *shared->create_options);
@@ -355,7 +507,22 @@ checkpoint::Saveable TableSaveable(ResourceMgr* rm, TableRef ref, TableSaveableO
     }
     return res;
   };
-  return MakeSaveable(shared->checkpoint_key, std::move(get), options);
+}
+
+}  // namespace
+
+checkpoint::Saveable TableSaveable(ResourceMgr* rm, TableRef ref, TableSaveableOptions options) {
+  const std::string key = ref.checkpoint_key;
+  return MakeSaveable(key, key, RmGetter(rm, std::move(ref)), std::move(options));
+}
+
+checkpoint::Saveable PartTableSaveable(ResourceMgr* rm, TableRef ref, int part,
+                                       std::function<bool(int64_t id)> keep_id,
+                                       TableSaveableOptions options) {
+  const std::string key = ref.checkpoint_key;
+  if (keep_id) options.keep_id = std::move(keep_id);
+  return MakeSaveable(TablePartKey(key, part), key, RmGetter(rm, std::move(ref)),
+                      std::move(options));
 }
 
 checkpoint::Saveable TableSaveable(std::shared_ptr<EmbeddingTableResource> table,
@@ -363,7 +530,19 @@ checkpoint::Saveable TableSaveable(std::shared_ptr<EmbeddingTableResource> table
   TableGetter get = [table](bool) -> absl::StatusOr<std::shared_ptr<EmbeddingTableResource>> {
     return table;
   };
-  return MakeSaveable(std::move(checkpoint_key), std::move(get), options);
+  return MakeSaveable(checkpoint_key, checkpoint_key, std::move(get), options);
+}
+
+checkpoint::Saveable PartTableSaveable(std::shared_ptr<EmbeddingTableResource> table,
+                                       std::string checkpoint_key, int part,
+                                       std::function<bool(int64_t id)> keep_id,
+                                       TableSaveableOptions options) {
+  TableGetter get = [table](bool) -> absl::StatusOr<std::shared_ptr<EmbeddingTableResource>> {
+    return table;
+  };
+  if (keep_id) options.keep_id = std::move(keep_id);
+  return MakeSaveable(TablePartKey(checkpoint_key, part), checkpoint_key, std::move(get),
+                      std::move(options));
 }
 
 }  // namespace recflow::train

@@ -18,8 +18,38 @@
 //                                             evicted since the previous
 //                                             checkpoint
 // A full checkpoint holds every row; a delta (since_step = S) the rows with
-// version > S. Admission-sketch counts are NOT saved: a restored table
-// starts with empty sketches, so ids that were on their way to admission
+// version > S.
+//
+// Partitioned layout (a cluster's parameter servers; PartTableSaveable):
+// ps task p of n writes the rows it holds under K/part_<p>, with the same
+// tensors as above:
+//   K/part_<p>/keys, K/part_<p>/values, K/part_<p>/slots,
+//   K/part_<p>/frequencies, K/part_<p>/versions  [, K/part_<p>/deleted_ids]
+// The parts of one table partition its ids (each id is in exactly one
+// part; not checked on restore, where an id in two parts would get the
+// row of the later part); parts are numbered from 0 without gaps, and every
+// part holds all five tensors (a delta: six). A bundle holds a table in one layout or the
+// other, never both.
+//
+// Restores read either layout: K/keys when the bundle has it, else every
+// K/part_<i> it holds (found through the index; a gap in the numbering, or
+// a part missing one of its tensors, is DataLoss naming the table and the
+// part; a missing LAST part cannot be told from a smaller cluster, which is
+// why a cluster checkpoint is published only once every part is written,
+// distributed/cluster_checkpoint.h). A full restore Clear()s the table once,
+// then imports every part; a delta restore removes every part's deleted_ids,
+// then imports every part's rows. With TableSaveableOptions::keep_id set,
+// only rows whose id passes are imported, from either layout and whatever
+// the number of parts (a ps task restoring its shard after the cluster
+// changed size, or seeding from a single-process checkpoint); the filter
+// runs chunk by chunk on the streamed rows (kept rows are moved to the front
+// of the chunk's buffer, no other copy), and a source none of whose ids
+// pass is not read beyond its keys (so its values' crc32c is not checked
+// either). deleted_ids are removed whether they pass or not (removing an id
+// the table lacks does nothing).
+//
+// Admission-sketch counts are NOT saved: a restored table starts with empty
+// sketches, so ids that were on their way to admission
 // must be seen again (HashEmbeddingTable exposes no sketch accessor; the
 // sketches are approximate and decayed anyway).
 //
@@ -51,6 +81,7 @@
 #define RECFLOW_TRAIN_TABLE_SAVEABLE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -86,6 +117,11 @@ struct TableSaveableOptions {
   int64_t rows_per_chunk = 65536;
   // For Export and Import; may be null. Not owned.
   ThreadPool* pool = nullptr;
+  // Restore filter: when set, only rows whose id passes are imported (see
+  // "Partitioned layout" above). Unset: every row. Saves ignore it. Must be
+  // thread-compatible: restores of different tables may call it
+  // concurrently.
+  std::function<bool(int64_t id)> keep_id;
 };
 
 // A saveable over the table registered in `rm` (not owned; must outlive the
@@ -98,9 +134,28 @@ checkpoint::Saveable TableSaveable(std::shared_ptr<embedding::EmbeddingTableReso
                                    std::string checkpoint_key,
                                    TableSaveableOptions options = {});
 
+// A saveable over one part of a partitioned table (a ps task's rows): saves
+// every row the table holds under TablePartKey(ref.checkpoint_key, part),
+// which is also the saveable's name, full or as a delta; restores from
+// ref.checkpoint_key in either layout, keeping only the ids that pass
+// `keep_id` (unset: options.keep_id, and if that is unset too, every row).
+// REQUIRES: part >= 0.
+checkpoint::Saveable PartTableSaveable(ResourceMgr* rm, TableRef ref, int part,
+                                       std::function<bool(int64_t id)> keep_id,
+                                       TableSaveableOptions options = {});
+checkpoint::Saveable PartTableSaveable(
+    std::shared_ptr<embedding::EmbeddingTableResource> table, std::string checkpoint_key,
+    int part, std::function<bool(int64_t id)> keep_id, TableSaveableOptions options = {});
+
+// "K/part_<part>": where part `part` of table key K is saved.
+std::string TablePartKey(const std::string& key, int64_t part);
+
 // The pieces, for tools: write the table (since_step < 0: full, else a delta)
-// under `key`, or read it back (delta: apply on top of the current rows;
-// otherwise replace them).
+// under `key` (a part: key = TablePartKey(K, p)), or read table K back from
+// either layout, filtered by options.keep_id (delta: apply on top of the
+// current rows; otherwise replace them). RestoreTable: NotFound when the
+// bundle has neither K/keys nor any K/part_<i>; on any other error the table
+// is left empty.
 absl::Status SaveTable(embedding::HashEmbeddingTable* table, checkpoint::BundleWriter* writer,
                        const std::string& key, int64_t since_step,
                        const TableSaveableOptions& options = {});

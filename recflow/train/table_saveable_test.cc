@@ -4,7 +4,10 @@
 // broken chains and corrupted table tensors.
 #include "recflow/train/table_saveable.h"
 
+#include <algorithm>
+#include <functional>
 #include <map>
+#include <random>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -467,6 +470,331 @@ TEST_F(DamagedCheckpointTest, MissingTableIsNamed) {
   st = (*saver2)->Restore("/ckpt/model.ckpt-1");
   EXPECT_TRUE(absl::IsNotFound(st)) << st;
   EXPECT_THAT(st.message(), HasSubstr("other/keys"));
+}
+
+
+// --- Partitioned tables (K/part_<p>) ----------------------------------------
+
+int64_t Mod(int64_t id, int64_t n) { return ((id % n) + n) % n; }
+
+// Rows of `s` (sorted by key) whose key passes `keep`.
+TableState Filter(const TableState& s, const std::function<bool(int64_t)>& keep) {
+  TableState out;
+  const size_t n = s.keys.size();
+  const size_t vw = n ? s.values.size() / n : 0, sw = n ? s.slots.size() / n : 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (!keep(s.keys[i])) continue;
+    out.keys.push_back(s.keys[i]);
+    out.freqs.push_back(s.freqs[i]);
+    out.versions.push_back(s.versions[i]);
+    out.values.insert(out.values.end(), s.values.begin() + i * vw, s.values.begin() + (i + 1) * vw);
+    out.slots.insert(out.slots.end(), s.slots.begin() + i * sw, s.slots.begin() + (i + 1) * sw);
+  }
+  return out;
+}
+
+// The rows of all of `states` (disjoint ids), sorted by key.
+TableState Union(const std::vector<TableState>& states) {
+  std::vector<std::pair<int64_t, std::pair<size_t, size_t>>> rows;  // key, (state, row)
+  for (size_t k = 0; k < states.size(); ++k) {
+    for (size_t i = 0; i < states[k].keys.size(); ++i) rows.push_back({states[k].keys[i], {k, i}});
+  }
+  std::sort(rows.begin(), rows.end());
+  TableState out;
+  for (const auto& [key, where] : rows) {
+    const TableState& s = states[where.first];
+    const size_t i = where.second, n = s.keys.size();
+    const size_t vw = s.values.size() / n, sw = s.slots.size() / n;
+    out.keys.push_back(key);
+    out.freqs.push_back(s.freqs[i]);
+    out.versions.push_back(s.versions[i]);
+    out.values.insert(out.values.end(), s.values.begin() + i * vw, s.values.begin() + (i + 1) * vw);
+    out.slots.insert(out.slots.end(), s.slots.begin() + i * sw, s.slots.begin() + (i + 1) * sw);
+  }
+  return out;
+}
+
+// Three tables holding the ids of shards id % 3 (as three ps tasks would),
+// trained step by step; saved part by part into bundles that are merged
+// into one checkpoint.
+class PartitionedTableTest : public ::testing::Test {
+ protected:
+  static constexpr int kParts = 3;
+
+  void SetUp() override {
+    for (int p = 0; p < kParts; ++p) {
+      auto res = embedding::EmbeddingTableResource::Create(testing::TableOptions({}));
+      ASSERT_TRUE(res.ok()) << res.status();
+      parts_.push_back(*res);
+    }
+  }
+
+  // Lookups, Adagrad updates and (every 2nd step) removals, each id on its
+  // part's table.
+  void Train(int64_t s) {
+    std::mt19937_64 rng(static_cast<uint64_t>(s) * 104729 + 3);
+    std::vector<std::vector<int64_t>> ids(kParts);
+    for (int i = 0; i < 300; ++i) {
+      const int64_t id = static_cast<int64_t>(rng() % 4000) - 2000;
+      ids[Mod(id, kParts)].push_back(id);
+    }
+    std::uniform_real_distribution<float> g(-1, 1);
+    for (int p = 0; p < kParts; ++p) {
+      embedding::HashEmbeddingTable* t = parts_[p]->table();
+      std::vector<float> out(ids[p].size() * 8);
+      ASSERT_TRUE(t->Lookup(ids[p], absl::MakeSpan(out), embedding::LookupMode::kTrain).ok());
+      std::vector<int64_t> uniq = ids[p];
+      std::sort(uniq.begin(), uniq.end());
+      uniq.erase(std::unique(uniq.begin(), uniq.end()), uniq.end());
+      std::vector<float> grads(uniq.size() * 8);
+      for (float& v : grads) v = g(rng);
+      ASSERT_TRUE(t->ApplyAdagrad(uniq, grads, {.learning_rate = 0.1f}, s).ok());
+      if (s % 2 == 0) t->Remove(std::vector<int64_t>{uniq[0], uniq[uniq.size() / 2]});
+    }
+  }
+
+  TableState UnionOfParts() {
+    std::vector<TableState> states;
+    for (auto& p : parts_) states.push_back(Snapshot(p->table()));
+    return Union(states);
+  }
+
+  // Saves every part (since_step < 0: full) into its own bundle, then merges
+  // them into `prefix`.
+  void SaveMerged(const std::string& prefix, int64_t since_step) {
+    std::vector<std::string> part_prefixes;
+    for (int p = 0; p < kParts; ++p) {
+      const std::string pp = absl::StrCat(prefix, "_parts/part-", p);
+      auto writer = checkpoint::BundleWriter::Create(&env_, pp, {.sync = false});
+      ASSERT_TRUE(writer.ok()) << writer.status();
+      checkpoint::Saveable s = PartTableSaveable(parts_[p], "emb", p, nullptr, Opts());
+      EXPECT_EQ(s.name, absl::StrCat("emb/part_", p));
+      absl::Status st = since_step < 0 ? s.save(writer->get(), s.name)
+                                       : s.save_delta(writer->get(), s.name, since_step);
+      ASSERT_TRUE(st.ok()) << st;
+      ASSERT_TRUE((*writer)->Finish().ok());
+      part_prefixes.push_back(pp);
+    }
+    ASSERT_TRUE(checkpoint::MergeBundles(&env_, part_prefixes, prefix, false, false).ok());
+  }
+
+  TableSaveableOptions Opts(std::function<bool(int64_t)> keep = nullptr) {
+    TableSaveableOptions o;
+    o.env = &env_;
+    o.rows_per_chunk = 37;  // several chunks per part, kept rows scattered
+    o.keep_id = std::move(keep);
+    return o;
+  }
+
+  std::shared_ptr<embedding::EmbeddingTableResource> Fresh() {
+    auto res = embedding::EmbeddingTableResource::Create(testing::TableOptions({}));
+    EXPECT_TRUE(res.ok());
+    return *res;
+  }
+
+  // Restores table "emb" from `prefix` into `table`.
+  absl::Status Restore(const std::string& prefix, embedding::HashEmbeddingTable* table,
+                       bool delta = false, std::function<bool(int64_t)> keep = nullptr) {
+    auto reader = checkpoint::BundleReader::Open(&env_, prefix);
+    if (!reader.ok()) return reader.status();
+    return RestoreTable(table, **reader, "emb", delta, Opts(std::move(keep)));
+  }
+
+  MemEnv env_;
+  std::vector<std::shared_ptr<embedding::EmbeddingTableResource>> parts_;
+};
+
+TEST_F(PartitionedTableTest, PartsRestoreIntoOneTableAsTheirUnion) {
+  for (int64_t s = 1; s <= 4; ++s) Train(s);
+  SaveMerged("/ckpt/merged", -1);
+  const TableState all = UnionOfParts();
+  ASSERT_GT(all.keys.size(), 300u);
+  auto reader = checkpoint::BundleReader::Open(&env_, "/ckpt/merged");
+  ASSERT_TRUE(reader.ok());
+  EXPECT_FALSE((*reader)->Contains("emb/keys"));
+  for (int p = 0; p < kParts; ++p) {
+    for (const char* t : {"keys", "values", "slots", "frequencies", "versions"}) {
+      EXPECT_TRUE((*reader)->Contains(absl::StrCat("emb/part_", p, "/", t))) << p << t;
+    }
+  }
+  // Through TableSaveable's restore (what `recflow eval` uses), into a table
+  // holding other rows first.
+  auto fresh = Fresh();
+  std::vector<float> out(8);
+  const int64_t stray = 999999;
+  ASSERT_TRUE(fresh->table()
+                  ->Lookup(absl::MakeConstSpan(&stray, 1), absl::MakeSpan(out),
+                           embedding::LookupMode::kTrain)
+                  .ok());
+  checkpoint::Saveable s = TableSaveable(fresh, "emb", Opts());
+  ASSERT_TRUE(s.restore(**reader, s.name).ok());
+  EXPECT_TRUE(Snapshot(fresh->table()) == all);
+}
+
+TEST_F(PartitionedTableTest, EmptyPartIsStillComplete) {
+  for (int64_t s = 1; s <= 2; ++s) Train(s);
+  parts_[1]->table()->Clear();  // a ps task that holds no rows yet
+  SaveMerged("/ckpt/merged", -1);
+  auto reader = checkpoint::BundleReader::Open(&env_, "/ckpt/merged");
+  auto info = (*reader)->GetInfo("emb/part_1/values");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->shape, TensorShape({0, 8}));
+  auto t = Fresh();
+  ASSERT_TRUE(Restore("/ckpt/merged", t->table()).ok());
+  EXPECT_TRUE(Snapshot(t->table()) == UnionOfParts());
+  EXPECT_GT(t->table()->size(), 0);
+}
+
+TEST_F(PartitionedTableTest, FilteredRestoreIntoAnotherNumberOfParts) {
+  for (int64_t s = 1; s <= 3; ++s) Train(s);
+  SaveMerged("/ckpt/merged", -1);
+  const TableState all = UnionOfParts();
+  // Two ps tasks, each restoring its shard through a Saver.
+  for (int q = 0; q < 2; ++q) {
+    ResourceMgr rm;
+    auto keep = [q](int64_t id) { return Mod(id, 2) == q; };
+    TableRef ref{"emb", "", "emb", testing::TableOptions({})};
+    std::vector<checkpoint::Saveable> saveables = {PartTableSaveable(&rm, ref, q, keep, Opts())};
+    auto saver = checkpoint::Saver::Create(Options(&env_, 1, 5), saveables);
+    ASSERT_TRUE(saver.ok());
+    absl::Status st = (*saver)->Restore("/ckpt/merged");
+    ASSERT_TRUE(st.ok()) << st;
+    auto res = embedding::EmbeddingTableResource::Lookup(rm, rm.default_container(), "emb");
+    ASSERT_TRUE(res.ok());
+    const TableState got = Snapshot((*res)->table());
+    EXPECT_TRUE(got == Filter(all, keep)) << q << ": " << got.keys.size() << " rows";
+    EXPECT_GT(got.keys.size(), 100u);
+  }
+  // A filter nothing passes: an empty table.
+  auto none = Fresh();
+  ASSERT_TRUE(Restore("/ckpt/merged", none->table(), false, [](int64_t) { return false; }).ok());
+  EXPECT_EQ(none->table()->size(), 0);
+}
+
+TEST_F(PartitionedTableTest, SingleLayoutRestoredWithAFilter) {
+  TestModel model;
+  for (int64_t s = 1; s <= 5; ++s) model.Step(s);
+  const TableState all = Snapshot(model.table());
+  auto saver = checkpoint::Saver::Create(Options(&env_, 1, 5), model.Saveables(&env_));
+  ASSERT_TRUE(saver.ok());
+  auto prefix = (*saver)->Save(5);
+  ASSERT_TRUE(prefix.ok());
+  TableState got;
+  for (int q = 0; q < 3; ++q) {
+    auto keep = [q](int64_t id) { return Mod(id, 3) == q; };
+    auto t = Fresh();
+    ASSERT_TRUE(Restore(*prefix, t->table(), false, keep).ok());
+    const TableState part = Snapshot(t->table());
+    EXPECT_TRUE(part == Filter(all, keep)) << q;
+    got = Union({got, part});
+  }
+  EXPECT_TRUE(got == all);
+}
+
+TEST_F(PartitionedTableTest, DeltaPartsApplyOnTopOfTheBase) {
+  for (int64_t s = 1; s <= 3; ++s) Train(s);
+  SaveMerged("/ckpt/base", -1);
+  Train(4);  // with removals
+  Train(5);
+  SaveMerged("/ckpt/delta", 3);
+  auto reader = checkpoint::BundleReader::Open(&env_, "/ckpt/delta");
+  ASSERT_TRUE(reader.ok());
+  ASSERT_TRUE((*reader)->Contains("emb/part_1/deleted_ids"));
+  auto deleted = (*reader)->Lookup("emb/part_1/deleted_ids");
+  EXPECT_GT(deleted->NumElements(), 0);
+  const TableState all = UnionOfParts();
+  auto t = Fresh();
+  ASSERT_TRUE(Restore("/ckpt/base", t->table()).ok());
+  absl::Status st = Restore("/ckpt/delta", t->table(), /*delta=*/true);
+  ASSERT_TRUE(st.ok()) << st;
+  EXPECT_TRUE(Snapshot(t->table()) == all);
+  // Filtered, the chain gives the shard.
+  auto keep = [](int64_t id) { return Mod(id, 2) == 1; };
+  auto half = Fresh();
+  ASSERT_TRUE(Restore("/ckpt/base", half->table(), false, keep).ok());
+  ASSERT_TRUE(Restore("/ckpt/delta", half->table(), true, keep).ok());
+  EXPECT_TRUE(Snapshot(half->table()) == Filter(all, keep));
+}
+
+// Rewrites bundle `src` as `dst` without the tensors `drop` matches.
+void CopyBundleWithout(Env* env, const std::string& src, const std::string& dst,
+                       const std::function<bool(const std::string&)>& drop) {
+  auto reader = checkpoint::BundleReader::Open(env, src);
+  ASSERT_TRUE(reader.ok());
+  auto all = (*reader)->ReadAll(nullptr);
+  ASSERT_TRUE(all.ok());
+  auto writer = checkpoint::BundleWriter::Create(env, dst, {.sync = false});
+  for (const auto& [name, t] : *all) {
+    if (!drop(name)) ASSERT_TRUE((*writer)->Add(name, t).ok());
+  }
+  ASSERT_TRUE((*writer)->Finish().ok());
+}
+
+TEST_F(PartitionedTableTest, MissingPartTensorOrGapIsDataLossNamingThePart) {
+  for (int64_t s = 1; s <= 2; ++s) Train(s);
+  SaveMerged("/ckpt/merged", -1);
+  CopyBundleWithout(&env_, "/ckpt/merged", "/ckpt/no_versions",
+                    [](const std::string& n) { return n == "emb/part_1/versions"; });
+  CopyBundleWithout(&env_, "/ckpt/merged", "/ckpt/gap", [](const std::string& n) {
+    return absl::StartsWith(n, "emb/part_1/");
+  });
+  for (const auto& [prefix, what] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"/ckpt/no_versions", "has no tensor 'emb/part_1/versions'"},
+           {"/ckpt/gap", "part_1 is missing"}}) {
+    Train(1);  // rows in the table the failed restore must clear
+    auto reader = checkpoint::BundleReader::Open(&env_, prefix);
+    ASSERT_TRUE(reader.ok());
+    ASSERT_GT(parts_[0]->table()->size(), 0);
+    absl::Status st = RestoreTable(parts_[0]->table(), **reader, "emb", false, Opts());
+    EXPECT_TRUE(absl::IsDataLoss(st)) << st;
+    EXPECT_THAT(st.message(), HasSubstr(what));
+    EXPECT_THAT(st.message(), HasSubstr("embedding table 'emb'"));
+    EXPECT_EQ(parts_[0]->table()->size(), 0);
+  }
+  // No table at all: NotFound naming both layouts.
+  auto t = Fresh();
+  auto reader = checkpoint::BundleReader::Open(&env_, "/ckpt/merged");
+  absl::Status st = RestoreTable(t->table(), **reader, "other", false, Opts());
+  EXPECT_TRUE(absl::IsNotFound(st)) << st;
+  EXPECT_THAT(st.message(), HasSubstr("other/keys"));
+  EXPECT_THAT(st.message(), HasSubstr("other/part_0"));
+}
+
+TEST_F(PartitionedTableTest, DamagedPartDataIsDataLossNamingThePart) {
+  for (int64_t s = 1; s <= 3; ++s) Train(s);
+  SaveMerged("/ckpt/merged", -1);
+  auto reader = checkpoint::BundleReader::Open(&env_, "/ckpt/merged");
+  ASSERT_TRUE(reader.ok());
+  auto info = (*reader)->GetInfo("emb/part_2/values");
+  ASSERT_TRUE(info.ok());
+  const std::string data_file =
+      checkpoint::DataFilename("/ckpt/merged", info->shard_id, (*reader)->num_shards());
+  std::string good;
+  ASSERT_TRUE(ReadFileToString(&env_, data_file, &good).ok());
+  reader->reset();
+  // Corrupted: a flipped bit in part 2's values.
+  std::string bad = good;
+  bad[info->offset + info->size / 2] ^= 0x10;
+  ASSERT_TRUE(WriteStringToFile(&env_, data_file, bad).ok());
+  auto t = Fresh();
+  absl::Status st = Restore("/ckpt/merged", t->table());
+  EXPECT_TRUE(absl::IsDataLoss(st)) << st;
+  EXPECT_THAT(st.message(), HasSubstr("embedding table 'emb' part 2 ('emb/part_2')"));
+  EXPECT_THAT(st.message(), HasSubstr("checksum"));
+  EXPECT_EQ(t->table()->size(), 0);
+  // Truncated: part 2's data file cut short.
+  bad = good.substr(0, info->offset + info->size / 3);
+  ASSERT_TRUE(WriteStringToFile(&env_, data_file, bad).ok());
+  st = Restore("/ckpt/merged", t->table());
+  EXPECT_TRUE(absl::IsDataLoss(st)) << st;
+  EXPECT_THAT(st.message(), HasSubstr("part 2"));
+  EXPECT_THAT(st.message(), HasSubstr("truncated"));
+  EXPECT_EQ(t->table()->size(), 0);
+  // Restored, the file is fine again.
+  ASSERT_TRUE(WriteStringToFile(&env_, data_file, good).ok());
+  ASSERT_TRUE(Restore("/ckpt/merged", t->table()).ok());
+  EXPECT_TRUE(Snapshot(t->table()) == UnionOfParts());
 }
 
 }  // namespace

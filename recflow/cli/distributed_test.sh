@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# Distributed training end to end, on a local cluster over 127.0.0.1
+# (2 ps, a chief, 2 workers; each task is `recflow train` with TF_CONFIG):
+#  1. asynchronous training reaches the AUC of single-process training on the
+#     same data (within noise); its checkpoint loads in single-process
+#     `recflow eval` (same AUC) and its export serves a REST predict;
+#  2. synchronous training (3 workers of batch 86: rounds of 258 examples)
+#     does too, and counts every round once;
+#  3. faults: SIGKILL a worker, a ps and the chief, one at a time, mid-training,
+#     each restarted a second later: the job finishes, the final checkpoint
+#     loads, the AUC is within noise;
+#  4. an evaluator task evaluates the checkpoints as they appear;
+#  5. bad cluster specs are clear errors.
+set -u
+RECFLOW=$1
+SRC=$2
+TMP=$(mktemp -d)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+[[ -n "${KEEP_TMP:-}" ]] && trap - EXIT
+fails=0
+fail() {
+  echo "FAIL $*"
+  fails=$((fails + 1))
+}
+
+"$RECFLOW" gen-data --rows 60000 --test_rows 10000 --seed 5 --out "$TMP/data" >/dev/null 2>&1 ||
+  { echo "FAIL gen-data"; exit 1; }
+
+# $1: epochs, $2: steps (0: by epochs), $3: save_steps, $4: batch size (256)
+write_config() {
+  cat >"$TMP/deepfm.yaml" <<EOF
+model: {type: deepfm, embedding_dim: 8, hidden_units: [32, 16], seed: 1}
+features:
+  dense: 13
+  sparse: 26
+  sparse_defaults: {hash_table: true}
+optimizer:
+  embedding: {type: adagrad, learning_rate: 0.05}
+  dense: {type: adam, learning_rate: 0.002}
+data: {train: $TMP/data/train-*.tsv, eval: $TMP/data/test-*.tsv, parse_threads: 1}
+train: {batch_size: ${4:-256}, epochs: $1, steps: $2, threads: 1, log_every_secs: 0.2}
+checkpoint: {save_steps: $3, save_secs: 0}
+EOF
+}
+
+free_ports() {  # free_ports N: N free TCP ports on 127.0.0.1
+  python3 - "$1" <<'PY'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+PY
+}
+
+# start_cluster NAME [train flags...]: starts ps0 ps1 chief0 worker0 worker1
+# (and evaluator0 when EVALUATOR=1) for model dir $TMP/NAME; pids in TASK_PID[task].
+declare -A TASK_PID
+CLUSTER=
+start_task() {  # start_task NAME JOB INDEX [flags...]
+  local name=$1 job=$2 index=$3
+  shift 3
+  TF_CONFIG="{$CLUSTER, \"task\": {\"type\": \"$job\", \"index\": $index}}" \
+    "$RECFLOW" train --config "$TMP/deepfm.yaml" --model_dir "$TMP/$name" "$@" \
+    >>"$TMP/$name.$job$index.out" 2>>"$TMP/$name.$job$index.err" &
+  TASK_PID[$job$index]=$!
+  PIDS+=($!)
+}
+start_cluster() {
+  local name=$1
+  shift
+  read -r p0 p1 p2 p3 p4 p5 <<<"$(free_ports 6)"
+  CLUSTER="\"cluster\": {\"chief\": [\"127.0.0.1:$p0\"], \"worker\": [\"127.0.0.1:$p1\", \"127.0.0.1:$p2\"], \"ps\": [\"127.0.0.1:$p3\", \"127.0.0.1:$p4\"], \"evaluator\": [\"127.0.0.1:$p5\"]}"
+  for t in "ps 0" "ps 1" "chief 0" "worker 0" "worker 1"; do start_task "$name" $t "$@"; done
+  [[ "${EVALUATOR:-0}" == 1 ]] && start_task "$name" evaluator 0 "$@"
+}
+wait_cluster() {  # wait_cluster NAME: waits for every task; fails on a non-zero exit
+  local name=$1 task
+  for task in "${!TASK_PID[@]}"; do
+    if ! wait "${TASK_PID[$task]}"; then
+      fail "$name: task $task exited with an error: $(tail -3 "$TMP/$name.$task.err")"
+    fi
+  done
+  TASK_PID=()
+}
+chief_step() {  # the last global step the chief's progress lines show
+  grep -oE "^step [0-9]+" "$TMP/$1.chief0.err" 2>/dev/null | tail -1 | awk '{print $2}'
+}
+wait_step() {  # wait_step NAME STEP: until the chief's progress passes STEP (max 60 s)
+  for _ in $(seq 600); do
+    local s
+    s=$(chief_step "$1")
+    [[ -n "$s" && "$s" -ge "$2" ]] && return 0
+    sleep 0.1
+  done
+  fail "$1: the chief never reached step $2"
+  return 1
+}
+test_auc() { grep -oE "test AUC [0-9.]+" "$1" | tail -1 | awk '{print $3}'; }
+close() {  # close A B TOL
+  awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0 && b > 0 && d < t) }'
+}
+
+# 0. Single process, the baseline.
+write_config 1 0 100
+"$RECFLOW" train --config "$TMP/deepfm.yaml" --model_dir "$TMP/single" >"$TMP/single.out" 2>&1 ||
+  fail "single-process train: $(tail -3 "$TMP/single.out")"
+single=$(test_auc "$TMP/single.out")
+
+# 1. Asynchronous cluster, with an evaluator.
+EVALUATOR=1 start_cluster async
+wait_cluster async
+async=$(test_auc "$TMP/async.chief0.out")
+close "$async" "$single" 0.01 || fail "async cluster AUC '$async' vs single process '$single'"
+grep -q "ps task 0: done at global step" "$TMP/async.ps0.err" ||
+  fail "ps 0 did not end with the job: $(tail -2 "$TMP/async.ps0.err")"
+for w in worker0 worker1; do
+  grep -qE "^worker ${w: -1}: [0-9]+ steps" "$TMP/async.$w.out" ||
+    fail "async: $w did not train: $(tail -2 "$TMP/async.$w.err")"
+done
+grep -q "^evaluator: .*model.ckpt-[0-9]*: AUC" "$TMP/async.evaluator0.out" ||
+  fail "the evaluator evaluated no checkpoint: $(tail -3 "$TMP/async.evaluator0.err")"
+out=$("$RECFLOW" eval --model_dir "$TMP/async" 2>&1)
+eval_auc=$(grep -oE "^AUC [0-9.]+" <<<"$out" | awk '{print $2}')
+[[ "$eval_auc" == "$async" ]] || fail "single-process eval of the cluster checkpoint: '$eval_auc' vs the chief's $async: $out"
+
+# ... and its export serves.
+"$RECFLOW" export --model_dir "$TMP/async" --export_dir "$TMP/serve/ctr/1" >"$TMP/export.out" 2>&1 ||
+  fail "export of the cluster checkpoint: $(tail -3 "$TMP/export.out")"
+"$RECFLOW" serve --model_name=ctr --model_base_path="$TMP/serve/ctr" --rest_api_port=auto --port=0 \
+  >"$TMP/serve.out" 2>"$TMP/serve.err" &
+SERVER=$!
+PIDS+=($SERVER)
+for _ in $(seq 100); do
+  grep -q "^serving model" "$TMP/serve.out" && break
+  sleep 0.1
+done
+URL=$(grep -oE "http://127.0.0.1:[0-9]+" "$TMP/serve.out" | head -1)
+reply=$(python3 - "$URL/v1/models/ctr:predict" <<'PY'
+import json, sys, urllib.request
+inputs = {"dense": [[0.5] * 13, [1.0] * 13]}
+for f in range(1, 27):
+    inputs["C%d/ids" % f] = [f * 7, f * 11 + 3]
+    inputs["C%d/row_splits" % f] = [0, 1, 2]
+req = urllib.request.Request(sys.argv[1], data=json.dumps({"inputs": inputs}).encode(), method="POST")
+try:
+    with urllib.request.urlopen(req) as r:
+        print(r.status, r.read().decode())
+except Exception as e:
+    print("error", e, getattr(e, "read", lambda: b"")().decode())
+PY
+)
+grep -qE '^200 .*"probabilities"' <<<"$reply" || fail "predict on the cluster's export: $reply"
+kill -TERM $SERVER 2>/dev/null
+wait $SERVER 2>/dev/null
+
+# 2. Synchronous: 3 training workers of batch 86, so a round averages about
+# the single process's 256 examples (backup workers: distributed_test.cc).
+write_config 1 0 100 86
+start_cluster sync --sync --sync_round_timeout_secs 10
+wait_cluster sync
+sync_auc=$(test_auc "$TMP/sync.chief0.out")
+close "$sync_auc" "$single" 0.015 || fail "sync cluster AUC '$sync_auc' vs single process '$single'"
+applied=$(grep -oE "done at global step [0-9]+ \([0-9]+ pushes applied" "$TMP/sync.ps0.err" | awk '{print $5, $6}')
+read -r gstep napplied <<<"$(tr -d '(' <<<"$applied")"
+[[ -n "$gstep" && "$gstep" == "$napplied" ]] ||
+  fail "sync: global step '$gstep' != rounds applied '$napplied' on ps 0"
+
+# 3. Faults, one at a time, each restarted a second later; steps-bounded.
+write_config 3 500 60
+start_cluster faults
+kill_restart() {  # kill_restart TASK AT_STEP
+  local task=$1 job=${1%[0-9]} index=${1: -1}
+  wait_step faults "$2" || return
+  kill -KILL "${TASK_PID[$task]}" 2>/dev/null
+  wait "${TASK_PID[$task]}" 2>/dev/null
+  echo "--- killed at step $(chief_step faults), restarted" >>"$TMP/faults.$task.err"
+  sleep 1
+  start_task faults "$job" "$index"
+}
+kill_restart worker1 80
+kill_restart ps1 180
+kill_restart chief0 300
+wait_cluster faults
+last=$(ls "$TMP/faults"/model.ckpt-*.index 2>/dev/null | sed 's/.*ckpt-\([0-9]*\).index/\1/' | sort -n | tail -1)
+[[ -n "$last" && "$last" -ge 500 ]] || fail "faults: no final checkpoint at step >= 500: $(ls "$TMP/faults")"
+grep -q "restarted: initialized it from" "$TMP/faults.chief0.err" ||
+  grep -q "restarted: initialized it from" "$TMP/faults.worker0.err" ||
+  grep -q "ps task 1 initialized at step [1-9]" "$TMP/faults.ps1.err" ||
+  fail "faults: the restarted ps 1 was not restored from a checkpoint: $(tail -3 "$TMP/faults.ps1.err")"
+grep -q "already initialized (a live cluster)" "$TMP/faults.chief0.err" ||
+  fail "faults: the restarted chief did not join the live cluster: $(grep -v '^step' "$TMP/faults.chief0.err" | tail -5)"
+out=$("$RECFLOW" eval --model_dir "$TMP/faults" 2>&1)
+faults_auc=$(grep -oE "^AUC [0-9.]+" <<<"$out" | awk '{print $2}')
+close "$faults_auc" "$single" 0.02 || fail "faults: AUC '$faults_auc' vs single process '$single': $out"
+
+# 5. Bad cluster specs.
+expect_error() {  # expect_error NAME REGEX ENV_TF_CONFIG [flags]
+  local name=$1 regex=$2 tf=$3
+  shift 3
+  local out rc
+  out=$(TF_CONFIG=$tf timeout 20 "$RECFLOW" train --config "$TMP/deepfm.yaml" --model_dir "$TMP/bad" "$@" 2>&1)
+  rc=$?
+  if [[ $rc -eq 0 ]] || ! grep -qE -- "$regex" <<<"$out" || grep -q "Segmentation\|Aborted" <<<"$out"; then
+    fail "$name: exit $rc, output: $(head -3 <<<"$out")"
+  fi
+}
+expect_error not_json "TF_CONFIG" '{"cluster": '
+expect_error no_ps "no ps tasks" '{"cluster": {"worker": ["127.0.0.1:1"]}, "task": {"type": "worker", "index": 0}}'
+expect_error bad_index "index" '{"cluster": {"worker": ["127.0.0.1:1"], "ps": ["127.0.0.1:2"]}, "task": {"type": "worker", "index": 4}}'
+expect_error bad_backups "backup_workers" '{"cluster": {"worker": ["127.0.0.1:1"], "ps": ["127.0.0.1:2"]}, "task": {"type": "worker", "index": 0}}' --sync --backup_workers 1
+expect_error sync_no_cluster "need a cluster" "" --sync
+
+echo "distributed_test: single $single, async $async (eval $eval_auc), sync $sync_auc, after faults $faults_auc; $fails failures"
+[[ $fails -eq 0 ]]

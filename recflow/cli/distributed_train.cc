@@ -1,0 +1,441 @@
+// recflow train as one task of a cluster (TF_CONFIG or the TF1 flags): a ps
+// serves its share of the model; the chief and the workers train through
+// the ps tasks (docs/distributed.md).
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "recflow/checkpoint/saver.h"
+#include "recflow/cli/distributed_train.h"
+#include "recflow/cli/train_pipeline.h"
+#include "recflow/core/env.h"
+#include "recflow/core/status.h"
+#include "recflow/distributed/cluster_checkpoint.h"
+#include "recflow/distributed/ps_grpc.h"
+#include "recflow/distributed/ps_server.h"
+#include "recflow/distributed/worker.h"
+#include "recflow/train/monitored_session.h"
+#include "recflow/train/summary_writer.h"
+
+namespace recflow::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::string TaskName(const distributed::ClusterConfig& c) {
+  return absl::StrCat(c.task.job, " ", c.task.index);
+}
+
+absl::Status RunPs(const models::RunConfig& config, const distributed::ClusterConfig& cluster,
+                   const DistributedFlags& flags, const BuiltGraph& g) {
+  distributed::PsOptions o;
+  o.task_index = cluster.task.index;
+  o.num_ps = cluster.num_ps();
+  o.devices = cluster.cluster.Devices();
+  o.sync = flags.sync;
+  o.replicas_to_aggregate = std::max(1, cluster.num_training_workers() - flags.backup_workers);
+  o.round_timeout = absl::Seconds(flags.sync_round_timeout_secs);
+  o.session.inter_op_threads = o.session.intra_op_threads = config.train.threads;
+  // The signals are waited for below; threads started from here inherit the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  ASSIGN_OR_RETURN(auto ps, distributed::PsServer::Create(g.graph_def, o));
+  ASSIGN_OR_RETURN(std::string listen, cluster.cluster.ListenAddress(cluster.task));
+  ASSIGN_OR_RETURN(auto server, distributed::PsGrpcServer::Start(ps.get(), listen));
+  int64_t held = 0;
+  for (int64_t b : ps->plan().BytesPerPs()) held = std::max(held, b);
+  std::fprintf(stderr,
+               "recflow ps task %d of %d listening on %s: %zu dense variables placed here "
+               "(%.1f MB with slots), %zu hash tables sharded by id%s\n",
+               o.task_index, o.num_ps, listen.c_str(),
+               ps->plan().PrimaryVariablesOn(o.task_index).size(),
+               ps->plan().BytesPerPs()[o.task_index] / 1e6, ps->plan().tables.size(),
+               o.sync ? absl::StrFormat("; sync rounds of %d", o.replicas_to_aggregate).c_str()
+                      : "; asynchronous");
+  while (!ps->WaitForShutdown(absl::Milliseconds(10))) {
+    timespec wait = {0, 200 * 1000 * 1000};
+    const int sig = sigtimedwait(&signals, nullptr, &wait);
+    if (sig == SIGINT || sig == SIGTERM) {
+      ps->Shutdown(sig == SIGINT ? "SIGINT" : "SIGTERM");
+    }
+  }
+  // Let workers still in a step, and an evaluator, see "finished" rather
+  // than a closed port.
+  absl::SleepFor(absl::Seconds(3));
+  server->Stop();
+  distributed::StatusResponse st;
+  RETURN_IF_ERROR(ps->GetStatus(&st));
+  std::fprintf(stderr, "ps task %d: done at global step %lld (%lld pushes applied, %lld "
+                       "dropped, %lld table rows)\n",
+               o.task_index, static_cast<long long>(st.global_step()),
+               static_cast<long long>(st.pushes_applied()),
+               static_cast<long long>(st.pushes_dropped()),
+               static_cast<long long>(st.table_rows()));
+  return absl::OkStatus();
+}
+
+// The chief's evaluation over the eval data, through the ps tasks.
+absl::StatusOr<train::BinaryMetricsResult> EvaluateDistributed(distributed::Worker* worker,
+                                                               const data::Dataset& ds,
+                                                               int64_t max_batches) {
+  ASSIGN_OR_RETURN(data::Iterator iter, ds.MakeIterator());
+  train::BinaryMetrics metrics;
+  std::vector<Tensor> out;
+  for (int64_t b = 0; max_batches <= 0 || b < max_batches; ++b) {
+    data::Element e;
+    bool end = false;
+    RETURN_IF_ERROR(iter.GetNext(&e, &end));
+    if (end) break;
+    RETURN_IF_ERROR(worker->Evaluate(e, {"probabilities:0"}, &out));
+    RETURN_IF_ERROR(metrics.Add(absl::MakeConstSpan(out[0].data<float>(), out[0].NumElements()),
+                                absl::MakeConstSpan(e[0].data<float>(), e[0].NumElements())));
+  }
+  if (metrics.count() == 0) return errors::InvalidArgument("the eval data has no examples");
+  return metrics.Result();
+}
+
+absl::Status RunWorker(const models::RunConfig& config, const std::string& model_dir,
+                       const distributed::ClusterConfig& cluster, const DistributedFlags& flags,
+                       const Pipeline& p, const BuiltGraph& g) {
+  const bool chief = cluster.is_chief();
+  const int index = cluster.training_worker_index();
+  const int num_workers = cluster.num_training_workers();
+  SessionOptions so;
+  so.inter_op_threads = so.intra_op_threads = config.train.threads;
+  ASSIGN_OR_RETURN(auto session, Session::Create(so, g.graph_def));
+  distributed::PsClient client(cluster.ps_addresses());
+  distributed::WorkerOptions wo;
+  wo.worker_index = index;
+  wo.is_chief = chief;
+  wo.sync = flags.sync;
+  wo.devices = cluster.cluster.Devices();
+  for (int i = 0; i < g.num_components; ++i) wo.feeds.push_back(absl::StrCat("batch:", i));
+  wo.sync_round_timeout = absl::Seconds(flags.sync_round_timeout_secs);
+  wo.latest_checkpoint = [model_dir]() {
+    auto latest = checkpoint::LatestCheckpoint(Env::Default(), model_dir);
+    return latest.ok() ? *latest : std::string();
+  };
+  ASSIGN_OR_RETURN(auto worker, distributed::Worker::Create(session.get(), &client, wo));
+
+  std::unique_ptr<distributed::ClusterCheckpointer> ckpt;
+  std::unique_ptr<train::SummaryWriter> writer;
+  std::optional<data::Dataset> eval_ds;
+  if (chief) {
+    RETURN_IF_ERROR(WriteRunConfig(config, model_dir));
+    distributed::ClusterCheckpointer::Options co;
+    co.directory = model_dir;
+    co.max_to_keep = config.train.keep;
+    ASSIGN_OR_RETURN(ckpt, distributed::ClusterCheckpointer::Create(co));
+    const std::string latest = wo.latest_checkpoint();
+    RETURN_IF_ERROR(worker->StartCluster(latest));
+    ASSIGN_OR_RETURN(writer, train::SummaryWriter::Create(Env::Default(), model_dir));
+    RETURN_IF_ERROR(writer->AddGraph(g.graph_def));
+    if (!config.data.eval.empty()) {
+      models::RunConfig eval_config = config;
+      eval_config.train.shuffle_buffer = 0;
+      ASSIGN_OR_RETURN(eval_ds, MakeDataset(eval_config, p, config.data.eval, 1));
+    }
+  } else {
+    absl::Status s = worker->WaitForCluster();
+    if (absl::IsOutOfRange(s)) {
+      std::fprintf(stderr, "%s: the job has already finished (%s); nothing to do\n",
+                   TaskName(cluster).c_str(), std::string(s.message()).c_str());
+      return absl::OkStatus();
+    }
+    RETURN_IF_ERROR(s);
+  }
+  ASSIGN_OR_RETURN(data::Dataset train_ds, MakeDataset(config, p, config.data.train,
+                                                       config.train.epochs, num_workers, index));
+  ASSIGN_OR_RETURN(data::Iterator iter, train_ds.MakeIterator());
+  // This worker's position in its share of the data survives a restart:
+  // MODEL_DIR/input_positions/<job>-<index>, written every few seconds.
+  const std::string position_dir = model_dir + "/input_positions";
+  const std::string position_file =
+      absl::StrCat(position_dir, "/", cluster.task.job, "-", cluster.task.index);
+  const std::string position_key =
+      absl::StrCat("recflow input position v1 data=", config.data.train, " shards=", num_workers,
+                   " index=", index, " batch=", config.train.batch_size, "\n");
+  if (Env::Default()->FileExists(position_file)) {
+    std::string saved;
+    RETURN_IF_ERROR(ReadFileToString(Env::Default(), position_file, &saved));
+    if (saved.compare(0, position_key.size(), position_key) == 0) {
+      RETURN_IF_ERROR(errors::Annotate(iter.RestoreFromString(saved.substr(position_key.size())),
+                                       "restoring the input position from " + position_file));
+      std::fprintf(stderr, "%s: resuming its data where it stopped (%s)\n",
+                   TaskName(cluster).c_str(), position_file.c_str());
+    } else {
+      std::fprintf(stderr, "%s: ignoring %s (written for other data or another cluster shape)\n",
+                   TaskName(cluster).c_str(), position_file.c_str());
+    }
+  }
+  RETURN_IF_ERROR(Env::Default()->RecursivelyCreateDir(position_dir));
+  auto save_position = [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(std::string bytes, iter.SaveToString());
+    return WriteStringToFileAtomically(Env::Default(), position_file, position_key + bytes);
+  };
+  auto last_position = Clock::now();
+  ASSIGN_OR_RETURN(int64_t step, worker->FetchGlobalStep());
+  const int64_t start_step = step;
+  std::fprintf(stderr, "%s: training worker %d of %d, %s, from global step %lld %s\n",
+               TaskName(cluster).c_str(), index, num_workers,
+               flags.sync ? "synchronous" : "asynchronous", static_cast<long long>(step),
+               config.train.steps > 0
+                   ? absl::StrCat("to ", config.train.steps).c_str()
+                   : absl::StrCat("for ", config.train.epochs, " epoch(s) of its data").c_str());
+
+  // A save that fails (a ps restarting) is retried a few times: the chief
+  // re-initializes a restarted ps from the last checkpoint first.
+  auto save = [&](int64_t at) -> absl::Status {
+    absl::Status s;
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      if (attempt > 0) {
+        std::fprintf(stderr, "\nwarning: checkpoint at step %lld failed: %s; retrying\n",
+                     static_cast<long long>(at), std::string(s.message()).c_str());
+        absl::SleepFor(absl::Seconds(2 * attempt));
+      }
+      s = worker->EnsureInitialized();
+      if (!s.ok()) continue;
+      const auto t0 = Clock::now();
+      absl::StatusOr<std::string> prefix = ckpt->Save(
+          at, client.num_ps(), [&](int part, const std::string& part_prefix) {
+            distributed::SaveRequest req;
+            req.set_prefix(part_prefix);
+            req.set_part(part);
+            distributed::SaveResponse resp;
+            return client.Save(part, req, &resp);
+          });
+      s = prefix.status();
+      if (s.ok()) {
+        std::fprintf(stderr, "\nsaved %s (%.1f s)\n", prefix->c_str(), Since(t0));
+        return s;
+      }
+    }
+    return s;
+  };
+  train::BinaryMetricsResult last_eval;
+  bool have_eval = false;
+  auto evaluate = [&](int64_t at) -> absl::Status {
+    const auto t0 = Clock::now();
+    ASSIGN_OR_RETURN(last_eval,
+                     EvaluateDistributed(worker.get(), *eval_ds, config.train.eval_batches));
+    have_eval = true;
+    RETURN_IF_ERROR(writer->AddScalar("eval/auc", at, last_eval.auc));
+    RETURN_IF_ERROR(writer->AddScalar("eval/logloss", at, last_eval.logloss));
+    std::fprintf(stderr, "\neval at step %lld: AUC %.4f  logloss %.4f  (%lld examples, %.1f s)\n",
+                 static_cast<long long>(at), last_eval.auc, last_eval.logloss,
+                 static_cast<long long>(last_eval.count), Since(t0));
+    return absl::OkStatus();
+  };
+
+  const auto start = Clock::now();
+  auto last_log = start;
+  auto last_save_time = start;
+  int64_t last_save = step, last_eval_step = step, last_summary = step, my_steps = 0;
+  bool finished_by_ps = false;
+  const bool tty = isatty(STDERR_FILENO);
+  while (config.train.steps <= 0 || step < config.train.steps) {
+    data::Element e;
+    bool end = false;
+    RETURN_IF_ERROR(iter.GetNext(&e, &end));
+    if (end) break;
+    auto r = worker->TrainStep(e);
+    if (!r.ok() && absl::IsOutOfRange(r.status())) {
+      finished_by_ps = true;  // the chief ended the job
+      break;
+    }
+    RETURN_IF_ERROR(r.status());
+    if (!std::isfinite(r->loss)) {
+      return errors::InvalidArgument("NaN or Inf loss (", r->loss, ") at global step ",
+                                     r->global_step, " on ", TaskName(cluster),
+                                     "; stopping without saving over the last checkpoint");
+    }
+    step = r->global_step;
+    ++my_steps;
+    if (Since(last_position) >= 5) {
+      RETURN_IF_ERROR(save_position());
+      last_position = Clock::now();
+    }
+    if (Since(last_log) >= config.train.log_every_secs) {
+      const double secs = Since(start);
+      const auto& st = worker->stats();
+      std::fprintf(stderr, "%sstep %lld  loss %.4f  %.0f examples/s (this worker)  %.0f KB/step "
+                           "on the wire (%.2fx the minimum)%s",
+                   tty ? "\r" : "", static_cast<long long>(step), r->loss,
+                   my_steps * config.train.batch_size / std::max(secs, 1e-9),
+                   (st.bytes_sent + st.bytes_received) / 1e3 / std::max<int64_t>(st.steps, 1),
+                   st.minimum_bytes > 0
+                       ? double(st.bytes_sent + st.bytes_received) / st.minimum_bytes
+                       : 0.0,
+                   tty ? "   " : "\n");
+      last_log = Clock::now();
+    }
+    if (!chief) continue;
+    if (config.train.summary_every_steps > 0 &&
+        step - last_summary >= config.train.summary_every_steps) {
+      RETURN_IF_ERROR(writer->AddScalar("loss", step, r->loss));
+      last_summary = step;
+    }
+    if ((config.train.save_steps > 0 && step - last_save >= config.train.save_steps) ||
+        (config.train.save_secs > 0 && Since(last_save_time) >= config.train.save_secs)) {
+      absl::Status saved = save(step);
+      if (!saved.ok()) {
+        // Training goes on; the next save tries again.
+        std::fprintf(stderr, "\nwarning: no checkpoint at step %lld: %s\n",
+                     static_cast<long long>(step), std::string(saved.message()).c_str());
+      }
+      last_save = step;
+      last_save_time = Clock::now();
+    }
+    if (eval_ds.has_value() && config.train.eval_every_steps > 0 &&
+        step - last_eval_step >= config.train.eval_every_steps) {
+      RETURN_IF_ERROR(evaluate(step));
+      last_eval_step = step;
+    }
+  }
+  const double secs = Since(start);
+  RETURN_IF_ERROR(save_position());
+  if (tty) std::fprintf(stderr, "\n");
+  const auto& st = worker->stats();
+  std::printf("%s: %lld steps of this worker (%lld examples) in %.1f s: %.0f examples/s; "
+              "%.0f KB/step on the wire, %.2fx the minimum; %lld retried calls%s\n",
+              TaskName(cluster).c_str(), static_cast<long long>(my_steps),
+              static_cast<long long>(my_steps * config.train.batch_size), secs,
+              secs > 0 ? my_steps * config.train.batch_size / secs : 0.0,
+              (st.bytes_sent + st.bytes_received) / 1e3 / std::max<int64_t>(st.steps, 1),
+              st.minimum_bytes > 0 ? double(st.bytes_sent + st.bytes_received) / st.minimum_bytes
+                                   : 0.0,
+              static_cast<long long>(st.retries),
+              finished_by_ps ? " (the chief ended the job)" : "");
+  if (!chief) return absl::OkStatus();
+
+  // Epoch-bounded jobs: other workers may still have data; wait until the
+  // global step stops moving.
+  if (config.train.steps <= 0) {
+    int64_t seen = -1;
+    ASSIGN_OR_RETURN(step, worker->FetchGlobalStep());
+    while (step != seen) {
+      seen = step;
+      absl::SleepFor(absl::Seconds(2));
+      ASSIGN_OR_RETURN(step, worker->FetchGlobalStep());
+    }
+  } else {
+    ASSIGN_OR_RETURN(step, worker->FetchGlobalStep());
+  }
+  if (step > start_step || last_save != step) RETURN_IF_ERROR(save(step));
+  if (eval_ds.has_value()) RETURN_IF_ERROR(evaluate(step));
+  for (int ps = 0; ps < client.num_ps(); ++ps) {
+    absl::Status s = client.Shutdown(ps, "the chief finished the job");
+    if (!s.ok()) std::fprintf(stderr, "warning: %s\n", std::string(s.message()).c_str());
+  }
+  RETURN_IF_ERROR(writer->Close());
+  std::printf("trained to global step %lld; model in %s\n", static_cast<long long>(step),
+              model_dir.c_str());
+  if (have_eval) {
+    std::printf("test AUC %.4f  logloss %.4f  calibration %.3f  accuracy %.4f  (%lld examples)%s\n",
+                last_eval.auc, last_eval.logloss, last_eval.calibration, last_eval.accuracy,
+                static_cast<long long>(last_eval.count), OracleNote(config.data.eval).c_str());
+  }
+  return absl::OkStatus();
+}
+
+// An evaluator task: evaluates every new checkpoint of the model directory
+// in a process of its own (as TensorFlow's evaluator does), writes the
+// figures as TensorBoard scalars under MODEL_DIR/eval, and ends after the
+// chief ended the job (ps 0 reports it finished, or is gone for a minute).
+absl::Status RunEvaluator(const models::RunConfig& config, const std::string& model_dir,
+                          const distributed::ClusterConfig& cluster, const Pipeline& p) {
+  if (config.data.eval.empty()) {
+    return errors::InvalidArgument(config.path, ": an evaluator task needs data.eval");
+  }
+  ASSIGN_OR_RETURN(BuiltGraph g, BuildGraph(config, p, /*trainable=*/false));
+  models::RunConfig eval_config = config;
+  eval_config.train.shuffle_buffer = 0;
+  ASSIGN_OR_RETURN(data::Dataset ds, MakeDataset(eval_config, p, config.data.eval, 1));
+  RETURN_IF_ERROR(Env::Default()->RecursivelyCreateDir(model_dir + "/eval"));
+  ASSIGN_OR_RETURN(auto writer, train::SummaryWriter::Create(Env::Default(), model_dir + "/eval"));
+  distributed::PsClient client(cluster.ps_addresses());
+  std::string last;
+  bool finished = false;
+  auto gone_since = Clock::now();
+  for (;;) {
+    auto latest = checkpoint::LatestCheckpoint(Env::Default(), model_dir);
+    if (latest.ok() && *latest != last) {
+      SessionOptions so;
+      so.inter_op_threads = so.intra_op_threads = config.train.threads;
+      ASSIGN_OR_RETURN(auto session, Session::Create(so, g.graph_def));
+      RETURN_IF_ERROR(train::RestoreModel(session.get(), model_dir, *latest));
+      double secs = 0;
+      ASSIGN_OR_RETURN(train::BinaryMetricsResult r,
+                       Evaluate(session.get(), ds, g.num_components, config.train.eval_batches,
+                                &secs));
+      int64_t step = 0;
+      if (!absl::SimpleAtoi(latest->substr(latest->rfind('-') + 1), &step)) step = 0;
+      RETURN_IF_ERROR(writer->AddScalar("eval/auc", step, r.auc));
+      RETURN_IF_ERROR(writer->AddScalar("eval/logloss", step, r.logloss));
+      RETURN_IF_ERROR(writer->Flush());
+      std::printf("evaluator: %s: AUC %.4f  logloss %.4f  calibration %.3f  (%lld examples, "
+                  "%.1f s)\n",
+                  latest->c_str(), r.auc, r.logloss, r.calibration,
+                  static_cast<long long>(r.count), secs);
+      std::fflush(stdout);
+      last = *latest;
+      continue;  // look again at once: the chief may have saved meanwhile
+    }
+    if (finished) break;
+    distributed::StatusResponse st;
+    absl::Status s = client.GetStatus(0, &st);
+    if (s.ok()) gone_since = Clock::now();
+    if ((s.ok() && st.finished()) || Since(gone_since) > 60) {
+      finished = true;  // one more look for the final checkpoint
+      continue;
+    }
+    absl::SleepFor(absl::Milliseconds(500));
+  }
+  RETURN_IF_ERROR(writer->Close());
+  std::printf("evaluator: the job ended; last checkpoint evaluated: %s\n",
+              last.empty() ? "(none)" : last.c_str());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RunDistributedTrain(const models::RunConfig& config, const std::string& model_dir,
+                                 const distributed::ClusterConfig& cluster,
+                                 const DistributedFlags& flags) {
+  if (cluster.num_ps() < 1) {
+    return errors::InvalidArgument("the cluster has no ps tasks; distributed training needs at "
+                                   "least one (or run recflow train without TF_CONFIG)");
+  }
+  if (cluster.num_training_workers() < 1) {
+    return errors::InvalidArgument("the cluster has no chief or worker tasks");
+  }
+  if (flags.backup_workers < 0 || flags.backup_workers >= cluster.num_training_workers()) {
+    return errors::InvalidArgument("--backup_workers ", flags.backup_workers,
+                                   " must be in [0, ", cluster.num_training_workers(),
+                                   ") (the number of training workers)");
+  }
+  ASSIGN_OR_RETURN(Pipeline p, MakeParser(config));
+  if (cluster.task.job == "evaluator") return RunEvaluator(config, model_dir, cluster, p);
+  ASSIGN_OR_RETURN(BuiltGraph g, BuildGraph(config, p, /*trainable=*/true));
+  if (cluster.task.job == "ps") return RunPs(config, cluster, flags, g);
+  if (config.data.train.empty()) {
+    return errors::InvalidArgument(config.path, ": data.train is empty; set it or pass --data");
+  }
+  return RunWorker(config, model_dir, cluster, flags, p, g);
+}
+
+}  // namespace recflow::cli

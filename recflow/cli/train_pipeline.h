@@ -1,0 +1,68 @@
+// The pieces `recflow train` / `recflow eval` share with distributed
+// training (distributed_train.cc): the Criteo input pipeline of a run
+// config, the training graph, and evaluation.
+#ifndef RECFLOW_CLI_TRAIN_PIPELINE_H_
+#define RECFLOW_CLI_TRAIN_PIPELINE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "recflow/data/batch.h"
+#include "recflow/data/dataset.h"
+#include "recflow/data/text_parsers.h"
+#include "recflow/models/config.h"
+#include "recflow/models/model.h"
+#include "recflow/proto/graph.pb.h"
+#include "recflow/runtime/session.h"
+#include "recflow/train/metrics.h"
+
+namespace recflow::cli {
+
+// Prints "error: <message>" to stderr; returns 1.
+int Fail(const absl::Status& s);
+
+struct Pipeline {
+  std::shared_ptr<const data::CriteoParser> parser;
+  data::BatchSchema schema;
+};
+absl::StatusOr<Pipeline> MakeParser(const models::RunConfig& config);
+
+// Batches of the files matching `patterns` (comma-separated globs), parsed,
+// shuffled per the config, repeated `epochs` times (<= 0: forever). With
+// num_shards > 1, only shard `shard_index`'s share: whole files when there
+// are at least num_shards files, else every num_shards-th batch of lines.
+absl::StatusOr<data::Dataset> MakeDataset(const models::RunConfig& config, const Pipeline& p,
+                                          const std::string& patterns, int64_t epochs,
+                                          int num_shards = 1, int shard_index = 0);
+
+struct BuiltGraph {
+  tensorflow::GraphDef graph_def;
+  models::Model model;
+  int num_components = 0;  // the batch's tensors, fed as "batch:<i>"
+};
+// The model of the config over an IteratorGetNext node named "batch" (fed in
+// evaluation and distributed training), with "init", "loss", "train" (when
+// trainable) and "probabilities".
+absl::StatusOr<BuiltGraph> BuildGraph(const models::RunConfig& config, const Pipeline& p,
+                                      bool trainable);
+
+// Evaluates the session's model on up to `max_batches` (<= 0: all) batches
+// of `ds` by feeding them to the "batch" outputs.
+absl::StatusOr<train::BinaryMetricsResult> Evaluate(Session* session, const data::Dataset& ds,
+                                                    int num_components, int64_t max_batches,
+                                                    double* seconds);
+
+// " (oracle: AUC a, logloss l)" from a gen-data dataset.json beside the data
+// files, or "".
+std::string OracleNote(const std::string& data_pattern);
+
+// Writes the effective config (overrides included) to DIR/run_config.yaml.
+absl::Status WriteRunConfig(const models::RunConfig& config, const std::string& model_dir);
+
+}  // namespace recflow::cli
+
+#endif  // RECFLOW_CLI_TRAIN_PIPELINE_H_

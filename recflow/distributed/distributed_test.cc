@@ -1,0 +1,569 @@
+// Placement, the ps service and the worker's step, on in-process clusters
+// over gRPC on 127.0.0.1: a cluster trains exactly what one process trains
+// (async with one worker; sync with the batch split over two workers), and
+// bad requests get clear errors.
+#include <cmath>
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "recflow/cli/zoo_test_util.h"
+#include "recflow/core/status.h"
+#include "recflow/distributed/placement.h"
+#include "recflow/distributed/ps_grpc.h"
+#include "recflow/distributed/ps_server.h"
+#include "recflow/distributed/wire.h"
+#include "recflow/distributed/worker.h"
+#include "recflow/embedding/embedding_resource.h"
+#include "recflow/framework/resource_var.h"
+#include "recflow/framework/scope.h"
+#include "recflow/models/model.h"
+#include "recflow/train/variables.h"
+
+namespace recflow::distributed {
+namespace {
+
+using ::testing::HasSubstr;
+using models::testing::Feeds;
+using models::testing::FeedsFor;
+
+models::ModelConfig Config() {
+  models::ModelConfig c;
+  c.type = "deepfm";
+  c.dense_features = {"I1", "I2", "I3"};
+  c.sparse_features = {{.name = "C1", .hash_table = true},
+                       {.name = "C2", .hash_table = true},
+                       {.name = "C3", .vocabulary_size = 50}};
+  c.embedding_dim = 4;
+  c.hidden_units = {16, 8};
+  c.seed = 3;
+  return c;
+}
+
+data::Batch Batch(const models::ModelConfig& c, int64_t b, uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  data::Batch batch;
+  batch.batch_size = b;
+  const int64_t nd = static_cast<int64_t>(c.dense_features.size());
+  batch.labels = Tensor(DT_FLOAT, TensorShape({b}));
+  batch.dense = Tensor(DT_FLOAT, TensorShape({b, nd}));
+  for (int64_t i = 0; i < b * nd; ++i) batch.dense.data<float>()[i] = u(rng);
+  for (int64_t i = 0; i < b; ++i) {
+    batch.labels.data<float>()[i] = batch.dense.data<float>()[i * nd] + 0.3f * u(rng) > 0 ? 1 : 0;
+  }
+  for (size_t f = 0; f < c.sparse_features.size(); ++f) {
+    std::vector<int64_t> ids, splits = {0};
+    for (int64_t i = 0; i < b; ++i) {
+      const int k = static_cast<int>(rng() % 3);
+      for (int j = 0; j < k; ++j) ids.push_back(static_cast<int64_t>(rng() % 200) - 20);
+      splits.push_back(static_cast<int64_t>(ids.size()));
+    }
+    batch.sparse.push_back({Tensor::FromVector<int64_t>(absl::MakeConstSpan(ids)),
+                            Tensor::FromVector<int64_t>(absl::MakeConstSpan(splits))});
+  }
+  return batch;
+}
+
+// Examples [begin, begin + n) of `batch`.
+data::Batch Slice(const data::Batch& batch, int64_t begin, int64_t n) {
+  data::Batch out;
+  out.batch_size = n;
+  const int64_t nd = batch.dense.dim_size(1);
+  out.labels = Tensor::FromVector<float>(
+      absl::MakeConstSpan(batch.labels.data<float>() + begin, n));
+  out.dense = Tensor::FromVector<float>(
+      absl::MakeConstSpan(batch.dense.data<float>() + begin * nd, n * nd), TensorShape({n, nd}));
+  for (const data::SparseBatch& s : batch.sparse) {
+    const int64_t* sp = s.row_splits.data<int64_t>();
+    std::vector<int64_t> ids(s.ids.data<int64_t>() + sp[begin], s.ids.data<int64_t>() + sp[begin + n]);
+    std::vector<int64_t> splits;
+    for (int64_t i = begin; i <= begin + n; ++i) splits.push_back(sp[i] - sp[begin]);
+    out.sparse.push_back({Tensor::FromVector<int64_t>(absl::MakeConstSpan(ids)),
+                          Tensor::FromVector<int64_t>(absl::MakeConstSpan(splits))});
+  }
+  return out;
+}
+
+tensorflow::GraphDef TrainGraph(const models::ModelConfig& c) {
+  Scope root = Scope::NewRootScope();
+  auto m = models::BuildModel(root, c, models::Placeholders(root, c));
+  EXPECT_TRUE(m.ok()) << m.status();
+  train::GlobalVariablesInitializer(root);
+  auto def = root.ToGraphDef();
+  EXPECT_TRUE(def.ok()) << def.status();
+  return *def;
+}
+
+std::unique_ptr<Session> NewSession(const tensorflow::GraphDef& def) {
+  SessionOptions o;
+  o.inter_op_threads = o.intra_op_threads = 1;
+  auto s = Session::Create(o, def);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return *std::move(s);
+}
+
+struct LocalCluster {
+  std::vector<std::unique_ptr<PsServer>> ps;
+  std::vector<std::unique_ptr<PsGrpcServer>> servers;
+  std::vector<std::string> addresses;
+
+  static LocalCluster Start(const tensorflow::GraphDef& def, int num_ps, PsOptions base = {}) {
+    LocalCluster c;
+    for (int i = 0; i < num_ps; ++i) {
+      PsOptions o = base;
+      o.task_index = i;
+      o.num_ps = num_ps;
+      o.session.inter_op_threads = o.session.intra_op_threads = 1;
+      auto ps = PsServer::Create(def, o);
+      EXPECT_TRUE(ps.ok()) << ps.status();
+      auto server = PsGrpcServer::Start(ps->get(), "127.0.0.1:0");
+      EXPECT_TRUE(server.ok()) << server.status();
+      c.addresses.push_back(absl::StrCat("127.0.0.1:", (*server)->port()));
+      c.ps.push_back(*std::move(ps));
+      c.servers.push_back(*std::move(server));
+    }
+    return c;
+  }
+};
+
+std::vector<std::string> Names(const Feeds& feeds) {
+  std::vector<std::string> out;
+  for (const auto& f : feeds) out.push_back(f.first);
+  return out;
+}
+std::vector<Tensor> Values(const Feeds& feeds) {
+  std::vector<Tensor> out;
+  for (const auto& f : feeds) out.push_back(f.second);
+  return out;
+}
+
+Tensor ReadVar(Session* s, const VariablePlacement& v) {
+  ResourceMgr* rm = s->device()->resource_manager();
+  auto var = rm->Lookup<Var>(v.container.empty() ? rm->default_container() : v.container,
+                             v.shared_name);
+  EXPECT_TRUE(var.ok()) << v.node << ": " << var.status();
+  auto t = (*var)->Read();
+  EXPECT_TRUE(t.ok()) << t.status();
+  return *t;
+}
+
+embedding::HashEmbeddingTable* Table(Session* s, const TablePlacement& t) {
+  ResourceMgr* rm = s->device()->resource_manager();
+  auto res = embedding::EmbeddingTableResource::Lookup(*rm, rm->default_container(),
+                                                       t.shared_name);
+  EXPECT_TRUE(res.ok()) << res.status();
+  return (*res)->table();
+}
+
+// Every primary variable and every row of `ids` agree between the cluster
+// and the single-process session.
+void ExpectSameModel(const LocalCluster& cluster, Session* single, const TrainPlan& plan,
+                     const std::vector<int64_t>& ids, double tol) {
+  for (const VariablePlacement& v : plan.variables) {
+    if (v.ps < 0) continue;  // replicated copies follow the steps
+    const Tensor a = ReadVar(cluster.ps[v.ps]->session(), v);
+    const Tensor b = ReadVar(single, v);
+    ASSERT_EQ(a.NumElements(), b.NumElements()) << v.node;
+    double worst = 0;
+    for (int64_t i = 0; i < a.NumElements(); ++i) {
+      worst = std::max(worst, std::abs(double(a.data<float>()[i]) - b.data<float>()[i]));
+    }
+    EXPECT_LT(worst, tol) << v.node;
+  }
+  for (const TablePlacement& t : plan.tables) {
+    embedding::HashEmbeddingTable* whole = Table(single, t);
+    int64_t rows = 0;
+    for (const auto& ps : cluster.ps) rows += Table(ps->session(), t)->size();
+    EXPECT_EQ(rows, whole->size()) << t.node;
+    for (int64_t id : ids) {
+      auto want = whole->GetRow(id);
+      if (!want.has_value()) continue;
+      auto got = Table(cluster.ps[PsShardOf(id, plan.num_ps)]->session(), t)->GetRow(id);
+      ASSERT_TRUE(got.has_value()) << t.node << " id " << id;
+      for (size_t k = 0; k < want->weights.size(); ++k) {
+        EXPECT_NEAR(got->weights[k], want->weights[k], tol) << t.node << " id " << id;
+      }
+      for (size_t s = 0; s < want->slots.size(); ++s) {
+        for (size_t k = 0; k < want->slots[s].size(); ++k) {
+          EXPECT_NEAR(got->slots[s][k], want->slots[s][k], tol) << t.node << " slot of " << id;
+        }
+      }
+    }
+  }
+}
+
+std::vector<int64_t> AllIds(const std::vector<data::Batch>& batches) {
+  std::vector<int64_t> ids;
+  for (const auto& b : batches) {
+    for (const auto& s : b.sparse) {
+      ids.insert(ids.end(), s.ids.data<int64_t>(), s.ids.data<int64_t>() + s.ids.NumElements());
+    }
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+TEST(PsShardTest, SpreadsIdsEvenlyAndIsStable) {
+  std::vector<int> count(3, 0);
+  for (int64_t id = 0; id < 30000; ++id) ++count[PsShardOf(id, 3)];
+  for (int c : count) EXPECT_NEAR(c, 10000, 500);
+  EXPECT_EQ(PsShardOf(12345, 1), 0);
+  EXPECT_EQ(PsShardOf(-7, 4), PsShardOf(-7, 4));
+}
+
+TEST(PlacementTest, BalancesVariablesKeepsSlotsAndReplicatesBetaPowers) {
+  const models::ModelConfig c = Config();
+  auto single = NewSession(TrainGraph(c));
+  auto plan = PlanTraining(*single->graph(), {.num_ps = 2});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  // Every primary variable has an owner; its slots sit with it.
+  int primaries = 0;
+  for (const VariablePlacement& v : plan->variables) {
+    if (v.primary) {
+      ++primaries;
+      EXPECT_GE(v.ps, 0) << v.node;
+    }
+    if (!v.primary_of.empty()) {
+      EXPECT_EQ(v.ps, plan->FindVariable(v.primary_of)->ps) << v.node;
+    }
+  }
+  EXPECT_GT(primaries, 3);
+  // Adam's beta powers and the global step are replicated.
+  EXPECT_FALSE(plan->global_step.empty());
+  EXPECT_EQ(plan->FindVariable(plan->global_step)->ps, -1);
+  EXPECT_FALSE(plan->post_update_nodes.empty());
+  // Balanced: neither ps holds more than the largest variable beyond the other.
+  const std::vector<int64_t> bytes = plan->BytesPerPs();
+  int64_t largest = 0;
+  for (const VariablePlacement& v : plan->variables) largest = std::max(largest, v.bytes * 3);
+  EXPECT_LE(std::abs(bytes[0] - bytes[1]), largest);
+  // Per hash feature a weight table and an embedding table, each read
+  // through its feature's ids placeholder.
+  ASSERT_EQ(plan->tables.size(), 4u);
+  for (const TablePlacement& t : plan->tables) {
+    ASSERT_EQ(t.ids_endpoints.size(), 1u) << t.node;
+    EXPECT_THAT(t.ids_endpoints[0], ::testing::AnyOf("C1/ids:0", "C2/ids:0")) << t.node;
+  }
+  // Table updates take their gradient (ids + rows) from the batch.
+  int table_updates = 0;
+  for (const ApplyPlacement& a : plan->applies) {
+    if (a.table) {
+      ++table_updates;
+      EXPECT_FALSE(a.indices.empty());
+    }
+  }
+  EXPECT_EQ(table_updates, 4);
+}
+
+TEST(PlacementTest, PinnedDeviceIsHonouredAndUnknownDeviceNamed) {
+  const models::ModelConfig c = Config();
+  tensorflow::GraphDef def = TrainGraph(c);
+  std::string pinned;
+  {
+    auto session = NewSession(def);
+    auto plan = PlanTraining(*session->graph(), {.num_ps = 2});
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    for (const VariablePlacement& v : plan->variables) {
+      if (v.primary && v.ps == 0) pinned = v.node;
+    }
+  }
+  ASSERT_FALSE(pinned.empty());
+  auto set_device = [&](const std::string& device) {
+    for (auto& n : *def.mutable_node()) {
+      if (n.name() == pinned) n.set_device(device);
+    }
+  };
+  set_device("/job:ps/task:7");
+  auto bad = NewSession(def);
+  auto p2 = PlanTraining(*bad->graph(), {.num_ps = 2});
+  ASSERT_FALSE(p2.ok());
+  EXPECT_THAT(p2.status().message(), HasSubstr("/job:ps/task:7"));
+  EXPECT_THAT(p2.status().message(), HasSubstr(pinned));
+  EXPECT_THAT(p2.status().message(), HasSubstr("/job:ps/task:0, /job:ps/task:1"));
+  set_device("/job:worker/task:0");
+  auto worker_pinned = NewSession(def);
+  EXPECT_THAT(PlanTraining(*worker_pinned->graph(), {.num_ps = 2}).status().message(),
+              HasSubstr("variables live on ps tasks"));
+  set_device("/job:ps/replica:0/task:1/device:CPU:0");
+  auto good = NewSession(def);
+  auto p3 = PlanTraining(*good->graph(), {.num_ps = 2});
+  ASSERT_TRUE(p3.ok()) << p3.status();
+  EXPECT_EQ(p3->FindVariable(pinned)->ps, 1);
+}
+
+TEST(WireTest, BadTensorsAreRefusedWithTheirName) {
+  Tensor t = Tensor::FromVector<float>({1, 2, 3, 4}, TensorShape({2, 2}));
+  TensorBytes b;
+  b.set_name("w");
+  ToWire(t, &b);
+  auto back = FromWire(b);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->data<float>()[3], 4);
+  TensorBytes truncated = b;
+  truncated.mutable_content()->resize(7);
+  EXPECT_THAT(FromWire(truncated).status().message(), HasSubstr("'w'"));
+  TensorBytes oversized = b;
+  oversized.mutable_content()->append("x");
+  EXPECT_FALSE(FromWire(oversized).ok());
+  TensorBytes bad_shape = b;
+  bad_shape.set_shape(0, -3);
+  EXPECT_THAT(FromWire(bad_shape).status().message(), HasSubstr("bad shape"));
+  TensorBytes bad_type = b;
+  bad_type.set_dtype(DT_STRING);
+  EXPECT_THAT(FromWire(bad_type).status().message(), HasSubstr("does not carry"));
+  bad_type.set_dtype(12345);
+  EXPECT_FALSE(FromWire(bad_type).ok());
+  EXPECT_FALSE(IdsFromBytes("12345", "ids").ok());
+  EXPECT_FALSE(RowsFromBytes(std::string(12, 'x'), 1, 4, "rows").ok());
+}
+
+// One worker, asynchronous, two ps tasks: every step is the single-process
+// step (the same initial values, the same optimizer updates).
+TEST(DistributedTrainingTest, AsyncOneWorkerMatchesSingleProcess) {
+  const models::ModelConfig c = Config();
+  const tensorflow::GraphDef def = TrainGraph(c);
+  std::vector<data::Batch> batches;
+  for (int i = 0; i < 6; ++i) batches.push_back(Batch(c, 32, 10 + i));
+
+  auto single = NewSession(def);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(single->Run({}, {}, {"init"}, &out).ok());
+  for (const auto& b : batches) ASSERT_TRUE(single->Run(FeedsFor(c, b), {}, {"train"}, &out).ok());
+
+  LocalCluster cluster = LocalCluster::Start(def, 2);
+  PsClient client(cluster.addresses);
+  auto session = NewSession(def);
+  WorkerOptions wo;
+  wo.is_chief = true;
+  wo.feeds = Names(FeedsFor(c, batches[0]));
+  auto worker = Worker::Create(session.get(), &client, wo);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  ASSERT_TRUE((*worker)->StartCluster("").ok());
+  for (const auto& b : batches) {
+    auto r = (*worker)->TrainStep(Values(FeedsFor(c, b)));
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->applied);
+    EXPECT_TRUE(std::isfinite(r->loss));
+  }
+  EXPECT_EQ((*worker)->global_step(), 6);
+  ExpectSameModel(cluster, single.get(), (*worker)->plan(), AllIds(batches), 1e-5);
+  // The wire carries the touched parameters and their gradients, plus ids
+  // and framing: within a small factor of the minimum.
+  const auto& st = (*worker)->stats();
+  EXPECT_GT(st.minimum_bytes, 0);
+  EXPECT_LT(double(st.bytes_sent + st.bytes_received) / st.minimum_bytes, 2.0);
+}
+
+// Sync: two workers each take half of every batch; a round averages their
+// gradients, which is the single-process step on the whole batch.
+TEST(DistributedTrainingTest, SyncTwoWorkersMatchSingleProcessOnTheWholeBatch) {
+  const models::ModelConfig c = Config();
+  const tensorflow::GraphDef def = TrainGraph(c);
+  std::vector<data::Batch> batches;
+  for (int i = 0; i < 4; ++i) batches.push_back(Batch(c, 32, 40 + i));
+
+  auto single = NewSession(def);
+  std::vector<Tensor> out;
+  ASSERT_TRUE(single->Run({}, {}, {"init"}, &out).ok());
+  for (const auto& b : batches) ASSERT_TRUE(single->Run(FeedsFor(c, b), {}, {"train"}, &out).ok());
+
+  PsOptions po;
+  po.sync = true;
+  po.replicas_to_aggregate = 2;
+  LocalCluster cluster = LocalCluster::Start(def, 2, po);
+  PsClient client(cluster.addresses);
+  std::vector<std::unique_ptr<Session>> sessions;
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (int w = 0; w < 2; ++w) {
+    sessions.push_back(NewSession(def));
+    WorkerOptions wo;
+    wo.worker_index = w;
+    wo.is_chief = w == 0;
+    wo.sync = true;
+    wo.feeds = Names(FeedsFor(c, batches[0]));
+    auto worker = Worker::Create(sessions.back().get(), &client, wo);
+    ASSERT_TRUE(worker.ok()) << worker.status();
+    workers.push_back(*std::move(worker));
+  }
+  ASSERT_TRUE(workers[0]->StartCluster("").ok());
+  ASSERT_TRUE(workers[1]->WaitForCluster().ok());
+  std::vector<std::thread> threads;
+  std::vector<absl::Status> status(2);
+  for (int w = 0; w < 2; ++w) {
+    threads.emplace_back([&, w] {
+      for (const auto& b : batches) {
+        auto r = workers[w]->TrainStep(Values(FeedsFor(c, Slice(b, w * 16, 16))));
+        if (!r.ok()) {
+          status[w] = r.status();
+          return;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE(status[0].ok()) << status[0];
+  ASSERT_TRUE(status[1].ok()) << status[1];
+  StatusResponse st;
+  ASSERT_TRUE(cluster.ps[0]->GetStatus(&st).ok());
+  EXPECT_EQ(st.global_step(), 4);  // one step per round, never two
+  ExpectSameModel(cluster, single.get(), workers[0]->plan(), AllIds(batches), 2e-5);
+}
+
+TEST(PsServerTest, RefusesBadRequestsClearly) {
+  const models::ModelConfig c = Config();
+  const tensorflow::GraphDef def = TrainGraph(c);
+  LocalCluster cluster = LocalCluster::Start(def, 2);
+  PsServer* ps = cluster.ps[1].get();
+  PullRequest pull;
+  pull.set_include_dense(true);
+  PullResponse pr;
+  // Not initialized yet.
+  absl::Status s = ps->Pull(pull, &pr);
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("not initialized"));
+  InitResponse ir;
+  ASSERT_TRUE(ps->Init({}, &ir).ok());
+  // A graph of another config.
+  pull.set_graph_fingerprint(12345);
+  s = ps->Pull(pull, &pr);
+  EXPECT_THAT(s.message(), HasSubstr("different training graph"));
+  pull.set_graph_fingerprint(0);
+  // Unknown table, ids of another shard, truncated ids.
+  TableIds* t = pull.add_tables();
+  t->set_table("nope");
+  EXPECT_THAT(ps->Pull(pull, &pr).message(), HasSubstr("no hash table 'nope'"));
+  t->set_table(ps->plan().tables[0].node);
+  int64_t other = 0;
+  while (PsShardOf(other, 2) == 1) ++other;
+  t->set_ids(IdsToBytes({other}));
+  EXPECT_THAT(ps->Pull(pull, &pr).message(), HasSubstr("belongs to ps task 0"));
+  t->set_ids("abc");
+  EXPECT_THAT(ps->Pull(pull, &pr).message(), HasSubstr("whole number"));
+  // A push for a gradient no update op here takes.
+  PushRequest push;
+  push.set_worker(0);
+  push.set_seq(1);
+  TensorBytes* g = push.add_dense_grads();
+  g->set_name("nope:0");
+  ToWire(Tensor::Scalar<float>(1), g);
+  PushResponse presp;
+  EXPECT_THAT(ps->Push(push, &presp).message(), HasSubstr("no update op here takes"));
+  // A sparse gradient for a node that is not a table update.
+  push.clear_dense_grads();
+  SparseGrad* sg = push.add_sparse_grads();
+  sg->set_apply_node("loss");
+  EXPECT_THAT(ps->Push(push, &presp).message(), HasSubstr("not a hash table update op"));
+  // Over gRPC the error names the ps and its address.
+  PsClient client(cluster.addresses);
+  s = client.Pull(1, pull, &pr);
+  EXPECT_THAT(s.message(), HasSubstr("ps task 1"));
+  EXPECT_THAT(s.message(), HasSubstr(cluster.addresses[1]));
+  // After Shutdown, calls end with OutOfRange.
+  ps->Shutdown("test");
+  pull.clear_tables();
+  EXPECT_TRUE(absl::IsOutOfRange(ps->Pull(pull, &pr)));
+}
+
+TEST(PsServerTest, DuplicatePushIsNotAppliedTwiceAndStaleSyncPushIsDropped) {
+  const models::ModelConfig c = Config();
+  const tensorflow::GraphDef def = TrainGraph(c);
+  {
+    LocalCluster cluster = LocalCluster::Start(def, 1);
+    PsServer* ps = cluster.ps[0].get();
+    InitResponse ir;
+    ASSERT_TRUE(ps->Init({}, &ir).ok());
+    PushRequest push;
+    push.set_worker(3);
+    push.set_seq(5);
+    PushResponse r;
+    ASSERT_TRUE(ps->Push(push, &r).ok());
+    EXPECT_TRUE(r.applied());
+    EXPECT_EQ(r.global_step(), 1);
+    ASSERT_TRUE(ps->Push(push, &r).ok());  // a retry of the same push
+    EXPECT_FALSE(r.applied());
+    EXPECT_THAT(r.note(), HasSubstr("applied already"));
+    EXPECT_EQ(r.global_step(), 1);
+  }
+  {
+    PsOptions po;
+    po.sync = true;
+    po.replicas_to_aggregate = 1;
+    LocalCluster cluster = LocalCluster::Start(def, 1, po);
+    PsServer* ps = cluster.ps[0].get();
+    InitResponse ir;
+    ASSERT_TRUE(ps->Init({}, &ir).ok());
+    PushRequest push;
+    push.set_global_step(0);
+    PushResponse r;
+    ASSERT_TRUE(ps->Push(push, &r).ok());
+    EXPECT_TRUE(r.applied());
+    EXPECT_EQ(r.global_step(), 1);
+    ASSERT_TRUE(ps->Push(push, &r).ok());  // pulled at step 0: stale now
+    EXPECT_FALSE(r.applied());
+    EXPECT_THAT(r.note(), HasSubstr("stale"));
+  }
+}
+
+// Backup workers: 3 workers, rounds of the first 2; the third one's push for
+// a round already applied is stale, dropped and answered so.
+TEST(PsServerTest, SyncRoundTakesTheFirstNAndDropsTheBackup) {
+  const models::ModelConfig c = Config();
+  const tensorflow::GraphDef def = TrainGraph(c);
+  PsOptions po;
+  po.sync = true;
+  po.replicas_to_aggregate = 2;
+  LocalCluster cluster = LocalCluster::Start(def, 1, po);
+  PsServer* ps = cluster.ps[0].get();
+  InitResponse ir;
+  ASSERT_TRUE(ps->Init({}, &ir).ok());
+  std::vector<PushResponse> r(3);
+  std::vector<std::thread> first_two;
+  for (int w = 0; w < 2; ++w) {
+    first_two.emplace_back([&, w] {
+      PushRequest push;
+      push.set_worker(w);
+      EXPECT_TRUE(ps->Push(push, &r[w]).ok());
+    });
+  }
+  for (auto& t : first_two) t.join();
+  EXPECT_TRUE(r[0].applied());
+  EXPECT_TRUE(r[1].applied());
+  EXPECT_EQ(r[0].global_step(), 1);
+  PushRequest late;
+  late.set_worker(2);
+  ASSERT_TRUE(ps->Push(late, &r[2]).ok());
+  EXPECT_FALSE(r[2].applied());
+  EXPECT_THAT(r[2].note(), HasSubstr("stale"));
+  StatusResponse st;
+  ASSERT_TRUE(ps->GetStatus(&st).ok());
+  EXPECT_EQ(st.global_step(), 1);
+  EXPECT_EQ(st.pushes_dropped(), 1);
+}
+
+// Sync with a dead worker: the round waits round_timeout, then goes on with
+// the gradients it has, instead of hanging.
+TEST(PsServerTest, SyncRoundDoesNotWaitForeverForADeadWorker) {
+  const models::ModelConfig c = Config();
+  const tensorflow::GraphDef def = TrainGraph(c);
+  PsOptions po;
+  po.sync = true;
+  po.replicas_to_aggregate = 2;
+  po.round_timeout = absl::Milliseconds(300);
+  LocalCluster cluster = LocalCluster::Start(def, 1, po);
+  PsServer* ps = cluster.ps[0].get();
+  InitResponse ir;
+  ASSERT_TRUE(ps->Init({}, &ir).ok());
+  PushRequest push;
+  push.set_worker(0);
+  PushResponse r;
+  ASSERT_TRUE(ps->Push(push, &r).ok());  // the other worker never comes
+  EXPECT_TRUE(r.applied());
+  EXPECT_EQ(r.global_step(), 1);
+}
+
+}  // namespace
+}  // namespace recflow::distributed

@@ -1,0 +1,566 @@
+#include "recflow/distributed/ps_server.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "recflow/checkpoint/bundle_writer.h"
+#include "recflow/checkpoint/saver.h"
+#include "recflow/core/logging.h"
+#include "recflow/core/status.h"
+#include "recflow/distributed/wire.h"
+#include "recflow/embedding/embedding_resource.h"
+#include "recflow/framework/resource_var.h"
+#include "recflow/train/monitored_session.h"
+#include "recflow/train/table_saveable.h"
+
+namespace recflow::distributed {
+namespace {
+
+absl::StatusOr<std::shared_ptr<Var>> LookupVar(Session* session, const VariablePlacement& v) {
+  ResourceMgr* rm = session->device()->resource_manager();
+  const std::string container = v.container.empty() ? rm->default_container() : v.container;
+  return rm->Lookup<Var>(container, v.shared_name);
+}
+
+absl::StatusOr<embedding::HashEmbeddingTable*> LookupTable(Session* session,
+                                                           const TablePlacement& t) {
+  ResourceMgr* rm = session->device()->resource_manager();
+  const std::string container = t.container.empty() ? rm->default_container() : t.container;
+  ASSIGN_OR_RETURN(auto res, embedding::EmbeddingTableResource::Lookup(*rm, container,
+                                                                       t.shared_name));
+  return res->table();
+}
+
+template <typename T>
+void AddInto(Tensor* acc, const Tensor& t) {
+  T* a = acc->data<T>();
+  const T* b = t.data<T>();
+  for (int64_t i = 0, n = t.NumElements(); i < n; ++i) a[i] += b[i];
+}
+
+template <typename T>
+void Scale(Tensor* t, double s) {
+  T* a = t->data<T>();
+  for (int64_t i = 0, n = t->NumElements(); i < n; ++i) a[i] = static_cast<T>(a[i] * s);
+}
+
+}  // namespace
+
+PsServer::~PsServer() { Shutdown("the ps is being destroyed"); }
+
+absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Create(
+    const tensorflow::GraphDef& train_graph, const PsOptions& options) {
+  if (options.task_index < 0 || options.task_index >= options.num_ps) {
+    return errors::InvalidArgument("ps task index ", options.task_index, " is not in [0, ",
+                                   options.num_ps, ")");
+  }
+  if (options.sync && options.replicas_to_aggregate < 1) {
+    return errors::InvalidArgument("sync training needs replicas_to_aggregate >= 1, got ",
+                                   options.replicas_to_aggregate);
+  }
+  std::unique_ptr<PsServer> ps(new PsServer(options));
+  Graph graph;
+  RETURN_IF_ERROR(ConvertGraphDefToGraph({}, train_graph, &graph));
+  ASSIGN_OR_RETURN(ps->plan_,
+                   PlanTraining(graph, {.num_ps = options.num_ps, .devices = options.devices}));
+  ASSIGN_OR_RETURN(tensorflow::GraphDef ps_graph, PsGraphDef(graph));
+  ASSIGN_OR_RETURN(ps->session_, Session::Create(options.session, ps_graph));
+  RETURN_IF_ERROR(train::CreateHashTables(ps->session_.get()));
+  for (const ApplyPlacement& a : ps->plan_.applies) ps->apply_by_node_[a.node] = &a;
+  for (const TablePlacement& t : ps->plan_.tables) ps->table_dims_[t.node] = t.dim;
+  return ps;
+}
+
+absl::Status PsServer::CheckServing(uint64_t fingerprint) const {
+  if (finished_.load()) {
+    return errors::OutOfRange("ps task ", options_.task_index, ": training is finished");
+  }
+  if (fingerprint != 0 && fingerprint != plan_.graph_fingerprint) {
+    return errors::FailedPrecondition(
+        "ps task ", options_.task_index, " runs a different training graph (fingerprint ",
+        plan_.graph_fingerprint, ", the caller's ", fingerprint,
+        "): every task must run the same run config and recflow version");
+  }
+  if (!initialized_) {
+    return errors::FailedPrecondition("ps task ", options_.task_index,
+                                      " is not initialized (the chief initializes it or "
+                                      "restores it from the latest checkpoint)");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> PsServer::ReadStep() const {
+  if (plan_.global_step.empty()) return 0;
+  ASSIGN_OR_RETURN(auto var, LookupVar(session_.get(), *plan_.FindVariable(plan_.global_step)));
+  ASSIGN_OR_RETURN(Tensor t, var->Read());
+  return t.dtype() == DT_INT32 ? int64_t{t.scalar<int32_t>()} : t.scalar<int64_t>();
+}
+
+absl::Status PsServer::WriteStep(int64_t step) {
+  if (plan_.global_step.empty()) return absl::OkStatus();
+  const VariablePlacement& v = *plan_.FindVariable(plan_.global_step);
+  ASSIGN_OR_RETURN(auto var, LookupVar(session_.get(), v));
+  Tensor t = v.dtype == DT_INT32 ? Tensor::Scalar<int32_t>(static_cast<int32_t>(step))
+                                 : Tensor::Scalar<int64_t>(step);
+  return var->Assign(t, /*validate_shape=*/false);
+}
+
+absl::Status PsServer::Pull(const PullRequest& request, PullResponse* response) {
+  std::shared_lock<std::shared_mutex> lock(state_mu_);
+  RETURN_IF_ERROR(CheckServing(request.graph_fingerprint()));
+  ASSIGN_OR_RETURN(int64_t step, ReadStep());
+  response->set_global_step(step);
+  if (request.include_dense()) {
+    for (const VariablePlacement* v : plan_.PrimaryVariablesOn(options_.task_index)) {
+      ASSIGN_OR_RETURN(auto var, LookupVar(session_.get(), *v));
+      ASSIGN_OR_RETURN(Tensor value, var->Read());
+      TensorBytes* out = response->add_dense();
+      out->set_name(v->node);
+      ToWire(value, out);
+    }
+  }
+  for (const TableIds& ids_msg : request.tables()) {
+    const TablePlacement* tp = nullptr;
+    for (const TablePlacement& t : plan_.tables) {
+      if (t.node == ids_msg.table()) tp = &t;
+    }
+    if (tp == nullptr) {
+      return errors::InvalidArgument("pull: the graph has no hash table '", ids_msg.table(), "'");
+    }
+    ASSIGN_OR_RETURN(Tensor ids, IdsFromBytes(ids_msg.ids(), "pull of table " + tp->node));
+    const int64_t n = ids.NumElements();
+    for (int64_t id : ids.flat<int64_t>()) {
+      if (PsShardOf(id, options_.num_ps) != options_.task_index) {
+        return errors::InvalidArgument("pull of table '", tp->node, "': id ", id,
+                                       " belongs to ps task ", PsShardOf(id, options_.num_ps),
+                                       ", not ", options_.task_index,
+                                       " (do all tasks agree on the number of ps tasks?)");
+      }
+    }
+    ASSIGN_OR_RETURN(embedding::HashEmbeddingTable * table, LookupTable(session_.get(), *tp));
+    TableRows* rows = response->add_rows();
+    rows->set_table(tp->node);
+    rows->set_dim(table->dim());
+    std::string* values = rows->mutable_values();
+    values->resize(static_cast<size_t>(n * table->dim()) * sizeof(float));
+    RETURN_IF_ERROR(table->Lookup(
+        ids.flat<int64_t>(),
+        absl::Span<float>(reinterpret_cast<float*>(values->data()), n * table->dim()),
+        request.training() ? embedding::LookupMode::kTrain : embedding::LookupMode::kReadOnly));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PsServer::FeedsOfPush(const PushRequest& request,
+                                   std::vector<std::pair<std::string, Tensor>>* feeds,
+                                   std::vector<std::string>* targets) const {
+  std::set<std::string> target_set;
+  std::map<std::string, const ApplyPlacement*> by_endpoint;
+  for (const ApplyPlacement& a : plan_.applies) {
+    if (a.table || a.ps != options_.task_index) continue;
+    by_endpoint[a.grad] = &a;
+    if (!a.indices.empty()) by_endpoint[a.indices] = &a;
+  }
+  std::map<std::string, int> fed_endpoints;  // apply node -> endpoints fed
+  for (const TensorBytes& g : request.dense_grads()) {
+    auto it = by_endpoint.find(g.name());
+    if (it == by_endpoint.end()) {
+      return errors::InvalidArgument("push to ps task ", options_.task_index,
+                                     ": no update op here takes gradient '", g.name(), "'");
+    }
+    ASSIGN_OR_RETURN(Tensor t, FromWire(g));
+    if (g.name() == it->second->grad && t.dtype() != it->second->grad_dtype) {
+      return errors::InvalidArgument("push: gradient '", g.name(), "' is ",
+                                     DataTypeString(t.dtype()), ", update op '",
+                                     it->second->node, "' takes ",
+                                     DataTypeString(it->second->grad_dtype));
+    }
+    feeds->emplace_back(g.name(), std::move(t));
+    ++fed_endpoints[it->second->node];
+    target_set.insert(it->second->node);
+  }
+  for (const auto& [node, count] : fed_endpoints) {
+    const ApplyPlacement* a = apply_by_node_.at(node);
+    if (count != (a->indices.empty() ? 1 : 2)) {
+      return errors::InvalidArgument("push: update op '", node, "' needs ",
+                                     a->indices.empty() ? "its gradient" : "its gradient and ids",
+                                     ", the push has ", count, " of them");
+    }
+  }
+  for (const SparseGrad& g : request.sparse_grads()) {
+    auto it = apply_by_node_.find(g.apply_node());
+    if (it == apply_by_node_.end() || !it->second->table) {
+      return errors::InvalidArgument("push: '", g.apply_node(),
+                                     "' is not a hash table update op of the graph");
+    }
+    const ApplyPlacement& a = *it->second;
+    const int64_t dim = table_dims_.at(a.target);
+    ASSIGN_OR_RETURN(Tensor ids, IdsFromBytes(g.ids(), "push to " + a.node));
+    ASSIGN_OR_RETURN(Tensor rows,
+                     RowsFromBytes(g.values(), ids.NumElements(), dim, "push to " + a.node));
+    for (int64_t id : ids.flat<int64_t>()) {
+      if (PsShardOf(id, options_.num_ps) != options_.task_index) {
+        return errors::InvalidArgument("push to '", a.node, "': id ", id, " belongs to ps task ",
+                                       PsShardOf(id, options_.num_ps), ", not ",
+                                       options_.task_index);
+      }
+    }
+    if (ids.NumElements() == 0) continue;
+    feeds->emplace_back(a.indices, std::move(ids));
+    feeds->emplace_back(a.grad, std::move(rows));
+    target_set.insert(a.node);
+  }
+  targets->assign(target_set.begin(), target_set.end());
+  return absl::OkStatus();
+}
+
+absl::Status PsServer::ApplyLocked(const std::vector<std::pair<std::string, Tensor>>& feeds,
+                                   const std::vector<std::string>& targets,
+                                   int64_t worker_step) {
+  ASSIGN_OR_RETURN(int64_t step, ReadStep());
+  const bool chief_ps = options_.task_index == 0;
+  if (!chief_ps && worker_step > step) {
+    RETURN_IF_ERROR(WriteStep(worker_step));
+    step = worker_step;
+  }
+  std::vector<Tensor> unused;
+  if (!targets.empty()) RETURN_IF_ERROR(session_->Run(feeds, {}, targets, &unused));
+  if (!plan_.post_update_nodes.empty()) {
+    RETURN_IF_ERROR(session_->Run({}, {}, plan_.post_update_nodes, &unused));
+  }
+  applied_.fetch_add(1);
+  return WriteStep(chief_ps ? step + 1 : std::max(step, worker_step + 1));
+}
+
+absl::Status PsServer::Push(const PushRequest& request, PushResponse* response) {
+  if (options_.sync) return PushSync(request, response);
+  std::shared_lock<std::shared_mutex> lock(state_mu_);
+  RETURN_IF_ERROR(CheckServing(request.graph_fingerprint()));
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  std::vector<std::string> targets;
+  RETURN_IF_ERROR(FeedsOfPush(request, &feeds, &targets));
+  std::lock_guard<std::mutex> apply_lock(apply_mu_);
+  auto seq = last_seq_.find(request.worker());
+  if (seq != last_seq_.end() && request.seq() <= seq->second) {
+    dropped_.fetch_add(1);
+    response->set_applied(false);
+    response->set_note(absl::StrCat("push ", request.seq(), " of worker ", request.worker(),
+                                    " was applied already"));
+  } else {
+    RETURN_IF_ERROR(ApplyLocked(feeds, targets, request.global_step()));
+    last_seq_[request.worker()] = request.seq();
+    response->set_applied(true);
+  }
+  ASSIGN_OR_RETURN(int64_t step, ReadStep());
+  response->set_global_step(step);
+  return absl::OkStatus();
+}
+
+absl::Status PsServer::Accumulate(const PushRequest& request, Accumulator* acc) const {
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  std::vector<std::string> targets;
+  RETURN_IF_ERROR(FeedsOfPush(request, &feeds, &targets));
+  // Sparse gradients (table updates and sparse variable updates) are summed
+  // per id; dense ones elementwise.
+  std::map<std::string, const ApplyPlacement*> sparse_by_endpoint;
+  for (const ApplyPlacement& a : plan_.applies) {
+    if (!a.indices.empty()) {
+      sparse_by_endpoint[a.indices] = &a;
+      sparse_by_endpoint[a.grad] = &a;
+    }
+  }
+  std::map<std::string, Tensor> ids_of, rows_of;  // apply node ->
+  for (auto& [endpoint, t] : feeds) {
+    auto sp = sparse_by_endpoint.find(endpoint);
+    if (sp == sparse_by_endpoint.end()) {
+      auto [it, inserted] = acc->dense.try_emplace(endpoint, t);
+      if (inserted) {
+        Tensor copy(t.dtype(), t.shape());
+        std::memcpy(copy.raw_data(), t.raw_data(), t.NumElements() * DataTypeSize(t.dtype()));
+        it->second = copy;
+      } else if (it->second.shape() != t.shape() || it->second.dtype() != t.dtype()) {
+        return errors::InvalidArgument("push: gradient '", endpoint, "' has shape ",
+                                       t.shape().DebugString(), ", this round's has ",
+                                       it->second.shape().DebugString());
+      } else if (t.dtype() == DT_DOUBLE) {
+        AddInto<double>(&it->second, t);
+      } else {
+        AddInto<float>(&it->second, t);
+      }
+    } else if (endpoint == sp->second->indices) {
+      ids_of[sp->second->node] = t;
+    } else {
+      rows_of[sp->second->node] = t;
+    }
+  }
+  for (const auto& [node, ids] : ids_of) {
+    const Tensor& rows = rows_of.at(node);
+    if (rows.dtype() != DT_FLOAT || rows.dims() < 1) {
+      return errors::Unimplemented("sync training of '", node,
+                                   "': sparse gradients must be float rows");
+    }
+    const int64_t n = ids.NumElements();
+    const int64_t dim = n == 0 ? 0 : rows.NumElements() / n;
+    acc->sparse_dim[node] = dim;
+    acc->sparse_ids_dtype[node] = ids.dtype();
+    auto& by_id = acc->sparse[node];
+    const float* r = rows.data<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t id = ids.dtype() == DT_INT32 ? ids.data<int32_t>()[i] : ids.data<int64_t>()[i];
+      auto& sum = by_id[id];
+      if (sum.empty()) sum.assign(dim, 0.f);
+      for (int64_t k = 0; k < dim; ++k) sum[k] += r[i * dim + k];
+    }
+  }
+  acc->workers.push_back(request.worker());
+  return absl::OkStatus();
+}
+
+absl::Status PsServer::ApplyRoundLocked(int64_t round) {
+  const int k = static_cast<int>(acc_.workers.size());
+  std::vector<std::pair<std::string, Tensor>> feeds;
+  std::set<std::string> targets;
+  std::map<std::string, const ApplyPlacement*> by_endpoint;
+  for (const ApplyPlacement& a : plan_.applies) by_endpoint[a.grad] = &a;
+  for (auto& [endpoint, sum] : acc_.dense) {
+    if (sum.dtype() == DT_DOUBLE) {
+      Scale<double>(&sum, 1.0 / k);
+    } else {
+      Scale<float>(&sum, 1.0 / k);
+    }
+    feeds.emplace_back(endpoint, sum);
+    targets.insert(by_endpoint.at(endpoint)->node);
+  }
+  for (auto& [node, by_id] : acc_.sparse) {
+    const ApplyPlacement& a = *apply_by_node_.at(node);
+    const int64_t dim = acc_.sparse_dim[node];
+    const int64_t n = static_cast<int64_t>(by_id.size());
+    Tensor rows(DT_FLOAT, TensorShape({n, dim}));
+    std::vector<int64_t> ids;
+    ids.reserve(n);
+    int64_t i = 0;
+    for (const auto& [id, sum] : by_id) {
+      ids.push_back(id);
+      for (int64_t d = 0; d < dim; ++d) rows.data<float>()[i * dim + d] = sum[d] / k;
+      ++i;
+    }
+    Tensor ids_t = Tensor::FromVector<int64_t>(absl::MakeConstSpan(ids));
+    if (acc_.sparse_ids_dtype[node] == DT_INT32) {
+      std::vector<int32_t> narrow(ids.begin(), ids.end());
+      ids_t = Tensor::FromVector<int32_t>(absl::MakeConstSpan(narrow));
+    }
+    feeds.emplace_back(a.indices, std::move(ids_t));
+    feeds.emplace_back(a.grad, std::move(rows));
+    targets.insert(node);
+  }
+  if (k < options_.replicas_to_aggregate) {
+    LOG(WARNING) << "ps task " << options_.task_index << ": round " << round
+                 << " applied with " << k << " of " << options_.replicas_to_aggregate
+                 << " gradients after waiting " << absl::FormatDuration(options_.round_timeout)
+                 << " (a worker is dead or slow)";
+  }
+  absl::Status s = ApplyLocked(feeds, std::vector<std::string>(targets.begin(), targets.end()),
+                               round);
+  acc_ = Accumulator();
+  round_ = round + 1;
+  round_cv_.notify_all();
+  return s;
+}
+
+absl::Status PsServer::PushSync(const PushRequest& request, PushResponse* response) {
+  std::shared_lock<std::shared_mutex> lock(state_mu_);
+  RETURN_IF_ERROR(CheckServing(request.graph_fingerprint()));
+  std::unique_lock<std::mutex> apply_lock(apply_mu_);
+  if (round_ < 0) {
+    ASSIGN_OR_RETURN(round_, ReadStep());
+  }
+  auto answer = [&](bool applied, std::string note) -> absl::Status {
+    response->set_applied(applied);
+    response->set_note(std::move(note));
+    ASSIGN_OR_RETURN(int64_t step, ReadStep());
+    response->set_global_step(step);
+    return absl::OkStatus();
+  };
+  if (request.global_step() < round_) {
+    dropped_.fetch_add(1);
+    return answer(false, absl::StrCat("stale: pulled at step ", request.global_step(),
+                                      ", round ", round_, " is being accumulated"));
+  }
+  if (request.global_step() > round_) {
+    if (!acc_.workers.empty()) {
+      LOG(WARNING) << "ps task " << options_.task_index << ": dropping round " << round_
+                   << " (" << acc_.workers.size() << " gradients): a worker is at step "
+                   << request.global_step();
+      acc_ = Accumulator();
+    }
+    round_ = request.global_step();
+  }
+  const int64_t my_round = round_;
+  if (std::find(acc_.workers.begin(), acc_.workers.end(), request.worker()) ==
+      acc_.workers.end()) {
+    RETURN_IF_ERROR(Accumulate(request, &acc_));
+  }
+  if (static_cast<int>(acc_.workers.size()) >= options_.replicas_to_aggregate) {
+    RETURN_IF_ERROR(ApplyRoundLocked(my_round));
+    return answer(true, "");
+  }
+  const auto deadline = std::chrono::steady_clock::now() +
+                        absl::ToChronoMilliseconds(options_.round_timeout);
+  while (round_ == my_round && !finished_.load()) {
+    if (round_cv_.wait_until(apply_lock, deadline) == std::cv_status::timeout &&
+        round_ == my_round) {
+      RETURN_IF_ERROR(ApplyRoundLocked(my_round));
+      break;
+    }
+  }
+  if (finished_.load() && round_ == my_round) {
+    return errors::OutOfRange("ps task ", options_.task_index, ": training is finished");
+  }
+  return answer(true, "");
+}
+
+absl::Status PsServer::Init(const InitRequest& request, InitResponse* response) {
+  std::unique_lock<std::shared_mutex> lock(state_mu_);
+  if (request.only_if_uninitialized() && initialized_) {
+    response->set_initialized_now(false);
+    ASSIGN_OR_RETURN(int64_t step, ReadStep());
+    response->set_global_step(step);
+    return absl::OkStatus();
+  }
+  std::vector<Tensor> unused;
+  std::vector<std::string> init_targets;
+  if (session_->graph()->FindNode("init") != nullptr) init_targets.push_back("init");
+  if (!init_targets.empty()) RETURN_IF_ERROR(session_->Run({}, {}, init_targets, &unused));
+  for (const TablePlacement& t : plan_.tables) {
+    ASSIGN_OR_RETURN(embedding::HashEmbeddingTable * table, LookupTable(session_.get(), t));
+    table->Clear();
+  }
+  if (!request.checkpoint_prefix().empty()) {
+    ResourceMgr* rm = session_->device()->resource_manager();
+    std::vector<checkpoint::Saveable> saveables;
+    for (const VariablePlacement& v : plan_.variables) {
+      if (v.ps != options_.task_index && v.ps >= 0) continue;
+      checkpoint::VarRef ref;
+      ref.checkpoint_key = v.node;
+      ref.container = v.container;
+      ref.name = v.shared_name;
+      ref.dtype = v.dtype;
+      ref.shape = v.shape;
+      saveables.push_back(checkpoint::VarSaveable(rm, std::move(ref)));
+    }
+    const int task = options_.task_index, num_ps = options_.num_ps;
+    for (const TablePlacement& t : plan_.tables) {
+      train::TableRef ref;
+      ref.checkpoint_key = t.node;
+      ref.container = t.container;
+      ref.name = t.shared_name;
+      train::TableSaveableOptions topts;
+      topts.env = options_.env;
+      topts.keep_id = [task, num_ps](int64_t id) { return PsShardOf(id, num_ps) == task; };
+      saveables.push_back(train::TableSaveable(rm, std::move(ref), topts));
+    }
+    // Read straight from the bundle: a Saver on the model directory would
+    // clean up temporary files there, which may be a chief's save in flight.
+    const std::string& prefix = request.checkpoint_prefix();
+    absl::Status s = [&]() -> absl::Status {
+      ASSIGN_OR_RETURN(auto reader, checkpoint::BundleReader::Open(options_.env, prefix));
+      ASSIGN_OR_RETURN(auto delta, checkpoint::ReadDeltaInfo(*reader));
+      if (delta.has_value()) {
+        return errors::InvalidArgument(
+            "it is an incremental checkpoint; a cluster restores full checkpoints (cluster "
+            "checkpoints are always full; save a full one from the single-process job)");
+      }
+      for (const checkpoint::Saveable& saveable : saveables) {
+        RETURN_IF_ERROR(saveable.restore(*reader, saveable.name));
+      }
+      return absl::OkStatus();
+    }();
+    if (!s.ok()) {
+      return errors::Annotate(s, absl::StrCat("ps task ", task, ": restoring ", prefix));
+    }
+  }
+  initialized_ = true;
+  round_ = -1;
+  acc_ = Accumulator();
+  ASSIGN_OR_RETURN(int64_t step, ReadStep());
+  response->set_initialized_now(true);
+  response->set_global_step(step);
+  LOG(INFO) << "ps task " << options_.task_index << " initialized at step " << step
+            << (request.checkpoint_prefix().empty() ? " (initializers)"
+                                                    : " from " + request.checkpoint_prefix());
+  return absl::OkStatus();
+}
+
+absl::Status PsServer::GetStatus(StatusResponse* response) {
+  std::shared_lock<std::shared_mutex> lock(state_mu_);
+  response->set_task_index(options_.task_index);
+  response->set_initialized(initialized_);
+  response->set_graph_fingerprint(plan_.graph_fingerprint);
+  response->set_pushes_applied(applied_.load());
+  response->set_pushes_dropped(dropped_.load());
+  response->set_finished(finished_.load());
+  if (initialized_) {
+    ASSIGN_OR_RETURN(int64_t step, ReadStep());
+    response->set_global_step(step);
+  }
+  int64_t rows = 0;
+  for (const TablePlacement& t : plan_.tables) {
+    auto table = LookupTable(session_.get(), t);
+    if (table.ok()) rows += (*table)->size();
+  }
+  response->set_table_rows(rows);
+  return absl::OkStatus();
+}
+
+absl::Status PsServer::Save(const SaveRequest& request, SaveResponse* response) {
+  std::unique_lock<std::shared_mutex> lock(state_mu_);
+  if (!initialized_) {
+    return errors::FailedPrecondition("ps task ", options_.task_index,
+                                      " cannot save: it is not initialized");
+  }
+  if (request.prefix().empty()) return errors::InvalidArgument("save: empty prefix");
+  std::lock_guard<std::mutex> apply_lock(apply_mu_);
+  ASSIGN_OR_RETURN(auto writer, checkpoint::BundleWriter::Create(options_.env, request.prefix()));
+  for (const VariablePlacement* v : plan_.SavedVariablesOn(options_.task_index)) {
+    ASSIGN_OR_RETURN(auto var, LookupVar(session_.get(), *v));
+    ASSIGN_OR_RETURN(Tensor value, var->Read());
+    RETURN_IF_ERROR(writer->Add(v->node, value));
+  }
+  for (const TablePlacement& t : plan_.tables) {
+    ASSIGN_OR_RETURN(embedding::HashEmbeddingTable * table, LookupTable(session_.get(), t));
+    RETURN_IF_ERROR(train::SaveTable(table, writer.get(),
+                                     absl::StrCat(t.node, "/part_", request.part()), -1));
+  }
+  const int64_t bytes = static_cast<int64_t>(writer->data_bytes());
+  RETURN_IF_ERROR(writer->Finish());
+  ASSIGN_OR_RETURN(int64_t step, ReadStep());
+  response->set_global_step(step);
+  response->set_bytes(bytes);
+  return absl::OkStatus();
+}
+
+void PsServer::Shutdown(const std::string& reason) {
+  if (finished_.exchange(true)) return;
+  if (!reason.empty()) LOG(INFO) << "ps task " << options_.task_index << ": " << reason;
+  {
+    std::lock_guard<std::mutex> l(apply_mu_);
+    round_cv_.notify_all();
+  }
+  std::lock_guard<std::mutex> l(shutdown_mu_);
+  shutdown_cv_.notify_all();
+}
+
+bool PsServer::WaitForShutdown(absl::Duration timeout) {
+  std::unique_lock<std::mutex> l(shutdown_mu_);
+  if (timeout == absl::InfiniteDuration()) {
+    shutdown_cv_.wait(l, [&] { return finished_.load(); });
+    return true;
+  }
+  return shutdown_cv_.wait_for(l, absl::ToChronoMilliseconds(timeout),
+                               [&] { return finished_.load(); });
+}
+
+}  // namespace recflow::distributed
