@@ -13,6 +13,7 @@
 #include "recflow/core/fingerprint.h"
 #include "recflow/core/status.h"
 #include "recflow/framework/resource_var.h"
+#include "recflow/framework/tensor_util.h"
 
 namespace recflow::checkpoint {
 namespace {
@@ -73,6 +74,22 @@ Saveable TensorSaveable(std::string name, std::function<absl::StatusOr<Tensor>()
   return s;
 }
 
+absl::StatusOr<Tensor> ReadTensorOrParts(const BundleReader& reader, const std::string& name) {
+  if (reader.Contains(name)) return reader.Lookup(name);
+  std::vector<Tensor> parts;
+  for (int p = 0;; ++p) {
+    const std::string part = absl::StrCat(name, "/part_", p);
+    if (!reader.Contains(part)) break;
+    ASSIGN_OR_RETURN(Tensor t, reader.Lookup(part));
+    parts.push_back(std::move(t));
+  }
+  if (parts.empty()) {
+    return errors::NotFound("checkpoint ", reader.prefix(), " has no tensor '", name,
+                            "' (nor its parts '", name, "/part_0', ...)");
+  }
+  return ConcatRows(parts, absl::StrCat("checkpoint ", reader.prefix(), ": the parts of '", name, "'"));
+}
+
 Saveable VarSaveable(ResourceMgr* rm, VarRef ref) {
   if (ref.container.empty()) ref.container = rm->default_container();
   auto shared = std::make_shared<const VarRef>(std::move(ref));
@@ -119,6 +136,27 @@ Saveable VarSaveable(ResourceMgr* rm, VarRef ref) {
     delta->committed = delta->pending;
   };
   s.restore = [rm, shared](const BundleReader& reader, const std::string& key) -> absl::Status {
+    if (!reader.Contains(key) && reader.Contains(key + "/part_0")) {
+      ASSIGN_OR_RETURN(Tensor value, ReadTensorOrParts(reader, key));
+      if (value.dtype() != shared->dtype ||
+          !shared->shape.IsCompatibleWith(PartialShape(value.shape()))) {
+        return errors::InvalidArgument("variable '", shared->name, "' is ",
+                                       DataTypeString(shared->dtype), " ",
+                                       shared->shape.DebugString(), " but checkpoint ",
+                                       reader.prefix(), " holds its parts '", key, "/part_*' as ",
+                                       DataTypeString(value.dtype()), " ",
+                                       value.shape().DebugString());
+      }
+      ASSIGN_OR_RETURN(std::shared_ptr<Var> var,
+                       rm->LookupOrCreate<Var>(
+                           shared->container, shared->name,
+                           [&]() -> absl::StatusOr<std::shared_ptr<Var>> {
+                             return std::make_shared<Var>(shared->dtype, shared->shape,
+                                                          shared->name);
+                           }));
+      return errors::Annotate(var->Assign(value, /*validate_shape=*/true),
+                              absl::StrCat("restoring variable '", shared->name, "'"));
+    }
     ASSIGN_OR_RETURN(TensorInfo info, reader.GetInfo(key));
     if (info.dtype != shared->dtype) {
       return errors::InvalidArgument("variable '", shared->name, "' is ",

@@ -111,7 +111,8 @@ struct VarRef {
   DataType dtype = DT_INVALID;
   PartialShape shape;          // declared shape; the restored value must fit
 };
-// Saves the variable's value; restore assigns it, creating the variable
+// Saves the variable's value; restore assigns it (whole, or stacked from
+// its row parts: ReadTensorOrParts), creating the variable
 // first (with `ref.dtype` and `ref.shape`) when the graph has not run yet,
 // so a restore may come before any initializer. `rm` is not owned and must
 // outlive the saveable. Errors name the variable: FailedPrecondition when
@@ -125,6 +126,13 @@ struct VarRef {
 // keeping the saved buffer to detect copy-on-write replacement would double
 // the memory of every updated variable.
 Saveable VarSaveable(ResourceMgr* rm, VarRef ref);
+
+// The tensor `name` of the bundle or, when the bundle has none, its row
+// parts "name/part_0", "name/part_1", ... (a variable partitioned over the
+// ps tasks of a cluster, docs/formats/checkpoint.md) stacked along dim 0.
+// NotFound naming `name` when neither is there; InvalidArgument when the
+// parts do not stack.
+absl::StatusOr<Tensor> ReadTensorOrParts(const BundleReader& reader, const std::string& name);
 
 struct SaverOptions {
   Env* env = Env::Default();  // Not owned.

@@ -7,8 +7,9 @@
 #  2. synchronous training (3 workers of batch 86: rounds of 258 examples)
 #     does too, and counts every round once;
 #  3. faults: SIGKILL a worker, a ps and the chief, one at a time, mid-training,
-#     each restarted a second later: the job finishes, the final checkpoint
-#     loads, the AUC is within noise;
+#     each restarted a second later (dense variables partitioned over the ps
+#     tasks): the job finishes, the final checkpoint loads, the AUC is within
+#     noise;
 #  4. an evaluator task evaluates the checkpoints as they appear;
 #  5. bad cluster specs are clear errors.
 set -u
@@ -73,9 +74,11 @@ start_task() {  # start_task NAME JOB INDEX [flags...]
   TASK_PID[$job$index]=$!
   PIDS+=($!)
 }
+TASK_FLAGS=()
 start_cluster() {
   local name=$1
   shift
+  TASK_FLAGS=("$@")
   read -r p0 p1 p2 p3 p4 p5 <<<"$(free_ports 6)"
   CLUSTER="\"cluster\": {\"chief\": [\"127.0.0.1:$p0\"], \"worker\": [\"127.0.0.1:$p1\", \"127.0.0.1:$p2\"], \"ps\": [\"127.0.0.1:$p3\", \"127.0.0.1:$p4\"], \"evaluator\": [\"127.0.0.1:$p5\"]}"
   for t in "ps 0" "ps 1" "chief 0" "worker 0" "worker 1"; do start_task "$name" $t "$@"; done
@@ -173,9 +176,10 @@ read -r gstep napplied <<<"$(tr -d '(' <<<"$applied")"
 [[ -n "$gstep" && "$gstep" == "$napplied" ]] ||
   fail "sync: global step '$gstep' != rounds applied '$napplied' on ps 0"
 
-# 3. Faults, one at a time, each restarted a second later; steps-bounded.
+# 3. Faults, one at a time, each restarted a second later; steps-bounded;
+# dense variables of 10 KB or more partitioned over both ps tasks.
 write_config 3 500 60
-start_cluster faults
+start_cluster faults --ps_partition_mb 0.01
 kill_restart() {  # kill_restart TASK AT_STEP
   local task=$1 job=${1%[0-9]} index=${1: -1}
   wait_step faults "$2" || return
@@ -183,7 +187,7 @@ kill_restart() {  # kill_restart TASK AT_STEP
   wait "${TASK_PID[$task]}" 2>/dev/null
   echo "--- killed at step $(chief_step faults), restarted" >>"$TMP/faults.$task.err"
   sleep 1
-  start_task faults "$job" "$index"
+  start_task faults "$job" "$index" "${TASK_FLAGS[@]}"
 }
 kill_restart worker1 80
 kill_restart ps1 180

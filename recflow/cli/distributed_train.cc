@@ -46,6 +46,7 @@ absl::Status RunPs(const models::RunConfig& config, const distributed::ClusterCo
   o.sync = flags.sync;
   o.replicas_to_aggregate = std::max(1, cluster.num_training_workers() - flags.backup_workers);
   o.round_timeout = absl::Seconds(flags.sync_round_timeout_secs);
+  o.partition_bytes = flags.partition_bytes;
   o.session.inter_op_threads = o.session.intra_op_threads = config.train.threads;
   // The signals are waited for below; threads started from here inherit the mask.
   sigset_t signals;
@@ -125,6 +126,7 @@ absl::Status RunWorker(const models::RunConfig& config, const std::string& model
   wo.devices = cluster.cluster.Devices();
   for (int i = 0; i < g.num_components; ++i) wo.feeds.push_back(absl::StrCat("batch:", i));
   wo.sync_round_timeout = absl::Seconds(flags.sync_round_timeout_secs);
+  wo.partition_bytes = flags.partition_bytes;
   wo.latest_checkpoint = [model_dir]() {
     auto latest = checkpoint::LatestCheckpoint(Env::Default(), model_dir);
     return latest.ok() ? *latest : std::string();
@@ -311,7 +313,8 @@ absl::Status RunWorker(const models::RunConfig& config, const std::string& model
   if (tty) std::fprintf(stderr, "\n");
   const auto& st = worker->stats();
   std::printf("%s: %lld steps of this worker (%lld examples) in %.1f s: %.0f examples/s; "
-              "%.0f KB/step on the wire, %.2fx the minimum; %lld retried calls%s\n",
+              "%.0f KB/step on the wire, %.2fx the minimum; %lld retried calls%s; per step: "
+              "%lld bytes sent, %lld bytes received, minimum %lld bytes (%lld steps)\n",
               TaskName(cluster).c_str(), static_cast<long long>(my_steps),
               static_cast<long long>(my_steps * config.train.batch_size), secs,
               secs > 0 ? my_steps * config.train.batch_size / secs : 0.0,
@@ -319,7 +322,11 @@ absl::Status RunWorker(const models::RunConfig& config, const std::string& model
               st.minimum_bytes > 0 ? double(st.bytes_sent + st.bytes_received) / st.minimum_bytes
                                    : 0.0,
               static_cast<long long>(st.retries),
-              finished_by_ps ? " (the chief ended the job)" : "");
+              finished_by_ps ? " (the chief ended the job)" : "",
+              static_cast<long long>(st.bytes_sent / std::max<int64_t>(st.steps, 1)),
+              static_cast<long long>(st.bytes_received / std::max<int64_t>(st.steps, 1)),
+              static_cast<long long>(st.minimum_bytes / std::max<int64_t>(st.steps, 1)),
+              static_cast<long long>(st.steps));
   if (!chief) return absl::OkStatus();
 
   // Epoch-bounded jobs: other workers may still have data; wait until the

@@ -2,6 +2,7 @@
 #ifndef RECFLOW_CLI_DISTRIBUTED_TRAIN_H_
 #define RECFLOW_CLI_DISTRIBUTED_TRAIN_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
@@ -14,6 +15,8 @@ struct DistributedFlags {
   bool sync = false;       // synchronous rounds (default: asynchronous)
   int backup_workers = 0;  // sync: aggregate num_training_workers - backup_workers
   double sync_round_timeout_secs = 60;
+  // Dense variables this large are partitioned over the ps tasks by rows.
+  int64_t partition_bytes = int64_t{64} << 20;
 };
 
 // Runs this process's task: a ps serves until the chief ends the job (or

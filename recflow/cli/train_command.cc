@@ -57,6 +57,8 @@ constexpr char kTrainUsage[] =
     "  --sync                     synchronous rounds (default: asynchronous updates)\n"
     "  --backup_workers K         sync: a round takes the first (workers - K) gradients\n"
     "  --sync_round_timeout_secs S  sync: a round waits at most S s for slow workers (60)\n"
+    "  --ps_partition_mb M        dense variables of M MB or more are split by rows over\n"
+    "                             the ps tasks (64; every task must use the same value)\n"
     "  --ps_hosts, --worker_hosts, --chief_host, --job_name, --task_index\n"
     "                             TF1's cluster flags, instead of TF_CONFIG\n\n";
 
@@ -372,7 +374,7 @@ absl::Status RunEval(models::RunConfig config, const std::string& model_dir, int
 
 int TrainCommand(const Args& args) {
   std::string config_path, data, eval_data, model_dir, steps, threads;
-  std::string backup_workers, round_timeout, ps_hosts, worker_hosts, chief_host, job_name,
+  std::string backup_workers, round_timeout, partition_mb, ps_hosts, worker_hosts, chief_host, job_name,
       task_index;
   bool help = false, sync = false;
   Args positional;
@@ -381,6 +383,7 @@ int TrainCommand(const Args& args) {
                    {"sync", nullptr, &sync, "distributed: synchronous rounds"},
                    {"backup_workers", &backup_workers, nullptr, "distributed sync: backups"},
                    {"sync_round_timeout_secs", &round_timeout, nullptr, "distributed sync"},
+                   {"ps_partition_mb", &partition_mb, nullptr, "distributed: partitioning"},
                    {"ps_hosts", &ps_hosts, nullptr, "distributed: ps addresses"},
                    {"worker_hosts", &worker_hosts, nullptr, "distributed: worker addresses"},
                    {"chief_host", &chief_host, nullptr, "distributed: the chief's address"},
@@ -433,7 +436,8 @@ int TrainCommand(const Args& args) {
     cluster = distributed::ClusterSpec::FromEnv();
   }
   if (!cluster.has_value()) {
-    if (sync || !backup_workers.empty() || !ps_hosts.empty() || !worker_hosts.empty()) {
+    if (sync || !backup_workers.empty() || !ps_hosts.empty() || !worker_hosts.empty() ||
+        !partition_mb.empty()) {
       std::cerr << "error: --sync, --backup_workers and the host lists need a cluster "
                    "(TF_CONFIG or --job_name)\n";
       return 2;
@@ -454,6 +458,14 @@ int TrainCommand(const Args& args) {
     std::cerr << "error: --sync_round_timeout_secs: not a positive number: " << round_timeout
               << "\n";
     return 2;
+  }
+  if (!partition_mb.empty()) {
+    double mb = 0;
+    if (!absl::SimpleAtod(partition_mb, &mb) || mb <= 0) {
+      std::cerr << "error: --ps_partition_mb: not a positive number: " << partition_mb << "\n";
+      return 2;
+    }
+    flags.partition_bytes = static_cast<int64_t>(mb * (1 << 20));
   }
   absl::Status s = RunDistributedTrain(*config, model_dir, **cluster, flags);
   return s.ok() ? 0 : Fail(s);

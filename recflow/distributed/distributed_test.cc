@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "recflow/cli/zoo_test_util.h"
 #include "recflow/core/status.h"
+#include "recflow/checkpoint/bundle_reader.h"
 #include "recflow/distributed/placement.h"
 #include "recflow/distributed/ps_grpc.h"
 #include "recflow/distributed/ps_server.h"
@@ -18,6 +19,8 @@
 #include "recflow/distributed/worker.h"
 #include "recflow/embedding/embedding_resource.h"
 #include "recflow/framework/resource_var.h"
+#include "recflow/framework/tensor_util.h"
+#include "recflow/train/monitored_session.h"
 #include "recflow/framework/scope.h"
 #include "recflow/models/model.h"
 #include "recflow/train/variables.h"
@@ -163,8 +166,17 @@ embedding::HashEmbeddingTable* Table(Session* s, const TablePlacement& t) {
 void ExpectSameModel(const LocalCluster& cluster, Session* single, const TrainPlan& plan,
                      const std::vector<int64_t>& ids, double tol) {
   for (const VariablePlacement& v : plan.variables) {
-    if (v.ps < 0) continue;  // replicated copies follow the steps
-    const Tensor a = ReadVar(cluster.ps[v.ps]->session(), v);
+    if (v.ps == kReplicated) continue;  // replicated copies follow the steps
+    Tensor a;
+    if (v.ps == kPartitioned) {
+      std::vector<Tensor> parts;
+      for (const auto& ps : cluster.ps) parts.push_back(ReadVar(ps->session(), v));
+      auto whole = ConcatRows(parts, v.node);
+      ASSERT_TRUE(whole.ok()) << whole.status();
+      a = *whole;
+    } else {
+      a = ReadVar(cluster.ps[v.ps]->session(), v);
+    }
     const Tensor b = ReadVar(single, v);
     ASSERT_EQ(a.NumElements(), b.NumElements()) << v.node;
     double worst = 0;
@@ -322,8 +334,13 @@ TEST(WireTest, BadTensorsAreRefusedWithTheirName) {
 }
 
 // One worker, asynchronous, two ps tasks: every step is the single-process
-// step (the same initial values, the same optimizer updates).
-TEST(DistributedTrainingTest, AsyncOneWorkerMatchesSingleProcess) {
+// step (the same initial values, the same optimizer updates); also with
+// every variable of 512 bytes or more partitioned by rows over both ps
+// tasks (dense updates and the fixed-vocabulary table's sparse ones).
+class AsyncMatchTest : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(AsyncMatchTest, OneWorkerMatchesSingleProcess) {
+  const int64_t partition_bytes = GetParam();
   const models::ModelConfig c = Config();
   const tensorflow::GraphDef def = TrainGraph(c);
   std::vector<data::Batch> batches;
@@ -334,10 +351,13 @@ TEST(DistributedTrainingTest, AsyncOneWorkerMatchesSingleProcess) {
   ASSERT_TRUE(single->Run({}, {}, {"init"}, &out).ok());
   for (const auto& b : batches) ASSERT_TRUE(single->Run(FeedsFor(c, b), {}, {"train"}, &out).ok());
 
-  LocalCluster cluster = LocalCluster::Start(def, 2);
+  PsOptions po;
+  po.partition_bytes = partition_bytes;
+  LocalCluster cluster = LocalCluster::Start(def, 2, po);
   PsClient client(cluster.addresses);
   auto session = NewSession(def);
   WorkerOptions wo;
+  wo.partition_bytes = partition_bytes;
   wo.is_chief = true;
   wo.feeds = Names(FeedsFor(c, batches[0]));
   auto worker = Worker::Create(session.get(), &client, wo);
@@ -356,7 +376,59 @@ TEST(DistributedTrainingTest, AsyncOneWorkerMatchesSingleProcess) {
   const auto& st = (*worker)->stats();
   EXPECT_GT(st.minimum_bytes, 0);
   EXPECT_LT(double(st.bytes_sent + st.bytes_received) / st.minimum_bytes, 2.0);
+  int partitioned = 0;
+  for (const VariablePlacement& v : (*worker)->plan().variables) partitioned += v.ps == kPartitioned;
+  if (partition_bytes < 1000) {
+    EXPECT_GT(partitioned, 3);
+  } else {
+    EXPECT_EQ(partitioned, 0);
+  }
+
+  // Each ps saves its part; the merged checkpoint restores into one process
+  // (partitioned variables stacked from their parts), and into a new ps
+  // (its rows only).
+  const std::string dir = ::testing::TempDir() + "/dist_ckpt_" + std::to_string(partition_bytes);
+  std::vector<std::string> prefixes;
+  for (int p = 0; p < 2; ++p) {
+    SaveRequest req;
+    req.set_prefix(absl::StrCat(dir, "/part-", p));
+    req.set_part(p);
+    SaveResponse resp;
+    ASSERT_TRUE(cluster.ps[p]->Save(req, &resp).ok());
+    prefixes.push_back(req.prefix());
+  }
+  ASSERT_TRUE(checkpoint::MergeBundles(Env::Default(), prefixes, dir + "/model.ckpt-6",
+                                       /*allow_missing_files=*/false)
+                  .ok());
+  auto restored = NewSession(def);
+  ASSERT_TRUE(train::RestoreModel(restored.get(), dir, dir + "/model.ckpt-6").ok());
+  ExpectSameModel(cluster, restored.get(), (*worker)->plan(), AllIds(batches), 1e-6);
+  PsOptions po1 = po;
+  po1.task_index = 1;
+  po1.num_ps = 2;
+  auto fresh = PsServer::Create(def, po1);
+  ASSERT_TRUE(fresh.ok());
+  InitRequest init;
+  init.set_checkpoint_prefix(dir + "/model.ckpt-6");
+  InitResponse ir;
+  ASSERT_TRUE((*fresh)->Init(init, &ir).ok());
+  EXPECT_EQ(ir.global_step(), 6);
+  for (const VariablePlacement& v : (*worker)->plan().variables) {
+    if (v.ps != 1 && v.ps != kPartitioned) continue;
+    const Tensor a = ReadVar((*fresh)->session(), v);
+    const Tensor b = ReadVar(cluster.ps[1]->session(), v);
+    ASSERT_EQ(a.shape(), b.shape()) << v.node;
+    for (int64_t i = 0; i < a.NumElements(); ++i) {
+      ASSERT_EQ(a.data<float>()[i], b.data<float>()[i]) << v.node;
+    }
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(Partitioning, AsyncMatchTest, ::testing::Values(int64_t{64} << 20, 512),
+                         [](const auto& info) {
+                           return info.param < 1000 ? std::string("Partitioned")
+                                                    : std::string("Whole");
+                         });
 
 // Sync: two workers each take half of every batch; a round averages their
 // gradients, which is the single-process step on the whole batch.
@@ -374,6 +446,7 @@ TEST(DistributedTrainingTest, SyncTwoWorkersMatchSingleProcessOnTheWholeBatch) {
   PsOptions po;
   po.sync = true;
   po.replicas_to_aggregate = 2;
+  po.partition_bytes = 512;  // rounds of partitioned variables too
   LocalCluster cluster = LocalCluster::Start(def, 2, po);
   PsClient client(cluster.addresses);
   std::vector<std::unique_ptr<Session>> sessions;
@@ -384,6 +457,7 @@ TEST(DistributedTrainingTest, SyncTwoWorkersMatchSingleProcessOnTheWholeBatch) {
     wo.worker_index = w;
     wo.is_chief = w == 0;
     wo.sync = true;
+    wo.partition_bytes = 512;
     wo.feeds = Names(FeedsFor(c, batches[0]));
     auto worker = Worker::Create(sessions.back().get(), &client, wo);
     ASSERT_TRUE(worker.ok()) << worker.status();

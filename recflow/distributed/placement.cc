@@ -1,6 +1,7 @@
 #include "recflow/distributed/placement.h"
 
 #include <algorithm>
+#include <cstring>
 #include <deque>
 #include <map>
 #include <set>
@@ -29,7 +30,7 @@ int PsShardOf(int64_t id, int num_ps) {
 std::vector<const VariablePlacement*> TrainPlan::PrimaryVariablesOn(int ps) const {
   std::vector<const VariablePlacement*> out;
   for (const VariablePlacement& v : variables) {
-    if (v.primary && v.ps == ps) out.push_back(&v);
+    if (v.primary && (v.ps == ps || v.ps == kPartitioned)) out.push_back(&v);
   }
   return out;
 }
@@ -37,7 +38,9 @@ std::vector<const VariablePlacement*> TrainPlan::PrimaryVariablesOn(int ps) cons
 std::vector<const VariablePlacement*> TrainPlan::SavedVariablesOn(int ps) const {
   std::vector<const VariablePlacement*> out;
   for (const VariablePlacement& v : variables) {
-    if (v.ps == ps || (v.ps < 0 && ps == 0)) out.push_back(&v);
+    if (v.ps == ps || v.ps == kPartitioned || (v.ps == kReplicated && ps == 0)) {
+      out.push_back(&v);
+    }
   }
   return out;
 }
@@ -45,7 +48,15 @@ std::vector<const VariablePlacement*> TrainPlan::SavedVariablesOn(int ps) const 
 std::vector<int64_t> TrainPlan::BytesPerPs() const {
   std::vector<int64_t> out(num_ps, 0);
   for (const VariablePlacement& v : variables) {
-    if (v.ps >= 0 && v.bytes > 0) out[v.ps] += v.bytes;
+    if (v.bytes <= 0) continue;
+    if (v.ps >= 0) {
+      out[v.ps] += v.bytes;
+    } else if (v.ps == kPartitioned) {
+      const int64_t rows = v.shape.dim(0);
+      for (int p = 0; p < num_ps; ++p) {
+        out[p] += v.bytes / rows * (v.part_offsets[p + 1] - v.part_offsets[p]);
+      }
+    }
   }
   return out;
 }
@@ -159,7 +170,9 @@ absl::StatusOr<TrainPlan> PlanTraining(const Graph& graph, const PlanOptions& op
   }
   TrainPlan plan;
   plan.num_ps = options.num_ps;
-  plan.graph_fingerprint = GraphFingerprint(graph);
+  // The placement options are part of what tasks must agree on.
+  plan.graph_fingerprint = Fingerprint64(absl::StrCat(
+      GraphFingerprint(graph), " ps=", options.num_ps, " partition=", options.partition_bytes));
   if (auto gs = train::GetGlobalStep(graph); gs.ok()) plan.global_step = gs->node()->name();
 
   const std::unordered_set<const Node*> batch_data = BatchDependent(graph, /*data_only=*/true);
@@ -225,9 +238,14 @@ absl::StatusOr<TrainPlan> PlanTraining(const Graph& graph, const PlanOptions& op
       if (batch_data.count(e->src) > 0) {
         if (arg == "indices" || arg == "ids") {
           a.indices = Endpoint(e);
+          a.indices_input = i;
+          a.indices_dtype = BaseType(e->src->output_type(e->src_output));
+          a.ps_indices_feed = absl::StrCat("_ps_feed/", n.name(), "/indices");
         } else if (a.grad.empty()) {
           a.grad = Endpoint(e);
+          a.grad_input = i;
           a.grad_dtype = BaseType(e->src->output_type(e->src_output));
+          a.ps_grad_feed = absl::StrCat("_ps_feed/", n.name(), "/grad");
         } else {
           return errors::InvalidArgument("update op '", n.name(), "' (", n.op(),
                                          ") has more than one gradient input ('", a.grad,
@@ -274,6 +292,18 @@ absl::StatusOr<TrainPlan> PlanTraining(const Graph& graph, const PlanOptions& op
     ASSIGN_OR_RETURN(int pinned, RequestedPs(*n, options));
     VariablePlacement& v = plan.variables[var_index[primary]];
     v.primary = true;
+    const bool big = options.partition_bytes > 0 && v.bytes >= options.partition_bytes &&
+                     v.shape.rank() >= 1 && v.shape.dim(0) >= options.num_ps &&
+                     options.num_ps > 1;
+    if (pinned < 0 && big) {
+      v.ps = kPartitioned;
+      const int64_t rows = v.shape.dim(0);
+      for (int p = 0; p <= options.num_ps; ++p) {
+        v.part_offsets.push_back(rows / options.num_ps * p + std::min<int64_t>(p, rows % options.num_ps));
+      }
+      for (int p = 0; p < options.num_ps; ++p) load[p] += cost(primary) / options.num_ps;
+      continue;
+    }
     if (pinned >= 0) {
       v.ps = pinned;
       load[pinned] += cost(primary);
@@ -289,6 +319,7 @@ absl::StatusOr<TrainPlan> PlanTraining(const Graph& graph, const PlanOptions& op
   }
   for (const auto& [primary, slots] : slots_of) {
     const int ps = plan.variables[var_index[primary]].ps;
+    const std::vector<int64_t> offsets = plan.variables[var_index[primary]].part_offsets;
     for (const std::string& s : slots) {
       VariablePlacement& v = plan.variables[var_index[s]];
       if (v.primary) {
@@ -301,6 +332,13 @@ absl::StatusOr<TrainPlan> PlanTraining(const Graph& graph, const PlanOptions& op
       }
       v.primary_of = primary;
       v.ps = ps;
+      v.part_offsets = offsets;
+      if (ps == kPartitioned && (!v.shape.IsFullyDefined() || v.shape.rank() < 1 ||
+                                 v.shape.dim(0) != offsets.back())) {
+        return errors::InvalidArgument("slot '", s, "' of partitioned variable '", primary,
+                                       "' has shape ", v.shape.DebugString(),
+                                       "; partitioning needs the variable's rows");
+      }
     }
   }
   for (ApplyPlacement& a : plan.applies) {
@@ -322,17 +360,40 @@ absl::StatusOr<TrainPlan> PlanTraining(const Graph& graph, const PlanOptions& op
   return plan;
 }
 
-absl::StatusOr<tensorflow::GraphDef> PsGraphDef(const Graph& graph) {
+absl::StatusOr<tensorflow::GraphDef> PsGraphDef(const Graph& graph, const TrainPlan& plan) {
   const std::unordered_set<const Node*> batch_any = BatchDependent(graph, /*data_only=*/false);
   std::set<std::string> drop;
   for (const Node* n : batch_any) drop.insert(absl::StrCat("^", n->name()));
   tensorflow::GraphDef def;
   graph.ToGraphDef(&def);
+  std::map<std::string, const ApplyPlacement*> applies;
+  for (const ApplyPlacement& a : plan.applies) applies[a.node] = &a;
   for (tensorflow::NodeDef& n : *def.mutable_node()) {
     auto* inputs = n.mutable_input();
     inputs->erase(std::remove_if(inputs->begin(), inputs->end(),
                                  [&](const std::string& in) { return drop.count(in) > 0; }),
                   inputs->end());
+    auto a = applies.find(n.name());
+    if (a == applies.end()) continue;
+    for (const auto& [index, feed] :
+         {std::pair(a->second->grad_input, a->second->ps_grad_feed),
+          std::pair(a->second->indices_input, a->second->ps_indices_feed)}) {
+      if (index < 0) continue;
+      if (index >= inputs->size()) {
+        return errors::Internal("update op '", n.name(), "' has no input ", index);
+      }
+      (*inputs)[index] = feed;
+    }
+  }
+  for (const ApplyPlacement& a : plan.applies) {
+    for (const auto& [feed, dtype] : {std::pair(a.ps_grad_feed, a.grad_dtype),
+                                      std::pair(a.ps_indices_feed, a.indices_dtype)}) {
+      if (feed.empty()) continue;
+      tensorflow::NodeDef* p = def.add_node();
+      p->set_name(feed);
+      p->set_op("Placeholder");
+      (*p->mutable_attr())["dtype"].set_type(static_cast<tensorflow::DataType>(dtype));
+    }
   }
   return def;
 }

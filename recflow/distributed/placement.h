@@ -20,7 +20,12 @@
 //     largest first, each to the least loaded task (ties: lowest index). A
 //     variable whose node asks for a device ("/job:ps/task:1") is placed
 //     there; a device the cluster does not have is InvalidArgument naming
-//     the node and the device and listing the cluster's ps devices. Every
+//     the node and the device and listing the cluster's ps devices. A
+//     primary variable of at least PlanOptions::partition_bytes (and at
+//     least num_ps rows) is partitioned instead: ps p holds rows
+//     [part_offsets[p], part_offsets[p + 1]) of it and of its slots (rows
+//     split as evenly as they go), so no single ps holds, updates or
+//     serves all of it. Every
 //     other variable (the global step, Adam's beta powers: read by the
 //     updates, updated once per step) is replicated: every ps holds a copy.
 //   - Hash embedding tables: sharded over every ps by id (PsShardOf), so no
@@ -32,8 +37,10 @@
 //     ps runs them once per applied push, after its updates, so its copy of
 //     the replicated variables follows the job's steps.
 // PsGraphDef rewrites the graph for a ps: control inputs from nodes that
-// depend on the batch are dropped (a ps has no batch; it feeds the gradient
-// endpoints instead), so an update op runs with only its own gradients fed.
+// depend on the batch are dropped (a ps has no batch), and every update
+// op's gradient inputs come from placeholders of unknown shape
+// (ApplyPlacement::ps_grad_feed, ps_indices_feed), so an update op runs with
+// only its own gradients fed, whole or a partition's rows.
 #ifndef RECFLOW_DISTRIBUTED_PLACEMENT_H_
 #define RECFLOW_DISTRIBUTED_PLACEMENT_H_
 
@@ -53,6 +60,9 @@ namespace recflow::distributed {
 // (so hashed and sequential ids spread alike), modulo num_ps.
 int PsShardOf(int64_t id, int num_ps);
 
+inline constexpr int kReplicated = -1;   // every ps holds a copy
+inline constexpr int kPartitioned = -2;  // every ps holds a row range
+
 struct VariablePlacement {
   std::string node;          // the variable's node name (its checkpoint key)
   std::string container;     // as the Session's ResourceMgr knows it
@@ -60,7 +70,9 @@ struct VariablePlacement {
   DataType dtype = DT_INVALID;
   PartialShape shape;
   int64_t bytes = 0;         // -1 when the shape is not fully defined
-  int ps = -1;               // owner; -1: replicated on every ps
+  int ps = -1;               // owner; kReplicated or kPartitioned
+  // kPartitioned: ps p holds rows [part_offsets[p], part_offsets[p + 1]).
+  std::vector<int64_t> part_offsets;
   bool primary = false;      // updated by an apply op (a worker pulls it)
   std::string primary_of;    // for a slot: its primary variable's node
 };
@@ -79,10 +91,16 @@ struct ApplyPlacement {
   std::string op;       // its type
   std::string target;   // the variable or table node it updates
   bool table = false;
-  int ps = -1;          // owner (-1 for a table: every ps, by id)
+  int ps = -1;          // owner (-1 for a table: every ps, by id;
+                        // kPartitioned: every ps, its rows)
   std::string grad;     // endpoint of the gradient (or a sparse gradient's rows)
   std::string indices;  // endpoint of a sparse gradient's ids ("" when dense)
   DataType grad_dtype = DT_INVALID;
+  DataType indices_dtype = DT_INVALID;
+  int grad_input = -1, indices_input = -1;  // their input positions
+  // What a ps feeds instead (PsGraphDef's placeholders of unknown shape, so
+  // a partitioned variable's rows can be fed).
+  std::string ps_grad_feed, ps_indices_feed;
 };
 
 struct TrainPlan {
@@ -97,10 +115,12 @@ struct TrainPlan {
   // clearly instead of exchanging mismatched tensors.
   uint64_t graph_fingerprint = 0;
 
-  // Primary variables held by ps `ps`, in plan order.
+  // Primary variables held by ps `ps` (whole, or its rows of a partitioned
+  // one), in plan order.
   std::vector<const VariablePlacement*> PrimaryVariablesOn(int ps) const;
-  // Every variable ps `ps` holds and saves: owned (primary and slots), and
-  // the replicated ones when `ps` is 0.
+  // Every variable ps `ps` holds and saves: owned (primary and slots; its
+  // part of partitioned ones, saved as "<name>/part_<ps>"), and the
+  // replicated ones when `ps` is 0.
   std::vector<const VariablePlacement*> SavedVariablesOn(int ps) const;
   // Bytes of the variables placed on each ps (slots included).
   std::vector<int64_t> BytesPerPs() const;
@@ -112,12 +132,15 @@ struct PlanOptions {
   // The cluster's devices (ClusterSpec::Devices()), for messages; empty:
   // "/job:ps/task:0" .. "/job:ps/task:<num_ps - 1>".
   std::vector<std::string> devices;
+  // Primary variables this large or larger are partitioned over the ps
+  // tasks by rows (<= 0: never).
+  int64_t partition_bytes = int64_t{64} << 20;
 };
 
 absl::StatusOr<TrainPlan> PlanTraining(const Graph& graph, const PlanOptions& options);
 
 // The graph a ps runs (see the file comment).
-absl::StatusOr<tensorflow::GraphDef> PsGraphDef(const Graph& graph);
+absl::StatusOr<tensorflow::GraphDef> PsGraphDef(const Graph& graph, const TrainPlan& plan);
 
 }  // namespace recflow::distributed
 

@@ -13,6 +13,7 @@
 #include "recflow/distributed/wire.h"
 #include "recflow/embedding/embedding_resource.h"
 #include "recflow/framework/resource_var.h"
+#include "recflow/framework/tensor_util.h"
 #include "recflow/train/monitored_session.h"
 #include "recflow/train/table_saveable.h"
 
@@ -64,12 +65,17 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Create(
   std::unique_ptr<PsServer> ps(new PsServer(options));
   Graph graph;
   RETURN_IF_ERROR(ConvertGraphDefToGraph({}, train_graph, &graph));
-  ASSIGN_OR_RETURN(ps->plan_,
-                   PlanTraining(graph, {.num_ps = options.num_ps, .devices = options.devices}));
-  ASSIGN_OR_RETURN(tensorflow::GraphDef ps_graph, PsGraphDef(graph));
+  ASSIGN_OR_RETURN(ps->plan_, PlanTraining(graph, {.num_ps = options.num_ps,
+                                                   .devices = options.devices,
+                                                   .partition_bytes = options.partition_bytes}));
+  ASSIGN_OR_RETURN(tensorflow::GraphDef ps_graph, PsGraphDef(graph, ps->plan_));
   ASSIGN_OR_RETURN(ps->session_, Session::Create(options.session, ps_graph));
   RETURN_IF_ERROR(train::CreateHashTables(ps->session_.get()));
-  for (const ApplyPlacement& a : ps->plan_.applies) ps->apply_by_node_[a.node] = &a;
+  for (const ApplyPlacement& a : ps->plan_.applies) {
+    ps->apply_by_node_[a.node] = &a;
+    ps->feed_name_[a.grad] = a.ps_grad_feed;
+    if (!a.indices.empty()) ps->feed_name_[a.indices] = a.ps_indices_feed;
+  }
   for (const TablePlacement& t : ps->plan_.tables) ps->table_dims_[t.node] = t.dim;
   return ps;
 }
@@ -82,7 +88,8 @@ absl::Status PsServer::CheckServing(uint64_t fingerprint) const {
     return errors::FailedPrecondition(
         "ps task ", options_.task_index, " runs a different training graph (fingerprint ",
         plan_.graph_fingerprint, ", the caller's ", fingerprint,
-        "): every task must run the same run config and recflow version");
+        "): every task must run the same run config, recflow version and placement options "
+        "(number of ps tasks, --ps_partition_mb)");
   }
   if (!initialized_) {
     return errors::FailedPrecondition("ps task ", options_.task_index,
@@ -160,7 +167,7 @@ absl::Status PsServer::FeedsOfPush(const PushRequest& request,
   std::set<std::string> target_set;
   std::map<std::string, const ApplyPlacement*> by_endpoint;
   for (const ApplyPlacement& a : plan_.applies) {
-    if (a.table || a.ps != options_.task_index) continue;
+    if (a.table || (a.ps != options_.task_index && a.ps != kPartitioned)) continue;
     by_endpoint[a.grad] = &a;
     if (!a.indices.empty()) by_endpoint[a.indices] = &a;
   }
@@ -227,7 +234,10 @@ absl::Status PsServer::ApplyLocked(const std::vector<std::pair<std::string, Tens
     step = worker_step;
   }
   std::vector<Tensor> unused;
-  if (!targets.empty()) RETURN_IF_ERROR(session_->Run(feeds, {}, targets, &unused));
+  std::vector<std::pair<std::string, Tensor>> fed;
+  fed.reserve(feeds.size());
+  for (const auto& [endpoint, t] : feeds) fed.emplace_back(feed_name_.at(endpoint), t);
+  if (!targets.empty()) RETURN_IF_ERROR(session_->Run(fed, {}, targets, &unused));
   if (!plan_.post_update_nodes.empty()) {
     RETURN_IF_ERROR(session_->Run({}, {}, plan_.post_update_nodes, &unused));
   }
@@ -438,11 +448,33 @@ absl::Status PsServer::Init(const InitRequest& request, InitResponse* response) 
     ASSIGN_OR_RETURN(embedding::HashEmbeddingTable * table, LookupTable(session_.get(), t));
     table->Clear();
   }
+  RETURN_IF_ERROR(SlicePartitioned());
   if (!request.checkpoint_prefix().empty()) {
     ResourceMgr* rm = session_->device()->resource_manager();
     std::vector<checkpoint::Saveable> saveables;
+    const int part = options_.task_index;
     for (const VariablePlacement& v : plan_.variables) {
       if (v.ps != options_.task_index && v.ps >= 0) continue;
+      if (v.ps == kPartitioned) {
+        // This ps's rows, from the whole variable or from its parts.
+        checkpoint::Saveable sv;
+        sv.name = v.node;
+        Session* session = session_.get();
+        sv.restore = [v, part, session](const checkpoint::BundleReader& reader,
+                                        const std::string& name) -> absl::Status {
+          ASSIGN_OR_RETURN(Tensor whole, checkpoint::ReadTensorOrParts(reader, name));
+          if (whole.dims() < 1 || whole.dim_size(0) != v.part_offsets.back()) {
+            return errors::InvalidArgument("checkpoint tensor '", name, "' has shape ",
+                                           whole.shape().DebugString(), "; the graph's is ",
+                                           v.shape.DebugString());
+          }
+          ASSIGN_OR_RETURN(auto var, LookupVar(session, v));
+          return var->Assign(SliceRows(whole, v.part_offsets[part], v.part_offsets[part + 1]),
+                             /*validate_shape=*/false);
+        };
+        saveables.push_back(std::move(sv));
+        continue;
+      }
       checkpoint::VarRef ref;
       ref.checkpoint_key = v.node;
       ref.container = v.container;
@@ -494,6 +526,19 @@ absl::Status PsServer::Init(const InitRequest& request, InitResponse* response) 
   return absl::OkStatus();
 }
 
+absl::Status PsServer::SlicePartitioned() {
+  const int p = options_.task_index;
+  for (const VariablePlacement& v : plan_.variables) {
+    if (v.ps != kPartitioned) continue;
+    ASSIGN_OR_RETURN(auto var, LookupVar(session_.get(), v));
+    ASSIGN_OR_RETURN(Tensor whole, var->Read());
+    if (whole.dims() < 1 || whole.dim_size(0) != v.part_offsets.back()) continue;  // sliced
+    RETURN_IF_ERROR(var->Assign(SliceRows(whole, v.part_offsets[p], v.part_offsets[p + 1]),
+                                /*validate_shape=*/false));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status PsServer::GetStatus(StatusResponse* response) {
   std::shared_lock<std::shared_mutex> lock(state_mu_);
   response->set_task_index(options_.task_index);
@@ -527,7 +572,9 @@ absl::Status PsServer::Save(const SaveRequest& request, SaveResponse* response) 
   for (const VariablePlacement* v : plan_.SavedVariablesOn(options_.task_index)) {
     ASSIGN_OR_RETURN(auto var, LookupVar(session_.get(), *v));
     ASSIGN_OR_RETURN(Tensor value, var->Read());
-    RETURN_IF_ERROR(writer->Add(v->node, value));
+    RETURN_IF_ERROR(writer->Add(
+        v->ps == kPartitioned ? absl::StrCat(v->node, "/part_", options_.task_index) : v->node,
+        value));
   }
   for (const TablePlacement& t : plan_.tables) {
     ASSIGN_OR_RETURN(embedding::HashEmbeddingTable * table, LookupTable(session_.get(), t));

@@ -63,6 +63,7 @@ struct PsOptions {
   int task_index = 0;
   int num_ps = 1;
   std::vector<std::string> devices;  // the cluster's, for placement messages
+  int64_t partition_bytes = int64_t{64} << 20;  // PlanOptions::partition_bytes
   bool sync = false;
   int replicas_to_aggregate = 1;  // sync: N
   absl::Duration round_timeout = absl::Seconds(60);
@@ -103,6 +104,8 @@ class PsServer {
   };
 
   absl::Status CheckServing(uint64_t fingerprint) const;
+  // Keeps only this ps's rows of every partitioned variable (after init).
+  absl::Status SlicePartitioned();
   absl::StatusOr<int64_t> ReadStep() const;
   absl::Status WriteStep(int64_t step);
   // Runs the updates for the fed gradients, then the post-update nodes,
@@ -122,6 +125,7 @@ class PsServer {
   std::unique_ptr<Session> session_;
   std::map<std::string, const ApplyPlacement*> apply_by_node_;
   std::map<std::string, int64_t> table_dims_;
+  std::map<std::string, std::string> feed_name_;  // wire endpoint -> ps placeholder
 
   // Init and Save exclusive; Pull and Push shared.
   mutable std::shared_mutex state_mu_;

@@ -12,6 +12,7 @@
 #include "recflow/distributed/wire.h"
 #include "recflow/embedding/embedding_resource.h"
 #include "recflow/framework/resource_var.h"
+#include "recflow/framework/tensor_util.h"
 #include "recflow/train/monitored_session.h"
 
 namespace recflow::distributed {
@@ -56,8 +57,11 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Create(Session* session, PsClien
   // restarted worker's pushes follow its previous life's and are not taken
   // for retries of them.
   w->seq_ = absl::ToUnixMicros(absl::Now());
-  ASSIGN_OR_RETURN(w->plan_, PlanTraining(*session->graph(), {.num_ps = client->num_ps(),
-                                                              .devices = w->options_.devices}));
+  ASSIGN_OR_RETURN(w->plan_,
+                   PlanTraining(*session->graph(),
+                                {.num_ps = client->num_ps(),
+                                 .devices = w->options_.devices,
+                                 .partition_bytes = w->options_.partition_bytes}));
   for (const ApplyPlacement& a : w->plan_.applies) {
     w->grad_fetches_.push_back(a.grad);
     if (!a.indices.empty()) w->grad_fetches_.push_back(a.indices);
@@ -270,22 +274,38 @@ absl::Status Worker::PullAll(const std::vector<std::vector<std::vector<int64_t>>
 absl::Status Worker::WriteLocal(const std::vector<std::vector<std::vector<int64_t>>>& ids_per_ps,
                                 const std::vector<PullResponse>& responses) {
   ResourceMgr* rm = session_->device()->resource_manager();
-  for (const PullResponse& r : responses) {
-    for (const TensorBytes& d : r.dense()) {
+  // Partitioned variables: one part from each ps, stacked.
+  std::map<std::string, std::vector<Tensor>> parts;
+  std::vector<std::pair<const VariablePlacement*, Tensor>> values;
+  for (size_t ps = 0; ps < responses.size(); ++ps) {
+    for (const TensorBytes& d : responses[ps].dense()) {
       const VariablePlacement* v = plan_.FindVariable(d.name());
       if (v == nullptr) {
-        return errors::InvalidArgument("pull: a ps sent variable '", d.name(),
+        return errors::InvalidArgument("pull: ps task ", ps, " sent variable '", d.name(),
                                        "', which the graph does not have");
       }
       ASSIGN_OR_RETURN(Tensor value, FromWire(d));
-      const std::string container = v->container.empty() ? rm->default_container() : v->container;
-      ASSIGN_OR_RETURN(auto var, rm->LookupOrCreate<Var>(
-                                     container, v->shared_name,
-                                     [&]() -> absl::StatusOr<std::shared_ptr<Var>> {
-                                       return std::make_shared<Var>(v->dtype, v->shape, v->node);
-                                     }));
-      RETURN_IF_ERROR(var->Assign(value, /*validate_shape=*/true));
+      if (v->ps != kPartitioned) {
+        values.emplace_back(v, std::move(value));
+        continue;
+      }
+      std::vector<Tensor>& p = parts[v->node];
+      p.resize(responses.size());
+      p[ps] = std::move(value);
     }
+  }
+  for (auto& [node, p] : parts) {
+    ASSIGN_OR_RETURN(Tensor whole, ConcatRows(p, "pull of partitioned variable '" + node + "'"));
+    values.emplace_back(plan_.FindVariable(node), std::move(whole));
+  }
+  for (auto& [v, value] : values) {
+    const std::string container = v->container.empty() ? rm->default_container() : v->container;
+    ASSIGN_OR_RETURN(auto var, rm->LookupOrCreate<Var>(
+                                   container, v->shared_name,
+                                   [&]() -> absl::StatusOr<std::shared_ptr<Var>> {
+                                     return std::make_shared<Var>(v->dtype, v->shape, v->node);
+                                   }));
+    RETURN_IF_ERROR(var->Assign(value, /*validate_shape=*/true));
   }
   for (size_t ti = 0; ti < plan_.tables.size(); ++ti) {
     const TablePlacement& tp = plan_.tables[ti];
@@ -361,13 +381,17 @@ absl::StatusOr<Worker::StepResult> Worker::TrainStep(const std::vector<Tensor>& 
     for (const VariablePlacement* v : plan_.PrimaryVariablesOn(ps)) touched += v->bytes / 4;
   }
   for (const ApplyPlacement& a : plan_.applies) {
-    if (!a.table) {
+    if (!a.table && a.ps != kPartitioned) {
       for (const std::string& e : {a.grad, a.indices}) {
         if (e.empty()) continue;
         TensorBytes* t = push[a.ps].add_dense_grads();
         t->set_name(e);
         ToWire(*value.at(e), t);
       }
+      continue;
+    }
+    if (!a.table) {
+      RETURN_IF_ERROR(SplitPartitioned(a, value, &push));
       continue;
     }
     const Tensor& ids = *value.at(a.indices);
@@ -411,6 +435,65 @@ absl::StatusOr<Worker::StepResult> Worker::TrainStep(const std::vector<Tensor>& 
   stats_.minimum_bytes += 2 * 4 * touched;
   stats_.retries = retries_.load();
   return r;
+}
+
+absl::Status Worker::SplitPartitioned(const ApplyPlacement& a,
+                                      const std::map<std::string, const Tensor*>& value,
+                                      std::vector<PushRequest>* push) const {
+  const std::vector<int64_t>& off = plan_.FindVariable(a.target)->part_offsets;
+  const Tensor& grad = *value.at(a.grad);
+  const int num_ps = static_cast<int>(push->size());
+  if (a.indices.empty()) {  // dense: each ps its rows
+    for (int ps = 0; ps < num_ps; ++ps) {
+      TensorBytes* t = (*push)[ps].add_dense_grads();
+      t->set_name(a.grad);
+      ToWire(SliceRows(grad, off[ps], off[ps + 1]), t);
+    }
+    return absl::OkStatus();
+  }
+  // Sparse: each ps the rows of its range, indices relative to it.
+  const Tensor& indices = *value.at(a.indices);
+  const int64_t n = indices.NumElements();
+  const int64_t row = n == 0 ? 0 : grad.NumElements() / n;
+  std::vector<std::vector<int64_t>> idx(num_ps);
+  std::vector<std::vector<int64_t>> at(num_ps);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t r = indices.dtype() == DT_INT32 ? indices.data<int32_t>()[i]
+                                                   : indices.data<int64_t>()[i];
+    const int ps = static_cast<int>(std::upper_bound(off.begin(), off.end(), r) - off.begin()) - 1;
+    if (ps < 0 || ps >= num_ps) {
+      return errors::InvalidArgument("gradient of '", a.target, "': index ", r,
+                                     " is outside its ", off.back(), " rows");
+    }
+    idx[ps].push_back(r - off[ps]);
+    at[ps].push_back(i);
+  }
+  for (int ps = 0; ps < num_ps; ++ps) {
+    const int64_t k = static_cast<int64_t>(at[ps].size());
+    TensorShape shape = grad.shape();
+    shape.set_dim(0, k);
+    Tensor rows(grad.dtype(), shape);
+    const size_t row_bytes = static_cast<size_t>(row) * DataTypeSize(grad.dtype());
+    for (int64_t j = 0; j < k; ++j) {
+      std::memcpy(rows.raw_data() + j * row_bytes, grad.raw_data() + at[ps][j] * row_bytes,
+                  row_bytes);
+    }
+    Tensor ids(indices.dtype(), TensorShape({k}));
+    for (int64_t j = 0; j < k; ++j) {
+      if (indices.dtype() == DT_INT32) {
+        ids.data<int32_t>()[j] = static_cast<int32_t>(idx[ps][j]);
+      } else {
+        ids.data<int64_t>()[j] = idx[ps][j];
+      }
+    }
+    TensorBytes* g = (*push)[ps].add_dense_grads();
+    g->set_name(a.grad);
+    ToWire(rows, g);
+    TensorBytes* i = (*push)[ps].add_dense_grads();
+    i->set_name(a.indices);
+    ToWire(ids, i);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Worker::Evaluate(const std::vector<Tensor>& batch,

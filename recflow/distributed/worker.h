@@ -39,6 +39,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,6 +58,7 @@ struct WorkerOptions {
   bool is_chief = false;
   bool sync = false;
   std::vector<std::string> devices;  // the cluster's, for placement messages
+  int64_t partition_bytes = int64_t{64} << 20;  // PlanOptions::partition_bytes
   // Feed names of the batch's components, in order ("batch:0", ...).
   std::vector<std::string> feeds;
   std::string loss = "loss:0";
@@ -132,6 +134,11 @@ class Worker {
                        bool training, std::vector<PullResponse>* responses);
   absl::Status WriteLocal(const std::vector<std::vector<std::vector<int64_t>>>& ids_per_ps,
                           const std::vector<PullResponse>& responses);
+  // The gradient of an update of a partitioned variable, split by rows into
+  // each ps's push.
+  absl::Status SplitPartitioned(const ApplyPlacement& a,
+                                const std::map<std::string, const Tensor*>& value,
+                                std::vector<PushRequest>* push) const;
   // Per ps, per table: this step's distinct ids.
   absl::StatusOr<std::vector<std::vector<std::vector<int64_t>>>> StepIds(
       const std::vector<std::pair<std::string, Tensor>>& feeds);

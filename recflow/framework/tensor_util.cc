@@ -187,4 +187,45 @@ void TensorToProto(const Tensor& tensor, tensorflow::TensorProto* proto) {
   }
 }
 
+Tensor SliceRows(const Tensor& t, int64_t begin, int64_t end) {
+  TensorShape shape = t.shape();
+  const int64_t rows = shape.dim_size(0);
+  const int64_t row_bytes =
+      rows == 0 ? 0 : t.NumElements() / rows * static_cast<int64_t>(DataTypeSize(t.dtype()));
+  shape.set_dim(0, end - begin);
+  Tensor out(t.dtype(), shape);
+  if (end > begin) std::memcpy(out.raw_data(), t.raw_data() + begin * row_bytes, (end - begin) * row_bytes);
+  return out;
+}
+
+absl::StatusOr<Tensor> ConcatRows(const std::vector<Tensor>& parts, const std::string& what) {
+  if (parts.empty()) return errors::InvalidArgument(what, ": no parts");
+  TensorShape shape = parts[0].shape();
+  if (shape.dims() < 1) return errors::InvalidArgument(what, ": a part is a scalar");
+  int64_t rows = 0;
+  for (const Tensor& p : parts) {
+    TensorShape s = p.shape();
+    if (s.dims() != shape.dims() || p.dtype() != parts[0].dtype()) {
+      return errors::InvalidArgument(what, ": parts of shapes ", shape.DebugString(), " and ",
+                                     s.DebugString());
+    }
+    for (int d = 1; d < s.dims(); ++d) {
+      if (s.dim_size(d) != shape.dim_size(d)) {
+        return errors::InvalidArgument(what, ": parts of shapes ", shape.DebugString(),
+                                       " and ", s.DebugString());
+      }
+    }
+    rows += s.dim_size(0);
+  }
+  shape.set_dim(0, rows);
+  Tensor out(parts[0].dtype(), shape);
+  char* dst = out.raw_data();
+  for (const Tensor& p : parts) {
+    const size_t bytes = static_cast<size_t>(p.NumElements()) * DataTypeSize(p.dtype());
+    if (bytes > 0) std::memcpy(dst, p.raw_data(), bytes);
+    dst += bytes;
+  }
+  return out;
+}
+
 }  // namespace recflow
