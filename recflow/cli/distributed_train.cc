@@ -81,11 +81,17 @@ absl::Status RunPs(const models::RunConfig& config, const distributed::ClusterCo
   distributed::StatusResponse st;
   RETURN_IF_ERROR(ps->GetStatus(&st));
   std::fprintf(stderr, "ps task %d: done at global step %lld (%lld pushes applied, %lld "
-                       "dropped, %lld table rows)\n",
+                       "dropped, %lld table rows)%s\n",
                o.task_index, static_cast<long long>(st.global_step()),
                static_cast<long long>(st.pushes_applied()),
                static_cast<long long>(st.pushes_dropped()),
-               static_cast<long long>(st.table_rows()));
+               static_cast<long long>(st.table_rows()),
+               o.task_index == 0 && !o.sync
+                   ? absl::StrFormat("; gradients were %.1f steps stale on average, %lld at most",
+                                     st.mean_staleness(),
+                                     static_cast<long long>(st.max_staleness()))
+                         .c_str()
+                   : "");
   return absl::OkStatus();
 }
 

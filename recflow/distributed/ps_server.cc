@@ -260,6 +260,13 @@ absl::Status PsServer::Push(const PushRequest& request, PushResponse* response) 
     response->set_note(absl::StrCat("push ", request.seq(), " of worker ", request.worker(),
                                     " was applied already"));
   } else {
+    if (options_.task_index == 0) {
+      ASSIGN_OR_RETURN(int64_t now, ReadStep());
+      const int64_t stale = std::max<int64_t>(0, now - request.global_step());
+      staleness_sum_ += stale;
+      staleness_max_ = std::max(staleness_max_, stale);
+      ++staleness_count_;
+    }
     RETURN_IF_ERROR(ApplyLocked(feeds, targets, request.global_step()));
     last_seq_[request.worker()] = request.seq();
     response->set_applied(true);
@@ -547,6 +554,12 @@ absl::Status PsServer::GetStatus(StatusResponse* response) {
   response->set_pushes_applied(applied_.load());
   response->set_pushes_dropped(dropped_.load());
   response->set_finished(finished_.load());
+  {
+    std::lock_guard<std::mutex> l(apply_mu_);
+    response->set_mean_staleness(staleness_count_ > 0 ? double(staleness_sum_) / staleness_count_
+                                                      : 0.0);
+    response->set_max_staleness(staleness_max_);
+  }
   if (initialized_) {
     ASSIGN_OR_RETURN(int64_t step, ReadStep());
     response->set_global_step(step);

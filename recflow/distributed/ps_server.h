@@ -137,6 +137,7 @@ class PsServer {
   int64_t round_ = -1;               // sync: the round being accumulated
   Accumulator acc_;
   std::atomic<int64_t> applied_{0}, dropped_{0};
+  int64_t staleness_sum_ = 0, staleness_max_ = 0, staleness_count_ = 0;  // apply_mu_
 
   std::mutex shutdown_mu_;
   std::condition_variable shutdown_cv_;
