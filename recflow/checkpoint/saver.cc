@@ -136,41 +136,36 @@ Saveable VarSaveable(ResourceMgr* rm, VarRef ref) {
     delta->committed = delta->pending;
   };
   s.restore = [rm, shared](const BundleReader& reader, const std::string& key) -> absl::Status {
-    if (!reader.Contains(key) && reader.Contains(key + "/part_0")) {
-      ASSIGN_OR_RETURN(Tensor value, ReadTensorOrParts(reader, key));
-      if (value.dtype() != shared->dtype ||
-          !shared->shape.IsCompatibleWith(PartialShape(value.shape()))) {
-        return errors::InvalidArgument("variable '", shared->name, "' is ",
-                                       DataTypeString(shared->dtype), " ",
-                                       shared->shape.DebugString(), " but checkpoint ",
-                                       reader.prefix(), " holds its parts '", key, "/part_*' as ",
-                                       DataTypeString(value.dtype()), " ",
-                                       value.shape().DebugString());
-      }
-      ASSIGN_OR_RETURN(std::shared_ptr<Var> var,
-                       rm->LookupOrCreate<Var>(
-                           shared->container, shared->name,
-                           [&]() -> absl::StatusOr<std::shared_ptr<Var>> {
-                             return std::make_shared<Var>(shared->dtype, shared->shape,
-                                                          shared->name);
-                           }));
-      return errors::Annotate(var->Assign(value, /*validate_shape=*/true),
-                              absl::StrCat("restoring variable '", shared->name, "'"));
+    // Whole, or stacked from the row parts a cluster's ps tasks wrote.
+    const bool parts = !reader.Contains(key) && reader.Contains(key + "/part_0");
+    DataType dtype;
+    TensorShape shape;
+    Tensor value;
+    if (parts) {
+      ASSIGN_OR_RETURN(value, ReadTensorOrParts(reader, key));
+      dtype = value.dtype();
+      shape = value.shape();
+    } else {
+      ASSIGN_OR_RETURN(TensorInfo info, reader.GetInfo(key));
+      dtype = info.dtype;
+      shape = info.shape;
     }
-    ASSIGN_OR_RETURN(TensorInfo info, reader.GetInfo(key));
-    if (info.dtype != shared->dtype) {
+    const std::string what = parts ? "its parts '" + key + "/part_*'" : "'" + key + "'";
+    if (dtype != shared->dtype) {
       return errors::InvalidArgument("variable '", shared->name, "' is ",
                                      DataTypeString(shared->dtype), " but checkpoint ",
-                                     reader.prefix(), " holds '", key, "' as ",
-                                     DataTypeString(info.dtype));
+                                     reader.prefix(), " holds ", what, " as ",
+                                     DataTypeString(dtype));
     }
-    if (!shared->shape.IsCompatibleWith(PartialShape(info.shape))) {
+    if (!shared->shape.IsCompatibleWith(PartialShape(shape))) {
       return errors::InvalidArgument("variable '", shared->name, "' has shape ",
                                      shared->shape.DebugString(), " but checkpoint ",
-                                     reader.prefix(), " holds '", key, "' with shape ",
-                                     info.shape.DebugString());
+                                     reader.prefix(), " holds ", what, " with shape ",
+                                     shape.DebugString());
     }
-    ASSIGN_OR_RETURN(Tensor value, reader.Lookup(key));
+    if (!parts) {
+      ASSIGN_OR_RETURN(value, reader.Lookup(key));
+    }
     ASSIGN_OR_RETURN(std::shared_ptr<Var> var,
                      rm->LookupOrCreate<Var>(
                          shared->container, shared->name,
