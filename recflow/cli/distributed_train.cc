@@ -74,9 +74,13 @@ absl::Status RunPs(const models::RunConfig& config, const distributed::ClusterCo
       ps->Shutdown(sig == SIGINT ? "SIGINT" : "SIGTERM");
     }
   }
-  // Let workers still in a step, and an evaluator, see "finished" rather
-  // than a closed port.
-  absl::SleepFor(absl::Seconds(3));
+  // Linger (up to a minute) until every worker left or was told the job is
+  // finished, so one cut off at the end does not retry against a closed
+  // port; an evaluator polls too.
+  const auto linger = Clock::now();
+  absl::SleepFor(absl::Seconds(1));
+  while (!ps->AllWorkersGone() && Since(linger) < 60) absl::SleepFor(absl::Milliseconds(100));
+  absl::SleepFor(absl::Seconds(1));
   server->Stop();
   distributed::StatusResponse st;
   RETURN_IF_ERROR(ps->GetStatus(&st));
@@ -316,6 +320,9 @@ absl::Status RunWorker(const models::RunConfig& config, const std::string& model
   }
   const double secs = Since(start);
   RETURN_IF_ERROR(save_position());
+  if (!chief) {
+    for (int ps = 0; ps < client.num_ps(); ++ps) client.Leave(ps, index).IgnoreError();
+  }
   if (tty) std::fprintf(stderr, "\n");
   const auto& st = worker->stats();
   std::printf("%s: %lld steps of this worker (%lld examples) in %.1f s: %.0f examples/s; "
@@ -348,9 +355,10 @@ absl::Status RunWorker(const models::RunConfig& config, const std::string& model
   } else {
     ASSIGN_OR_RETURN(step, worker->FetchGlobalStep());
   }
-  if (step > start_step || last_save != step) RETURN_IF_ERROR(save(step));
+  if (last_save != step) RETURN_IF_ERROR(save(step));
   if (eval_ds.has_value()) RETURN_IF_ERROR(evaluate(step));
   for (int ps = 0; ps < client.num_ps(); ++ps) {
+    client.Leave(ps, index).IgnoreError();
     absl::Status s = client.Shutdown(ps, "the chief finished the job");
     if (!s.ok()) std::fprintf(stderr, "warning: %s\n", std::string(s.message()).c_str());
   }

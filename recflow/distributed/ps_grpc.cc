@@ -29,9 +29,9 @@ class PsGrpcServer::Service final : public PsService::Service {
   grpc::Status Init(grpc::ServerContext*, const InitRequest* req, InitResponse* resp) override {
     return ToGrpc(ps_->Init(*req, resp));
   }
-  grpc::Status GetStatus(grpc::ServerContext*, const StatusRequest*,
+  grpc::Status GetStatus(grpc::ServerContext*, const StatusRequest* req,
                          StatusResponse* resp) override {
-    return ToGrpc(ps_->GetStatus(resp));
+    return ToGrpc(ps_->GetStatus(resp, *req));
   }
   grpc::Status Save(grpc::ServerContext*, const SaveRequest* req, SaveResponse* resp) override {
     return ToGrpc(ps_->Save(*req, resp));
@@ -55,6 +55,9 @@ absl::StatusOr<std::unique_ptr<PsGrpcServer>> PsGrpcServer::Start(PsServer* ps,
   builder.RegisterService(s->service_.get());
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  // Accept the clients' keepalive pings (every 10 s during calls).
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
     return errors::Unavailable("ps task ", ps->options().task_index, ": cannot listen on ",
@@ -81,6 +84,11 @@ std::shared_ptr<PsService::Stub> NewStub(const std::string& address) {
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 200);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 2000);
+  // Keepalive pings: a peer that vanished without a reset (a host gone, a
+  // cut cable) is noticed within ~20 s, not at the call's deadline.
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 0);
   // A channel of its own (gRPC shares subchannels between channels with
   // equal arguments): a reconnect must not reuse one in backoff.
   static std::atomic<int> next{0};
@@ -164,6 +172,16 @@ absl::Status PsClient::Save(int ps, const SaveRequest& request, SaveResponse* re
                             absl::Duration timeout) {
   return Call("save", ps, timeout, [&](PsService::Stub* stub, grpc::ClientContext* ctx) {
     return stub->Save(ctx, request, response);
+  });
+}
+
+absl::Status PsClient::Leave(int ps, int worker, absl::Duration timeout) {
+  StatusRequest request;
+  request.set_leaving(true);
+  request.set_worker(worker);
+  StatusResponse response;
+  return Call("leave", ps, timeout, [&](PsService::Stub* stub, grpc::ClientContext* ctx) {
+    return stub->GetStatus(ctx, request, &response);
   });
 }
 

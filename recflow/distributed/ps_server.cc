@@ -80,7 +80,12 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Create(
   return ps;
 }
 
-absl::Status PsServer::CheckServing(uint64_t fingerprint) const {
+absl::Status PsServer::CheckServing(uint64_t fingerprint, int worker) {
+  {
+    std::lock_guard<std::mutex> l(workers_mu_);
+    workers_seen_.insert(worker);
+    if (finished_.load()) workers_gone_.insert(worker);
+  }
   if (finished_.load()) {
     return errors::OutOfRange("ps task ", options_.task_index, ": training is finished");
   }
@@ -117,7 +122,7 @@ absl::Status PsServer::WriteStep(int64_t step) {
 
 absl::Status PsServer::Pull(const PullRequest& request, PullResponse* response) {
   std::shared_lock<std::shared_mutex> lock(state_mu_);
-  RETURN_IF_ERROR(CheckServing(request.graph_fingerprint()));
+  RETURN_IF_ERROR(CheckServing(request.graph_fingerprint(), request.worker()));
   ASSIGN_OR_RETURN(int64_t step, ReadStep());
   response->set_global_step(step);
   if (request.include_dense()) {
@@ -248,7 +253,7 @@ absl::Status PsServer::ApplyLocked(const std::vector<std::pair<std::string, Tens
 absl::Status PsServer::Push(const PushRequest& request, PushResponse* response) {
   if (options_.sync) return PushSync(request, response);
   std::shared_lock<std::shared_mutex> lock(state_mu_);
-  RETURN_IF_ERROR(CheckServing(request.graph_fingerprint()));
+  RETURN_IF_ERROR(CheckServing(request.graph_fingerprint(), request.worker()));
   std::vector<std::pair<std::string, Tensor>> feeds;
   std::vector<std::string> targets;
   RETURN_IF_ERROR(FeedsOfPush(request, &feeds, &targets));
@@ -389,7 +394,7 @@ absl::Status PsServer::ApplyRoundLocked(int64_t round) {
 
 absl::Status PsServer::PushSync(const PushRequest& request, PushResponse* response) {
   std::shared_lock<std::shared_mutex> lock(state_mu_);
-  RETURN_IF_ERROR(CheckServing(request.graph_fingerprint()));
+  RETURN_IF_ERROR(CheckServing(request.graph_fingerprint(), request.worker()));
   std::unique_lock<std::mutex> apply_lock(apply_mu_);
   if (round_ < 0) {
     ASSIGN_OR_RETURN(round_, ReadStep());
@@ -546,7 +551,19 @@ absl::Status PsServer::SlicePartitioned() {
   return absl::OkStatus();
 }
 
-absl::Status PsServer::GetStatus(StatusResponse* response) {
+bool PsServer::AllWorkersGone() const {
+  std::lock_guard<std::mutex> l(workers_mu_);
+  for (int w : workers_seen_) {
+    if (workers_gone_.count(w) == 0) return false;
+  }
+  return true;
+}
+
+absl::Status PsServer::GetStatus(StatusResponse* response, const StatusRequest& request) {
+  if (request.leaving()) {
+    std::lock_guard<std::mutex> l(workers_mu_);
+    workers_gone_.insert(request.worker());
+  }
   std::shared_lock<std::shared_mutex> lock(state_mu_);
   response->set_task_index(options_.task_index);
   response->set_initialized(initialized_);

@@ -45,6 +45,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <vector>
@@ -80,11 +81,17 @@ class PsServer {
   absl::Status Pull(const PullRequest& request, PullResponse* response);
   absl::Status Push(const PushRequest& request, PushResponse* response);
   absl::Status Init(const InitRequest& request, InitResponse* response);
-  absl::Status GetStatus(StatusResponse* response);
+  absl::Status GetStatus(StatusResponse* response, const StatusRequest& request = {});
   absl::Status Save(const SaveRequest& request, SaveResponse* response);
   void Shutdown(const std::string& reason);
   // True once Shutdown was called (false when `timeout` passed first).
   bool WaitForShutdown(absl::Duration timeout = absl::InfiniteDuration());
+  // After Shutdown: true when every training worker that called this ps has
+  // left (GetStatus with leaving) or has been told the job is finished (a
+  // call answered OUT_OF_RANGE). A ps lingers until then (bounded), so a
+  // worker cut off from the network at the end still learns that the job
+  // ended instead of retrying against a closed port.
+  bool AllWorkersGone() const;
 
   const TrainPlan& plan() const { return plan_; }
   const PsOptions& options() const { return options_; }
@@ -103,7 +110,7 @@ class PsServer {
     std::vector<int> workers;
   };
 
-  absl::Status CheckServing(uint64_t fingerprint) const;
+  absl::Status CheckServing(uint64_t fingerprint, int worker);
   // Keeps only this ps's rows of every partitioned variable (after init).
   absl::Status SlicePartitioned();
   absl::StatusOr<int64_t> ReadStep() const;
@@ -142,6 +149,8 @@ class PsServer {
   std::mutex shutdown_mu_;
   std::condition_variable shutdown_cv_;
   std::atomic<bool> finished_{false};
+  mutable std::mutex workers_mu_;
+  std::set<int> workers_seen_, workers_gone_;  // workers_mu_
 };
 
 }  // namespace recflow::distributed

@@ -30,7 +30,7 @@ bool NotInitialized(const absl::Status& s) {
 
 bool Retriable(const absl::Status& s) {
   return absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s) || NotInitialized(s) ||
-         absl::IsAborted(s);
+         absl::IsAborted(s) || absl::IsCancelled(s);
 }
 
 // Runs fn(ps) for every ps on its own thread; the first error wins.
