@@ -197,7 +197,7 @@ expect sm_truncated_model 1 "saved_model.pb' \(100 bytes\) is not a valid SavedM
 
 # The zoo's two_tower (examples/configs, small tables) trains on the gen-data
 # files and exports user_embedding / item_embedding signatures; din's example
-# config names the sequence column H1 that Criteo files do not have.
+# config needs the sequence column H1 that files without --history lack.
 sed 's/vocabulary_size: 100000/vocabulary_size: 1000/' "$SRC/examples/configs/two_tower.yaml" \
   > "$TMP/two_tower.yaml"
 expect zoo_two_tower_train 0 "trained 2 steps" \
@@ -207,7 +207,7 @@ expect zoo_two_tower_export 0 "exported .*two_tower" \
   "$RECFLOW" export --model_dir "$TMP/tt" --export_dir "$TMP/tt_export"
 expect zoo_two_tower_signatures 0 "signature_def\['user_embedding'\]" \
   "$RECFLOW" saved_model show --dir "$TMP/tt_export" --all
-expect zoo_din_needs_sequence 1 "features.sparse: 'H1' is not a sparse field of the criteo data" \
+expect zoo_din_needs_sequence 1 "has 40 columns on line 1, but the config's 1 sequence feature\(s\) H1..H1 need 41" \
   "$RECFLOW" train --config "$SRC/examples/configs/din.yaml" --data "$TMP/gd1/train-*.tsv" \
   --model_dir "$TMP/din"
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 
@@ -19,7 +20,10 @@ namespace {
 constexpr char kUsage[] =
     "usage: recflow gen-data --rows N --seed S --out DIR [--format "
     "criteo|tfrecord]\n"
-    "                        [--test_rows M] [--num_files K] [--threads T]\n\n"
+    "                        [--test_rows M] [--num_files K] [--threads T]\n"
+    "                        [--history N [--history_field C1] "
+    "[--history_categories 8]\n"
+    "                         [--history_scale 0.5]]\n\n"
     "Writes a deterministic Criteo-like click log drawn from a hidden "
     "ground-truth model:\n"
     "DIR/train-0000i-of-0000K.{tsv,tfrecord}, DIR/test-*.{tsv,tfrecord} and "
@@ -28,6 +32,10 @@ constexpr char kUsage[] =
     "logloss on the\n"
     "test split). The same seed gives byte-identical files on any number of "
     "threads.\n"
+    "--history N adds a behaviour sequence column H1 (up to N items of "
+    "--history_field,\n"
+    "','-separated) after C26 and a history term to the ground truth "
+    "(criteo format only).\n"
     "See docs/data.md.\n\n";
 
 int Fail(const std::string& message) {
@@ -78,7 +86,9 @@ class Progress {
 
 int GenDataCommand(const Args& args) {
   std::string rows_s, seed_s = "1", out, format_s = "criteo", test_rows_s,
-                      num_files_s = "1", threads_s = "0", ctr_s = "0.25";
+                      num_files_s = "1", threads_s = "0", ctr_s = "0.25",
+                      history_s = "0", history_field_s = "C1",
+                      history_categories_s = "8", history_scale_s = "0.5";
   Args positional;
   if (!ParseFlags(
           args,
@@ -96,7 +106,18 @@ int GenDataCommand(const Args& args) {
            {"threads", &threads_s, nullptr,
             "generator threads (default: CPUs)"},
            {"target_ctr", &ctr_s, nullptr,
-            "mean click probability, in (0, 1) (default 0.25)"}},
+            "mean click probability, in (0, 1) (default 0.25)"},
+           {"history", &history_s, nullptr,
+            "max items of a row's behaviour sequence H1, in [0, 32] "
+            "(default 0: no histories)"},
+           {"history_field", &history_field_s, nullptr,
+            "the categorical field the history's items belong to "
+            "(default C1)"},
+           {"history_categories", &history_categories_s, nullptr,
+            "hidden item categories of the history term (default 8)"},
+           {"history_scale", &history_scale_s, nullptr,
+            "logit added per history item in the candidate's category "
+            "(default 0.5)"}},
           &positional, kUsage)) {
     return 2;
   }
@@ -150,6 +171,38 @@ int GenDataCommand(const Args& args) {
       !(options.config.target_ctr > 0) || !(options.config.target_ctr < 1)) {
     return Fail("--target_ctr must be a number in (0, 1), got '" + ctr_s + "'");
   }
+  data::SyntheticHistorySpec& history = options.config.history;
+  if (!absl::SimpleAtoi(history_s, &history.max_length) ||
+      history.max_length < 0 || history.max_length > data::kSyntheticMaxHistory) {
+    return Fail(absl::StrFormat("--history must be an integer in [0, %d], got '%s'",
+                                data::kSyntheticMaxHistory, history_s));
+  }
+  {
+    int field = 0;
+    if (history_field_s.size() < 2 || history_field_s[0] != 'C' ||
+        !absl::SimpleAtoi(history_field_s.substr(1), &field) || field < 1 ||
+        field > data::kSyntheticNumCategorical) {
+      return Fail(absl::StrFormat(
+          "--history_field must be a categorical field C1..C%d, got '%s'",
+          data::kSyntheticNumCategorical, history_field_s));
+    }
+    history.item_field = field - 1;
+  }
+  if (!absl::SimpleAtoi(history_categories_s, &history.num_categories) ||
+      history.num_categories < 1) {
+    return Fail("--history_categories must be an integer >= 1, got '" +
+                history_categories_s + "'");
+  }
+  if (!absl::SimpleAtod(history_scale_s, &history.scale) ||
+      !std::isfinite(history.scale)) {
+    return Fail("--history_scale must be a finite number, got '" +
+                history_scale_s + "'");
+  }
+  if (history.max_length > 0 &&
+      options.format != data::SyntheticFormat::kCriteoTsv) {
+    return Fail("--history: histories are written only in the criteo format "
+                "(TSV), not " + format_s);
+  }
   // The directory: create it and make sure a file can be written there, so
   // that a bad --out fails before any work.
   Env* env = Env::Default();
@@ -200,6 +253,12 @@ int GenDataCommand(const Args& args) {
         "(first-order part alone: AUC %.4f; constant CTR: logloss %.4f)",
         summary->test.ctr, summary->oracle_auc, summary->oracle_logloss,
         summary->first_order_auc, summary->constant_logloss);
+  }
+  if (history.max_length > 0) {
+    std::cout << absl::StrFormat(
+        "\nhistories: up to %d items of C%d per row in column H1 (train with "
+        "a sparse feature {name: H1, sequence_of: C%d})",
+        history.max_length, history.item_field + 1, history.item_field + 1);
   }
   std::cout << "\n"
             << "dataset description: " << JoinPath(out, "dataset.json") << "\n";

@@ -75,10 +75,72 @@ int Fail(const absl::Status& s) {
 }
 
 
+// Behaviour sequences come from the model config: the k sparse features
+// with sequence_of must be named H1..Hk (the data's sequence columns after
+// C26, in file order) and each must be a sequence of a categorical field
+// C<j>, whose ids its column holds (docs/model_config.md, "data").
 absl::StatusOr<Pipeline> MakeParser(const models::RunConfig& config) {
   data::CriteoOptions o;
   o.id_mode = config.data.hash_ids ? data::CriteoOptions::IdMode::kHash
                                    : data::CriteoOptions::IdMode::kHex;
+  std::vector<const models::SparseFeatureConfig*> sequences;
+  for (const auto& f : config.model.sparse_features) {
+    if (!f.sequence_of.empty()) sequences.push_back(&f);
+  }
+  o.sequence_fields.assign(sequences.size(), -1);
+  for (const models::SparseFeatureConfig* f : sequences) {
+    int k = 0, field = 0;
+    if (f->name.size() < 2 || f->name[0] != 'H' || !absl::SimpleAtoi(f->name.substr(1), &k) ||
+        k < 1 || k > static_cast<int>(sequences.size()) || o.sequence_fields[k - 1] != -1) {
+      return errors::InvalidArgument(
+          config.path, ": features.sparse: sequence '", f->name, "' (sequence_of: ",
+          f->sequence_of, "): with ", config.data.format, " data the ", sequences.size(),
+          " sequence feature(s) must be named H1..H", sequences.size(),
+          ", the sequence columns after C", o.num_categorical, " in file order");
+    }
+    if (f->sequence_of.size() < 2 || f->sequence_of[0] != 'C' ||
+        !absl::SimpleAtoi(f->sequence_of.substr(1), &field) || field < 1 ||
+        field > o.num_categorical) {
+      return errors::InvalidArgument(
+          config.path, ": features.sparse: sequence '", f->name, "' is a sequence of '",
+          f->sequence_of, "', but a ", config.data.format,
+          " sequence column holds ids of a categorical field C1..C", o.num_categorical);
+    }
+    o.sequence_fields[k - 1] = field - 1;
+  }
+  // When the training files' column count does not match the config's
+  // sequences, every line would be a bad record (and dropped): say so now,
+  // from the first line of the first file (I/O problems are left to the
+  // reader).
+  std::vector<std::string> patterns = absl::StrSplit(config.data.train, ',', absl::SkipEmpty());
+  if (auto files = data::ListFiles(nullptr, patterns); files.ok() && !files->empty()) {
+    auto file = Env::Default()->NewRandomAccessFile(files->front());
+    std::string scratch(1 << 16, '\0');
+    absl::StatusOr<absl::string_view> head =
+        file.ok() ? (*file)->Read(0, scratch.size(), scratch.data())
+                  : absl::StatusOr<absl::string_view>(file.status());
+    const size_t eol = head.ok() ? head->find('\n') : absl::string_view::npos;
+    const int64_t base = 1 + o.num_dense + o.num_categorical;
+    const int64_t ns = static_cast<int64_t>(o.sequence_fields.size());
+    const int64_t fields =
+        eol == absl::string_view::npos
+            ? 0
+            : 1 + std::count(head->begin(), head->begin() + eol, '\t');
+    if (fields >= base && fields != base + ns) {
+      std::string hint =
+          ns == 0 ? absl::StrCat("the config has no sequence feature to read the ", fields - base,
+                                 " sequence column(s) after C", o.num_categorical,
+                                 ": add {name: H1, sequence_of: C1} to features.sparse, or use "
+                                 "files without sequence columns")
+                  : absl::StrCat("the config's ", ns, " sequence feature(s) H1..H", ns,
+                                 " need ", base + ns,
+                                 " (write the files with `recflow gen-data --history N`)");
+      return errors::InvalidArgument(
+          config.path, ": the criteo data ", files->front(), " has ", fields,
+          " columns on line 1, but ", hint,
+          " (docs/model_config.md, \"Behaviour sequences in the data\")");
+    }
+  }
   ASSIGN_OR_RETURN(auto parser, data::CriteoParser::Create(o));
   Pipeline p;
   p.schema = parser->schema();

@@ -105,5 +105,33 @@ expect_error eval_no_model "checkpoint|not found|NotFound" \
 expect_error bad_steps "--steps: not a number" \
   "$RECFLOW" train --config "$TMP/fm.yaml" --steps x
 
-echo "train_test: uninterrupted AUC $full_auc, resumed AUC $resumed_auc, eval AUC $eval_auc; $fails failures"
+# 5. DIN from files: gen-data --history writes the sequence column H1, the
+# Criteo parser reads it for the config's {name: H1, sequence_of: C1}.
+"$RECFLOW" gen-data --rows 20000 --test_rows 4000 --seed 4 --history 12 --out "$TMP/hist" >/dev/null 2>&1 ||
+  fail "gen-data --history"
+sed -e 's/vocabulary_size: 100000/vocabulary_size: 20000/' -e 's/batch_size: 1024/batch_size: 256/' \
+  "$SRC/examples/configs/din.yaml" >"$TMP/din.yaml"
+out=$("$RECFLOW" train --config "$TMP/din.yaml" --data "$TMP/hist/train-*.tsv" \
+  --eval_data "$TMP/hist/test-*.tsv" --model_dir "$TMP/din" --threads 2 2>"$TMP/din.err")
+din_auc=$(grep -oE "test AUC [0-9.]+" <<<"$out" | awk '{print $3}')
+if [[ -z "$din_auc" ]]; then
+  fail "din train on --history files: $out $(tail -3 "$TMP/din.err")"
+else
+  awk -v a="$din_auc" 'BEGIN { exit !(a > 0.6) }' || fail "din test AUC $din_auc not above 0.6"
+fi
+expect_error din_plain_files "has 40 columns on line 1, but the config's 1 sequence feature" \
+  "$RECFLOW" train --config "$TMP/din.yaml" --data "$TMP/data/train-*.tsv" --model_dir "$TMP/b4"
+expect_error history_files_no_sequence "has 41 columns on line 1, but the config has no sequence" \
+  "$RECFLOW" train --config "$TMP/fm.yaml" --data "$TMP/hist/train-*.tsv" --model_dir "$TMP/b5"
+sed 's/{name: H1, sequence_of: C1}/{name: hist, sequence_of: C1}/' "$TMP/din.yaml" >"$TMP/din_hist.yaml"
+expect_error sequence_not_named_h1 "sequence 'hist' \(sequence_of: C1\): with criteo data the 1 sequence feature\(s\) must be named H1..H1" \
+  "$RECFLOW" train --config "$TMP/din_hist.yaml" --data "$TMP/hist/train-*.tsv" --model_dir "$TMP/b6"
+expect_error gen_data_history_range "--history must be an integer in \[0, 32\], got '33'" \
+  "$RECFLOW" gen-data --rows 10 --history 33 --out "$TMP/b7"
+expect_error gen_data_history_field "--history_field must be a categorical field C1..C26, got 'C27'" \
+  "$RECFLOW" gen-data --rows 10 --history 3 --history_field C27 --out "$TMP/b7"
+expect_error gen_data_history_tfrecord "histories are written only in the criteo format" \
+  "$RECFLOW" gen-data --rows 10 --history 3 --format tfrecord --out "$TMP/b7"
+
+echo "train_test: uninterrupted AUC $full_auc, resumed AUC $resumed_auc, eval AUC $eval_auc, din AUC ${din_auc:-none}; $fails failures"
 [[ $fails -eq 0 ]]

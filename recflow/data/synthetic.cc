@@ -692,7 +692,8 @@ absl::StatusOr<std::vector<SyntheticRow>> GenerateRows(
 // ---------------------------------------------------------------------------
 // Output helpers.
 
-void AppendCriteoTsvLine(const SyntheticRow& row, std::string* out) {
+void AppendCriteoTsvLine(const SyntheticRow& row, std::string* out,
+                         bool with_history) {
   out->push_back(row.label != 0 ? '1' : '0');
   char buf[24];
   for (int j = 0; j < kSyntheticNumDense; ++j) {
@@ -711,6 +712,13 @@ void AppendCriteoTsvLine(const SyntheticRow& row, std::string* out) {
     out->push_back('\t');
     if (row.has_categorical(f))
       SyntheticGenerator::AppendHex(row.hashed[f], out);
+  }
+  if (with_history) {
+    out->push_back('\t');
+    for (uint32_t i = 0; i < row.history_length; ++i) {
+      if (i > 0) out->push_back(',');
+      SyntheticGenerator::AppendHex(row.history_hashed[i], out);
+    }
   }
   out->push_back('\n');
 }
@@ -737,7 +745,9 @@ Batch RowsToBatch(const SyntheticRow* rows, int64_t n) {
     for (int j = 0; j < kSyntheticNumDense; ++j) {
       dense[r * kSyntheticNumDense + j] =
           rows[r].has_dense(j)
-              ? std::log1p(static_cast<float>(std::max<int64_t>(rows[r].dense[j], 0)))
+              // As CriteoParser: double log1p rounded to float.
+              ? static_cast<float>(std::log1p(static_cast<double>(
+                    std::max<int64_t>(rows[r].dense[j], 0))))
               : 0.0f;
     }
   }

@@ -95,8 +95,9 @@ struct SyntheticInteraction {
 //   logit += scale * #(history items in the category of the row's item)
 // (0 when the item is missing). Attention over the history (DIN) can weigh
 // each history item by its match with the candidate; sum pooling cannot.
-// The histories are in memory only (SyntheticRow, RowsToBatch's "H1"): the
-// TSV and TFRecord writers do not write them.
+// The TSV writer (AppendCriteoTsvLine with with_history, `recflow gen-data
+// --history N`) writes them as a trailing column H1; RowsToBatchWithHistory
+// gives the same batch in memory. The TFRecord writer does not write them.
 inline constexpr int kSyntheticMaxHistory = 32;
 struct SyntheticHistorySpec {
   int max_length = 0;      // in [0, kSyntheticMaxHistory]; 0: no histories
@@ -225,8 +226,13 @@ Batch RowsToBatchWithHistory(const SyntheticRow* rows, int64_t n,
                              int item_field);
 
 // Appends the row as one Criteo TSV line: label, I1..I13, C1..C26 separated
-// by tabs, empty fields for missing values, '\n' at the end.
-void AppendCriteoTsvLine(const SyntheticRow& row, std::string* out);
+// by tabs, empty fields for missing values, '\n' at the end. With
+// with_history, one more column H1 after C26: the history's written values
+// (8 hex digits each) separated by ',', oldest first, empty for an empty
+// history; CriteoParser with sequence_fields = {item_field} parses it into
+// exactly RowsToBatchWithHistory's batch.
+void AppendCriteoTsvLine(const SyntheticRow& row, std::string* out,
+                         bool with_history = false);
 
 // Exact ROC AUC of `scores` for binary `labels` (ties count one half: the
 // Mann-Whitney statistic with average ranks), and mean log loss (with

@@ -144,6 +144,7 @@ class SplitWriter {
       const int64_t num_blocks =
           (chunk_end - chunk + kBlockRows - 1) / kBlockRows;
       std::vector<BlockResult> results(num_blocks);
+      const bool with_history = gen_.config().history.max_length > 0;
       auto work = [&](int64_t b0, int64_t b1) {
         std::vector<SyntheticRow> rows(kBlockRows);
         for (int64_t b = b0; b < b1; ++b) {
@@ -159,7 +160,7 @@ class SplitWriter {
           for (int64_t r = 0; r < n; ++r) {
             const SyntheticRow& row = rows[r];
             if (options_.format == SyntheticFormat::kCriteoTsv) {
-              AppendCriteoTsvLine(row, &out.bytes);
+              AppendCriteoTsvLine(row, &out.bytes, with_history);
             } else {
               out.records.push_back(SerializeSyntheticExample(row));
             }
@@ -256,7 +257,15 @@ std::string BuildJson(const SyntheticWriteOptions& o,
                     "\"], \"rank\": ", p.rank, ", \"scale\": ", Num(p.scale),
                     "}");
   }
-  absl::StrAppend(&j, c.interactions.empty() ? "]\n  },\n" : "\n    ]\n  },\n");
+  absl::StrAppend(&j, c.interactions.empty() ? "]" : "\n    ]");
+  const SyntheticHistorySpec& h = c.history;
+  if (h.max_length > 0) {
+    absl::StrAppend(&j, ",\n    \"history\": {\"max_length\": ", h.max_length,
+                    ", \"item_field\": \"C", h.item_field + 1,
+                    "\", \"num_categories\": ", h.num_categories,
+                    ", \"scale\": ", Num(h.scale), "}");
+  }
+  absl::StrAppend(&j, "\n  },\n");
 
   absl::StrAppend(
       &j, "  \"schema\": {\n    \"label\": {\"name\": \"label\", \"type\": ",
@@ -285,7 +294,14 @@ std::string BuildJson(const SyntheticWriteOptions& o,
         ", \"test_distinct\": ", s.test.distinct_ids[f],
         ", \"train_missing\": ", Num(s.train.categorical_missing[f]), "}");
   }
-  absl::StrAppend(&j, "\n    ]\n  },\n  \"splits\": {\n");
+  absl::StrAppend(&j, "\n    ]");
+  if (h.max_length > 0) {
+    absl::StrAppend(&j, ",\n    \"sequences\": [\n      {\"name\": \"H1\", "
+                    "\"items_of\": \"C", h.item_field + 1,
+                    "\", \"separator\": \",\", \"max_length\": ", h.max_length,
+                    "}\n    ]");
+  }
+  absl::StrAppend(&j, "\n  },\n  \"splits\": {\n");
   auto split = [&](const char* name, const SyntheticSplitSummary& sp,
                    bool last) {
     absl::StrAppend(&j, "    \"", name, "\": {\"rows\": ", sp.rows,
@@ -364,6 +380,14 @@ absl::StatusOr<SyntheticDatasetSummary> WriteSyntheticDataset(
     return errors::Unimplemented("synthetic dataset: the ",
                                  SyntheticFormatName(options.format),
                                  " format is not available in this build");
+  }
+  if (options.config.history.max_length > 0 &&
+      options.format != SyntheticFormat::kCriteoTsv) {
+    return errors::Unimplemented(
+        "synthetic dataset: histories (history.max_length ",
+        options.config.history.max_length,
+        ") are written only in the criteo format, not ",
+        SyntheticFormatName(options.format));
   }
   Env* env = options.env != nullptr ? options.env : Env::Default();
   RETURN_IF_ERROR(env->RecursivelyCreateDir(options.out_dir));

@@ -6,7 +6,11 @@
 //   DIR/dataset.json                 settings, schema, cardinalities, CTRs,
 //                                    the oracle's AUC and logloss on test
 //
-// (.tfrecord instead of .tsv for SyntheticFormat::kTfRecord.) File i of a
+// (.tfrecord instead of .tsv for SyntheticFormat::kTfRecord.) With
+// config.history.max_length > 0 every TSV line ends with the history column
+// H1 (AppendCriteoTsvLine's with_history) and dataset.json records the
+// history settings; the TFRecord format cannot carry histories
+// (Unimplemented). File i of a
 // split of n rows holds rows [i*n/K, (i+1)*n/K). docs/data.md gives the line
 // and record layouts and the JSON fields.
 //

@@ -182,12 +182,15 @@ int64_t CountFields(const char* p, const char* end) {
 }
 
 // Output pointers of one batch. The running id count of feature k is
-// splits[k][row]: a failed line never advances `row`, so it needs no undo.
+// splits[k][row]: a failed line never advances `row`, so it needs no undo
+// (a sequence's ids are cut back to seq_splits[s][row] before each line).
 struct CriteoOut {
   float* labels;
-  float* dense;            // [B, nd]
-  int64_t* const* ids;     // [nc] arrays of B
-  int64_t* const* splits;  // [nc] arrays of B + 1
+  float* dense;                      // [B, nd]
+  int64_t* const* ids;               // [nc] arrays of B
+  int64_t* const* splits;            // [nc] arrays of B + 1
+  std::vector<int64_t>* seq_ids;     // [ns] growing id lists
+  int64_t* const* seq_splits;        // [ns] arrays of B + 1
 };
 
 // Parses one line into row `row` of `out`. On failure fills *err and
@@ -195,20 +198,18 @@ struct CriteoOut {
 template <bool kHex>
 bool ParseCriteoLine(const char* p, const char* end, const CriteoOptions& o,
                      const float* table, int64_t row, const CriteoOut& out,
-                     LineError* err) {
+                     const char* expected_fields, LineError* err) {
   const int nd = o.num_dense;
   const int nc = o.num_categorical;
-  const int num_fields = 1 + nd + nc;
+  const int ns = static_cast<int>(o.sequence_fields.size());
+  const int num_fields = 1 + nd + nc + ns;
   const char* const line_begin = p;
   auto wrong_count = [&]() {
     err->reason = "wrong_field_count";
     err->field = -1;
     err->text = absl::string_view(line_begin, end - line_begin);
     err->count = CountFields(line_begin, end);
-    err->expected = nd == 13 && nc == 26 ? "expected 40 (label, 13 integer, "
-                                           "26 categorical)"
-                                         : "expected 1 + num_dense + "
-                                           "num_categorical";
+    err->expected = expected_fields;
     return false;
   };
   // After field `index` (0-based column): a tab, or the end for the last.
@@ -323,6 +324,71 @@ bool ParseCriteoLine(const char* p, const char* end, const CriteoOptions& o,
     splits[row + 1] = n + (p > fs ? 1 : 0);
     if (!separator(1 + nd + k)) return wrong_count();
   }
+
+  // Sequences: items separated by ','.
+  for (int s = 0; s < ns; ++s) {
+    const char* const fs = p;
+    const char* const fe = FieldEnd(p, end);
+    std::vector<int64_t>& ids = out.seq_ids[s];
+    int64_t* const splits = out.seq_splits[s];
+    ids.resize(splits[row]);  // Drops what a failed line left.
+    const int field = o.sequence_fields[s];
+    auto bad = [&](const char* reason, absl::string_view text,
+                   const char* expected) {
+      err->reason = reason;
+      err->field = 1 + nd + nc + s;
+      err->text = text;
+      err->expected = expected;
+      return false;
+    };
+    int64_t count = 0;
+    while (p < fe) {
+      const char* const is = p;
+      const void* comma = std::memchr(p, ',', fe - p);
+      const char* const ie =
+          comma == nullptr ? fe : static_cast<const char*>(comma);
+      if (ie == is) {
+        return bad("bad_sequence", absl::string_view(fs, fe - fs),
+                   "expected items separated by single ',' (an empty item)");
+      }
+      if (++count > o.max_sequence_length) {
+        return bad("sequence_too_long", absl::string_view(fs, fe - fs),
+                   "more items than max_sequence_length");
+      }
+      if constexpr (kHex) {
+        uint32_t h = 0;
+        if (ie - is == 8 && Hex8(reinterpret_cast<const uint8_t*>(is), &h)) {
+          p = ie;
+        } else {
+          unsigned d;
+          while (p < ie && (d = text_internal::kHexValue[static_cast<uint8_t>(
+                                *p)]) < 16) {
+            h = (h << 4) | d;
+            ++p;
+          }
+          if (p != ie || ie - is > 8) {
+            return bad("bad_sequence", absl::string_view(is, ie - is),
+                       "expected items of 1 to 8 hex digits");
+          }
+        }
+        ids.push_back(CriteoHexId(field, h));
+      } else {
+        ids.push_back(static_cast<int64_t>(
+            Fingerprint64(absl::string_view(is, ie - is))));
+        p = ie;
+      }
+      if (p < fe) {
+        ++p;  // The ','.
+        if (p == fe) {
+          return bad("bad_sequence", absl::string_view(fs, fe - fs),
+                     "expected items separated by single ',' (a trailing "
+                     "',')");
+        }
+      }
+    }
+    splits[row + 1] = static_cast<int64_t>(ids.size());
+    if (!separator(1 + nd + nc + s)) return wrong_count();
+  }
   return true;
 }
 
@@ -336,6 +402,19 @@ CriteoParser::CriteoParser(CriteoOptions options)
   for (int k = 0; k < options_.num_categorical; ++k) {
     schema_.sparse.push_back({absl::StrCat("C", k + 1), false});
   }
+  const int ns = static_cast<int>(options_.sequence_fields.size());
+  for (int s = 0; s < ns; ++s) {
+    schema_.sparse.push_back({absl::StrCat("H", s + 1), false});
+  }
+  expected_fields_ = absl::StrCat(
+      "expected ", 1 + options_.num_dense + options_.num_categorical + ns,
+      " (label, ", options_.num_dense, " integer, ", options_.num_categorical,
+      " categorical");
+  if (ns > 0) {
+    absl::StrAppend(&expected_fields_, ", ", ns, " sequence",
+                    ns == 1 ? " H1" : absl::StrCat("s H1..H", ns));
+  }
+  absl::StrAppend(&expected_fields_, ")");
 }
 
 absl::StatusOr<std::unique_ptr<CriteoParser>> CriteoParser::Create(
@@ -349,6 +428,21 @@ absl::StatusOr<std::unique_ptr<CriteoParser>> CriteoParser::Create(
     return errors::InvalidArgument(
         "criteo parser: max_line_bytes must be >= 1, got ",
         options.bad_records.max_line_bytes);
+  }
+  if (options.max_sequence_length < 1) {
+    return errors::InvalidArgument(
+        "criteo parser: max_sequence_length must be >= 1, got ",
+        options.max_sequence_length);
+  }
+  for (size_t s = 0; s < options.sequence_fields.size(); ++s) {
+    const int f = options.sequence_fields[s];
+    if (f < 0 || f >= options.num_categorical) {
+      return errors::InvalidArgument(
+          "criteo parser: sequence H", s + 1, " holds items of field ", f,
+          " (0-based), but the categorical fields are 0..",
+          options.num_categorical - 1, " (C1..C", options.num_categorical,
+          ")");
+    }
   }
   return std::unique_ptr<CriteoParser>(new CriteoParser(std::move(options)));
 }
@@ -378,8 +472,21 @@ absl::StatusOr<Batch> CriteoParser::Parse(
     splits_p[k] = splits[k].data<int64_t>();
     splits_p[k][0] = 0;
   }
-  const CriteoOut out{labels.data<float>(), dense.data<float>(), ids_p.data(),
-                      splits_p.data()};
+  const int ns = static_cast<int>(options_.sequence_fields.size());
+  std::vector<std::vector<int64_t>> seq_ids(ns);
+  std::vector<Tensor> seq_splits(ns);
+  std::vector<int64_t*> seq_splits_p(ns);
+  for (int s = 0; s < ns; ++s) {
+    seq_ids[s].reserve(num_lines * 16);
+    ASSIGN_OR_RETURN(seq_splits[s],
+                     Tensor::Create(DT_INT64, TensorShape({num_lines + 1})));
+    seq_splits_p[s] = seq_splits[s].data<int64_t>();
+    seq_splits_p[s][0] = 0;
+  }
+  const CriteoOut out{labels.data<float>(), dense.data<float>(),
+                      ids_p.data(),         splits_p.data(),
+                      seq_ids.data(),       seq_splits_p.data()};
+  const char* const expected_fields = expected_fields_.c_str();
 
   const float* table = LogTable();
   const bool hex = options_.id_mode == CriteoOptions::IdMode::kHex;
@@ -391,7 +498,7 @@ absl::StatusOr<Batch> CriteoParser::Parse(
     bool ok;
     if (line.empty()) {
       err.reason = "empty_line";
-      err.expected = "expected 40 tab-separated fields";
+      err.expected = expected_fields;
       ok = false;
     } else if (static_cast<int64_t>(line.size()) > bad.max_line_bytes) {
       err.reason = "line_too_long";
@@ -402,8 +509,10 @@ absl::StatusOr<Batch> CriteoParser::Parse(
       const char* p = line.data();
       const char* end = p + line.size();
       ok =
-          hex ? ParseCriteoLine<true>(p, end, options_, table, row, out, &err)
-              : ParseCriteoLine<false>(p, end, options_, table, row, out, &err);
+          hex ? ParseCriteoLine<true>(p, end, options_, table, row, out,
+                                      expected_fields, &err)
+              : ParseCriteoLine<false>(p, end, options_, table, row, out,
+                                       expected_fields, &err);
     }
     if (ABSL_PREDICT_TRUE(ok)) {
       ++row;
@@ -425,10 +534,20 @@ absl::StatusOr<Batch> CriteoParser::Parse(
   batch.batch_size = row;
   batch.labels = row == num_lines ? labels : labels.Slice(0, row);
   batch.dense = row == num_lines ? dense : dense.Slice(0, row);
-  batch.sparse.resize(nc);
+  batch.sparse.resize(nc + ns);
   for (int k = 0; k < nc; ++k) {
     batch.sparse[k].ids = ids[k].Slice(0, splits_p[k][row]);
     batch.sparse[k].row_splits = splits[k].Slice(0, row + 1);
+  }
+  for (int s = 0; s < ns; ++s) {
+    const int64_t nnz = seq_splits_p[s][row];
+    ASSIGN_OR_RETURN(Tensor seq, Tensor::Create(DT_INT64, TensorShape({nnz})));
+    if (nnz > 0) {
+      std::memcpy(seq.data<int64_t>(), seq_ids[s].data(),
+                  nnz * sizeof(int64_t));
+    }
+    batch.sparse[nc + s].ids = std::move(seq);
+    batch.sparse[nc + s].row_splits = seq_splits[s].Slice(0, row + 1);
   }
   return batch;
 }

@@ -114,6 +114,22 @@ MapFn ParseFn(std::shared_ptr<const TextParser> parser);
 // every id is >= 0. IdMode::kHash (any bytes, for data that is not hex):
 // the id is Fingerprint64(field bytes) as int64 — TensorFlow's
 // StringToHashBucketFast hash, not mixed with the field.
+//
+// Behaviour sequences (sequence_fields non-empty; off by default): after the
+// last C field come sequence_fields.size() more columns, H1..Hk, each the
+// list of one user's past items, oldest first, separated by ',' (which
+// never occurs in a hex value); an empty column is an empty history:
+//   label \t I1 .. I13 \t C1 .. C26 \t H1 [\t H2 ...]
+//   e.g. "...\t68fd1e64\t05db9164,68fd1e64,8cf07265"
+// Sequence Hs holds items of categorical field sequence_fields[s] (0-based:
+// 0 is C1) and its ids are exactly that field's ids for the same text:
+// CriteoHexId(sequence_fields[s], h) in kHex mode, Fingerprint64(item) in
+// kHash mode; so a model can look both up in one embedding table. The
+// schema gets sparse features "H1".."Hk" (unweighted) after the C fields.
+// Bad records: a line without its sequence columns (or with more columns)
+// is "wrong_field_count"; an empty item ("a,,b", a trailing ',') or, in
+// kHex mode, an item that is not 1 to 8 hex digits is "bad_sequence"; more
+// than max_sequence_length items is "sequence_too_long".
 struct CriteoOptions {
   enum class IdMode { kHex, kHash };
 
@@ -122,6 +138,10 @@ struct CriteoOptions {
   bool log_transform = true;
   float dense_default = 0.0f;
   IdMode id_mode = IdMode::kHex;
+  // One entry per sequence column H1.., the 0-based categorical field whose
+  // id space it shares; each in [0, num_categorical).
+  std::vector<int> sequence_fields;
+  int64_t max_sequence_length = 1024;  // items per sequence, >= 1
   BadRecordOptions bad_records;
 };
 
@@ -131,7 +151,8 @@ inline constexpr int64_t CriteoHexId(int field, uint32_t hex_value) {
 
 class CriteoParser : public TextParser {
  public:
-  // InvalidArgument for negative feature counts or max_line_bytes < 1.
+  // InvalidArgument for negative feature counts, max_line_bytes < 1,
+  // max_sequence_length < 1 or a sequence field out of range.
   static absl::StatusOr<std::unique_ptr<CriteoParser>> Create(
       CriteoOptions options);
 
@@ -146,6 +167,7 @@ class CriteoParser : public TextParser {
   explicit CriteoParser(CriteoOptions options);
   CriteoOptions options_;
   BatchSchema schema_;
+  std::string expected_fields_;  // "expected 40 (label, ...)" for errors
 };
 
 // ---------------------------------------------------------------------------
