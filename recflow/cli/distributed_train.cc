@@ -319,6 +319,7 @@ absl::Status RunWorker(const models::RunConfig& config, const std::string& model
     }
   }
   const double secs = Since(start);
+  ReportSkippedRecords(p);
   RETURN_IF_ERROR(save_position());
   if (!chief) {
     for (int ps = 0; ps < client.num_ps(); ++ps) client.Leave(ps, index).IgnoreError();

@@ -141,8 +141,10 @@ absl::StatusOr<Pipeline> MakeParser(const models::RunConfig& config) {
           " (docs/model_config.md, \"Behaviour sequences in the data\")");
     }
   }
-  ASSIGN_OR_RETURN(auto parser, data::CriteoParser::Create(o));
   Pipeline p;
+  p.stats = std::make_shared<data::DataStats>();
+  o.bad_records.stats = p.stats;
+  ASSIGN_OR_RETURN(auto parser, data::CriteoParser::Create(o));
   p.schema = parser->schema();
   p.parser = std::move(parser);
   return p;
@@ -295,6 +297,13 @@ std::string OracleNote(const std::string& data_pattern) {
   return absl::StrFormat("  (oracle: AUC %.4f, logloss %.4f)", a, l);
 }
 
+void ReportSkippedRecords(const Pipeline& p) {
+  if (p.stats == nullptr || p.stats->records_skipped() == 0) return;
+  std::fprintf(stderr, "\ninput: %s (bad lines are skipped and counted; "
+                       "docs/formats/text.md, \"Bad records\")\n",
+               p.stats->Summary().c_str());
+}
+
 absl::Status WriteRunConfig(const models::RunConfig& config, const std::string& model_dir) {
   RETURN_IF_ERROR(Env::Default()->RecursivelyCreateDir(model_dir));
   // The effective config (overrides included) beside the checkpoints, for
@@ -395,6 +404,7 @@ absl::Status RunTrain(models::RunConfig config, const std::string& model_dir) {
   }
   const int64_t steps = sess->global_step() - start_step;
   const double secs = std::chrono::duration<double>(Clock::now() - start).count();
+  ReportSkippedRecords(p);
   if (!status.ok() && !absl::IsOutOfRange(status)) return status;
   RETURN_IF_ERROR(sess->Close());
   RETURN_IF_ERROR(writer->Close());
@@ -429,6 +439,7 @@ absl::Status RunEval(models::RunConfig config, const std::string& model_dir, int
               "(%lld examples, %.1f s)%s\n",
               latest.c_str(), r.auc, r.logloss, r.calibration, r.accuracy,
               static_cast<long long>(r.count), secs, OracleNote(config.data.eval).c_str());
+  ReportSkippedRecords(p);
   return absl::OkStatus();
 }
 

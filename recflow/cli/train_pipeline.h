@@ -28,7 +28,11 @@ int Fail(const absl::Status& s);
 struct Pipeline {
   std::shared_ptr<const data::CriteoParser> parser;
   data::BatchSchema schema;
+  // Bad lines the parser skipped (training and evaluation together).
+  std::shared_ptr<data::DataStats> stats;
 };
+// Prints the skipped-records summary to stderr when lines were skipped.
+void ReportSkippedRecords(const Pipeline& p);
 absl::StatusOr<Pipeline> MakeParser(const models::RunConfig& config);
 
 // Batches of the files matching `patterns` (comma-separated globs), parsed,
