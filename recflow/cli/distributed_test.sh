@@ -121,7 +121,10 @@ single=$(test_auc "$TMP/single.out")
 EVALUATOR=1 start_cluster async
 wait_cluster async
 async=$(test_auc "$TMP/async.chief0.out")
-close "$async" "$single" 0.01 || fail "async cluster AUC '$async' vs single process '$single'"
+# Async gradients are stale by about the number of other workers (more when
+# the 2 cores are oversubscribed), which costs up to ~0.01-0.02 AUC on a run
+# this short (docs/distributed.md); sync must match more closely.
+close "$async" "$single" 0.02 || fail "async cluster AUC '$async' vs single process '$single'"
 grep -q "ps task 0: done at global step" "$TMP/async.ps0.err" ||
   fail "ps 0 did not end with the job: $(tail -2 "$TMP/async.ps0.err")"
 for w in worker0 worker1; do

@@ -256,7 +256,16 @@ absl::Status RunWorker(const models::RunConfig& config, const std::string& model
   const auto start = Clock::now();
   auto last_log = start;
   auto last_save_time = start;
-  int64_t last_save = step, last_eval_step = step, last_summary = step, my_steps = 0;
+  // The step of the newest checkpoint (-1: none), so that the end saves
+  // unless a checkpoint of the final step exists already.
+  int64_t last_save = -1;
+  if (chief) {
+    const std::string latest = wo.latest_checkpoint();
+    if (!latest.empty() && !absl::SimpleAtoi(latest.substr(latest.rfind('-') + 1), &last_save)) {
+      last_save = -1;
+    }
+  }
+  int64_t last_eval_step = step, last_summary = step, my_steps = 0;
   bool finished_by_ps = false;
   const bool tty = isatty(STDERR_FILENO);
   while (config.train.steps <= 0 || step < config.train.steps) {
@@ -301,7 +310,7 @@ absl::Status RunWorker(const models::RunConfig& config, const std::string& model
       RETURN_IF_ERROR(writer->AddScalar("loss", step, r->loss));
       last_summary = step;
     }
-    if ((config.train.save_steps > 0 && step - last_save >= config.train.save_steps) ||
+    if ((config.train.save_steps > 0 && step - std::max(last_save, start_step) >= config.train.save_steps) ||
         (config.train.save_secs > 0 && Since(last_save_time) >= config.train.save_secs)) {
       absl::Status saved = save(step);
       if (!saved.ok()) {
