@@ -115,8 +115,9 @@ class Worker {
     int64_t bytes_sent = 0;
     int64_t bytes_received = 0;
     // The minimum: 4 bytes per touched parameter (the dense variables and the
-    // distinct rows of the batch) pulled, and as much pushed as gradients,
-    // plus 8 bytes per distinct id sent.
+    // distinct rows of the batch) pulled, and as much pushed as gradients.
+    // The ids (8 bytes each, sent with the pull and again with the push) and
+    // the framing are overhead above it.
     int64_t minimum_bytes = 0;
     int64_t retries = 0;
   };
