@@ -84,9 +84,14 @@ start_cluster() {
   for t in "ps 0" "ps 1" "chief 0" "worker 0" "worker 1"; do start_task "$name" $t "$@"; done
   [[ "${EVALUATOR:-0}" == 1 ]] && start_task "$name" evaluator 0 "$@"
 }
-wait_cluster() {  # wait_cluster NAME: waits for every task; fails on a non-zero exit
-  local name=$1 task
+wait_cluster() {  # wait_cluster NAME: waits (at most 150 s) for every task; fails on a non-zero exit
+  local name=$1 task deadline=$((SECONDS + 150))
   for task in "${!TASK_PID[@]}"; do
+    while kill -0 "${TASK_PID[$task]}" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
+    if kill -0 "${TASK_PID[$task]}" 2>/dev/null; then
+      fail "$name: task $task still running after 150 s: $(tail -3 "$TMP/$name.$task.err")"
+      kill -KILL "${TASK_PID[$task]}" 2>/dev/null
+    fi
     if ! wait "${TASK_PID[$task]}"; then
       fail "$name: task $task exited with an error: $(tail -3 "$TMP/$name.$task.err")"
     fi

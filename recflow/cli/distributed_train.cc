@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <optional>
 
+#include <grpcpp/grpcpp.h>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
@@ -142,6 +144,12 @@ absl::Status RunWorker(const models::RunConfig& config, const std::string& model
     return latest.ok() ? *latest : std::string();
   };
   ASSIGN_OR_RETURN(auto worker, distributed::Worker::Create(session.get(), &client, wo));
+  // The task's own server (health checks), on its address in the cluster.
+  std::unique_ptr<grpc::Server> task_server;
+  if (!cluster.address().empty()) {
+    ASSIGN_OR_RETURN(std::string listen, cluster.cluster.ListenAddress(cluster.task));
+    ASSIGN_OR_RETURN(task_server, distributed::StartTaskServer(listen));
+  }
 
   std::unique_ptr<distributed::ClusterCheckpointer> ckpt;
   std::unique_ptr<train::SummaryWriter> writer;

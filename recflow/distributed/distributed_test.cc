@@ -3,8 +3,12 @@
 // (async with one worker; sync with the batch split over two workers), and
 // bad requests get clear errors.
 #include <cmath>
+#include <future>
 #include <random>
 #include <thread>
+
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -637,6 +641,38 @@ TEST(PsServerTest, SyncRoundDoesNotWaitForeverForADeadWorker) {
   ASSERT_TRUE(ps->Push(push, &r).ok());  // the other worker never comes
   EXPECT_TRUE(r.applied());
   EXPECT_EQ(r.global_step(), 1);
+}
+
+// Every task serves gRPC's health service on its address: Check("") answers
+// SERVING (the HealthCheckResponse bytes 08 01); PsService calls on a
+// non-ps task are UNIMPLEMENTED.
+TEST(TaskServerTest, AnswersHealthChecks) {
+  int port = 0;
+  auto server = StartTaskServer("127.0.0.1:0", &port);
+  ASSERT_TRUE(server.ok()) << server.status();
+  ASSERT_GT(port, 0);
+  auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
+                                     grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  grpc::Slice empty("");
+  grpc::ByteBuffer request(&empty, 1), response;
+  std::promise<grpc::Status> done;
+  stub.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
+                 [&](grpc::Status s) { done.set_value(s); });
+  const grpc::Status s = done.get_future().get();
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(response.Dump(&slices).ok());
+  std::string bytes;
+  for (const auto& sl : slices) bytes.append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+  EXPECT_EQ(bytes, std::string("\x08\x01", 2));
+  PsClient client({absl::StrCat("127.0.0.1:", port)});
+  StatusResponse st;
+  absl::Status call = client.GetStatus(0, &st);
+  EXPECT_TRUE(absl::IsUnimplemented(call)) << call;
+  (*server)->Shutdown();
 }
 
 }  // namespace

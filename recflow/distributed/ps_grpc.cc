@@ -1,6 +1,7 @@
 #include "recflow/distributed/ps_grpc.h"
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
 
 #include "absl/strings/str_cat.h"
 #include "recflow/core/status.h"
@@ -46,8 +47,28 @@ class PsGrpcServer::Service final : public PsService::Service {
   PsServer* ps_;
 };
 
+absl::StatusOr<std::unique_ptr<grpc::Server>> StartTaskServer(const std::string& address,
+                                                             int* bound_port) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
+  // A sync server needs a sync service of its own beside the health one:
+  // PsService's defaults, which answer UNIMPLEMENTED (this task is no ps).
+  static PsService::Service* const no_ps = new PsService::Service();
+  builder.RegisterService(no_ps);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    return errors::Unavailable("cannot listen on ", address,
+                               " (address in use, or not an address of this host?)");
+  }
+  if (bound_port != nullptr) *bound_port = port;
+  return server;
+}
+
 absl::StatusOr<std::unique_ptr<PsGrpcServer>> PsGrpcServer::Start(PsServer* ps,
                                                                    const std::string& address) {
+  grpc::EnableDefaultHealthCheckService(true);
   std::unique_ptr<PsGrpcServer> s(new PsGrpcServer);
   s->service_ = std::make_unique<Service>(ps);
   grpc::ServerBuilder builder;

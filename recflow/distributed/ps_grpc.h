@@ -50,6 +50,14 @@ class PsGrpcServer {
   int port_ = 0;
 };
 
+// A training task's own gRPC server (every task of a cluster listens on its
+// address, as a TensorFlow server does): gRPC's standard health service
+// (grpc.health.v1.Health, what Kubernetes' gRPC probes and grpc_health_probe
+// ask), SERVING while the task runs. Ps tasks serve it beside PsService.
+// `port` (optional) receives the port (for "host:0").
+absl::StatusOr<std::unique_ptr<grpc::Server>> StartTaskServer(const std::string& address,
+                                                             int* port = nullptr);
+
 class PsClient {
  public:
   explicit PsClient(std::vector<std::string> addresses);
