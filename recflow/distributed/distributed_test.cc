@@ -382,6 +382,12 @@ TEST_P(AsyncMatchTest, OneWorkerMatchesSingleProcess) {
   EXPECT_LT(double(st.bytes_sent + st.bytes_received) / st.minimum_bytes, 2.0);
   int partitioned = 0;
   for (const VariablePlacement& v : (*worker)->plan().variables) partitioned += v.ps == kPartitioned;
+  // Each ps holds only its share: no variable placed on the other one.
+  for (const VariablePlacement& v : (*worker)->plan().variables) {
+    if (v.ps < 0) continue;
+    ResourceMgr* rm = cluster.ps[1 - v.ps]->session()->device()->resource_manager();
+    EXPECT_FALSE(rm->Lookup<Var>(rm->default_container(), v.shared_name).ok()) << v.node;
+  }
   if (partition_bytes < 1000) {
     EXPECT_GT(partitioned, 3);
   } else {

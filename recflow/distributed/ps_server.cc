@@ -540,6 +540,14 @@ absl::Status PsServer::Init(const InitRequest& request, InitResponse* response) 
 
 absl::Status PsServer::SlicePartitioned() {
   const int p = options_.task_index;
+  // The initializers ran for the whole graph: drop the variables other ps
+  // tasks hold, so this one keeps only its share of the model in memory.
+  ResourceMgr* rm = session_->device()->resource_manager();
+  for (const VariablePlacement& v : plan_.variables) {
+    if (v.ps < 0 || v.ps == p) continue;
+    const std::string container = v.container.empty() ? rm->default_container() : v.container;
+    rm->Delete<Var>(container, v.shared_name).IgnoreError();
+  }
   for (const VariablePlacement& v : plan_.variables) {
     if (v.ps != kPartitioned) continue;
     ASSIGN_OR_RETURN(auto var, LookupVar(session_.get(), v));

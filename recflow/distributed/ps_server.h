@@ -111,7 +111,8 @@ class PsServer {
   };
 
   absl::Status CheckServing(uint64_t fingerprint, int worker);
-  // Keeps only this ps's rows of every partitioned variable (after init).
+  // Keeps only this ps's share after init: drops the variables placed on
+  // other ps tasks and keeps its rows of every partitioned one.
   absl::Status SlicePartitioned();
   absl::StatusOr<int64_t> ReadStep() const;
   absl::Status WriteStep(int64_t step);
