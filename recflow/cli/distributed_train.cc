@@ -105,20 +105,15 @@ absl::Status RunPs(const models::RunConfig& config, const distributed::ClusterCo
 absl::StatusOr<train::BinaryMetricsResult> EvaluateDistributed(distributed::Worker* worker,
                                                                const data::Dataset& ds,
                                                                int64_t max_batches) {
-  ASSIGN_OR_RETURN(data::Iterator iter, ds.MakeIterator());
-  train::BinaryMetrics metrics;
   std::vector<Tensor> out;
-  for (int64_t b = 0; max_batches <= 0 || b < max_batches; ++b) {
-    data::Element e;
-    bool end = false;
-    RETURN_IF_ERROR(iter.GetNext(&e, &end));
-    if (end) break;
-    RETURN_IF_ERROR(worker->Evaluate(e, {"probabilities:0"}, &out));
-    RETURN_IF_ERROR(metrics.Add(absl::MakeConstSpan(out[0].data<float>(), out[0].NumElements()),
-                                absl::MakeConstSpan(e[0].data<float>(), e[0].NumElements())));
-  }
-  if (metrics.count() == 0) return errors::InvalidArgument("the eval data has no examples");
-  return metrics.Result();
+  return EvaluateWith(
+      ds, max_batches,
+      [&](const data::Element& e, Tensor* probabilities) -> absl::Status {
+        RETURN_IF_ERROR(worker->Evaluate(e, {"probabilities:0"}, &out));
+        *probabilities = out[0];
+        return absl::OkStatus();
+      },
+      nullptr);
 }
 
 absl::Status RunWorker(const models::RunConfig& config, const std::string& model_dir,
@@ -139,6 +134,7 @@ absl::Status RunWorker(const models::RunConfig& config, const std::string& model
   for (int i = 0; i < g.num_components; ++i) wo.feeds.push_back(absl::StrCat("batch:", i));
   wo.sync_round_timeout = absl::Seconds(flags.sync_round_timeout_secs);
   wo.partition_bytes = flags.partition_bytes;
+  wo.max_staleness = flags.max_staleness >= 0 ? flags.max_staleness : num_workers;
   wo.latest_checkpoint = [model_dir]() {
     auto latest = checkpoint::LatestCheckpoint(Env::Default(), model_dir);
     return latest.ok() ? *latest : std::string();
@@ -344,7 +340,8 @@ absl::Status RunWorker(const models::RunConfig& config, const std::string& model
   if (tty) std::fprintf(stderr, "\n");
   const auto& st = worker->stats();
   std::printf("%s: %lld steps of this worker (%lld examples) in %.1f s: %.0f examples/s; "
-              "%.0f KB/step on the wire, %.2fx the minimum; %lld retried calls%s; per step: "
+              "%.0f KB/step on the wire, %.2fx the minimum; %lld retried calls; %lld steps "
+              "recomputed for staleness%s; per step: "
               "%lld bytes sent, %lld bytes received, minimum %lld bytes (%lld steps)\n",
               TaskName(cluster).c_str(), static_cast<long long>(my_steps),
               static_cast<long long>(my_steps * config.train.batch_size), secs,
@@ -352,7 +349,7 @@ absl::Status RunWorker(const models::RunConfig& config, const std::string& model
               (st.bytes_sent + st.bytes_received) / 1e3 / std::max<int64_t>(st.steps, 1),
               st.minimum_bytes > 0 ? double(st.bytes_sent + st.bytes_received) / st.minimum_bytes
                                    : 0.0,
-              static_cast<long long>(st.retries),
+              static_cast<long long>(st.retries), static_cast<long long>(st.recomputed),
               finished_by_ps ? " (the chief ended the job)" : "",
               static_cast<long long>(st.bytes_sent / std::max<int64_t>(st.steps, 1)),
               static_cast<long long>(st.bytes_received / std::max<int64_t>(st.steps, 1)),

@@ -15,6 +15,9 @@ struct DistributedFlags {
   bool sync = false;       // synchronous rounds (default: asynchronous)
   int backup_workers = 0;  // sync: aggregate num_training_workers - backup_workers
   double sync_round_timeout_secs = 60;
+  // Async: recompute gradients more than this many steps stale (-1: the
+  // number of training workers; 0: unbounded).
+  int max_staleness = -1;
   // Dense variables this large are partitioned over the ps tasks by rows.
   int64_t partition_bytes = int64_t{64} << 20;
 };

@@ -57,6 +57,8 @@ constexpr char kTrainUsage[] =
     "  --sync                     synchronous rounds (default: asynchronous updates)\n"
     "  --backup_workers K         sync: a round takes the first (workers - K) gradients\n"
     "  --sync_round_timeout_secs S  sync: a round waits at most S s for slow workers (60)\n"
+    "  --max_staleness K          async: gradients more than K steps stale are recomputed\n"
+    "                             (default: the number of training workers; 0: unbounded)\n"
     "  --ps_partition_mb M        dense variables of M MB or more are split by rows over\n"
     "                             the ps tasks (64; every task must use the same value)\n"
     "  --ps_hosts, --worker_hosts, --chief_host, --job_name, --task_index\n"
@@ -243,22 +245,19 @@ absl::StatusOr<BuiltGraph> BuildGraph(const models::RunConfig& config, const Pip
 
 // Evaluates the session's model on up to `max_batches` batches of `ds` by
 // feeding them to the "batch" outputs.
-absl::StatusOr<train::BinaryMetricsResult> Evaluate(Session* session, const data::Dataset& ds,
-                                                    int num_components, int64_t max_batches,
-                                                    double* seconds) {
+absl::StatusOr<train::BinaryMetricsResult> EvaluateWith(const data::Dataset& ds,
+                                                        int64_t max_batches,
+                                                        const EvalStep& step, double* seconds) {
   const auto start = Clock::now();
   ASSIGN_OR_RETURN(data::Iterator iter, ds.MakeIterator());
   train::BinaryMetrics metrics;
-  std::vector<Tensor> out;
+  Tensor probs;
   for (int64_t b = 0; max_batches <= 0 || b < max_batches; ++b) {
     data::Element e;
     bool end = false;
     RETURN_IF_ERROR(iter.GetNext(&e, &end));
     if (end) break;
-    std::vector<std::pair<std::string, Tensor>> feeds;
-    for (int i = 0; i < num_components; ++i) feeds.emplace_back(absl::StrCat("batch:", i), e[i]);
-    RETURN_IF_ERROR(session->Run(feeds, {"probabilities:0"}, {}, &out));
-    const Tensor& probs = out[0];
+    RETURN_IF_ERROR(step(e, &probs));
     const Tensor& labels = e[0];
     RETURN_IF_ERROR(metrics.Add(absl::MakeConstSpan(probs.data<float>(), probs.NumElements()),
                                 absl::MakeConstSpan(labels.data<float>(), labels.NumElements())));
@@ -266,6 +265,24 @@ absl::StatusOr<train::BinaryMetricsResult> Evaluate(Session* session, const data
   if (seconds != nullptr) *seconds = std::chrono::duration<double>(Clock::now() - start).count();
   if (metrics.count() == 0) return errors::InvalidArgument("the eval data has no examples");
   return metrics.Result();
+}
+
+absl::StatusOr<train::BinaryMetricsResult> Evaluate(Session* session, const data::Dataset& ds,
+                                                    int num_components, int64_t max_batches,
+                                                    double* seconds) {
+  std::vector<Tensor> out;
+  return EvaluateWith(
+      ds, max_batches,
+      [&](const data::Element& e, Tensor* probabilities) -> absl::Status {
+        std::vector<std::pair<std::string, Tensor>> feeds;
+        for (int i = 0; i < num_components; ++i) {
+          feeds.emplace_back(absl::StrCat("batch:", i), e[i]);
+        }
+        RETURN_IF_ERROR(session->Run(feeds, {"probabilities:0"}, {}, &out));
+        *probabilities = out[0];
+        return absl::OkStatus();
+      },
+      seconds);
 }
 
 // The oracle's test AUC and logloss from a gen-data dataset.json beside the
@@ -447,7 +464,7 @@ absl::Status RunEval(models::RunConfig config, const std::string& model_dir, int
 
 int TrainCommand(const Args& args) {
   std::string config_path, data, eval_data, model_dir, steps, threads;
-  std::string backup_workers, round_timeout, partition_mb, ps_hosts, worker_hosts, chief_host, job_name,
+  std::string backup_workers, round_timeout, partition_mb, max_staleness, ps_hosts, worker_hosts, chief_host, job_name,
       task_index;
   bool help = false, sync = false;
   Args positional;
@@ -457,6 +474,7 @@ int TrainCommand(const Args& args) {
                    {"backup_workers", &backup_workers, nullptr, "distributed sync: backups"},
                    {"sync_round_timeout_secs", &round_timeout, nullptr, "distributed sync"},
                    {"ps_partition_mb", &partition_mb, nullptr, "distributed: partitioning"},
+                   {"max_staleness", &max_staleness, nullptr, "distributed async: staleness bound"},
                    {"ps_hosts", &ps_hosts, nullptr, "distributed: ps addresses"},
                    {"worker_hosts", &worker_hosts, nullptr, "distributed: worker addresses"},
                    {"chief_host", &chief_host, nullptr, "distributed: the chief's address"},
@@ -510,7 +528,7 @@ int TrainCommand(const Args& args) {
   }
   if (!cluster.has_value()) {
     if (sync || !backup_workers.empty() || !ps_hosts.empty() || !worker_hosts.empty() ||
-        !partition_mb.empty()) {
+        !partition_mb.empty() || !max_staleness.empty()) {
       std::cerr << "error: --sync, --backup_workers and the host lists need a cluster "
                    "(TF_CONFIG or --job_name)\n";
       return 2;
@@ -530,6 +548,11 @@ int TrainCommand(const Args& args) {
        flags.sync_round_timeout_secs <= 0)) {
     std::cerr << "error: --sync_round_timeout_secs: not a positive number: " << round_timeout
               << "\n";
+    return 2;
+  }
+  if (!max_staleness.empty() &&
+      (!absl::SimpleAtoi(max_staleness, &flags.max_staleness) || flags.max_staleness < 0)) {
+    std::cerr << "error: --max_staleness: not a number >= 0: " << max_staleness << "\n";
     return 2;
   }
   if (!partition_mb.empty()) {

@@ -5,6 +5,7 @@
 #define RECFLOW_CLI_TRAIN_PIPELINE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,6 +54,14 @@ struct BuiltGraph {
 // trainable) and "probabilities".
 absl::StatusOr<BuiltGraph> BuildGraph(const models::RunConfig& config, const Pipeline& p,
                                       bool trainable);
+
+// Metrics of the probabilities `step` gives for each batch of `ds` (up to
+// `max_batches`; <= 0: all), against the batches' labels (component 0).
+using EvalStep =
+    std::function<absl::Status(const data::Element& batch, Tensor* probabilities)>;
+absl::StatusOr<train::BinaryMetricsResult> EvaluateWith(const data::Dataset& ds,
+                                                        int64_t max_batches,
+                                                        const EvalStep& step, double* seconds);
 
 // Evaluates the session's model on up to `max_batches` (<= 0: all) batches
 // of `ds` by feeding them to the "batch" outputs.

@@ -356,14 +356,29 @@ absl::StatusOr<Worker::StepResult> Worker::TrainStep(const std::vector<Tensor>& 
   const int64_t sent0 = client_->bytes_sent(), received0 = client_->bytes_received();
   ASSIGN_OR_RETURN(auto ids, StepIds(feeds));
   std::vector<PullResponse> pulled;
-  RETURN_IF_ERROR(PullAll(ids, /*training=*/true, &pulled));
-  RETURN_IF_ERROR(WriteLocal(ids, pulled));
-  const int64_t pulled_step = global_step_;
-
   std::vector<std::string> fetches = {options_.loss};
   fetches.insert(fetches.end(), grad_fetches_.begin(), grad_fetches_.end());
   std::vector<Tensor> out;
-  RETURN_IF_ERROR(session_->Run(feeds, fetches, {}, &out));
+  int64_t pulled_step = 0;
+  for (int attempt = 0;; ++attempt) {
+    RETURN_IF_ERROR(PullAll(ids, /*training=*/true, &pulled));
+    RETURN_IF_ERROR(WriteLocal(ids, pulled));
+    pulled_step = global_step_;
+    RETURN_IF_ERROR(session_->Run(feeds, fetches, {}, &out));
+    // Bounded staleness (async): when other workers pushed more than
+    // max_staleness steps since this pull (this process waited for a core,
+    // say), the gradients are recomputed on fresh parameters, up to twice.
+    if (options_.sync || options_.max_staleness <= 0 || attempt >= 2) break;
+    PullRequest probe;  // no tables, no dense: just the global step
+    probe.set_worker(options_.worker_index);
+    probe.set_graph_fingerprint(plan_.graph_fingerprint);
+    PullResponse now;
+    if (!client_->Pull(0, probe, &now, options_.rpc_timeout).ok() ||
+        now.global_step() - pulled_step <= options_.max_staleness) {
+      break;
+    }
+    ++stats_.recomputed;
+  }
   std::map<std::string, const Tensor*> value;
   for (size_t i = 1; i < fetches.size(); ++i) value[fetches[i]] = &out[i];
 

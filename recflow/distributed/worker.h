@@ -67,6 +67,11 @@ struct WorkerOptions {
   // round_timeout at the latest, so this bounds the wait.
   absl::Duration sync_round_timeout = absl::Seconds(60);
   absl::Duration retry_for = absl::Minutes(5);
+  // Async: gradients computed on parameters more than this many steps old
+  // (other workers' pushes since the pull) are recomputed on fresh ones
+  // before they are pushed (at most twice per step; a one-step probe of ps
+  // 0 per step). 0: unbounded, as TensorFlow.
+  int max_staleness = 0;
   absl::Duration init_wait = absl::Minutes(10);
   // The chief: the checkpoint a ps found uninitialized mid-training (it
   // restarted) is restored from ("" when there is none yet).
@@ -120,6 +125,7 @@ class Worker {
     // the framing are overhead above it.
     int64_t minimum_bytes = 0;
     int64_t retries = 0;
+    int64_t recomputed = 0;  // steps redone for max_staleness
   };
   const Stats& stats() const { return stats_; }
 
