@@ -470,9 +470,14 @@ int TrainCommand(const Args& args) {
   Args positional;
   if (!ParseFlags(args,
                   {{"config", &config_path, nullptr, "run config (YAML)"},
+                   {"data", &data, nullptr, "training files (overrides data.train)"},
+                   {"eval_data", &eval_data, nullptr, "eval files (overrides data.eval)"},
+                   {"model_dir", &model_dir, nullptr, "checkpoints and events (default ./model)"},
+                   {"steps", &steps, nullptr, "last global step (overrides train.steps)"},
+                   {"threads", &threads, nullptr, "session threads (overrides train.threads)"},
                    {"sync", nullptr, &sync, "distributed: synchronous rounds"},
                    {"backup_workers", &backup_workers, nullptr, "distributed sync: backups"},
-                   {"sync_round_timeout_secs", &round_timeout, nullptr, "distributed sync"},
+                   {"sync_round_timeout_secs", &round_timeout, nullptr, "distributed sync: round timeout"},
                    {"ps_partition_mb", &partition_mb, nullptr, "distributed: partitioning"},
                    {"max_staleness", &max_staleness, nullptr, "distributed async: staleness bound"},
                    {"ps_hosts", &ps_hosts, nullptr, "distributed: ps addresses"},
@@ -480,11 +485,6 @@ int TrainCommand(const Args& args) {
                    {"chief_host", &chief_host, nullptr, "distributed: the chief's address"},
                    {"job_name", &job_name, nullptr, "distributed: this task's job"},
                    {"task_index", &task_index, nullptr, "distributed: this task's index"},
-                   {"data", &data, nullptr, "training files (overrides data.train)"},
-                   {"eval_data", &eval_data, nullptr, "eval files (overrides data.eval)"},
-                   {"model_dir", &model_dir, nullptr, "checkpoints and events (default ./model)"},
-                   {"steps", &steps, nullptr, "last global step (overrides train.steps)"},
-                   {"threads", &threads, nullptr, "session threads (overrides train.threads)"},
                    {"help", nullptr, &help, "this message"}},
                   &positional, kTrainUsage)) {
     return 2;
