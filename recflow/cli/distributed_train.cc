@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <optional>
+#include <set>
 
 #include <grpcpp/grpcpp.h>
 
@@ -357,16 +358,45 @@ absl::Status RunWorker(const models::RunConfig& config, const std::string& model
               static_cast<long long>(st.steps));
   if (!chief) return absl::OkStatus();
 
-  // Epoch-bounded jobs: other workers may still have data; wait until the
-  // global step stops moving.
+  // Epoch-bounded jobs: the other workers may still have data. Wait until
+  // every one of them has left (ps 0 keeps the list), or until the global
+  // step has not moved for a minute (a worker that died and was not
+  // restarted).
   if (config.train.steps <= 0) {
-    int64_t seen = -1;
-    ASSIGN_OR_RETURN(step, worker->FetchGlobalStep());
-    while (step != seen) {
-      seen = step;
-      absl::SleepFor(absl::Seconds(2));
-      ASSIGN_OR_RETURN(step, worker->FetchGlobalStep());
+    int64_t moved_step = -1;
+    auto moved = Clock::now();
+    auto last_log = Clock::now();
+    for (;;) {
+      distributed::StatusResponse st;
+      absl::Status s = client.GetStatus(0, &st);
+      if (s.ok()) {
+        if (st.global_step() != moved_step) {
+          moved_step = st.global_step();
+          moved = Clock::now();
+        }
+        std::set<int> waiting;
+        for (int w = 0; w < num_workers; ++w) {
+          if (w != index) waiting.insert(w);
+        }
+        for (int w : st.workers_gone()) waiting.erase(w);
+        if (waiting.empty()) break;
+        if (Since(moved) > 60) {
+          std::fprintf(stderr, "\nwarning: ending the job although %zu worker(s) did not finish "
+                               "(the global step has not moved for 60 s)\n",
+                       waiting.size());
+          break;
+        }
+        if (Since(last_log) > 10) {
+          std::fprintf(stderr, "\nwaiting for %zu worker(s) to finish their data\n",
+                       waiting.size());
+          last_log = Clock::now();
+        }
+      } else if (Since(moved) > 60) {
+        return s;
+      }
+      absl::SleepFor(absl::Milliseconds(200));
     }
+    ASSIGN_OR_RETURN(step, worker->FetchGlobalStep());
   } else {
     ASSIGN_OR_RETURN(step, worker->FetchGlobalStep());
   }

@@ -568,9 +568,11 @@ bool PsServer::AllWorkersGone() const {
 }
 
 absl::Status PsServer::GetStatus(StatusResponse* response, const StatusRequest& request) {
-  if (request.leaving()) {
+  {
     std::lock_guard<std::mutex> l(workers_mu_);
-    workers_gone_.insert(request.worker());
+    if (request.leaving()) workers_gone_.insert(request.worker());
+    for (int w : workers_seen_) response->add_workers_seen(w);
+    for (int w : workers_gone_) response->add_workers_gone(w);
   }
   std::shared_lock<std::shared_mutex> lock(state_mu_);
   response->set_task_index(options_.task_index);
