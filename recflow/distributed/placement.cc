@@ -84,19 +84,19 @@ std::string Endpoint(const Edge* e) { return absl::StrCat(e->src->name(), ":", e
 // Nodes reachable from the feed nodes, over data edges only or over every edge.
 std::unordered_set<const Node*> BatchDependent(const Graph& graph, bool data_only) {
   std::unordered_set<const Node*> seen;
-  std::deque<const Node*> todo;
+  std::deque<const Node*> frontier;
   for (const auto& n : graph.nodes()) {
     if (n && IsFeedNode(*n)) {
       seen.insert(n.get());
-      todo.push_back(n.get());
+      frontier.push_back(n.get());
     }
   }
-  while (!todo.empty()) {
-    const Node* n = todo.front();
-    todo.pop_front();
+  while (!frontier.empty()) {
+    const Node* n = frontier.front();
+    frontier.pop_front();
     for (const Edge* e : n->out_edges()) {
       if (data_only && e->IsControlEdge()) continue;
-      if (seen.insert(e->dst).second) todo.push_back(e->dst);
+      if (seen.insert(e->dst).second) frontier.push_back(e->dst);
     }
   }
   return seen;
@@ -275,7 +275,7 @@ absl::StatusOr<TrainPlan> PlanTraining(const Graph& graph, const PlanOptions& op
 
   // Placement: pinned first, then largest first to the least loaded ps.
   std::vector<int64_t> load(options.num_ps, 0);
-  std::vector<std::pair<int64_t, std::string>> todo;  // (-cost, node)
+  std::vector<std::pair<int64_t, std::string>> unpinned;  // (-cost, node)
   std::set<std::string> primaries;
   for (const ApplyPlacement& a : plan.applies) {
     if (!a.table) primaries.insert(a.target);
@@ -308,11 +308,11 @@ absl::StatusOr<TrainPlan> PlanTraining(const Graph& graph, const PlanOptions& op
       v.ps = pinned;
       load[pinned] += cost(primary);
     } else {
-      todo.emplace_back(-cost(primary), primary);
+      unpinned.emplace_back(-cost(primary), primary);
     }
   }
-  std::sort(todo.begin(), todo.end());
-  for (const auto& [neg_cost, primary] : todo) {
+  std::sort(unpinned.begin(), unpinned.end());
+  for (const auto& [neg_cost, primary] : unpinned) {
     const int ps = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
     plan.variables[var_index[primary]].ps = ps;
     load[ps] += -neg_cost;

@@ -74,7 +74,11 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Create(
   for (const ApplyPlacement& a : ps->plan_.applies) {
     ps->apply_by_node_[a.node] = &a;
     ps->feed_name_[a.grad] = a.ps_grad_feed;
-    if (!a.indices.empty()) ps->feed_name_[a.indices] = a.ps_indices_feed;
+    ps->apply_by_endpoint_[a.grad] = &a;
+    if (!a.indices.empty()) {
+      ps->feed_name_[a.indices] = a.ps_indices_feed;
+      ps->apply_by_endpoint_[a.indices] = &a;
+    }
   }
   for (const TablePlacement& t : ps->plan_.tables) ps->table_dims_[t.node] = t.dim;
   return ps;
@@ -170,16 +174,11 @@ absl::Status PsServer::FeedsOfPush(const PushRequest& request,
                                    std::vector<std::pair<std::string, Tensor>>* feeds,
                                    std::vector<std::string>* targets) const {
   std::set<std::string> target_set;
-  std::map<std::string, const ApplyPlacement*> by_endpoint;
-  for (const ApplyPlacement& a : plan_.applies) {
-    if (a.table || (a.ps != options_.task_index && a.ps != kPartitioned)) continue;
-    by_endpoint[a.grad] = &a;
-    if (!a.indices.empty()) by_endpoint[a.indices] = &a;
-  }
   std::map<std::string, int> fed_endpoints;  // apply node -> endpoints fed
   for (const TensorBytes& g : request.dense_grads()) {
-    auto it = by_endpoint.find(g.name());
-    if (it == by_endpoint.end()) {
+    auto it = apply_by_endpoint_.find(g.name());
+    if (it == apply_by_endpoint_.end() || it->second->table ||
+        (it->second->ps != options_.task_index && it->second->ps != kPartitioned)) {
       return errors::InvalidArgument("push to ps task ", options_.task_index,
                                      ": no update op here takes gradient '", g.name(), "'");
     }
@@ -287,17 +286,10 @@ absl::Status PsServer::Accumulate(const PushRequest& request, Accumulator* acc) 
   RETURN_IF_ERROR(FeedsOfPush(request, &feeds, &targets));
   // Sparse gradients (table updates and sparse variable updates) are summed
   // per id; dense ones elementwise.
-  std::map<std::string, const ApplyPlacement*> sparse_by_endpoint;
-  for (const ApplyPlacement& a : plan_.applies) {
-    if (!a.indices.empty()) {
-      sparse_by_endpoint[a.indices] = &a;
-      sparse_by_endpoint[a.grad] = &a;
-    }
-  }
   std::map<std::string, Tensor> ids_of, rows_of;  // apply node ->
   for (auto& [endpoint, t] : feeds) {
-    auto sp = sparse_by_endpoint.find(endpoint);
-    if (sp == sparse_by_endpoint.end()) {
+    const ApplyPlacement* sp = apply_by_endpoint_.at(endpoint);
+    if (sp->indices.empty()) {
       auto [it, inserted] = acc->dense.try_emplace(endpoint, t);
       if (inserted) {
         Tensor copy(t.dtype(), t.shape());
@@ -312,10 +304,10 @@ absl::Status PsServer::Accumulate(const PushRequest& request, Accumulator* acc) 
       } else {
         AddInto<float>(&it->second, t);
       }
-    } else if (endpoint == sp->second->indices) {
-      ids_of[sp->second->node] = t;
+    } else if (endpoint == sp->indices) {
+      ids_of[sp->node] = t;
     } else {
-      rows_of[sp->second->node] = t;
+      rows_of[sp->node] = t;
     }
   }
   for (const auto& [node, ids] : ids_of) {
@@ -345,8 +337,6 @@ absl::Status PsServer::ApplyRoundLocked(int64_t round) {
   const int k = static_cast<int>(acc_.workers.size());
   std::vector<std::pair<std::string, Tensor>> feeds;
   std::set<std::string> targets;
-  std::map<std::string, const ApplyPlacement*> by_endpoint;
-  for (const ApplyPlacement& a : plan_.applies) by_endpoint[a.grad] = &a;
   for (auto& [endpoint, sum] : acc_.dense) {
     if (sum.dtype() == DT_DOUBLE) {
       Scale<double>(&sum, 1.0 / k);
@@ -354,7 +344,7 @@ absl::Status PsServer::ApplyRoundLocked(int64_t round) {
       Scale<float>(&sum, 1.0 / k);
     }
     feeds.emplace_back(endpoint, sum);
-    targets.insert(by_endpoint.at(endpoint)->node);
+    targets.insert(apply_by_endpoint_.at(endpoint)->node);
   }
   for (auto& [node, by_id] : acc_.sparse) {
     const ApplyPlacement& a = *apply_by_node_.at(node);

@@ -134,6 +134,8 @@ class PsServer {
   std::map<std::string, const ApplyPlacement*> apply_by_node_;
   std::map<std::string, int64_t> table_dims_;
   std::map<std::string, std::string> feed_name_;  // wire endpoint -> ps placeholder
+  // Gradient and ids endpoints -> their update op.
+  std::map<std::string, const ApplyPlacement*> apply_by_endpoint_;
 
   // Init and Save exclusive; Pull and Push shared.
   mutable std::shared_mutex state_mu_;

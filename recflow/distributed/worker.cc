@@ -66,6 +66,9 @@ absl::StatusOr<std::unique_ptr<Worker>> Worker::Create(Session* session, PsClien
     w->grad_fetches_.push_back(a.grad);
     if (!a.indices.empty()) w->grad_fetches_.push_back(a.indices);
   }
+  for (const VariablePlacement& v : w->plan_.variables) {
+    if (v.primary && v.bytes > 0) w->dense_params_ += v.bytes / 4;  // each once, partitioned too
+  }
   std::sort(w->grad_fetches_.begin(), w->grad_fetches_.end());
   w->grad_fetches_.erase(std::unique(w->grad_fetches_.begin(), w->grad_fetches_.end()),
                          w->grad_fetches_.end());
@@ -391,10 +394,7 @@ absl::StatusOr<Worker::StepResult> Worker::TrainStep(const std::vector<Tensor>& 
     push[ps].set_global_step(pulled_step);
     push[ps].set_graph_fingerprint(plan_.graph_fingerprint);
   }
-  int64_t touched = 0;  // parameters pulled (and gradients pushed)
-  for (int ps = 0; ps < num_ps; ++ps) {
-    for (const VariablePlacement* v : plan_.PrimaryVariablesOn(ps)) touched += v->bytes / 4;
-  }
+  int64_t touched = dense_params_;  // parameters pulled (and gradients pushed)
   for (const ApplyPlacement& a : plan_.applies) {
     if (!a.table && a.ps != kPartitioned) {
       for (const std::string& e : {a.grad, a.indices}) {

@@ -155,6 +155,7 @@ class Worker {
   WorkerOptions options_;
   TrainPlan plan_;
   std::vector<std::string> grad_fetches_;  // distinct gradient endpoints
+  int64_t dense_params_ = 0;               // parameters of the primary dense variables
   int64_t global_step_ = 0;
   int64_t seq_ = 0;
   Stats stats_;
