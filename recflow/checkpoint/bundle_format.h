@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
@@ -34,6 +35,16 @@ std::string MetaFilename(absl::string_view prefix);
 std::string DataFilename(absl::string_view prefix, int shard_id, int num_shards);
 
 // What the index says about one saved tensor.
+// One dimension of a part of a sliced tensor: [start, start + length),
+// length -1 for the whole dimension. (tensor_slice.h works on these.)
+struct SliceExtentInfo {
+  int64_t start = 0;
+  int64_t length = -1;
+  bool operator==(const SliceExtentInfo& o) const {
+    return start == o.start && length == o.length;
+  }
+};
+
 struct TensorInfo {
   std::string name;
   DataType dtype = DT_INVALID;
@@ -42,6 +53,10 @@ struct TensorInfo {
   uint64_t offset = 0;  // in the shard
   uint64_t size = 0;    // bytes in the shard
   uint32_t masked_crc32c = 0;
+  // A tensor TensorFlow saved in parts (see tensor_slice.h): the parts'
+  // extents, one vector per part; then shard_id, offset, size and crc are
+  // unused. Empty for an ordinary tensor.
+  std::vector<std::vector<SliceExtentInfo>> slices;
 };
 
 // Whether a tensor of `dtype` can be stored: every fixed-size type and

@@ -1,4 +1,5 @@
 #include "recflow/checkpoint/bundle_reader.h"
+#include "recflow/checkpoint/tensor_slice.h"
 
 #include <algorithm>
 #include <cstring>
@@ -162,9 +163,18 @@ absl::StatusOr<TensorInfo> BundleReader::ParseEntry(absl::string_view name,
   }
   info.shape = *std::move(shape);
   if (entry.slices_size() > 0) {
-    return errors::Unimplemented("tensor '", name, "' in checkpoint ", prefix_,
-                                 " is saved as ", entry.slices_size(),
-                                 " partitions (slices); recflow reads whole tensors only");
+    // Saved in parts, each under its own key; this entry holds no data.
+    if (!DataTypeIsPod(info.dtype) && info.dtype != DT_STRING) {
+      return errors::Unimplemented("tensor '", name, "' in checkpoint ", prefix_,
+                                   " is sliced and of dtype ", DataTypeString(info.dtype));
+    }
+    for (const auto& proto : entry.slices()) {
+      ASSIGN_OR_RETURN(TensorSlice slice,
+                       SliceFromProto(proto, info.shape, name, absl::StrCat("checkpoint index ",
+                                                                            index_path)));
+      info.slices.push_back(std::move(slice));
+    }
+    return info;
   }
   if (entry.shard_id() < 0 || entry.shard_id() >= header_.num_shards()) {
     return errors::DataLoss("checkpoint index ", index_path, ": tensor '", name,
@@ -219,7 +229,7 @@ absl::StatusOr<std::vector<TensorInfo>> BundleReader::ListTensors() const {
   auto it = table_->NewIterator();
   it->SeekToFirst();
   for (; it->Valid(); it->Next()) {
-    if (it->key().empty()) continue;
+    if (it->key().empty() || IsSliceKey(it->key())) continue;  // header, parts of tensors
     ASSIGN_OR_RETURN(TensorInfo info, ParseEntry(it->key(), it->value()));
     out.push_back(std::move(info));
   }
@@ -259,7 +269,8 @@ absl::Status BundleReader::GetDataFile(int shard, const RandomAccessFile** file,
       return sz.status();
     }
     df->size = *sz;
-    ASSIGN_OR_RETURN(df->file, env_->NewRandomAccessFile(df->path));
+    ASSIGN_OR_RETURN(df->file, options_.direct_io ? env_->NewDirectRandomAccessFile(df->path)
+                                                  : env_->NewRandomAccessFile(df->path));
     slot = std::move(df);
   }
   *file = slot->file.get();
@@ -364,12 +375,54 @@ absl::Status BundleReader::ReadStrings(const TensorInfo& info, Tensor* out) cons
 absl::StatusOr<Tensor> BundleReader::Lookup(absl::string_view name) const {
   ASSIGN_OR_RETURN(TensorInfo info, GetInfo(name));
   Tensor out;
+  if (!info.slices.empty()) {
+    RETURN_IF_ERROR(ReadSliced(info, &out));
+    return out;
+  }
   if (info.dtype == DT_STRING) {
     RETURN_IF_ERROR(ReadStrings(info, &out));
   } else {
     RETURN_IF_ERROR(ReadPod(info, &out));
   }
   return out;
+}
+
+absl::Status BundleReader::ReadSliced(const TensorInfo& info, Tensor* out) const {
+  ASSIGN_OR_RETURN(*out, Tensor::Create(info.dtype, info.shape));
+  const std::string index_path = MetaFilename(prefix_);
+  int64_t covered = 0;
+  for (const TensorSlice& slice : info.slices) {
+    const std::string what =
+        absl::StrCat("slice ", SliceDebugString(slice), " of tensor '", info.name, "'");
+    auto value = table_->Get(EncodeTensorNameSlice(info.name, slice));
+    if (!value.ok()) {
+      if (absl::IsNotFound(value.status())) {
+        return errors::DataLoss("checkpoint index ", index_path, " lists ", what,
+                                " but has no entry for it (corrupted)");
+      }
+      return value.status();
+    }
+    ASSIGN_OR_RETURN(TensorInfo part, ParseEntry(what, *value));
+    const TensorShape want = SliceShape(slice, info.shape);
+    if (part.dtype != info.dtype || part.shape != want || !part.slices.empty()) {
+      return errors::DataLoss("checkpoint index ", index_path, ": ", what, " is ",
+                              DataTypeString(part.dtype), " ", part.shape.DebugString(),
+                              part.slices.empty() ? "" : " (itself sliced)", "; expected ",
+                              DataTypeString(info.dtype), " ", want.DebugString(),
+                              " (corrupted)");
+    }
+    Tensor t;
+    RETURN_IF_ERROR(part.dtype == DT_STRING ? ReadStrings(part, &t) : ReadPod(part, &t));
+    CopySliceInto(t, slice, out);
+    covered += t.NumElements();
+  }
+  if (covered != info.shape.num_elements()) {
+    return errors::DataLoss("checkpoint index ", index_path, ": the ", info.slices.size(),
+                            " slices of tensor '", info.name, "' ", info.shape.DebugString(),
+                            " hold ", covered, " elements, not ", info.shape.num_elements(),
+                            " (missing or overlapping slices)");
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<Tensor>> BundleReader::LookupMany(
@@ -411,6 +464,16 @@ absl::StatusOr<std::vector<std::pair<std::string, Tensor>>> BundleReader::ReadAl
 absl::Status BundleReader::ReadChunks(
     absl::string_view name, const std::function<absl::Status(absl::string_view)>& consume) const {
   ASSIGN_OR_RETURN(TensorInfo info, GetInfo(name));
+  if (!info.slices.empty() && DataTypeIsPod(info.dtype)) {
+    // Assembled from its parts first, then handed over in pieces.
+    ASSIGN_OR_RETURN(Tensor whole, Lookup(name));
+    const absl::string_view bytes(whole.raw_data(), whole.TotalBytes());
+    const size_t chunk = std::max<size_t>(options_.read_chunk_bytes, 4096);
+    for (size_t at = 0; at < bytes.size(); at += chunk) {
+      RETURN_IF_ERROR(consume(bytes.substr(at, chunk)));
+    }
+    return absl::OkStatus();
+  }
   if (!DataTypeIsPod(info.dtype)) {
     return errors::InvalidArgument("ReadChunks of tensor '", name, "': dtype ",
                                    DataTypeString(info.dtype),

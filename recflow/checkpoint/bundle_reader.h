@@ -20,8 +20,12 @@
 //                     dtype and shape, a data file shorter than its
 //                     entries, or a checksum mismatch
 //   ResourceExhausted a tensor too large to allocate
-//   Unimplemented     big-endian bundles, partitioned (sliced) entries,
-//                     and dtypes recflow tensors cannot hold (variant)
+//   Unimplemented     big-endian bundles and dtypes recflow tensors cannot
+//                     hold (variant)
+//
+// Tensors TensorFlow saved in parts (partitioned variables, "slices") are
+// assembled from their parts by Lookup and ReadChunks; ListTensors lists
+// the whole tensor, not its parts (tensor_slice.h).
 //
 // Thread-safe: all methods may be called concurrently.
 #ifndef RECFLOW_CHECKPOINT_BUNDLE_READER_H_
@@ -50,6 +54,11 @@ namespace recflow::checkpoint {
 struct BundleReaderOptions {
   // Bytes per positioned read (and per ReadChunks piece).
   size_t read_chunk_bytes = 8 << 20;
+  // Read the data files with direct I/O (Env::NewDirectRandomAccessFile):
+  // a restore streams gigabytes once, so they skip the page cache (reads
+  // under 64 KiB still use it). Ordinary files where the file system or Env
+  // has no direct I/O. The index is always an ordinary file.
+  bool direct_io = true;
 };
 
 class BundleReader {
@@ -60,6 +69,7 @@ class BundleReader {
       Env* env, absl::string_view prefix, const BundleReaderOptions& options = {});
 
   const std::string& prefix() const { return prefix_; }
+  const BundleReaderOptions& options() const { return options_; }
   int num_shards() const { return header_.num_shards(); }
   const tensorflow::BundleHeaderProto& header() const { return header_; }
 
@@ -101,6 +111,8 @@ class BundleReader {
                            std::string* path) const;
   absl::Status ReadPod(const TensorInfo& info, Tensor* out) const;
   absl::Status ReadStrings(const TensorInfo& info, Tensor* out) const;
+  // A tensor saved in parts: each part read and copied into place.
+  absl::Status ReadSliced(const TensorInfo& info, Tensor* out) const;
 
   Env* const env_;  // Not owned.
   const std::string prefix_;

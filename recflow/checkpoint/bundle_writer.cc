@@ -26,10 +26,11 @@ std::string RandomSuffix() {
 
 }  // namespace
 
-// Appends byte ranges to files on one background thread, in order. At most
+// Appends buffers to files on one background thread, in order. At most
 // kMaxPending writes wait; Append blocks beyond that. The first error sticks
-// (later writes are dropped) and is returned by Drain. Owned buffers come
-// back through TakeBuffer once written, so steady state allocates nothing.
+// (later writes are dropped) and is returned by Drain. Buffers come back
+// through TakeBuffer once written, so steady state allocates nothing (and
+// touches no new memory).
 class BackgroundAppender {
  public:
   static constexpr size_t kMaxPending = 2;
@@ -44,12 +45,8 @@ class BackgroundAppender {
     thread_.join();
   }
 
-  // Queues `owned` for appending to `file`.
-  void Append(WritableFile* file, std::string owned) {
-    Push(Item{file, std::move(owned), {}});
-  }
-  // Queues `view`; its bytes must stay valid until Drain returns.
-  void AppendView(WritableFile* file, absl::string_view view) { Push(Item{file, {}, view}); }
+  // Queues `buffer` for appending to `file`.
+  void Append(WritableFile* file, AlignedBuffer buffer) { Push(Item{file, std::move(buffer)}); }
 
   // Waits until every queued write is done; the first error, if any.
   absl::Status Drain() {
@@ -64,26 +61,26 @@ class BackgroundAppender {
     return status_;
   }
 
-  // An empty buffer with at least `capacity` bytes reserved.
-  std::string TakeBuffer(size_t capacity) {
-    std::string b;
+  // An empty buffer of `capacity` bytes (a multiple of kDirectIoAlignment).
+  AlignedBuffer TakeBuffer(size_t capacity) {
     {
       MutexLock l(&mu_);
-      if (!free_.empty()) {
-        b = std::move(free_.back());
+      while (!free_.empty()) {
+        AlignedBuffer b = std::move(free_.back());
         free_.pop_back();
+        if (b.capacity() == capacity) {
+          b.clear();
+          return b;
+        }
       }
     }
-    b.clear();
-    b.reserve(capacity);
-    return b;
+    return AlignedBuffer(capacity);
   }
 
  private:
   struct Item {
     WritableFile* file;
-    std::string owned;
-    absl::string_view view;
+    AlignedBuffer buffer;
   };
 
   void Push(Item item) {
@@ -110,15 +107,13 @@ class BackgroundAppender {
       cv_.notify_all();  // room in the queue
       absl::Status s;
       if (item.file != nullptr) {
-        s = item.file->Append(item.owned.empty() ? item.view : absl::string_view(item.owned));
+        s = item.file->Append(absl::string_view(item.buffer.data(), item.buffer.size()));
       }
       {
         MutexLock l(&mu_);
         if (status_.ok()) status_ = s;
         busy_ = false;
-        if (!item.owned.empty() && free_.size() < kMaxPending + 1) {
-          free_.push_back(std::move(item.owned));
-        }
+        if (free_.size() < kMaxPending + 1) free_.push_back(std::move(item.buffer));
       }
       cv_.notify_all();
     }
@@ -127,7 +122,7 @@ class BackgroundAppender {
   Mutex mu_;
   std::condition_variable cv_;
   std::deque<Item> queue_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::string> free_ ABSL_GUARDED_BY(mu_);
+  std::vector<AlignedBuffer> free_ ABSL_GUARDED_BY(mu_);
   bool busy_ ABSL_GUARDED_BY(mu_) = false;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
@@ -163,9 +158,8 @@ BundleWriter::BundleWriter(Env* env, std::string prefix, const BundleWriterOptio
       prefix_(std::move(prefix)),
       options_(options),
       temp_suffix_(RandomSuffix()),
-      appender_(std::make_unique<BackgroundAppender>()) {
-  buffer_.reserve(std::max<size_t>(options_.buffer_bytes, 4096));
-}
+      appender_(std::make_unique<BackgroundAppender>()),
+      buffer_(std::max<size_t>(options_.buffer_bytes, kDirectIoAlignment)) {}
 
 absl::StatusOr<std::unique_ptr<BundleWriter>> BundleWriter::Create(
     Env* env, absl::string_view prefix, const BundleWriterOptions& options) {
@@ -213,7 +207,7 @@ absl::Status BundleWriter::Fail(absl::Status s) {
 
 absl::Status BundleWriter::OpenShard() {
   const std::string path = TempDataFilename(num_shards_);
-  auto file = env_->NewWritableFile(path);
+  auto file = options_.direct_io ? env_->NewDirectWritableFile(path) : env_->NewWritableFile(path);
   if (!file.ok()) return Fail(errors::Annotate(file.status(), "creating checkpoint shard"));
   shard_ = *std::move(file);
   ++num_shards_;
@@ -263,23 +257,17 @@ absl::Status BundleWriter::MaybeStartShard(uint64_t bytes) {
 }
 
 absl::Status BundleWriter::Append(absl::string_view data, uint32_t* crc) {
-  const size_t capacity = buffer_.capacity();
-  if (data.size() >= capacity) {
-    // Large piece: written from the caller's memory in buffer-sized parts;
-    // each part is checksummed while the previous one is being written.
-    RETURN_IF_ERROR(FlushBuffer());
-    for (size_t at = 0; at < data.size(); at += capacity) {
-      const absl::string_view part = data.substr(at, capacity);
-      *crc = crc32c::Extend(*crc, part.data(), part.size());
-      appender_->AppendView(shard_.get(), part);
-    }
-    RETURN_IF_ERROR(DrainWrites());  // the caller's memory may go now
-  } else {
-    if (buffer_.size() + data.size() > capacity) RETURN_IF_ERROR(FlushBuffer());
+  // Every buffer but a shard's last goes out full, so each write starts at
+  // an aligned file offset from aligned memory: a direct file writes it
+  // without a copy.
+  for (absl::string_view rest = data; !rest.empty();) {
+    if (buffer_.full()) RETURN_IF_ERROR(FlushBuffer());
+    const size_t n = std::min(rest.size(), buffer_.room());
     const size_t at = buffer_.size();
-    buffer_.append(data.data(), data.size());
+    buffer_.append(rest.data(), n);
     // Checksum the copy, not the source, so the crc matches what is written.
-    *crc = crc32c::Extend(*crc, buffer_.data() + at, data.size());
+    *crc = crc32c::Extend(*crc, buffer_.data() + at, n);
+    rest.remove_prefix(n);
   }
   shard_bytes_ += data.size();
   total_bytes_ += data.size();

@@ -6,13 +6,13 @@
 //   RETURN_IF_ERROR(writer->AddChunks("emb/values", DT_FLOAT, {n, 64}, ExportRows));
 //   RETURN_IF_ERROR(writer->Finish());
 //
-// Memory: tensor bytes go to the current data shard through a bounded
-// buffer (options.buffer_bytes); pieces at least that large are checksummed
-// and written straight from the caller's memory. The write system calls run
-// on a background thread, so filling and checksumming the next buffer
-// overlaps writing the previous one; at most two full buffers wait for it
-// (3 * buffer_bytes in all), and a large piece is written in buffer-sized
-// parts, each checksummed while the previous part is written. Only the index entries
+// Memory: tensor bytes are copied and checksummed into a bounded, aligned
+// buffer (options.buffer_bytes) that goes to the current data shard when
+// full. The write system calls run on a background thread, so filling and
+// checksumming the next buffer overlaps writing the previous one; at most
+// two full buffers wait for it (3 * buffer_bytes in all), and the buffers
+// are reused. Data shards are written with direct I/O where the file
+// system allows (options.direct_io), from the buffers themselves. Only the index entries
 // (a few dozen bytes per tensor) are kept until Finish, so a model never has
 // to fit in memory twice, and AddChunks lets a producer (a hash table
 // exporting its rows) hand over a huge tensor in pieces without ever
@@ -45,6 +45,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "recflow/checkpoint/bundle_format.h"
+#include "recflow/core/direct_file.h"
 #include "recflow/core/env.h"
 #include "recflow/core/tensor.h"
 #include "recflow/proto/tensor_bundle.pb.h"
@@ -57,8 +58,14 @@ struct BundleWriterOptions {
   // tensor larger than this gets a shard of its own). 0: one shard, as
   // TensorFlow writes.
   uint64_t max_shard_bytes = 0;
-  // The write buffer (TensorFlow uses 8 MiB).
+  // The write buffer (TensorFlow uses 8 MiB); rounded up to a multiple of
+  // kDirectIoAlignment.
   size_t buffer_bytes = 8 << 20;
+  // Write the data shards with direct I/O (Env::NewDirectWritableFile):
+  // a save streams gigabytes the process will not read back, so they skip
+  // the page cache. Where the file system or Env has no direct I/O, the
+  // shards are ordinary files. The index is always an ordinary file.
+  bool direct_io = true;
   // fsync the data shards and the index before publishing them, and the
   // directory after. Off only for tests and throwaway bundles.
   bool sync = true;
@@ -131,7 +138,7 @@ class BundleWriter {
   int num_shards_ = 0;        // shards opened so far
   uint64_t shard_bytes_ = 0;  // bytes in the current shard
   uint64_t total_bytes_ = 0;
-  std::string buffer_;        // capacity options_.buffer_bytes
+  AlignedBuffer buffer_;      // options_.buffer_bytes, rounded up
   std::map<std::string, tensorflow::BundleEntryProto, std::less<>> entries_;
 };
 

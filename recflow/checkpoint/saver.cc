@@ -291,7 +291,7 @@ absl::Status Saver::Restore(const std::string& prefix) {
   // A later save must not build a delta on state this restore replaced.
   last_.reset();
   ASSIGN_OR_RETURN(std::shared_ptr<BundleReader> target,
-                   BundleReader::Open(options_.env, prefix));
+                   BundleReader::Open(options_.env, prefix, options_.reader));
   ASSIGN_OR_RETURN(std::optional<DeltaInfo> delta, ReadDeltaInfo(*target));
   // readers[0] is the full base, the last one `prefix` itself.
   std::vector<std::shared_ptr<BundleReader>> readers;
@@ -302,7 +302,7 @@ absl::Status Saver::Restore(const std::string& prefix) {
                                 " (", p == delta->chain.front() ? "its full base" : "an earlier delta",
                                 "), which has no index file ", MetaFilename(p));
       }
-      auto reader = BundleReader::Open(options_.env, p);
+      auto reader = BundleReader::Open(options_.env, p, options_.reader);
       if (!reader.ok()) {
         return errors::Annotate(reader.status(),
                                 absl::StrCat("opening ", p, ", needed by delta checkpoint ", prefix));

@@ -143,6 +143,8 @@ struct SaverOptions {
   // Retain the newest N checkpoints; <= 0 keeps all.
   int max_to_keep = 5;
   BundleWriterOptions writer;
+  // How restores read the bundles (direct I/O on by default).
+  BundleReaderOptions reader;
   // Threads for parallel restores; 0: one per schedulable CPU.
   int restore_threads = 0;
   // Incremental checkpoints: every full_every_n_saves-th save is full and

@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "recflow/core/direct_file.h"
+#include "recflow/core/status.h"
 
 namespace recflow {
 
@@ -258,6 +260,22 @@ class PosixEnv : public Env {
     }
     return std::unique_ptr<RandomAccessFile>(
         std::make_unique<PosixRandomAccessFile>(path, fd));
+  }
+
+  absl::StatusOr<std::unique_ptr<WritableFile>> NewDirectWritableFile(
+      const std::string& path) override {
+    ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file,
+                     OpenDirectWritableFile(path));
+    if (file == nullptr) return NewWritableFile(path);  // no O_DIRECT here
+    return file;
+  }
+
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewDirectRandomAccessFile(
+      const std::string& path) override {
+    ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file,
+                     OpenDirectRandomAccessFile(path));
+    if (file == nullptr) return NewRandomAccessFile(path);
+    return file;
   }
 
   bool FileExists(const std::string& path) override {

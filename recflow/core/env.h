@@ -98,6 +98,28 @@ class Env {
   virtual absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
       const std::string& path) = 0;
 
+  // Direct I/O, for streaming data far larger than the page cache should
+  // hold (checkpoint data files): like NewWritableFile and
+  // NewRandomAccessFile, but the bytes move between the caller's memory and
+  // the device without passing through the OS page cache (O_DIRECT on
+  // Linux), so a multi-GB save or restore neither evicts the process's
+  // working set nor pays for page-cache pages it never reuses. The files
+  // behave exactly like the ordinary ones (any offset, size and buffer
+  // alignment; see direct_file.h for how unaligned pieces are handled).
+  // Where the file system refuses direct I/O (tmpfs, some network file
+  // systems), or for an Env that does not implement it, these return the
+  // ordinary files: the defaults call NewWritableFile / NewRandomAccessFile,
+  // so an EnvWrapper that overrides those (fault injection) sees every
+  // open.
+  virtual absl::StatusOr<std::unique_ptr<WritableFile>> NewDirectWritableFile(
+      const std::string& path) {
+    return NewWritableFile(path);
+  }
+  virtual absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewDirectRandomAccessFile(
+      const std::string& path) {
+    return NewRandomAccessFile(path);
+  }
+
   // True if `path` exists (file or directory).
   virtual bool FileExists(const std::string& path) = 0;
 

@@ -5,6 +5,7 @@
 #include <functional>
 #include <future>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
@@ -48,7 +49,8 @@ class TensorCursor {
                               info.offset + info.size, ") of ", c.path_, ", which has only ",
                               size, " bytes (truncated)");
     }
-    ASSIGN_OR_RETURN(c.file_, env->NewRandomAccessFile(c.path_));
+    ASSIGN_OR_RETURN(c.file_, reader.options().direct_io ? env->NewDirectRandomAccessFile(c.path_)
+                                                         : env->NewRandomAccessFile(c.path_));
     return c;
   }
 
@@ -110,34 +112,46 @@ absl::Status CheckShape(const BundleReader& reader, const TensorInfo& info, Data
                                  " ", want);
 }
 
-// Copies the entries of `src` [start, start + m) whose keep flag is set
-// into a new int64 tensor of `kept` elements.
-Tensor GatherKept(const Tensor& src, int64_t start, int64_t m, const std::vector<uint8_t>& keep,
-                  int64_t kept) {
+// Copies the first m entries of int64 `src` whose keep flag is set into a
+// new tensor of `kept` elements.
+Tensor GatherKept(const Tensor& src, const uint8_t* keep, int64_t m, int64_t kept) {
   Tensor out(DT_INT64, TensorShape({kept}));
-  const int64_t* s = src.data<int64_t>() + start;
+  const int64_t* s = src.data<int64_t>();
   int64_t* d = out.data<int64_t>();
   for (int64_t i = 0; i < m; ++i) {
-    if (keep[start + i]) *d++ = s[i];
+    if (keep[i]) *d++ = s[i];
   }
   return out;
 }
 
-// Moves the kept rows of a [m, ...] float tensor to its front, in order.
-void CompactRows(Tensor* t, int64_t start, int64_t m, const std::vector<uint8_t>& keep) {
+// Moves the kept rows among the first m of a [rows, ...] float tensor to
+// its front, in order.
+void CompactRows(Tensor* t, const uint8_t* keep, int64_t m) {
   if (!t->IsInitialized() || t->NumElements() == 0) return;
-  const size_t row_bytes = t->TotalBytes() / static_cast<size_t>(m);
+  const size_t row_bytes = t->TotalBytes() / static_cast<size_t>(t->dim_size(0));
   char* base = t->raw_data();
   int64_t c = 0;
   for (int64_t i = 0; i < m; ++i) {
-    if (!keep[start + i]) continue;
+    if (!keep[i]) continue;
     if (c != i) std::memmove(base + c * row_bytes, base + i * row_bytes, row_bytes);
     ++c;
   }
 }
 
+// One chunk's buffers for a restore: allocated once, refilled per chunk.
+struct ChunkBuffers {
+  Tensor keys, values, slots, freqs, versions;  // [rows], [rows, dim], ...
+};
+
 // Restores the rows under `key` into `table` (no Clear, no removals); with
 // options.keep_id, only the rows whose id passes.
+//
+// Every row tensor is streamed in chunks of options.rows_per_chunk rows
+// into two sets of buffers allocated once: the next chunk is read on its
+// own thread while this one is imported, so the disk and the hash inserts
+// overlap, and a restore touches no memory beyond the table's own and the
+// two chunks. With a filter, the keys are read whole first, so a part with
+// no wanted row is skipped without reading its values.
 absl::Status ImportRows(HashEmbeddingTable* table, const BundleReader& reader,
                         const std::string& key, const TableSaveableOptions& options) {
   ASSIGN_OR_RETURN(TensorInfo keys_info, reader.GetInfo(Key(key, "keys")));
@@ -156,22 +170,23 @@ absl::Status ImportRows(HashEmbeddingTable* table, const BundleReader& reader,
       return CheckShape(reader, *slots_info, DT_FLOAT, {n, table->num_slots(), dim}, *table);
     }
   }
-  Tensor freqs, versions;
-  for (auto [part, out] : {std::pair<const char*, Tensor*>{"frequencies", &freqs},
-                           {"versions", &versions}}) {
+  std::optional<TensorInfo> freqs_info, versions_info;
+  for (auto [part, info] : {std::pair<const char*, std::optional<TensorInfo>*>{
+                                "frequencies", &freqs_info},
+                            {"versions", &versions_info}}) {
     if (!reader.Contains(Key(key, part))) continue;  // optional: Import defaults them
-    ASSIGN_OR_RETURN(TensorInfo info, reader.GetInfo(Key(key, part)));
-    RETURN_IF_ERROR(CheckShape(reader, info, DT_INT64, {n}, *table));
-    ASSIGN_OR_RETURN(*out, reader.Lookup(Key(key, part)));
+    ASSIGN_OR_RETURN(*info, reader.GetInfo(Key(key, part)));
+    RETURN_IF_ERROR(CheckShape(reader, **info, DT_INT64, {n}, *table));
   }
-  ASSIGN_OR_RETURN(Tensor keys, reader.Lookup(Key(key, "keys")));
   // The filter: which rows to import (empty: all).
+  Tensor all_keys;
   std::vector<uint8_t> keep;
   int64_t kept = n;
   if (options.keep_id) {
+    ASSIGN_OR_RETURN(all_keys, reader.Lookup(Key(key, "keys")));
     keep.resize(n);
     kept = 0;
-    const int64_t* k = keys.data<int64_t>();
+    const int64_t* k = all_keys.data<int64_t>();
     for (int64_t i = 0; i < n; ++i) {
       keep[i] = options.keep_id(k[i]) ? 1 : 0;
       kept += keep[i];
@@ -179,66 +194,91 @@ absl::Status ImportRows(HashEmbeddingTable* table, const BundleReader& reader,
     // None of these rows is wanted: their values are not even read.
     if (kept == 0) return absl::OkStatus();
   }
-  ASSIGN_OR_RETURN(TensorCursor values_cursor,
-                   TensorCursor::Open(options.env, reader, values_info));
-  std::optional<TensorCursor> slots_cursor;
-  if (num_slots > 0) {
-    ASSIGN_OR_RETURN(slots_cursor, TensorCursor::Open(options.env, reader, *slots_info));
-  }
-  table->Reserve(table->size() + kept);
-  const int64_t rows = std::max<int64_t>(1, options.rows_per_chunk);
-  // Reads chunk [start, start + m) of values and slots.
-  auto read = [&](int64_t start) -> absl::StatusOr<TableChunk> {
-    const int64_t m = std::min(rows, n - start);
-    TableChunk chunk;
-    ASSIGN_OR_RETURN(chunk.values, Tensor::Create(DT_FLOAT, TensorShape({m, dim})));
-    RETURN_IF_ERROR(values_cursor.Read(chunk.values.TotalBytes(), chunk.values.raw_data()));
-    if (slots_cursor.has_value()) {
-      ASSIGN_OR_RETURN(chunk.slots, Tensor::Create(DT_FLOAT, TensorShape({m, num_slots, dim})));
-      RETURN_IF_ERROR(slots_cursor->Read(chunk.slots.TotalBytes(), chunk.slots.raw_data()));
-    }
-    return chunk;
+  auto open = [&](const std::optional<TensorInfo>& info)
+      -> absl::StatusOr<std::optional<TensorCursor>> {
+    if (!info.has_value()) return std::optional<TensorCursor>();
+    ASSIGN_OR_RETURN(TensorCursor c, TensorCursor::Open(options.env, reader, *info));
+    return std::optional<TensorCursor>(std::move(c));
   };
-  // The next chunk is read on its own thread while this one is imported, so
-  // the disk and the hash inserts overlap.
-  std::future<absl::StatusOr<TableChunk>> next;
-  if (n > 0) next = std::async(std::launch::async, read, int64_t{0});
-  for (int64_t start = 0; start < n; start += rows) {
-    absl::StatusOr<TableChunk> got = next.get();
-    if (!got.ok()) return got.status();
-    if (start + rows < n) next = std::async(std::launch::async, read, start + rows);
-    TableChunk& chunk = *got;
-    const int64_t m = chunk.values.dim_size(0);
+  ASSIGN_OR_RETURN(std::optional<TensorCursor> keys_cursor,
+                   open(options.keep_id ? std::nullopt : std::optional<TensorInfo>(keys_info)));
+  ASSIGN_OR_RETURN(std::optional<TensorCursor> values_cursor, open(values_info));
+  ASSIGN_OR_RETURN(std::optional<TensorCursor> slots_cursor,
+                   open(num_slots > 0 ? slots_info : std::nullopt));
+  ASSIGN_OR_RETURN(std::optional<TensorCursor> freqs_cursor, open(freqs_info));
+  ASSIGN_OR_RETURN(std::optional<TensorCursor> versions_cursor, open(versions_info));
+  table->Reserve(table->size() + kept);
+  const int64_t rows = std::min<int64_t>(std::max<int64_t>(1, options.rows_per_chunk),
+                                         std::max<int64_t>(1, n));
+  ChunkBuffers buffers[2];
+  for (ChunkBuffers& b : buffers) {
+    if (keys_cursor.has_value()) {
+      ASSIGN_OR_RETURN(b.keys, Tensor::Create(DT_INT64, TensorShape({rows})));
+    }
+    ASSIGN_OR_RETURN(b.values, Tensor::Create(DT_FLOAT, TensorShape({rows, dim})));
+    if (slots_cursor.has_value()) {
+      ASSIGN_OR_RETURN(b.slots, Tensor::Create(DT_FLOAT, TensorShape({rows, num_slots, dim})));
+    }
+    if (freqs_cursor.has_value()) {
+      ASSIGN_OR_RETURN(b.freqs, Tensor::Create(DT_INT64, TensorShape({rows})));
+    }
+    if (versions_cursor.has_value()) {
+      ASSIGN_OR_RETURN(b.versions, Tensor::Create(DT_INT64, TensorShape({rows})));
+    }
+  }
+  // Reads rows [start, start + m) into `b`.
+  auto read = [&](int64_t start, ChunkBuffers* b) -> absl::Status {
+    const int64_t m = std::min(rows, n - start);
+    auto fill = [m](std::optional<TensorCursor>& cursor, Tensor& t) -> absl::Status {
+      if (!cursor.has_value()) return absl::OkStatus();
+      return cursor->Read(t.TotalBytes() / static_cast<size_t>(t.dim_size(0)) * m, t.raw_data());
+    };
+    RETURN_IF_ERROR(fill(keys_cursor, b->keys));
+    RETURN_IF_ERROR(fill(values_cursor, b->values));
+    RETURN_IF_ERROR(fill(slots_cursor, b->slots));
+    RETURN_IF_ERROR(fill(freqs_cursor, b->freqs));
+    return fill(versions_cursor, b->versions);
+  };
+  std::future<absl::Status> next;
+  if (n > 0) next = std::async(std::launch::async, read, int64_t{0}, &buffers[0]);
+  for (int64_t start = 0, i = 0; start < n; start += rows, ++i) {
+    RETURN_IF_ERROR(next.get());
+    if (start + rows < n) {
+      next = std::async(std::launch::async, read, start + rows, &buffers[(i + 1) % 2]);
+    }
+    ChunkBuffers& b = buffers[i % 2];
+    const int64_t m = std::min(rows, n - start);
+    const uint8_t* k = keep.empty() ? nullptr : keep.data() + start;
     int64_t c = m;  // rows of this chunk to import
-    if (!keep.empty()) {
-      c = 0;
-      for (int64_t i = 0; i < m; ++i) c += keep[start + i];
-    }
+    if (k != nullptr) c = std::count(k, k + m, uint8_t{1});
     if (c == 0) continue;
+    TableChunk chunk;
+    auto first = [](const Tensor& t, int64_t r) { return t.IsInitialized() ? t.Slice(0, r) : t; };
     if (c == m) {
-      chunk.keys = keys.Slice(start, start + m);
-      if (freqs.IsInitialized()) chunk.frequencies = freqs.Slice(start, start + m);
-      if (versions.IsInitialized()) chunk.versions = versions.Slice(start, start + m);
+      chunk.keys = all_keys.IsInitialized() ? all_keys.Slice(start, start + m) : first(b.keys, m);
+      chunk.frequencies = first(b.freqs, m);
+      chunk.versions = first(b.versions, m);
     } else {
-      // Filtered: the kept rows move to the front of the chunk's own buffers.
-      chunk.keys = GatherKept(keys, start, m, keep, c);
-      if (freqs.IsInitialized()) chunk.frequencies = GatherKept(freqs, start, m, keep, c);
-      if (versions.IsInitialized()) chunk.versions = GatherKept(versions, start, m, keep, c);
-      CompactRows(&chunk.values, start, m, keep);
-      chunk.values = chunk.values.Slice(0, c);
-      if (chunk.slots.IsInitialized()) {
-        CompactRows(&chunk.slots, start, m, keep);
-        chunk.slots = chunk.slots.Slice(0, c);
-      }
+      // Filtered: the kept rows move to the front of the buffers.
+      const Tensor chunk_keys = all_keys.Slice(start, start + m);
+      chunk.keys = GatherKept(chunk_keys, k, m, c);
+      if (b.freqs.IsInitialized()) chunk.frequencies = GatherKept(b.freqs, k, m, c);
+      if (b.versions.IsInitialized()) chunk.versions = GatherKept(b.versions, k, m, c);
+      CompactRows(&b.values, k, m);
+      CompactRows(&b.slots, k, m);
     }
+    chunk.values = first(b.values, c);
+    chunk.slots = first(b.slots, c);
     absl::Status s = table->Import(chunk, options.pool);
     if (!s.ok()) {
       if (next.valid()) next.wait();  // it uses the cursors on this frame
       return s;
     }
   }
-  RETURN_IF_ERROR(values_cursor.Finish());
-  if (slots_cursor.has_value()) RETURN_IF_ERROR(slots_cursor->Finish());
+  for (std::optional<TensorCursor>* cursor :
+       {&keys_cursor, &values_cursor, &slots_cursor, &freqs_cursor, &versions_cursor}) {
+    if (cursor->has_value()) RETURN_IF_ERROR((*cursor)->Finish());
+  }
   return absl::OkStatus();
 }
 
@@ -396,6 +436,7 @@ absl::Status SaveTable(HashEmbeddingTable* table, BundleWriter* writer, const st
     // Full: every row, so the count is known and the first pass writes the
     // values while collecting the keys (a table changing meanwhile fails).
     n = table->size();
+    for (std::vector<int64_t>* v : {&keys, &freqs, &versions}) v->reserve(n);
     RETURN_IF_ERROR(stream("values", false, n, /*first=*/true));
   } else {
     // Delta: count and collect the changed rows first.
