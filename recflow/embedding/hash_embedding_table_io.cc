@@ -88,6 +88,9 @@ absl::Status HashEmbeddingTable::Import(const TableChunk& chunk,
     for (int64_t k = b; k < std::min(e, b + kAhead); ++k) {
       s.index.prefetch(keys[groups.positions[k]]);
     }
+    // Counted here and added once: a locked add per row would wait for
+    // every store before it (the new rows' first touches) to drain.
+    int64_t inserted = 0;
     for (int64_t k = b; k < e; ++k) {
       const int64_t pos = groups.positions[k];
       if (k + kAhead < e) s.index.prefetch(keys[groups.positions[k + kAhead]]);
@@ -101,11 +104,12 @@ absl::Status HashEmbeddingTable::Import(const TableChunk& chunk,
         if (!allocated.ok()) {
           s.index.erase(it);
           statuses[si] = allocated.status();
+          s.inserts.fetch_add(inserted, std::memory_order_relaxed);
           return;
         }
         it->second = *allocated;
         Meta(s, *allocated).id = keys[pos];
-        s.inserts.fetch_add(1, std::memory_order_relaxed);
+        ++inserted;
       }
       const uint32_t slot = it->second;
       float* row = RowData(s, slot);
@@ -120,6 +124,7 @@ absl::Status HashEmbeddingTable::Import(const TableChunk& chunk,
       meta.frequency.store(freqs ? freqs[pos] : 0, std::memory_order_relaxed);
       meta.version = version;
     }
+    s.inserts.fetch_add(inserted, std::memory_order_relaxed);
   });
   if (versions != nullptr) {
     AdvanceClock(*std::max_element(versions, versions + n));
