@@ -41,6 +41,7 @@
 //   mode=NAME samples_us=T bytes=B
 //   checksum saved=S restored_cold=S1 restored_cached=S2
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -209,9 +210,20 @@ absl::StatusOr<uint64_t> Checksum(const Model& m, ThreadPool* pool) {
   return s;
 }
 
-void PrintMode(const char* mode, double seconds, uint64_t bytes) {
-  std::printf("mode=%s samples_us=%.0f bytes=%llu\n", mode, seconds * 1e6,
+// Process CPU time (user + system, all threads) so far, in seconds.
+double CpuSeconds() {
+  struct rusage u;
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+// With cpu_seconds >= 0, the line also carries the CPU time the mode took.
+void PrintMode(const char* mode, double seconds, uint64_t bytes, double cpu_seconds = -1) {
+  std::printf("mode=%s samples_us=%.0f bytes=%llu", mode, seconds * 1e6,
               static_cast<unsigned long long>(bytes));
+  if (cpu_seconds >= 0) std::printf(" cpu_us=%.0f", cpu_seconds * 1e6);
+  std::printf("\n");
   std::fflush(stdout);
 }
 
@@ -251,24 +263,27 @@ absl::Status RunRecflow(const Flags& f) {
   so.reader.direct_io = f.direct_io;
   ASSIGN_OR_RETURN(auto saver, checkpoint::Saver::Create(so, std::move(saveables)));
 
+  double c0 = CpuSeconds();
   auto t0 = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(std::string prefix, saver->Save(1));
-  PrintMode("save", SecondsSince(t0), m.bytes);
+  PrintMode("save", SecondsSince(t0), m.bytes, CpuSeconds() - c0);
 
   RETURN_IF_ERROR(DropDirCache(f.dir));
   // Forget the values first, so a restore that did nothing cannot pass.
   for (Tensor& t : m.dense) t = Tensor();
   m.table->table()->Clear();
+  c0 = CpuSeconds();
   t0 = std::chrono::steady_clock::now();
   RETURN_IF_ERROR(saver->Restore(prefix));
-  PrintMode("restore_cold", SecondsSince(t0), m.bytes);
+  PrintMode("restore_cold", SecondsSince(t0), m.bytes, CpuSeconds() - c0);
   ASSIGN_OR_RETURN(const uint64_t cold, Checksum(m, &pool));
 
   for (Tensor& t : m.dense) t = Tensor();
   m.table->table()->Clear();
+  c0 = CpuSeconds();
   t0 = std::chrono::steady_clock::now();
   RETURN_IF_ERROR(saver->Restore(prefix));
-  PrintMode("restore_cached", SecondsSince(t0), m.bytes);
+  PrintMode("restore_cached", SecondsSince(t0), m.bytes, CpuSeconds() - c0);
   ASSIGN_OR_RETURN(const uint64_t cached, Checksum(m, &pool));
 
   std::printf("checksum saved=%llu restored_cold=%llu restored_cached=%llu\n",
