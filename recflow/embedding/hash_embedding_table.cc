@@ -291,10 +291,7 @@ absl::Status HashEmbeddingTable::LookupShard(
       }
       std::memcpy(out + pos * dim, RowData(s, static_cast<uint32_t>(slot)),
                   row_bytes);
-      if (train) {
-        Meta(s, static_cast<uint32_t>(slot))
-            .frequency.fetch_add(1, std::memory_order_relaxed);
-      }
+      if (train) BumpFrequency(Meta(s, static_cast<uint32_t>(slot)));
     }
   }
   result->found += static_cast<int64_t>(positions.size() - misses.size());
@@ -351,8 +348,7 @@ absl::Status HashEmbeddingTable::LookupShard(
       ++result->defaulted;
     } else {
       std::memcpy(dst, RowData(s, static_cast<uint32_t>(slot)), row_bytes);
-      Meta(s, static_cast<uint32_t>(slot))
-          .frequency.fetch_add(1, std::memory_order_relaxed);
+      BumpFrequency(Meta(s, static_cast<uint32_t>(slot)));
       ++result->found;
     }
   }

@@ -33,7 +33,10 @@
 // Thread-safety: thread-safe. Storage is split into shards (shard = top bits
 // of a 64-bit mix of the id); each shard has a reader/writer lock:
 //   - Lookup of existing rows holds the reader lock (many lookups run
-//     concurrently; the frequency bump is an atomic add);
+//     concurrently; the frequency bump is a relaxed load and store, not a
+//     locked add, so two lookups of the same row at the same instant may
+//     count once: frequencies are exact when a shard's kTrain lookups do
+//     not overlap, as within one training step, and approximate beyond);
 //   - creating rows (kTrain lookup of new ids, Import), Apply*, Evict,
 //     Remove and Clear hold the writer lock of the shards they touch;
 //   - Export copies each chunk under the reader locks of the shards involved.
@@ -295,6 +298,13 @@ class HashEmbeddingTable {
     std::atomic<int64_t> frequency{0};
     int64_t version = 0;
   };
+  // +1 on a row's frequency. Not a locked add: that would stall the lookup
+  // loop until every store before it drained (a quarter of a kTrain
+  // lookup's time); see the thread-safety note above.
+  static void BumpFrequency(RowMeta& meta) {
+    meta.frequency.store(meta.frequency.load(std::memory_order_relaxed) + 1,
+                         std::memory_order_relaxed);
+  }
   // Note [Row layout]: a slab is one 64-byte-aligned allocation of
   // rows_per_slab_ rows of stride_bytes_ each; a row is its RowMeta followed
   // by row_floats_ floats (weights | slot0 | slot1 ...). Keeping the
