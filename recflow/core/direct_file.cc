@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "recflow/core/mutex.h"
+#include "recflow/core/posix_file.h"
 #include "recflow/core/status.h"
 
 namespace recflow {
@@ -29,14 +30,8 @@ bool Aligned(const void* p) { return Aligned(reinterpret_cast<uintptr_t>(p)); }
 uint64_t AlignDown(uint64_t x) { return x - x % kAlign; }
 uint64_t AlignUp(uint64_t x) { return AlignDown(x + kAlign - 1); }
 
-std::string Quote(const std::string& path) { return absl::StrCat("'", path, "'"); }
-
-int OpenRetryingEintr(const std::string& path, int flags, mode_t mode) {
-  while (true) {
-    const int fd = ::open(path.c_str(), flags, mode);
-    if (fd >= 0 || errno != EINTR) return fd;
-  }
-}
+using posix_internal::OpenRetryingEintr;
+using posix_internal::Quote;
 
 // Turns O_DIRECT off for fd; false if fcntl fails.
 bool ClearDirectFlag(int fd) {
@@ -44,15 +39,15 @@ bool ClearDirectFlag(int fd) {
   return flags >= 0 && ::fcntl(fd, F_SETFL, flags & ~O_DIRECT) == 0;
 }
 
-class DirectWritableFile : public WritableFile {
+class DirectWritableFile : public posix_internal::FdWritableFile {
  public:
-  DirectWritableFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  DirectWritableFile(std::string path, int fd) : FdWritableFile(std::move(path), fd) {}
   ~DirectWritableFile() override {
-    if (fd_ >= 0) (void)Close();
+    if (!closed()) (void)Close();
   }
 
   absl::Status Append(absl::string_view data) override {
-    if (fd_ < 0) return Closed();
+    if (closed()) return ClosedError();
     while (!data.empty()) {
       if (direct_ && staged_.empty() && Aligned(data.data()) && data.size() >= kAlign) {
         // Straight from the caller's memory: the whole blocks of the piece.
@@ -75,7 +70,7 @@ class DirectWritableFile : public WritableFile {
 
   // Writes the staged whole blocks (everything, once direct I/O is off).
   absl::Status Flush() override {
-    if (fd_ < 0) return Closed();
+    if (closed()) return ClosedError();
     const size_t n = direct_ ? AlignDown(staged_.size()) : staged_.size();
     if (n == 0) return absl::OkStatus();
     RETURN_IF_ERROR(Write(staged_.data(), n));
@@ -85,34 +80,10 @@ class DirectWritableFile : public WritableFile {
     return absl::OkStatus();
   }
 
-  absl::Status Sync() override {
-    if (fd_ < 0) return Closed();
-    RETURN_IF_ERROR(WriteEverything());
-    if (::fdatasync(fd_) != 0) {
-      return ErrnoToStatus(errno, absl::StrCat("cannot sync ", Quote(path_)));
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status Close() override {
-    if (fd_ < 0) return absl::OkStatus();
-    absl::Status s = WriteEverything();
-    if (::close(fd_) != 0 && s.ok()) {
-      s = ErrnoToStatus(errno, absl::StrCat("cannot close ", Quote(path_)));
-    }
-    fd_ = -1;
-    return s;
-  }
-
  private:
-  absl::Status Closed() const {
-    return absl::FailedPreconditionError(
-        absl::StrCat("file ", Quote(path_), " is already closed"));
-  }
-
   // Writes every staged byte: the whole blocks directly, then the last
-  // partial block with O_DIRECT off.
-  absl::Status WriteEverything() {
+  // partial block with O_DIRECT off (Sync and Close call it).
+  absl::Status WritePending() override {
     RETURN_IF_ERROR(Flush());
     if (staged_.empty()) return absl::OkStatus();
     StopDirect();
@@ -149,8 +120,6 @@ class DirectWritableFile : public WritableFile {
     return absl::OkStatus();
   }
 
-  const std::string path_;
-  int fd_;
   bool direct_ = true;
   AlignedBuffer staged_;  // allocated on first use
 };

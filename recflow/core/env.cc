@@ -20,6 +20,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "recflow/core/direct_file.h"
+#include "recflow/core/posix_file.h"
 #include "recflow/core/status.h"
 
 namespace recflow {
@@ -84,9 +85,8 @@ absl::StatusCode ErrnoToCode(int err) {
   }
 }
 
-std::string Quote(absl::string_view path) {
-  return absl::StrCat("'", path, "'");
-}
+using posix_internal::OpenRetryingEintr;
+using posix_internal::Quote;
 
 uint64_t ClockMicros(clockid_t clock) {
   struct timespec ts;
@@ -110,29 +110,24 @@ absl::Status WriteFully(int fd, const char* data, size_t n,
   return absl::OkStatus();
 }
 
-absl::Status ClosedError(const std::string& path) {
-  return absl::FailedPreconditionError(
-      absl::StrCat("file ", Quote(path), " is already closed"));
-}
-
-class PosixWritableFile : public WritableFile {
+class PosixWritableFile : public posix_internal::FdWritableFile {
  public:
   PosixWritableFile(std::string path, int fd)
-      : path_(std::move(path)), fd_(fd), buf_(new char[kBufferSize]) {}
+      : FdWritableFile(std::move(path), fd), buf_(new char[kBufferSize]) {}
 
   ~PosixWritableFile() override {
-    if (fd_ >= 0) (void)Close();
+    if (!closed()) (void)Close();
   }
 
   absl::Status Append(absl::string_view data) override {
-    if (fd_ < 0) return ClosedError(path_);
+    if (closed()) return ClosedError();
     // Small appends (record headers, footers) are gathered in the buffer.
     size_t copy = std::min(data.size(), kBufferSize - pos_);
     std::memcpy(buf_.get() + pos_, data.data(), copy);
     pos_ += copy;
     data.remove_prefix(copy);
     if (data.empty()) return absl::OkStatus();
-    absl::Status s = FlushBuffer();
+    absl::Status s = WritePending();
     if (!s.ok()) return s;
     if (data.size() < kBufferSize) {
       std::memcpy(buf_.get(), data.data(), data.size());
@@ -143,47 +138,19 @@ class PosixWritableFile : public WritableFile {
   }
 
   absl::Status Flush() override {
-    if (fd_ < 0) return ClosedError(path_);
-    return FlushBuffer();
-  }
-
-  absl::Status Sync() override {
-    if (fd_ < 0) return ClosedError(path_);
-    absl::Status s = FlushBuffer();
-    if (!s.ok()) return s;
-#if defined(__linux__)
-    int rc = ::fdatasync(fd_);
-#else
-    int rc = ::fsync(fd_);
-#endif
-    if (rc != 0) {
-      return ErrnoToStatus(errno, absl::StrCat("cannot sync ", Quote(path_)));
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status Close() override {
-    if (fd_ < 0) return absl::OkStatus();
-    absl::Status s = FlushBuffer();
-    // On Linux the descriptor is released even if close fails; never retry.
-    if (::close(fd_) != 0 && s.ok()) {
-      s = ErrnoToStatus(errno, absl::StrCat("cannot close ", Quote(path_)));
-    }
-    fd_ = -1;
-    return s;
+    if (closed()) return ClosedError();
+    return WritePending();
   }
 
  private:
   static constexpr size_t kBufferSize = 64 * 1024;
 
-  absl::Status FlushBuffer() {
+  absl::Status WritePending() override {
     size_t n = pos_;
     pos_ = 0;
     return WriteFully(fd_, buf_.get(), n, path_);
   }
 
-  const std::string path_;
-  int fd_;
   std::unique_ptr<char[]> buf_;
   size_t pos_ = 0;
 };
@@ -398,14 +365,6 @@ class PosixEnv : public Env {
   }
 
  private:
-  static int OpenRetryingEintr(const std::string& path, int flags,
-                               mode_t mode) {
-    while (true) {
-      int fd = ::open(path.c_str(), flags, mode);
-      if (fd >= 0 || errno != EINTR) return fd;
-    }
-  }
-
   absl::StatusOr<std::unique_ptr<WritableFile>> OpenForWrite(
       const std::string& path, int mode_flag, const char* what) {
     int fd = OpenRetryingEintr(path, O_WRONLY | O_CREAT | O_CLOEXEC | mode_flag,
@@ -592,5 +551,49 @@ std::string Basename(absl::string_view path) {
   if (pos == absl::string_view::npos) return std::string(path);
   return std::string(path.substr(pos + 1));
 }
+
+namespace posix_internal {
+
+std::string Quote(absl::string_view path) { return absl::StrCat("'", path, "'"); }
+
+int OpenRetryingEintr(const std::string& path, int flags, int mode) {
+  while (true) {
+    const int fd = ::open(path.c_str(), flags, static_cast<mode_t>(mode));
+    if (fd >= 0 || errno != EINTR) return fd;
+  }
+}
+
+absl::Status FdWritableFile::ClosedError() const {
+  return absl::FailedPreconditionError(
+      absl::StrCat("file ", Quote(path_), " is already closed"));
+}
+
+absl::Status FdWritableFile::Sync() {
+  if (closed()) return ClosedError();
+  absl::Status s = WritePending();
+  if (!s.ok()) return s;
+#if defined(__linux__)
+  const int rc = ::fdatasync(fd_);
+#else
+  const int rc = ::fsync(fd_);
+#endif
+  if (rc != 0) {
+    return ErrnoToStatus(errno, absl::StrCat("cannot sync ", Quote(path_)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FdWritableFile::Close() {
+  if (closed()) return absl::OkStatus();
+  absl::Status s = WritePending();
+  // On Linux the descriptor is released even if close fails; never retry.
+  if (::close(fd_) != 0 && s.ok()) {
+    s = ErrnoToStatus(errno, absl::StrCat("cannot close ", Quote(path_)));
+  }
+  fd_ = -1;
+  return s;
+}
+
+}  // namespace posix_internal
 
 }  // namespace recflow
