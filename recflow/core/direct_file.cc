@@ -179,11 +179,7 @@ class DirectRandomAccessFile : public RandomAccessFile {
   }
 
   absl::StatusOr<uint64_t> Size() const override {
-    struct stat st;
-    if (::fstat(fd_, &st) != 0) {
-      return ErrnoToStatus(errno, absl::StrCat("cannot stat ", Quote(path_)));
-    }
-    return static_cast<uint64_t>(st.st_size);
+    return posix_internal::DescriptorFileSize(fd_, path_);
   }
 
  private:

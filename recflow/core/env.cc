@@ -188,11 +188,7 @@ class PosixRandomAccessFile : public RandomAccessFile {
   }
 
   absl::StatusOr<uint64_t> Size() const override {
-    struct stat st;
-    if (::fstat(fd_, &st) != 0) {
-      return ErrnoToStatus(errno, absl::StrCat("cannot stat ", Quote(path_)));
-    }
-    return static_cast<uint64_t>(st.st_size);
+    return posix_internal::DescriptorFileSize(fd_, path_);
   }
 
  private:
@@ -561,6 +557,14 @@ int OpenRetryingEintr(const std::string& path, int flags, int mode) {
     const int fd = ::open(path.c_str(), flags, static_cast<mode_t>(mode));
     if (fd >= 0 || errno != EINTR) return fd;
   }
+}
+
+absl::StatusOr<uint64_t> DescriptorFileSize(int fd, const std::string& path) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    return ErrnoToStatus(errno, absl::StrCat("cannot stat ", Quote(path)));
+  }
+  return static_cast<uint64_t>(st.st_size);
 }
 
 absl::Status FdWritableFile::ClosedError() const {

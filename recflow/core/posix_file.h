@@ -3,9 +3,11 @@
 #ifndef RECFLOW_CORE_POSIX_FILE_H_
 #define RECFLOW_CORE_POSIX_FILE_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "recflow/core/env.h"
 
@@ -16,6 +18,9 @@ std::string Quote(absl::string_view path);
 
 // open(2), retried on EINTR; -1 with errno set on failure.
 int OpenRetryingEintr(const std::string& path, int flags, int mode);
+
+// The size of the open file `fd` (fstat), errors naming `path`.
+absl::StatusOr<uint64_t> DescriptorFileSize(int fd, const std::string& path);
 
 // A file written through a descriptor with a user-space buffer of its own:
 // subclasses write their pending bytes in WritePending; Sync and Close are
