@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 
 namespace recflow {
 namespace {
@@ -23,7 +24,7 @@ class CpuAllocator final : public Allocator {
 
   void* AllocateRaw(size_t alignment, size_t num_bytes) override {
     if (alignment < kAllocatorAlignment) alignment = kAllocatorAlignment;
-    const bool huge = num_bytes >= kHugePageThreshold;
+    const bool huge = num_bytes >= kHugePageThreshold && HugePageAdviceEnabled();
     if (huge && alignment < kHugePageBytes) alignment = kHugePageBytes;
     // aligned_alloc wants a size that is a multiple of the alignment.
     const size_t rounded =
@@ -73,6 +74,14 @@ class CpuAllocator final : public Allocator {
 Allocator* cpu_allocator() {
   static Allocator* const allocator = new CpuAllocator;
   return allocator;
+}
+
+// RECFLOW_HUGE_PAGES=0 turns the advice off: on some virtual machines a
+// fresh huge page is far slower to fault in than 4 KiB pages (the host backs
+// it lazily), which can outweigh the TLB savings for short jobs.
+bool HugePageAdviceEnabled() {
+  const char* env = std::getenv("RECFLOW_HUGE_PAGES");
+  return env == nullptr || std::strcmp(env, "0") != 0;
 }
 
 }  // namespace recflow

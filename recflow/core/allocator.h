@@ -34,8 +34,14 @@ class Allocator {
   virtual AllocatorStats GetStats() const = 0;
 };
 
-// The process-wide CPU allocator. Never null; lives forever.
+// The process-wide CPU allocator. Never null; lives forever. Allocations of
+// 4 MiB and more are 2 MiB aligned and advised for transparent huge pages
+// while HugePageAdviceEnabled().
 Allocator* cpu_allocator();
+
+// False when the environment variable RECFLOW_HUGE_PAGES is "0" (read at
+// each large allocation; see docs/runtime.md, Memory).
+bool HugePageAdviceEnabled();
 
 }  // namespace recflow
 

@@ -1,8 +1,12 @@
 #include "recflow/core/tensor.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <random>
+#include <string>
 
 #include "gtest/gtest.h"
+#include "recflow/core/allocator.h"
 #include "recflow/core/dtype.h"
 #include "recflow/core/numeric_types.h"
 #include "recflow/core/status.h"
@@ -169,6 +173,28 @@ TEST(TensorTest, ScalarAndDebugString) {
   Tensor big(DT_INT32, TensorShape({100}));
   for (int i = 0; i < 100; ++i) big.flat<int32_t>()[i] = i;
   EXPECT_EQ(big.SummarizeValue(3), "[0 1 2...]");
+}
+
+TEST(AllocatorTest, HugePageAdviceFollowsTheEnvironment) {
+  const char* old = std::getenv("RECFLOW_HUGE_PAGES");
+  const std::string saved = old == nullptr ? "" : old;
+  ::unsetenv("RECFLOW_HUGE_PAGES");
+  EXPECT_TRUE(HugePageAdviceEnabled());
+  ::setenv("RECFLOW_HUGE_PAGES", "0", 1);
+  EXPECT_FALSE(HugePageAdviceEnabled());
+  // Large buffers still come aligned and usable without the advice.
+  void* p = cpu_allocator()->AllocateRaw(kAllocatorAlignment, 8 << 20);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % kAllocatorAlignment, 0u);
+  std::memset(p, 1, 8 << 20);
+  cpu_allocator()->DeallocateRaw(p, 8 << 20);
+  ::setenv("RECFLOW_HUGE_PAGES", "1", 1);
+  EXPECT_TRUE(HugePageAdviceEnabled());
+  if (old == nullptr) {
+    ::unsetenv("RECFLOW_HUGE_PAGES");
+  } else {
+    ::setenv("RECFLOW_HUGE_PAGES", saved.c_str(), 1);
+  }
 }
 
 }  // namespace
