@@ -1,5 +1,6 @@
 #include "recflow/checkpoint/bundle_reader.h"
 #include "recflow/checkpoint/tensor_slice.h"
+#include "recflow/core/direct_file.h"
 
 #include <algorithm>
 #include <cstring>
@@ -289,7 +290,12 @@ absl::Status BundleReader::ReadPod(const TensorInfo& info, Tensor* out) const {
                             info.offset + info.size, ") of ", path, ", which has only ",
                             file_size, " bytes (truncated)");
   }
-  ASSIGN_OR_RETURN(*out, Tensor::Create(info.dtype, info.shape));
+  // Large tensors land in 4 KiB-aligned memory, so direct reads fill them
+  // in place (BundleWriter aligns their offsets).
+  ASSIGN_OR_RETURN(*out, Tensor::Create(info.dtype, info.shape,
+                                        options_.direct_io && info.size >= (1 << 20)
+                                            ? direct_io_allocator()
+                                            : cpu_allocator()));
   char* dst = out->raw_data();
   uint32_t crc = 0;
   const size_t chunk = std::max<size_t>(options_.read_chunk_bytes, 4096);

@@ -154,6 +154,49 @@ TEST(BundleTest, ShardsBySize) {
   }
 }
 
+// Large fixed-size tensors start on 4 KiB boundaries (zero padding before
+// them, covered by no entry), so direct reads fill them in place; small
+// ones and strings stay packed; 0 packs everything, as TensorFlow does.
+TEST(BundleTest, LargeTensorsStartAligned) {
+  std::mt19937 rng(21);
+  std::map<std::string, Tensor> model;
+  model["a_small"] = RandomTensor<float>({3}, &rng);
+  model["b_big"] = RandomTensor<float>({300, 1000}, &rng);  // 1.2 MB
+  model["c_words"] = RandomStrings({5}, &rng);
+  model["d_big"] = RandomTensor<int64_t>({140000}, &rng);  // 1.12 MB, via AddChunks below
+  for (uint64_t threshold : {uint64_t{1} << 20, uint64_t{0}}) {
+    MemEnv env;
+    BundleWriterOptions options;
+    options.align_tensors_from_bytes = threshold;
+    auto writer = BundleWriter::Create(&env, "/m", options);
+    ASSERT_TRUE(writer.ok());
+    for (const char* name : {"a_small", "b_big", "c_words"}) {
+      ASSERT_TRUE((*writer)->Add(name, model[name]).ok());
+    }
+    const Tensor& d = model["d_big"];
+    ASSERT_TRUE((*writer)->AddChunks("d_big", DT_INT64, d.shape(), [&](const auto& sink) {
+      return sink(absl::string_view(d.raw_data(), d.TotalBytes()));
+    }).ok());
+    ASSERT_TRUE((*writer)->Finish().ok());
+    auto reader = BundleReader::Open(&env, "/m").value();
+    const TensorInfo a = reader->GetInfo("a_small").value();
+    const TensorInfo b = reader->GetInfo("b_big").value();
+    const TensorInfo c = reader->GetInfo("c_words").value();
+    const TensorInfo dd = reader->GetInfo("d_big").value();
+    EXPECT_EQ(a.offset, 0u);
+    EXPECT_EQ(c.offset, b.offset + b.size);  // packed after the big one
+    if (threshold > 0) {
+      EXPECT_EQ(b.offset, 4096u);
+      EXPECT_EQ(dd.offset % 4096, 0u);
+      EXPECT_GT(dd.offset, c.offset + c.size);
+    } else {
+      EXPECT_EQ(b.offset, a.size);
+      EXPECT_EQ(dd.offset, c.offset + c.size);
+    }
+    ExpectModel(&env, "/m", model);
+  }
+}
+
 TEST(BundleTest, ParallelLookupMatchesSequential) {
   std::mt19937 rng(4);
   MemEnv env;

@@ -256,6 +256,15 @@ absl::Status BundleWriter::MaybeStartShard(uint64_t bytes) {
   return OpenShard();
 }
 
+absl::Status BundleWriter::MaybeAlign(uint64_t bytes) {
+  const uint64_t threshold = options_.align_tensors_from_bytes;
+  const uint64_t misalign = shard_bytes_ % kDirectIoAlignment;
+  if (threshold == 0 || bytes < threshold || misalign == 0) return absl::OkStatus();
+  static const char kZeros[kDirectIoAlignment] = {};
+  uint32_t ignored = 0;
+  return Append(absl::string_view(kZeros, kDirectIoAlignment - misalign), &ignored);
+}
+
 absl::Status BundleWriter::Append(absl::string_view data, uint32_t* crc) {
   // Every buffer but a shard's last goes out full, so each write starts at
   // an aligned file offset from aligned memory: a direct file writes it
@@ -335,6 +344,7 @@ absl::Status BundleWriter::Add(absl::string_view name, const Tensor& tensor) {
   } else {
     size = tensor.NumElements() * DataTypeSize(tensor.dtype());
     RETURN_IF_ERROR(MaybeStartShard(size));
+    RETURN_IF_ERROR(MaybeAlign(size));
     entry.set_shard_id(num_shards_ - 1);
     entry.set_offset(shard_bytes_);
     RETURN_IF_ERROR(Append(absl::string_view(tensor.raw_data(), size), &crc));
@@ -356,6 +366,7 @@ absl::Status BundleWriter::AddChunks(
   }
   const uint64_t size = static_cast<uint64_t>(shape.num_elements()) * DataTypeSize(dtype);
   RETURN_IF_ERROR(MaybeStartShard(size));
+  RETURN_IF_ERROR(MaybeAlign(size));
   tensorflow::BundleEntryProto entry;
   entry.set_dtype(static_cast<tensorflow::DataType>(dtype));
   entry.mutable_shape();

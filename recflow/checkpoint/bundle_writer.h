@@ -66,6 +66,12 @@ struct BundleWriterOptions {
   // the page cache. Where the file system or Env has no direct I/O, the
   // shards are ordinary files. The index is always an ordinary file.
   bool direct_io = true;
+  // Fixed-size tensors of at least this many bytes start at a multiple of
+  // kDirectIoAlignment (4 KiB) in their shard, after zero padding that no
+  // entry covers (readers, TensorFlow's included, go by each entry's offset
+  // and size), so a direct read fills them in place. Smaller tensors are
+  // packed one after another, as TensorFlow writes them. 0: pack all.
+  uint64_t align_tensors_from_bytes = 1 << 20;
   // fsync the data shards and the index before publishing them, and the
   // directory after. Off only for tests and throwaway bundles.
   bool sync = true;
@@ -114,6 +120,9 @@ class BundleWriter {
   absl::Status CloseShard();
   // Starts a new shard when `bytes` more would overflow the current one.
   absl::Status MaybeStartShard(uint64_t bytes);
+  // Pads the shard to a 4 KiB boundary before a fixed-size tensor of
+  // `bytes` (options_.align_tensors_from_bytes).
+  absl::Status MaybeAlign(uint64_t bytes);
   // Appends to the current shard; extends *crc over the bytes.
   absl::Status Append(absl::string_view data, uint32_t* crc);
   absl::Status FlushBuffer();

@@ -142,11 +142,20 @@ class DirectRandomAccessFile : public RandomAccessFile {
     if (n < kSmallReadBytes || !direct_.load(std::memory_order_relaxed)) {
       return ReadFully(fd_, offset, n, scratch);
     }
-    if (Aligned(offset) && Aligned(n) && Aligned(scratch)) {
-      auto got = ReadFully(direct_fd_, offset, n, scratch);
-      if (got.ok() || !absl::IsInvalidArgument(got.status())) return got;
-      direct_.store(false);  // EINVAL: this file system wants another alignment
-      return ReadFully(fd_, offset, n, scratch);
+    if (Aligned(offset) && Aligned(scratch)) {
+      // Straight in: the whole blocks directly, a partial last block through
+      // the page cache.
+      const size_t head = AlignDown(n);
+      auto got = ReadFully(direct_fd_, offset, head, scratch);
+      if (!got.ok()) {
+        if (!absl::IsInvalidArgument(got.status())) return got;
+        direct_.store(false);  // EINVAL: this file system wants another alignment
+        return ReadFully(fd_, offset, n, scratch);
+      }
+      if (got->size() < head || head == n) return got;  // end of file, or done
+      ASSIGN_OR_RETURN(absl::string_view tail,
+                       ReadFully(fd_, offset + head, n - head, scratch + head));
+      return absl::string_view(scratch, head + tail.size());
     }
     // Through a bounce buffer, in aligned pieces.
     AlignedBuffer bounce = TakeBounce();
@@ -228,6 +237,27 @@ class DirectRandomAccessFile : public RandomAccessFile {
 };
 
 }  // namespace
+
+namespace {
+
+class DirectIoAllocator final : public Allocator {
+ public:
+  std::string Name() const override { return "cpu_direct_io"; }
+  void* AllocateRaw(size_t alignment, size_t num_bytes) override {
+    return cpu_allocator()->AllocateRaw(std::max(alignment, kAlign), num_bytes);
+  }
+  void DeallocateRaw(void* ptr, size_t num_bytes) override {
+    cpu_allocator()->DeallocateRaw(ptr, num_bytes);
+  }
+  AllocatorStats GetStats() const override { return cpu_allocator()->GetStats(); }
+};
+
+}  // namespace
+
+Allocator* direct_io_allocator() {
+  static DirectIoAllocator* const a = new DirectIoAllocator;
+  return a;
+}
 
 AlignedBuffer::AlignedBuffer(size_t capacity) {
   capacity_ = AlignUp(std::max<size_t>(capacity, 1));

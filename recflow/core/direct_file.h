@@ -16,11 +16,14 @@
 // one. Flush writes only whole blocks: up to 4095 bytes stay in memory
 // until Sync or Close.
 //
-// Reading. An aligned read into aligned memory goes straight to the
-// caller. A read under 64 KiB goes through the page cache (a second,
-// ordinary descriptor): small reads are better cached. Anything else is
-// read in aligned pieces through a bounce buffer (kept by the file for
-// reuse) and copied out.
+// Reading. A read at an aligned offset into aligned memory goes straight to
+// the caller, its last partial block (if any) through the page cache. A
+// read under 64 KiB goes through the page cache (a second, ordinary
+// descriptor): small reads are better cached. Anything else is read in
+// aligned pieces through a bounce buffer (kept by the file for reuse) and
+// copied out. BundleWriter starts large tensors on aligned offsets and
+// restores read them into direct_io_allocator() buffers, so most bytes
+// take the first way.
 //
 // Fallbacks. Opening returns nullptr (not an error) where the file system
 // refuses O_DIRECT (tmpfs says EINVAL), so the caller opens an ordinary
@@ -38,6 +41,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "recflow/core/allocator.h"
 #include "recflow/core/env.h"
 
 namespace recflow {
@@ -84,6 +88,10 @@ class AlignedBuffer {
   size_t size_ = 0;
   size_t capacity_ = 0;
 };
+
+// The CPU allocator with every buffer aligned to kDirectIoAlignment:
+// tensors a direct read fills in place (checkpoint restores). Never null.
+Allocator* direct_io_allocator();
 
 // Opens `path` for writing (created or truncated) with O_DIRECT. nullptr
 // when the file system does not support direct I/O; errors as

@@ -15,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "recflow/core/crc32c.h"
+#include "recflow/core/direct_file.h"
 #include "recflow/core/status.h"
 
 namespace recflow::train {
@@ -210,20 +211,22 @@ absl::Status ImportRows(HashEmbeddingTable* table, const BundleReader& reader,
   table->Reserve(table->size() + kept);
   const int64_t rows = std::min<int64_t>(std::max<int64_t>(1, options.rows_per_chunk),
                                          std::max<int64_t>(1, n));
+  // Aligned for direct reads straight into the buffers.
+  Allocator* const a = direct_io_allocator();
   ChunkBuffers buffers[2];
   for (ChunkBuffers& b : buffers) {
     if (keys_cursor.has_value()) {
-      ASSIGN_OR_RETURN(b.keys, Tensor::Create(DT_INT64, TensorShape({rows})));
+      ASSIGN_OR_RETURN(b.keys, Tensor::Create(DT_INT64, TensorShape({rows}), a));
     }
-    ASSIGN_OR_RETURN(b.values, Tensor::Create(DT_FLOAT, TensorShape({rows, dim})));
+    ASSIGN_OR_RETURN(b.values, Tensor::Create(DT_FLOAT, TensorShape({rows, dim}), a));
     if (slots_cursor.has_value()) {
-      ASSIGN_OR_RETURN(b.slots, Tensor::Create(DT_FLOAT, TensorShape({rows, num_slots, dim})));
+      ASSIGN_OR_RETURN(b.slots, Tensor::Create(DT_FLOAT, TensorShape({rows, num_slots, dim}), a));
     }
     if (freqs_cursor.has_value()) {
-      ASSIGN_OR_RETURN(b.freqs, Tensor::Create(DT_INT64, TensorShape({rows})));
+      ASSIGN_OR_RETURN(b.freqs, Tensor::Create(DT_INT64, TensorShape({rows}), a));
     }
     if (versions_cursor.has_value()) {
-      ASSIGN_OR_RETURN(b.versions, Tensor::Create(DT_INT64, TensorShape({rows})));
+      ASSIGN_OR_RETURN(b.versions, Tensor::Create(DT_INT64, TensorShape({rows}), a));
     }
   }
   // Reads rows [start, start + m) into `b`.
