@@ -136,5 +136,45 @@ TEST(StateKernelsTest, AssignAddToUninitializedVariableFails) {
   EXPECT_THAT(s.message(), HasSubstr("uninitialized variable 'v'"));
 }
 
+// Note [Assign takes a buffer of its own] (state_kernels.cc): a value whose
+// buffer something else holds (the caller's fed tensor, a Const shared by two
+// variables) is copied, so no variable aliases it; values are unchanged.
+TEST(StateKernelsTest, AssignOfASharedValueTakesAPrivateCopy) {
+  for (bool resource : {false, true}) {
+    SCOPED_TRACE(resource ? "resource" : "ref");
+    Scope root = Scope::NewRootScope();
+    Output fed = ops::Placeholder(root.WithOpName("fed"), DT_FLOAT);
+    Output shared = ops::Const<float>(root.WithOpName("shared"), {1.5f, -2.f, 4.f},
+                                      TensorShape({3}));
+    for (const char* name : {"a", "b", "c"}) {
+      const Output value = std::string(name) == "c" ? fed : shared;
+      if (resource) {
+        Output h = ops::VarHandleOp(root.WithOpName(name), DT_FLOAT, PartialShape({3}));
+        ops::AssignVariableOp(root.WithOpName(std::string("assign_") + name), h, value);
+        ops::ReadVariableOp(root.WithOpName(std::string("read_") + name), h, DT_FLOAT);
+      } else {
+        Output v = ops::Variable(root.WithOpName(name), PartialShape({3}), DT_FLOAT);
+        ops::Assign(root.WithOpName(std::string("assign_") + name), v, value);
+        ops::Identity(root.WithOpName(std::string("read_") + name), v);
+      }
+    }
+    auto session = Session::Create(SessionOptions{2, 2}, root.ToGraphDef().value());
+    ASSERT_TRUE(session.ok()) << session.status();
+    const Tensor init = Tensor::FromVector<float>({7.f, 8.f, -9.f}, TensorShape({3}));
+    std::vector<Tensor> out;
+    absl::Status s = (*session)->Run({{"fed", init}}, {},
+                                     {"assign_a", "assign_b", "assign_c"}, &out);
+    ASSERT_TRUE(s.ok()) << s;
+    ASSERT_TRUE((*session)->Run({}, {"read_a", "read_b", "read_c"}, {}, &out).ok());
+    ASSERT_EQ(out.size(), 3u);
+    EXPECT_TRUE(TensorsEqual(out[0], Tensor::FromVector<float>({1.5f, -2.f, 4.f},
+                                                               TensorShape({3}))));
+    EXPECT_TRUE(TensorsEqual(out[1], out[0]));
+    EXPECT_TRUE(TensorsEqual(out[2], init));
+    EXPECT_FALSE(out[0].SharesBufferWith(out[1]));
+    EXPECT_FALSE(out[2].SharesBufferWith(init));
+  }
+}
+
 }  // namespace
 }  // namespace recflow
