@@ -1,11 +1,11 @@
 #include "recflow/runtime/executor.h"
 
 #include <atomic>
+#include <chrono>
 #include <exception>
 
-#include "recflow/core/mutex.h"
-#include "recflow/core/mutex.h"
 #include "recflow/core/logging.h"
+#include "recflow/core/mutex.h"
 
 namespace recflow {
 
@@ -19,6 +19,28 @@ namespace recflow {
 // or running: a finishing node adds (newly ready - 1), and the step is done
 // when it reaches zero. After an error no node propagates, so the count
 // drains to zero without starting new work.
+
+// Note [Executor inline decisions]
+// Whether a ready node runs inline (on the thread that made it ready, in its
+// local queue) or goes to the inter-op pool is decided by its cost. Before
+// a node has run, the kernel's IsExpensive() stands in for the cost; after,
+// the executor measures it (every run of a few first steps, then one step in
+// kSampleEvery) and a node is expensive when it took more than
+// kExpensiveNs. This is TensorFlow's executor's cost-model idea: an op type
+// says little about one node's cost (a "cheap" elementwise Mul over 7 MB
+// takes a millisecond; an "expensive" optimizer update of a [1] bias takes
+// a microsecond). A costly node kept in a local queue would wait there while
+// another thread idles; a tiny node sent to the pool pays a thread handoff
+// worth more than itself.
+constexpr int64_t kExpensiveNs = 25'000;
+constexpr int64_t kMeasuredRuns = 4;
+constexpr int64_t kSampleEvery = 16;
+
+int64_t NowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 struct Executor::NodeItem {
   const Node* node = nullptr;
@@ -45,6 +67,7 @@ struct Executor::StepState {
   std::unique_ptr<std::atomic<int>[]> pending;
   std::atomic<int> outstanding{0};
   std::atomic<bool> cancelled{false};
+  bool measure = false;  // time kernels into cost_ns_ (Note [Executor inline decisions])
   Mutex mu;
   absl::Status status ABSL_GUARDED_BY(mu);
   Notification done;
@@ -81,6 +104,8 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const Options& option
     if (item.initial_pending == 0) ex->roots_.push_back(n->id());
   }
   ex->total_inputs_ = slot;
+  ex->cost_ns_.reset(new std::atomic<int64_t>[ex->items_.size()]);
+  for (size_t i = 0; i < ex->items_.size(); ++i) ex->cost_ns_[i].store(-1);
   for (const auto& n : graph->nodes()) {
     NodeItem& item = ex->items_[n->id()];
     std::vector<int> last_edge(n->num_outputs(), -1);
@@ -102,6 +127,8 @@ absl::Status Executor::Run(const Args& args) const {
   if (items_.empty()) return absl::OkStatus();
   StepState step(static_cast<int>(items_.size()), total_inputs_);
   step.args = &args;
+  const int64_t run = runs_.fetch_add(1, std::memory_order_relaxed);
+  step.measure = run < kMeasuredRuns || run % kSampleEvery == 0;
   for (size_t i = 0; i < items_.size(); ++i) {
     step.pending[i].store(items_[i].initial_pending, std::memory_order_relaxed);
   }
@@ -109,13 +136,19 @@ absl::Status Executor::Run(const Args& args) const {
   // Roots: expensive ones to the pool, the rest inline on this thread.
   std::vector<int> inline_roots;
   for (int r : roots_) {
-    if (items_[r].expensive && options_.inter_op_pool != nullptr) {
+    if (IsExpensive(r) && options_.inter_op_pool != nullptr) {
       options_.inter_op_pool->Schedule([this, &step, r] { Process(&step, r); });
     } else {
       inline_roots.push_back(r);
     }
   }
-  for (int r : inline_roots) Process(&step, r);
+  // One local queue for all of them (in order): while roots remain, an
+  // expensive node they make ready goes to the pool instead of running here
+  // and holding back the roots after it (52 embedding lookups, each made
+  // ready by its own VarHandleOp root, ran one after another on this thread).
+  if (!inline_roots.empty()) {
+    ProcessQueue(&step, std::vector<int>(inline_roots.rbegin(), inline_roots.rend()));
+  }
   step.done.WaitForNotification();
   MutexLock lock(&step.mu);
   return step.status;
@@ -131,9 +164,11 @@ void Executor::Fail(StepState* step, int item, const absl::Status& s) const {
   step->cancelled.store(true, std::memory_order_release);
 }
 
-void Executor::Process(StepState* step, int first) const {
-  // Cheap nodes made ready here run on this thread, in order.
-  std::vector<int> queue{first};
+void Executor::Process(StepState* step, int first) const { ProcessQueue(step, {first}); }
+
+void Executor::ProcessQueue(StepState* step, std::vector<int> queue) const {
+  // Cheap nodes made ready here run on this thread (the queue is a stack:
+  // its back runs next).
   std::vector<int> ready;
   while (!queue.empty()) {
     const int id = queue.back();
@@ -165,11 +200,13 @@ void Executor::Process(StepState* step, int first) const {
       OpKernelContext ctx(&params);
       StepStatsCollector* stats = step->args->stats;
       const int64_t start_us = stats != nullptr ? NowMicrosForStats() : 0;
+      const int64_t start_ns = step->measure ? NowNanos() : 0;
       try {
         item.kernel->Compute(&ctx);
       } catch (const std::exception& e) {
         ctx.SetStatus(errors::Internal("kernel threw an exception: ", e.what()));
       }
+      if (step->measure) cost_ns_[id].store(NowNanos() - start_ns, std::memory_order_relaxed);
       if (stats != nullptr) {
         stats->Record({item.node->name(), item.node->op(), start_us,
                        NowMicrosForStats(), CurrentThreadIdForStats(),
@@ -203,7 +240,7 @@ void Executor::Process(StepState* step, int first) const {
     // pool, except one kept here when there is nothing else to do.
     int keep_expensive = -1;
     for (int r : ready) {
-      if (!items_[r].expensive || options_.inter_op_pool == nullptr) {
+      if (options_.inter_op_pool == nullptr || !IsExpensive(r)) {
         queue.push_back(r);
       } else if (keep_expensive < 0) {
         keep_expensive = r;
@@ -220,6 +257,11 @@ void Executor::Process(StepState* step, int first) const {
       }
     }
   }
+}
+
+bool Executor::IsExpensive(int item) const {
+  const int64_t cost = cost_ns_[item].load(std::memory_order_relaxed);
+  return cost < 0 ? items_[item].expensive : cost > kExpensiveNs;
 }
 
 void Executor::NodeDone(StepState* step, int item, std::vector<int>* ready) const {

@@ -1,13 +1,16 @@
 #include "recflow/runtime/session.h"
 
 #include <atomic>
+#include <chrono>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "recflow/core/mutex.h"
 #include "recflow/framework/op_kernel.h"
 #include "recflow/framework/op_registry.h"
 #include "recflow/framework/scope.h"
@@ -51,6 +54,29 @@ class FailOp : public OpKernel {
     ctx->SetStatus(errors::InvalidArgument("the test kernel refuses"));
   }
 };
+// Declared cheap (IsExpensive() false) but slow: records the thread it ran on.
+REGISTER_OP("TestSlowCheap")
+    .Input("input: float")
+    .Output("output: float")
+    .SetShapeFn(shape_fns::UnchangedShape)
+    .SetIsStateful()  // never merged by CSE
+    .Doc("Test only: Identity that sleeps 3 ms, declared cheap.");
+Mutex g_slow_mu;
+std::map<std::string, std::thread::id> g_slow_threads ABSL_GUARDED_BY(g_slow_mu);
+class SlowCheapOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    {
+      MutexLock lock(&g_slow_mu);
+      g_slow_threads[name()] = std::this_thread::get_id();
+    }
+    ctx->set_output(0, ctx->input(0));
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("TestSlowCheap").Device(DEVICE_CPU), SlowCheapOp);
 REGISTER_KERNEL_BUILDER(Name("TestCountingIdentity").Device(DEVICE_CPU), CountingIdentityOp);
 REGISTER_KERNEL_BUILDER(Name("TestFail").Device(DEVICE_CPU), FailOp);
 
@@ -294,6 +320,37 @@ namespace {
 
 // Many fetches of cheap nodes run their _Retval nodes on several threads at
 // once; every result must arrive (a packed flag vector once lost some).
+// Note [Executor inline decisions]: a node declared cheap runs inline on
+// the thread that made it ready until it has been measured; once measured
+// as costly it goes to the pool, so two independent slow nodes no longer
+// share one thread.
+TEST(SessionTest, MeasuredCostlyNodesLeaveTheLocalQueue) {
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, PartialShape({1}));
+  NodeBuilder a("slow_a", "TestSlowCheap"), b("slow_b", "TestSlowCheap");
+  a.Input(x);
+  b.Input(x);
+  Output ya(root.AddNode(a)), yb(root.AddNode(b));
+  ASSERT_TRUE(root.ok()) << root.status();
+  auto session = MakeSession(root, SessionOptions{2, 1});
+  auto threads_of_run = [&]() {
+    std::vector<Tensor> out;
+    absl::Status s = session->Run({{"x", Tensor::FromVector<float>({4.f}, TensorShape({1}))}},
+                                  {"slow_a", "slow_b"}, {}, &out);
+    EXPECT_TRUE(s.ok()) << s;
+    EXPECT_EQ(out.size(), 2u);
+    for (const Tensor& t : out) EXPECT_EQ(t.flat<float>()[0], 4.f);
+    MutexLock lock(&g_slow_mu);
+    return std::make_pair(g_slow_threads["slow_a"], g_slow_threads["slow_b"]);
+  };
+  const auto first = threads_of_run();
+  EXPECT_EQ(first.first, first.second) << "unmeasured cheap nodes run inline, in order";
+  for (int run = 0; run < 3; ++run) {
+    const auto later = threads_of_run();
+    EXPECT_NE(later.first, later.second) << "run " << run + 2;
+  }
+}
+
 TEST(SessionTest, ManyConcurrentFetchesAllArrive) {
   Scope root = Scope::NewRootScope();
   Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, PartialShape({1, 1}));
