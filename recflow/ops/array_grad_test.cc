@@ -364,6 +364,43 @@ TEST(ArrayGradTest, GatherV2Dense) {
   }
 }
 
+// Constant indices that are all distinct, on an axis past 0 (DLRM's pair
+// selection): the gradient is a gather from the padded incoming gradient,
+// with no Transpose or UnsortedSegmentSum.
+TEST(ArrayGradTest, GatherV2DistinctConstIndicesIsAGather) {
+  std::mt19937 rng(18);
+  struct Case {
+    TensorShape params;
+    std::vector<int32_t> indices;
+    int axis;
+  };
+  const std::vector<Case> cases = {
+      {{4, 9}, {3, 6, 7, 0, 8}, 1},      // some columns unused
+      {{3, 5}, {4, 3, 2, 1, 0}, -1},     // a permutation
+      {{2, 4, 3}, {2, 0}, 2},
+      {{2, 5, 3}, {1, 4, 0}, 1},
+  };
+  for (const Case& c : cases) {
+    const std::string what = "GatherV2 " + c.params.DebugString() + " axis " +
+                             std::to_string(c.axis);
+    auto build = [&](const Scope& s, Output p) {
+      return ops::GatherV2(s, p, I32(s, c.indices), ops::Const(s, c.axis));
+    };
+    CheckGradient(c.params, build, what, &rng);
+    Scope root = Scope::NewRootScope();
+    Output x = ops::Placeholder(root, DT_DOUBLE, PartialShape(c.params));
+    Output y = build(root, x);
+    std::vector<Output> grads;
+    ASSERT_TRUE(AddSymbolicGradients(root, {y}, {x}, &grads).ok()) << what;
+    std::vector<std::string> op_types;
+    for (const auto& n : root.graph()->nodes()) op_types.push_back(n->op());
+    EXPECT_THAT(op_types, testing::Contains("Pad")) << what;
+    EXPECT_THAT(op_types, testing::Not(testing::Contains("Transpose"))) << what;
+    EXPECT_THAT(op_types, testing::Not(testing::Contains("UnsortedSegmentSum")))
+        << what;
+  }
+}
+
 TEST(ArrayGradTest, GatherNdScatterNdUnsortedSegmentSum) {
   std::mt19937 rng(9);
   const Tensor idx =

@@ -17,6 +17,7 @@
 // without zeros (a zero input yields inf/nan where TensorFlow's
 // cumulative-product formulation gives the product of the others).
 #include <algorithm>
+#include <limits>
 #include <vector>
 
 #include "recflow/framework/gradients.h"
@@ -122,6 +123,13 @@ Output KeptDimsShape(const Scope& scope, const Reduction& r) {
   if (std::all_of(kept.begin(), kept.end(), [](int64_t d) { return d >= 0; })) {
     return Int32Vector(scope, kept);
   }
+  // One unknown dimension (typically the batch) among positive ones: a
+  // Const with -1 there, so the reshaped gradient's shape stays known.
+  if (std::count_if(kept.begin(), kept.end(), [](int64_t d) { return d < 0; }) == 1 &&
+      std::none_of(kept.begin(), kept.end(), [](int64_t d) { return d == 0; })) {
+    for (int64_t& d : kept) d = std::max<int64_t>(d, -1);
+    return Int32Vector(scope, kept);
+  }
   return ops::AddV2(scope,
                     ops::Mul(scope, Op(scope, "Shape", {r.input}), Int32Vector(scope, mask)),
                     Int32Vector(scope, fill));
@@ -152,16 +160,34 @@ Output InverseCount(const Scope& scope, const Reduction& r) {
   return Op(scope, "RealDiv", {Cast(scope, out_size, dtype), Cast(scope, in_size, dtype)});
 }
 
-// The kept-dims gradient broadcast to the input's shape.
-Output BroadcastToInput(const Scope& scope, const Reduction& r, Output g_kept) {
+// The kept-dims gradient broadcast to the input's shape. `kept_rank`: g_kept
+// has the input's rank with 1 in every reduced dimension (it was reshaped to
+// the kept-dims shape, or keep_dims was set). Then, when the reduced
+// dimensions are static, the broadcast is a Tile by Const multiples: one
+// copy, where Mul(g_kept, OnesLike(input)) also writes a tensor of ones and
+// reads it back (DeepFM's FM term had two [B, 27, 16] of them per step).
+// The values are the same (g * 1 is g).
+Output BroadcastToInput(const Scope& scope, const Reduction& r, Output g_kept,
+                        bool kept_rank) {
+  const int rank = r.input_shape.rank();
+  bool tile = kept_rank && r.axes_known && rank >= 0;
+  std::vector<int64_t> multiples(std::max(rank, 0), 1);
+  for (int a : r.reduced) {
+    if (!tile) break;
+    tile = a >= 0 && a < rank && r.input_shape.dim(a) >= 0 &&
+           r.input_shape.dim(a) <= std::numeric_limits<int32_t>::max();
+    if (tile) multiples[a] = r.input_shape.dim(a);
+  }
+  if (tile) return Op(scope, "Tile", {g_kept, Int32Vector(scope, multiples)});
   return ops::Mul(scope, g_kept, ops::OnesLike(scope, r.input));
 }
 
 absl::Status SumGrad(const Scope& scope, const Node& op, const std::vector<Output>& g,
                      std::vector<Output>* grad_inputs) {
   ASSIGN_OR_RETURN(Reduction r, Describe(op));
-  grad_inputs->push_back(
-      BroadcastToInput(scope, r, ToKeptDims(scope, KeptDimsShape(scope, r), g[0])));
+  const Output kept_shape = KeptDimsShape(scope, r);
+  grad_inputs->push_back(BroadcastToInput(scope, r, ToKeptDims(scope, kept_shape, g[0]),
+                                          kept_shape.valid() || r.keep_dims));
   grad_inputs->push_back(NoGradient());
   return scope.status();
 }
@@ -169,9 +195,10 @@ absl::Status SumGrad(const Scope& scope, const Node& op, const std::vector<Outpu
 absl::Status MeanGrad(const Scope& scope, const Node& op, const std::vector<Output>& g,
                       std::vector<Output>* grad_inputs) {
   ASSIGN_OR_RETURN(Reduction r, Describe(op));
-  Output scaled =
-      ops::Mul(scope, ToKeptDims(scope, KeptDimsShape(scope, r), g[0]), InverseCount(scope, r));
-  grad_inputs->push_back(BroadcastToInput(scope, r, scaled));
+  const Output kept_shape = KeptDimsShape(scope, r);
+  Output scaled = ops::Mul(scope, ToKeptDims(scope, kept_shape, g[0]), InverseCount(scope, r));
+  grad_inputs->push_back(
+      BroadcastToInput(scope, r, scaled, kept_shape.valid() || r.keep_dims));
   grad_inputs->push_back(NoGradient());
   return scope.status();
 }

@@ -1,6 +1,7 @@
 // Numeric gradient checks for the reduction ops: keep_dims true and false,
 // negative and multiple axes, static, partial and unknown input shapes, and
 // axes that are not a Const at graph construction.
+#include <algorithm>
 #include <random>
 
 #include "absl/strings/str_join.h"
@@ -102,6 +103,31 @@ TEST(ReductionGradTest, UnknownRankAndUnknownAxes) {
 }
 
 // At ties the gradient is split evenly among the extreme positions.
+// With the reduced dimensions static (the batch may be unknown), Sum's and
+// Mean's gradients broadcast with a Tile by Const multiples, not a
+// Mul by OnesLike(input); the values are checked by the tests above.
+TEST(ReductionGradTest, StaticReducedDimsBroadcastWithTile) {
+  for (const std::vector<int>& axes : {std::vector<int>{1}, std::vector<int>{1, 2}}) {
+    for (bool mean : {false, true}) {
+      Scope root = Scope::NewRootScope();
+      Output x = ops::Placeholder(root, DT_DOUBLE, PartialShape({kUnknownDim, 27, 16}));
+      Output a = ops::Const(root, Tensor::FromVector<int32_t>(absl::MakeConstSpan(axes)));
+      Output y = mean ? ops::Mean(root, x, a) : ops::Sum(root, x, a);
+      std::vector<Output> grads;
+      ASSERT_TRUE(AddSymbolicGradients(root, {y}, {x}, &grads).ok());
+      std::vector<std::string> op_types;
+      for (const auto& n : root.graph()->nodes()) op_types.push_back(n->op());
+      EXPECT_THAT(op_types, testing::Contains("Tile"));
+      // Only the seed gradient of y is a OnesLike.
+      EXPECT_EQ(std::count(op_types.begin(), op_types.end(), "OnesLike"), 1);
+      auto err = ComputeGradientError(root, {x}, {RandomDoubles(TensorShape({3, 27, 16}), 5)},
+                                      {y});
+      ASSERT_TRUE(err.ok()) << err.status();
+      EXPECT_LT(*err, 1e-7);
+    }
+  }
+}
+
 TEST(ReductionGradTest, MaxAndMinSplitTies) {
   for (bool is_max : {true, false}) {
     Scope root = Scope::NewRootScope();
