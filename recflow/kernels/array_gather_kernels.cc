@@ -85,6 +85,18 @@ class GatherV2Op : public OpKernel {
           DispatchCopyType(params.dtype(), [&]<typename U>() {
             const U* src = reinterpret_cast<const U*>(params.raw_data());
             U* dst = reinterpret_cast<U*>(out->raw_data());
+            if (inner == 1 && n > 1) {
+              // Element gathers (a column selection such as DLRM's pairs):
+              // whole output rows per shard, no division per element.
+              ParallelRange(ctx, outer, n + 2, [&](int64_t begin, int64_t end) {
+                for (int64_t o = begin; o < end; ++o) {
+                  const U* s = src + o * dim;
+                  U* d = dst + o * n;
+                  for (int64_t i = 0; i < n; ++i) d[i] = s[idx[i]];
+                }
+              });
+              return;
+            }
             ParallelRange(ctx, outer * n, array_kernels::CopyCost<U>(inner) + 2,
                           [&](int64_t begin, int64_t end) {
                             for (int64_t u = begin; u < end; ++u) {

@@ -428,6 +428,41 @@ TEST(ArrayIndexKernelsTest, PadMatchesReference) {
               HasSubstr("must be non-negative"));
 }
 
+// Element gathers along the last axis (DLRM's pair selection, big enough to
+// be sharded) against a plain loop.
+TEST(ArrayIndexKernelsTest, GatherV2LastAxisColumnsMatchAPlainLoop) {
+  std::mt19937 rng(28);
+  for (int threads : {1, 2}) {
+    for (const DataType dt : {DT_FLOAT, DT_INT64, DT_STRING}) {
+      const int64_t rows = dt == DT_STRING ? 50 : 2000, cols = 729;
+      const Tensor params = Random(dt, TensorShape({rows, cols}), &rng);
+      std::vector<int32_t> idx(351);
+      for (int32_t& v : idx) v = static_cast<int32_t>(rng() % cols);
+      auto got = RunOne(
+          {params, Tensor::FromVector<int32_t>(absl::MakeConstSpan(idx)),
+           Tensor::Scalar<int32_t>(1)},
+          [](const Scope& s, std::vector<Output> in) {
+            return ops::GatherV2(s, in[0], in[1], in[2]);
+          },
+          threads);
+      ASSERT_TRUE(got.ok()) << got.status();
+      ASSERT_EQ(got->shape(), TensorShape({rows, 351}));
+      Tensor want(dt, TensorShape({rows, 351}));
+      DispatchPodType(dt, [&]<typename T>() {
+        for (int64_t r = 0; r < rows; ++r)
+          for (size_t i = 0; i < idx.size(); ++i)
+            want.flat<T>()[r * 351 + i] = params.flat<T>()[r * cols + idx[i]];
+      });
+      if (dt == DT_STRING) {
+        for (int64_t r = 0; r < rows; ++r)
+          for (size_t i = 0; i < idx.size(); ++i)
+            want.flat<std::string>()[r * 351 + i] = params.flat<std::string>()[r * cols + idx[i]];
+      }
+      EXPECT_TRUE(TensorsEqual(*got, want)) << DataTypeString(dt) << " threads " << threads;
+    }
+  }
+}
+
 TEST(ArrayIndexKernelsTest, GatherV2MatchesReference) {
   std::mt19937 rng(27);
   for (int threads : {1, 2}) {

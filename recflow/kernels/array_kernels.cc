@@ -1,6 +1,7 @@
 // CPU kernels for the array family: Const, Placeholder,
 // PlaceholderWithDefault, Identity, NoOp. All cheap: they run inline.
 #include "recflow/framework/op_kernel.h"
+#include "recflow/kernels/array_copy.h"
 
 namespace recflow {
 namespace {
@@ -89,7 +90,12 @@ class FillLikeOp : public OpKernel {
           value = T(1);
         }
       }
-      std::fill_n(out->data<T>(), out->NumElements(), value);
+      // Big fills (OnesLike of an activation in a reduction's gradient)
+      // are split across the intra-op pool.
+      T* dst = out->data<T>();
+      array_kernels::ParallelRange(
+          ctx, out->NumElements(), std::max<int64_t>(1, sizeof(T) / 8),
+          [&](int64_t begin, int64_t end) { std::fill(dst + begin, dst + end, value); });
     });
     if (!handled && dt == DT_STRING && !kOnes)
       handled = true;  // strings start empty

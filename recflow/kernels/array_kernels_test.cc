@@ -428,6 +428,29 @@ Tensor ReferenceTile(const Tensor& x, const std::vector<int64_t>& m) {
   return FromSourceIndex(x, src, out_shape);
 }
 
+// The broadcasts reduction gradients tile with (ops/reduction_grad.cc), big
+// enough to be sharded, and a tiled leading dimension.
+TEST(ArrayKernelsTest, TileBroadcastShapesMatchReference) {
+  std::mt19937 rng(11);
+  const std::vector<std::pair<TensorShape, std::vector<int64_t>>> cases = {
+      {{4096, 1, 1}, {1, 27, 16}}, {{700, 1, 16}, {1, 27, 1}},
+      {{3, 500}, {40, 1}},         {{2, 1, 3, 1}, {5, 4, 1, 7}},
+      {{1}, {70000}},
+  };
+  for (int threads : {1, 2}) {
+    for (const auto& [shape, m] : cases) {
+      const Tensor x = Random(DT_FLOAT, shape, &rng);
+      auto got = RunOne(
+          {x, I64(m)},
+          [](const Scope& s, std::vector<Output> in) { return ops::Tile(s, in[0], in[1]); },
+          threads);
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_TRUE(TensorsEqual(*got, ReferenceTile(x, m)))
+          << shape.DebugString() << " x " << absl::StrJoin(m, ",");
+    }
+  }
+}
+
 TEST(ArrayKernelsTest, TileMatchesReference) {
   std::mt19937 rng(10);
   for (int threads : {1, 2}) {

@@ -211,5 +211,37 @@ TEST(ArrayKernelsTest, ConstIdentityPlaceholderWithDefault) {
   EXPECT_EQ(out[0].flat<int32_t>()[0], 9);
 }
 
+// Big fills are sharded over the intra-op pool; every element is set.
+TEST(ArrayKernelsTest, OnesLikeAndZerosLikeFillEveryElement) {
+  std::mt19937 rng(31);
+  for (int threads : {1, 2}) {
+    for (const TensorShape& shape : {TensorShape({3, 4}), TensorShape({4096, 27, 16})}) {
+      const Tensor x = Random<float>(shape, &rng);
+      for (bool ones : {false, true}) {
+        auto got = RunGraph(
+            {x},
+            [ones](const Scope& s, std::vector<Output> in) {
+              return ones ? ops::OnesLike(s, in[0]) : ops::ZerosLike(s, in[0]);
+            },
+            threads);
+        ASSERT_TRUE(got.ok()) << got.status();
+        ASSERT_EQ(got->shape(), shape);
+        const float want = ones ? 1.f : 0.f;
+        int64_t wrong = 0;
+        for (float v : got->flat<float>()) wrong += v != want;
+        EXPECT_EQ(wrong, 0) << shape.DebugString() << " ones " << ones;
+      }
+      auto d = RunGraph(
+          {Random<double>(shape, &rng)},
+          [](const Scope& s, std::vector<Output> in) { return ops::OnesLike(s, in[0]); },
+          threads);
+      ASSERT_TRUE(d.ok()) << d.status();
+      int64_t wrong = 0;
+      for (double v : d->flat<double>()) wrong += v != 1.0;
+      EXPECT_EQ(wrong, 0);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace recflow
