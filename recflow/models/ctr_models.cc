@@ -55,7 +55,13 @@ absl::StatusOr<Output> FmPairwise(ModelBuilder& b,
   if (b.num_dense() > 0) {
     Output w = b.Kernel(s, "dense_projection", b.num_dense(), d,
                         /*embedding_init=*/true);
-    vectors.push_back(ops::MatMul(s, b.inputs().dense, train::ReadValue(s, w)));
+    // Reshaped to [-1, D] (a view, no copy): a variable's read has no static
+    // shape, and with D known the reductions below know their reduced
+    // dimensions, so their gradients broadcast with Tile instead of
+    // multiplying by a OnesLike of [B, F, D] (ops/reduction_grad.cc).
+    vectors.push_back(ops::Reshape(
+        s, ops::MatMul(s, b.inputs().dense, train::ReadValue(s, w)),
+        ops::Const(s, {int32_t{-1}, static_cast<int32_t>(d)}, TensorShape({2}))));
   }
   // On the stacked vectors [B, F, D]: a few big kernels instead of a few
   // per field (forward and backward).
@@ -77,11 +83,18 @@ Output DenseAndFields(ModelBuilder& b, const std::vector<Output>& fields,
     parts.push_back(b.inputs().dense);
     *width += b.num_dense();
   }
+  const Scope s = b.scope().NewSubScope("concat");
   for (int f = 0; f < b.num_sparse(); ++f) {
-    parts.push_back(fields[f]);
+    // [-1, dim] (a view): a lookup's width is not static (the table is read
+    // through its handle); with every width known, the concat's gradient
+    // is one SplitV instead of ConcatOffset and a Slice per field.
+    parts.push_back(ops::Reshape(
+        s, fields[f],
+        ops::Const(s, {int32_t{-1}, static_cast<int32_t>(b.FeatureDim(f))},
+                   TensorShape({2}))));
     *width += b.FeatureDim(f);
   }
-  return Concat(b.scope().NewSubScope("concat"), parts);
+  return Concat(s, parts);
 }
 
 // The deep part: concat(dense, fields) -> MLP(hidden_units) -> logit [B].
