@@ -222,10 +222,19 @@ int Inspect(const Args& args) {
         bad = true;
       }
     }
+    // A tensor TensorFlow saved in parts has no data of its own: its bytes
+    // are its parts' and it lives in no one shard.
+    const bool sliced = !i.slices.empty();
+    const uint64_t bytes = sliced && DataTypeIsPod(i.dtype)
+                               ? static_cast<uint64_t>(i.shape.num_elements()) *
+                                     DataTypeSize(i.dtype)
+                               : i.size;
     std::cout << std::left << std::setw(width) << i.name << "  " << std::setw(8)
               << DataTypeString(i.dtype) << "  " << std::setw(18) << ShapeString(i.shape) << "  "
-              << std::right << std::setw(12) << i.size << "  " << std::setw(5) << i.shard_id
-              << "  " << crc << "\n";
+              << std::right << std::setw(12) << bytes << "  " << std::setw(5)
+              << (sliced ? std::string("-") : std::to_string(i.shard_id)) << "  " << crc
+              << (sliced ? absl::StrCat(" (", i.slices.size(), " slices)") : std::string())
+              << "\n";
     if (!error.empty()) std::cout << "    error: " << error << "\n";
   }
   std::cout << "total: " << infos->size() << " tensors, " << total << " bytes (" << HumanBytes(total)

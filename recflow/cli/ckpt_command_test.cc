@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "recflow/checkpoint/bundle_reader.h"
 #include "recflow/checkpoint/bundle_writer.h"
 #include "recflow/checkpoint/saver.h"
+#include "recflow/checkpoint/tensor_slice.h"
 #include "recflow/core/env.h"
 #include "recflow/core/tensor.h"
 
@@ -158,6 +160,42 @@ TEST_F(CkptCommandTest, InspectTensorFlowBundle) {
   r = RunRecflow(std::string("ckpt inspect ") + kTfBundle + " --tensor b");
   EXPECT_EQ(r.rc, 0) << r.out;
   EXPECT_THAT(r.out, HasSubstr("values: [2]"));
+}
+
+// A tensor TensorFlow saved in two parts (rows [0,2) and [2,4)): inspect
+// lists it once, with its whole size, and checks it by assembling the parts.
+TEST_F(CkptCommandTest, InspectSlicedTensor) {
+  const Tensor w = RandomFloats({4, 3}, 7);
+  const checkpoint::TensorSlice top = {{0, 2}, {0, -1}}, bottom = {{2, 2}, {0, -1}};
+  const std::string p = Write("sliced", {{checkpoint::EncodeTensorNameSlice("w", top), w.Slice(0, 2)},
+                                         {checkpoint::EncodeTensorNameSlice("w", bottom), w.Slice(2, 4)},
+                                         {"step", Tensor::Scalar<int64_t>(3)}});
+  {
+    auto reader = BundleReader::Open(Env::Default(), p).value();
+    std::map<std::string, tensorflow::BundleEntryProto, std::less<>> entries;
+    ASSERT_TRUE(reader->ForEachEntry([&](absl::string_view n, const auto& e) {
+      entries[std::string(n)] = e;
+      return absl::OkStatus();
+    }).ok());
+    tensorflow::BundleEntryProto& e = entries["w"];
+    e.set_dtype(tensorflow::DT_FLOAT);
+    e.mutable_shape()->add_dim()->set_size(4);
+    e.mutable_shape()->add_dim()->set_size(3);
+    for (int64_t start : {0, 2}) {
+      auto* ext = e.add_slices()->add_extent();
+      ext->set_start(start);
+      ext->set_length(2);
+      e.mutable_slices()->rbegin()->add_extent();  // the whole second dimension
+    }
+    ASSERT_TRUE(checkpoint::WriteBundleIndex(Env::Default(), p, reader->header(), entries, false)
+                    .ok());
+  }
+  const Result r = RunRecflow("ckpt inspect " + p + " --verify");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("2 tensors"));
+  EXPECT_THAT(r.out, testing::ContainsRegex("\nw +float +\\[4,3\\] +48 +- +ok \\(2 slices\\)"));
+  const Result v = RunRecflow("ckpt inspect " + p + " --tensor w");
+  EXPECT_EQ(v.rc, 0) << v.out;
 }
 
 TEST_F(CkptCommandTest, MissingAndTruncatedIndex) {
