@@ -165,10 +165,7 @@ absl::StatusOr<TensorInfo> BundleReader::ParseEntry(absl::string_view name,
   info.shape = *std::move(shape);
   if (entry.slices_size() > 0) {
     // Saved in parts, each under its own key; this entry holds no data.
-    if (!DataTypeIsPod(info.dtype) && info.dtype != DT_STRING) {
-      return errors::Unimplemented("tensor '", name, "' in checkpoint ", prefix_,
-                                   " is sliced and of dtype ", DataTypeString(info.dtype));
-    }
+    // (Its dtype was checked above: fixed-size or string.)
     for (const auto& proto : entry.slices()) {
       ASSIGN_OR_RETURN(TensorSlice slice,
                        SliceFromProto(proto, info.shape, name, absl::StrCat("checkpoint index ",
