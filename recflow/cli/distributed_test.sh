@@ -29,25 +29,8 @@ fail() {
   fails=$((fails + 1))
 }
 
-"$RECFLOW" gen-data --rows 60000 --test_rows 10000 --seed 5 --out "$TMP/data" >/dev/null 2>&1 ||
-  { echo "FAIL gen-data"; exit 1; }
-
-# $1: epochs, $2: steps (0: by epochs), $3: save_steps, $4: batch size (256)
-write_config() {
-  cat >"$TMP/deepfm.yaml" <<EOF
-model: {type: deepfm, embedding_dim: 8, hidden_units: [32, 16], seed: 1}
-features:
-  dense: 13
-  sparse: 26
-  sparse_defaults: {hash_table: true}
-optimizer:
-  embedding: {type: adagrad, learning_rate: 0.05}
-  dense: {type: adam, learning_rate: 0.002}
-data: {train: $TMP/data/train-*.tsv, eval: $TMP/data/test-*.tsv, parse_threads: 1}
-train: {batch_size: ${4:-256}, epochs: $1, steps: $2, threads: 1, log_every_secs: 0.2}
-checkpoint: {save_steps: $3, save_secs: 0}
-EOF
-}
+source "$(dirname "${BASH_SOURCE[0]}")/cluster_test_job.sh"
+make_job_data
 
 free_ports() {  # free_ports N: N free TCP ports on 127.0.0.1
   python3 - "$1" <<'PY'
@@ -117,7 +100,7 @@ close() {  # close A B TOL
 }
 
 # 0. Single process, the baseline.
-write_config 1 0 100
+write_job_config 1 0 100
 "$RECFLOW" train --config "$TMP/deepfm.yaml" --model_dir "$TMP/single" >"$TMP/single.out" 2>&1 ||
   fail "single-process train: $(tail -3 "$TMP/single.out")"
 single=$(test_auc "$TMP/single.out")
@@ -174,7 +157,7 @@ wait $SERVER 2>/dev/null
 
 # 2. Synchronous: 3 training workers of batch 86, so a round averages about
 # the single process's 256 examples (backup workers: distributed_test.cc).
-write_config 1 0 100 86
+write_job_config 1 0 100 86
 start_cluster sync --sync --sync_round_timeout_secs 10
 wait_cluster sync
 sync_auc=$(test_auc "$TMP/sync.chief0.out")
@@ -186,7 +169,7 @@ read -r gstep napplied <<<"$(tr -d '(' <<<"$applied")"
 
 # 3. Faults, one at a time, each restarted a second later; steps-bounded;
 # dense variables of 10 KB or more partitioned over both ps tasks.
-write_config 3 500 60
+write_job_config 3 500 60
 start_cluster faults --ps_partition_mb 0.01
 kill_restart() {  # kill_restart TASK AT_STEP
   local task=$1 job=${1%[0-9]} index=${1: -1}

@@ -139,21 +139,9 @@ setup_secs=$SECONDS
 STEPS=${NETNS_TEST_STEPS:-3000}
 CUT_AT=$((STEPS / 10))
 CUT_SECS=${NETNS_TEST_CUT_SECS:-5}
-"$RECFLOW" gen-data --rows 60000 --test_rows 10000 --seed 5 --out "$TMP/data" >/dev/null 2>&1 ||
-  { echo "FAIL gen-data"; exit 1; }
-cat >"$TMP/deepfm.yaml" <<EOF
-model: {type: deepfm, embedding_dim: 8, hidden_units: [32, 16], seed: 1}
-features:
-  dense: 13
-  sparse: 26
-  sparse_defaults: {hash_table: true}
-optimizer:
-  embedding: {type: adagrad, learning_rate: 0.05}
-  dense: {type: adam, learning_rate: 0.002}
-data: {train: $TMP/data/train-*.tsv, eval: $TMP/data/test-*.tsv, parse_threads: 1}
-train: {batch_size: 256, epochs: 20, steps: $STEPS, threads: 1, log_every_secs: 0.2}
-checkpoint: {save_steps: 1000, save_secs: 0}
-EOF
+source "$(dirname "${BASH_SOURCE[0]}")/cluster_test_job.sh"
+make_job_data
+write_job_config 20 "$STEPS" 1000
 CLUSTER="\"cluster\": {\"chief\": [\"${ADDR[chief0]}:2222\"], \"worker\": [\"${ADDR[worker0]}:2222\", \"${ADDR[worker1]}:2222\"], \"ps\": [\"${ADDR[ps0]}:2222\", \"${ADDR[ps1]}:2222\"]}"
 declare -A TASK_PID
 start_task() {  # start_task TASK (ps0, chief0, worker1, ...)
