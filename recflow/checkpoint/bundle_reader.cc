@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "recflow/checkpoint/bundle_writer.h"
+#include "recflow/core/allocator.h"
 #include "recflow/core/crc32c.h"
 #include "recflow/core/status.h"
 
@@ -294,6 +295,8 @@ absl::Status BundleReader::ReadPod(const TensorInfo& info, Tensor* out) const {
                                             ? direct_io_allocator()
                                             : cpu_allocator()));
   char* dst = out->raw_data();
+  // Filled in full below: one call maps the pages in, not a fault per page.
+  if (info.size >= kPrefaultMinBytes) PrefaultForWrite(dst, info.size);
   uint32_t crc = 0;
   const size_t chunk = std::max<size_t>(options_.read_chunk_bytes, 4096);
   for (uint64_t done = 0; done < info.size;) {

@@ -1,6 +1,8 @@
 #include "recflow/checkpoint/saver.h"
 
 #include <algorithm>
+#include <atomic>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -343,20 +345,58 @@ absl::Status Saver::Restore(const std::string& prefix) {
     }
     return s.restore(*readers[0], s.name);
   };
-  auto restore = [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const Saveable& s = saveables_[i];
-      status[i] = errors::Annotate(restore_one(s),
-                                   absl::StrCat("restoring '", s.name, "' from ", prefix));
+  // Largest first, each taken by the next free thread: a big table listed
+  // after many small variables would otherwise start last and finish alone.
+  const std::vector<size_t> order = RestoreOrder(*target);
+  std::atomic<size_t> next{0};
+  auto restore = [&](int64_t, int64_t) {
+    for (size_t k; (k = next.fetch_add(1, std::memory_order_relaxed)) < order.size();) {
+      const Saveable& s = saveables_[order[k]];
+      status[order[k]] = errors::Annotate(
+          restore_one(s), absl::StrCat("restoring '", s.name, "' from ", prefix));
     }
   };
-  if (pool_ != nullptr && saveables_.size() > 1) {
-    pool_->ParallelFor(static_cast<int64_t>(saveables_.size()), 1000000000, restore);
+  const int64_t workers =
+      pool_ == nullptr ? 1
+                       : std::min<int64_t>(pool_->NumThreads(),
+                                           static_cast<int64_t>(saveables_.size()));
+  if (workers > 1) {
+    pool_->ParallelFor(workers, /*cost_per_unit=*/1000000000, restore);
   } else {
-    restore(0, static_cast<int64_t>(saveables_.size()));
+    restore(0, 1);
   }
   for (const absl::Status& s : status) RETURN_IF_ERROR(s);
   return absl::OkStatus();
+}
+
+std::vector<size_t> Saver::RestoreOrder(const BundleReader& reader) const {
+  // Bytes per saveable: its own key and the keys under "name/". Names are
+  // visited in sorted order, so each saveable's keys form one run.
+  std::map<std::string, size_t> by_name;
+  for (size_t i = 0; i < saveables_.size(); ++i) by_name.emplace(saveables_[i].name, i);
+  std::vector<uint64_t> bytes(saveables_.size(), 0);
+  // Unreadable entries are left to the restores themselves to report.
+  reader
+      .ForEachEntry([&](absl::string_view key, const tensorflow::BundleEntryProto& entry) {
+        // The owner is a name <= key, usually the nearest one ("emb-a"
+        // sorts between "emb" and "emb/keys", hence a few steps back).
+        auto it = by_name.upper_bound(std::string(key));
+        for (int steps = 0; steps < 8 && it != by_name.begin(); ++steps) {
+          --it;
+          const std::string& name = it->first;
+          if (key == name || (absl::StartsWith(key, name) && key[name.size()] == '/')) {
+            bytes[it->second] += static_cast<uint64_t>(entry.size());
+            break;
+          }
+        }
+        return absl::OkStatus();
+      })
+      .IgnoreError();
+  std::vector<size_t> order(saveables_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return bytes[a] > bytes[b]; });
+  return order;
 }
 
 absl::StatusOr<std::optional<DeltaInfo>> ReadDeltaInfo(const BundleReader& reader) {

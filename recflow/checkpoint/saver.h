@@ -38,7 +38,9 @@
 // (SaverOptions::full_every_n_saves; Note [Incremental checkpoints]).
 //
 // Restore(prefix) reads every saveable's value from the bundle, in parallel
-// (one task per saveable) on options.restore_threads threads.
+// (one task per saveable) on options.restore_threads threads, the saveables
+// with the most bytes in the bundle first: a big table then starts at once
+// and the small variables fill in beside it.
 //
 // Thread-safe: Save and Restore are serialized.
 #ifndef RECFLOW_CHECKPOINT_SAVER_H_
@@ -203,6 +205,9 @@ class Saver {
 
  private:
   Saver(SaverOptions options, std::vector<Saveable> saveables);
+  // Indices of saveables_, the most bytes in `reader` first (ties keep
+  // their order).
+  std::vector<size_t> RestoreOrder(const BundleReader& reader) const;
 
   // The checkpoint the next delta builds on.
   struct Last {

@@ -1,8 +1,10 @@
 #include "recflow/core/allocator.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
@@ -82,6 +84,37 @@ Allocator* cpu_allocator() {
 bool HugePageAdviceEnabled() {
   const char* env = std::getenv("RECFLOW_HUGE_PAGES");
   return env == nullptr || std::strcmp(env, "0") != 0;
+}
+
+namespace {
+#ifndef MADV_POPULATE_WRITE
+constexpr int MADV_POPULATE_WRITE = 23;  // Linux 5.14; older headers lack it
+#endif
+
+bool PrefaultEnabled() {
+  const char* env = std::getenv("RECFLOW_PREFAULT");
+  return env == nullptr || std::strcmp(env, "0") != 0;
+}
+
+// Cleared after the kernel refuses the advice once (EINVAL: too old), so
+// later calls cost nothing.
+std::atomic<bool> populate_supported{true};
+}  // namespace
+
+bool PrefaultForWrite(void* p, size_t num_bytes) {
+  if (p == nullptr || !PrefaultEnabled() ||
+      !populate_supported.load(std::memory_order_relaxed)) {
+    return false;
+  }
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) & ~(page - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + num_bytes) & ~(page - 1);
+  if (end <= begin) return false;
+  if (madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE) == 0) return true;
+  // EINVAL: the kernel does not know the advice. Anything else (ENOMEM,
+  // EFAULT, EINTR) leaves the pages to fault in at first touch as before.
+  if (errno == EINVAL) populate_supported.store(false, std::memory_order_relaxed);
+  return false;
 }
 
 }  // namespace recflow

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace recflow {
@@ -42,6 +43,41 @@ Allocator* cpu_allocator();
 // False when the environment variable RECFLOW_HUGE_PAGES is "0" (read at
 // each large allocation; see docs/runtime.md, Memory).
 bool HugePageAdviceEnabled();
+
+// Maps in the whole pages of [p, p + num_bytes) for writing now, in one
+// system call (madvise MADV_POPULATE_WRITE), instead of one page fault per
+// page at first touch. For memory the caller is about to fill anyway. Under
+// virtualization a page fault can cost microseconds (a 2 GB first touch ran
+// at 0.35 GB/s with 4 KiB faults and at 7-9 GB/s populated, on the same VM).
+// Best effort: a no-op on kernels before 5.14, for ranges under a page, and
+// when RECFLOW_PREFAULT is "0"; pages already present are left as they are.
+// Returns whether the kernel populated the range.
+bool PrefaultForWrite(void* p, size_t num_bytes);
+
+// A standard-library allocator that prefaults (PrefaultForWrite) every block
+// of at least kPrefaultMinBytes when it is allocated: for containers whose
+// blocks are written in full right away, such as a hash map's slot array on
+// a resize or a reserve.
+inline constexpr size_t kPrefaultMinBytes = size_t{1} << 20;
+
+template <typename T>
+class PrefaultingAllocator {
+ public:
+  using value_type = T;
+  PrefaultingAllocator() = default;
+  template <typename U>
+  PrefaultingAllocator(const PrefaultingAllocator<U>&) {}  // NOLINT: rebinding
+  T* allocate(size_t n) {
+    T* p = std::allocator<T>().allocate(n);
+    if (n * sizeof(T) >= kPrefaultMinBytes) PrefaultForWrite(p, n * sizeof(T));
+    return p;
+  }
+  void deallocate(T* p, size_t n) { std::allocator<T>().deallocate(p, n); }
+  template <typename U>
+  bool operator==(const PrefaultingAllocator<U>&) const { return true; }
+  template <typename U>
+  bool operator!=(const PrefaultingAllocator<U>&) const { return false; }
+};
 
 }  // namespace recflow
 

@@ -1,10 +1,20 @@
 #include "recflow/core/tensor.h"
 
+#include <sys/mman.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <numeric>
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "gtest/gtest.h"
 #include "recflow/core/allocator.h"
 #include "recflow/core/dtype.h"
@@ -195,6 +205,89 @@ TEST(AllocatorTest, HugePageAdviceFollowsTheEnvironment) {
   } else {
     ::setenv("RECFLOW_HUGE_PAGES", saved.c_str(), 1);
   }
+}
+
+
+// Pages of [p, p + bytes) resident in memory (mincore; p is rounded down
+// to its page).
+size_t ResidentPages(void* p, size_t bytes) {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p) & ~(page - 1);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(p) + bytes;
+  std::vector<unsigned char> v((end - begin + page - 1) / page);
+  if (mincore(reinterpret_cast<void*>(begin), end - begin, v.data()) != 0) return 0;
+  return static_cast<size_t>(
+      std::count_if(v.begin(), v.end(), [](unsigned char c) { return (c & 1) != 0; }));
+}
+
+bool KernelHasPopulateWrite() {  // Linux 5.14
+  struct utsname u;
+  if (uname(&u) != 0) return false;
+  int major = 0, minor = 0;
+  if (std::sscanf(u.release, "%d.%d", &major, &minor) != 2) return false;
+  return major > 5 || (major == 5 && minor >= 14);
+}
+
+TEST(AllocatorTest, PrefaultForWriteMapsPagesInAndKeepsTheirContents) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t bytes = 64 * page;
+  void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(m, MAP_FAILED);
+  char* p = static_cast<char*>(m);
+  ::unsetenv("RECFLOW_PREFAULT");
+  EXPECT_EQ(ResidentPages(p, bytes), 0u);
+  std::memset(p, 7, page);  // written before: must survive the advice
+  // Not one whole page inside the range, or no range: nothing to do.
+  EXPECT_FALSE(PrefaultForWrite(p + 1, page));
+  EXPECT_FALSE(PrefaultForWrite(nullptr, bytes));
+  // Turned off by the environment.
+  ::setenv("RECFLOW_PREFAULT", "0", 1);
+  EXPECT_FALSE(PrefaultForWrite(p, bytes));
+  EXPECT_EQ(ResidentPages(p, bytes), 1u);
+  ::unsetenv("RECFLOW_PREFAULT");
+  // Only the whole pages inside the range: here pages 1..62 of 0..63.
+  const bool populated = PrefaultForWrite(p + page / 2, bytes - page);
+  if (KernelHasPopulateWrite()) {
+    EXPECT_TRUE(populated);
+    EXPECT_EQ(ResidentPages(p, bytes), 63u);
+    EXPECT_EQ(ResidentPages(p + 63 * page, page), 0u);
+  }
+  for (size_t i = 0; i < page; ++i) ASSERT_EQ(p[i], 7) << i;
+  for (size_t i = page; i < bytes; ++i) ASSERT_EQ(p[i], 0) << i;
+  munmap(m, bytes);
+}
+
+TEST(AllocatorTest, PrefaultingAllocatorBacksContainers) {
+  // Big blocks come back prefaulted, small ones as usual; either way the
+  // containers work as with std::allocator.
+  {
+    // Straight from allocate(), before anything writes the block (a fresh
+    // mapping: blocks this big come from mmap).
+    ::unsetenv("RECFLOW_PREFAULT");
+    PrefaultingAllocator<int64_t> a;
+    const size_t n = 4 * kPrefaultMinBytes / sizeof(int64_t);
+    int64_t* block = a.allocate(n);
+    if (KernelHasPopulateWrite()) {
+      // All but the partial pages at either end.
+      EXPECT_GE(ResidentPages(block, n * sizeof(int64_t)),
+                n * sizeof(int64_t) / static_cast<size_t>(sysconf(_SC_PAGESIZE)) - 1);
+    }
+    a.deallocate(block, n);
+  }
+  std::vector<int64_t, PrefaultingAllocator<int64_t>> big(kPrefaultMinBytes / sizeof(int64_t) * 2);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<int64_t>(i);
+  const int64_t n = static_cast<int64_t>(big.size());
+  EXPECT_EQ(std::accumulate(big.begin(), big.end(), int64_t{0}), n * (n - 1) / 2);
+  std::vector<int64_t, PrefaultingAllocator<int64_t>> small = {3, 1, 2};
+  std::sort(small.begin(), small.end());
+  EXPECT_EQ(small, (std::vector<int64_t, PrefaultingAllocator<int64_t>>{1, 2, 3}));
+  absl::flat_hash_map<int64_t, int, absl::Hash<int64_t>, std::equal_to<int64_t>,
+                      PrefaultingAllocator<std::pair<const int64_t, int>>>
+      map;
+  map.reserve(200000);  // one block of several MiB
+  for (int i = 0; i < 200000; ++i) map[int64_t{7} * i] = i;
+  EXPECT_EQ(map.size(), 200000u);
+  EXPECT_EQ(map.at(7 * 1234), 1234);
 }
 
 }  // namespace

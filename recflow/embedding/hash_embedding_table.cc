@@ -184,6 +184,9 @@ absl::StatusOr<uint32_t> HashEmbeddingTable::AllocateSlot(Shard& s) {
                                        "': cannot allocate a slab of ", bytes,
                                        " bytes for new rows");
     }
+    // Every row's metadata is written just below, and the rows follow: one
+    // call maps the slab in instead of a page fault per page.
+    PrefaultForWrite(slab.data, bytes);
     for (int64_t r = 0; r < rows_per_slab_; ++r) {
       new (slab.data + r * stride_bytes_) RowMeta();
     }
@@ -710,8 +713,7 @@ int64_t HashEmbeddingTable::AdmissionCount(int64_t id) const {
 
 TableStats HashEmbeddingTable::GetStats() const {
   TableStats t;
-  using Map = absl::flat_hash_map<int64_t, uint32_t>;
-  constexpr int64_t kIndexSlotBytes = sizeof(Map::value_type) + 1;  // + ctrl
+  constexpr int64_t kIndexSlotBytes = sizeof(Index::value_type) + 1;  // + ctrl
   const int64_t slab_bytes = rows_per_slab_ * stride_bytes_;
   t.bytes_per_row = stride_bytes_;
   for (int si = 0; si < options_.num_shards; ++si) {

@@ -58,12 +58,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "recflow/core/allocator.h"
 #include "recflow/core/tensor.h"
 #include "recflow/core/threadpool.h"
 #include "recflow/embedding/count_min_sketch.h"
@@ -317,10 +319,15 @@ class HashEmbeddingTable {
     int64_t id;
     int64_t step;
   };
+  // id -> slot. A big table's index is resized to millions of slots at
+  // once, all written by the rehash: its blocks are prefaulted.
+  using Index = absl::flat_hash_map<int64_t, uint32_t, absl::Hash<int64_t>,
+                                    std::equal_to<int64_t>,
+                                    PrefaultingAllocator<std::pair<const int64_t, uint32_t>>>;
   // alignas: shards are written by different threads.
   struct alignas(64) Shard {
     mutable SharedMutex mu;
-    absl::flat_hash_map<int64_t, uint32_t> index ABSL_GUARDED_BY(mu);
+    Index index ABSL_GUARDED_BY(mu);
     std::vector<Slab> slabs ABSL_GUARDED_BY(mu);
     uint32_t next_slot ABSL_GUARDED_BY(mu) = 0;  // slots ever handed out
     std::vector<uint32_t> free_slots ABSL_GUARDED_BY(mu);
