@@ -1,10 +1,11 @@
 // CPU kernel for _FusedMatMul: act(op(a) x op(b) + bias) in one pass.
 //
-// The product is computed as MatMul's kernel does (matmul_kernels.cc):
-// OpenBLAS kept single-threaded, the output split into row (or column)
-// blocks across the intra-op pool. The bias and activation are the
-// epilogue: each block is further cut into panels of at most
-// kEpiloguePanelBytes of output, and each panel gets its gemm call and then,
+// The product is computed much as MatMul's kernel does (matmul_kernels.cc):
+// OpenBLAS kept single-threaded, the output split along rows (or columns)
+// across the intra-op pool; here into panels of at most kEpiloguePanelBytes
+// of output (up to kPanelsPerThread per thread), which the threads take as
+// they come free. The bias and activation are the epilogue: each panel gets
+// its gemm call and then,
 // while the panel is still in cache, the bias + activation sweep. So the
 // output is swept once more, in cache, instead of twice more from memory
 // (a BiasAdd and an activation kernel, each a node to schedule). Measured
