@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
@@ -370,24 +371,22 @@ absl::Status Saver::Restore(const std::string& prefix) {
 }
 
 std::vector<size_t> Saver::RestoreOrder(const BundleReader& reader) const {
-  // Bytes per saveable: its own key and the keys under "name/". Names are
-  // visited in sorted order, so each saveable's keys form one run.
-  std::map<std::string, size_t> by_name;
+  // Bytes per saveable: its own key, and keys under "name/". A key's owner
+  // is the longest name that is the key or a '/'-prefix of it.
+  absl::flat_hash_map<absl::string_view, size_t> by_name;
   for (size_t i = 0; i < saveables_.size(); ++i) by_name.emplace(saveables_[i].name, i);
   std::vector<uint64_t> bytes(saveables_.size(), 0);
   // Unreadable entries are left to the restores themselves to report.
   reader
       .ForEachEntry([&](absl::string_view key, const tensorflow::BundleEntryProto& entry) {
-        // The owner is a name <= key, usually the nearest one ("emb-a"
-        // sorts between "emb" and "emb/keys", hence a few steps back).
-        auto it = by_name.upper_bound(std::string(key));
-        for (int steps = 0; steps < 8 && it != by_name.begin(); ++steps) {
-          --it;
-          const std::string& name = it->first;
-          if (key == name || (absl::StartsWith(key, name) && key[name.size()] == '/')) {
+        for (absl::string_view name = key;;) {
+          if (auto it = by_name.find(name); it != by_name.end()) {
             bytes[it->second] += static_cast<uint64_t>(entry.size());
             break;
           }
+          const size_t slash = name.rfind('/');
+          if (slash == absl::string_view::npos) break;
+          name = name.substr(0, slash);
         }
         return absl::OkStatus();
       })

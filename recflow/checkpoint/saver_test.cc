@@ -250,7 +250,7 @@ TEST(SaverTest, RestoresTheLargestSaveablesFirst) {
   std::vector<Saveable> saveables = {
       saveable("a", {{"", 10}}),
       saveable("emb", {{"/keys", 100}, {"/values", 400}}),  // 500 in all
-      saveable("emb-a", {{"", 300}}),  // sorts between "emb" and "emb/keys"
+      saveable("emb-a", {{"", 300}}),  // starts with "emb" but is not under it
       saveable("z", {{"", 10}}),
       saveable("m", {{"", 200}}),
   };

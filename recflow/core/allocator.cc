@@ -11,6 +11,12 @@
 namespace recflow {
 namespace {
 
+// An on/off environment switch, read at each use: on unless set to "0".
+bool SwitchOn(const char* name) {
+  const char* env = std::getenv(name);
+  return env == nullptr || std::strcmp(env, "0") != 0;
+}
+
 // Buffers of at least this size are placed on 2 MiB boundaries and offered
 // to the kernel for transparent huge pages (madvise(MADV_HUGEPAGE); a no-op
 // when THP is off). Big tensors are embedding tables and their optimizer
@@ -81,20 +87,12 @@ Allocator* cpu_allocator() {
 // RECFLOW_HUGE_PAGES=0 turns the advice off: on some virtual machines a
 // fresh huge page is far slower to fault in than 4 KiB pages (the host backs
 // it lazily), which can outweigh the TLB savings for short jobs.
-bool HugePageAdviceEnabled() {
-  const char* env = std::getenv("RECFLOW_HUGE_PAGES");
-  return env == nullptr || std::strcmp(env, "0") != 0;
-}
+bool HugePageAdviceEnabled() { return SwitchOn("RECFLOW_HUGE_PAGES"); }
 
 namespace {
 #ifndef MADV_POPULATE_WRITE
 constexpr int MADV_POPULATE_WRITE = 23;  // Linux 5.14; older headers lack it
 #endif
-
-bool PrefaultEnabled() {
-  const char* env = std::getenv("RECFLOW_PREFAULT");
-  return env == nullptr || std::strcmp(env, "0") != 0;
-}
 
 // Cleared after the kernel refuses the advice once (EINVAL: too old), so
 // later calls cost nothing.
@@ -102,7 +100,7 @@ std::atomic<bool> populate_supported{true};
 }  // namespace
 
 bool PrefaultForWrite(void* p, size_t num_bytes) {
-  if (p == nullptr || !PrefaultEnabled() ||
+  if (p == nullptr || !SwitchOn("RECFLOW_PREFAULT") ||
       !populate_supported.load(std::memory_order_relaxed)) {
     return false;
   }

@@ -207,7 +207,6 @@ TEST(AllocatorTest, HugePageAdviceFollowsTheEnvironment) {
   }
 }
 
-
 // Pages of [p, p + bytes) resident in memory (mincore; p is rounded down
 // to its page).
 size_t ResidentPages(void* p, size_t bytes) {

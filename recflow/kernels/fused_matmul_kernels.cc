@@ -209,8 +209,8 @@ class FusedMatMulOp : public OpKernel {
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();
     const int64_t lda = a.dim_size(1), ldb = b.dim_size(1), ldc = n;
-    // Split as MatMul does: along the larger output dimension, one block
-    // per thread, small products on one thread.
+    // Split as MatMul does, along the larger output dimension; small
+    // products stay on one thread.
     ThreadPool* pool = ctx->intra_op_pool();
     const bool by_rows = m >= n;
     const int64_t units = by_rows ? m : n;
@@ -219,7 +219,6 @@ class FusedMatMulOp : public OpKernel {
         2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
     const int64_t threads = pool == nullptr || flops < 1e6 ? 1 : pool->NumThreads();
     const int64_t blocks = std::min<int64_t>(threads, (units + 15) / 16);
-    const int64_t per_block = ((units + blocks - 1) / blocks + 15) / 16 * 16;  // multiple of 16
     const int64_t panel = std::max<int64_t>(
         kMinPanelUnits, kEpiloguePanelBytes / static_cast<int64_t>(sizeof(T) * other));
     // Rows (or columns) [begin, end) of the output: gemm, then epilogue.
@@ -239,39 +238,25 @@ class FusedMatMulOp : public OpKernel {
         }
       }
     };
-    auto block = [&](int64_t begin, int64_t end) {
-      for (int64_t p = begin; p < end; p += panel) gemm_and_epilogue(p, std::min(end, p + panel));
-    };
     if (blocks <= 1) {
-      block(0, units);
+      for (int64_t p = 0; p < units; p += panel) gemm_and_epilogue(p, std::min(units, p + panel));
       return;
     }
-    // With at least one panel per thread, the panels themselves are the
-    // units, taken by whichever thread is free: a helper that wakes late
-    // (0.9-1.4 ms was seen on a 2-vCPU VM, for 2.5 ms blocks) then costs
-    // the caller nothing but the panels it takes over. The gemm calls are
-    // the same panels as in fixed blocks, so no operand is packed more often.
-    // Up to kPanelsPerThread panels per thread, for the balance (each
-    // extra panel packs the other operand once more; kMinPanelUnits bounds
-    // that).
-    const int64_t small_panel = std::max<int64_t>(
-        kMinPanelUnits, ((units + kPanelsPerThread * blocks - 1) / (kPanelsPerThread * blocks) +
-                         15) / 16 * 16);
-    const int64_t shared_panel = std::min(panel, small_panel);
+    // Split: panels of up to kPanelsPerThread per thread (multiples of 16,
+    // at least kMinPanelUnits unless a thread's share is smaller), taken by
+    // whichever thread is free, so a helper that wakes late (0.9-1.4 ms was
+    // seen on a 2-vCPU VM, against 2.5 ms halves) costs the caller only the
+    // panels it takes over. Each extra panel packs the other operand once
+    // more, which kMinPanelUnits bounds.
+    const int64_t per_thread = ((units + blocks - 1) / blocks + 15) / 16 * 16;
+    const int64_t balanced =
+        ((units + kPanelsPerThread * blocks - 1) / (kPanelsPerThread * blocks) + 15) / 16 * 16;
+    const int64_t shared_panel =
+        std::min(panel, std::max(balanced, std::min(kMinPanelUnits, per_thread)));
     const int64_t num_panels = (units + shared_panel - 1) / shared_panel;
-    if (num_panels >= blocks) {
-      pool->ParallelFor(num_panels, /*cost_per_unit=*/1'000'000, [&](int64_t p0, int64_t p1) {
-        for (int64_t p = p0; p < p1; ++p) {
-          gemm_and_epilogue(p * shared_panel, std::min(units, (p + 1) * shared_panel));
-        }
-      });
-      return;
-    }
-    pool->ParallelFor(blocks, /*cost_per_unit=*/1'000'000, [&](int64_t b0, int64_t b1) {
-      for (int64_t blk = b0; blk < b1; ++blk) {
-        const int64_t begin = blk * per_block;
-        const int64_t end = std::min(units, begin + per_block);
-        if (begin < end) block(begin, end);
+    pool->ParallelFor(num_panels, /*cost_per_unit=*/1'000'000, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) {
+        gemm_and_epilogue(p * shared_panel, std::min(units, (p + 1) * shared_panel));
       }
     });
   }
