@@ -36,7 +36,8 @@
 //            test rows=N seconds=S auc=A logloss=L
 // profile: times --steps traced steps of the same model on the first
 //          batches and prints the kernel time per op type and the top
-//          nodes (what dominates a step).
+//          nodes (what dominates a step), the step's occupancy (idle, one
+//          kernel, two or more) and the nodes that ran alone.
 //
 // Exit status is non-zero on any error. No timing is asserted here.
 #include <algorithm>
@@ -462,8 +463,13 @@ absl::Status RunProfile(const Flags& flags) {
   for (int i = 0; i < 3; ++i) {
     RETURN_IF_ERROR(b.session->Run(batches[i % batches.size()], {"loss:0"}, {"train"}, &out));
   }
-  std::map<std::string, std::pair<double, int>> by_op, by_node;
+  std::map<std::string, std::pair<double, int>> by_op, by_node, alone;
   double wall = 0, kernel = 0;
+  // Occupancy over each step's span (first kernel start to last kernel
+  // end): the time with no kernel running, with one, and with two or more;
+  // and per node, the time it ran with no other kernel beside it (what a
+  // second core could not help with).
+  double idle_ms = 0, one_ms = 0, many_ms = 0;
   for (int s = 0; s < flags.steps; ++s) {
     RunOptions ro;
     ro.trace = true;
@@ -472,6 +478,29 @@ absl::Status RunProfile(const Flags& flags) {
     RETURN_IF_ERROR(b.session->Run(ro, batches[(3 + s) % batches.size()], {"loss:0"}, {"train"},
                                    &out, &meta));
     wall += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    {
+      const std::vector<NodeExecStats>& nodes = meta.step_stats.nodes;
+      std::vector<std::pair<int64_t, int>> events;  // (time, +1 start / -1 end)
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        events.emplace_back(nodes[i].start_micros, 1);
+        events.emplace_back(nodes[i].end_micros, -1);
+      }
+      std::sort(events.begin(), events.end());
+      int running = 0;
+      for (size_t e = 0; e + 1 < events.size(); ++e) {
+        running += events[e].second;
+        const double ms = (events[e + 1].first - events[e].first) / 1000.0;
+        (running == 0 ? idle_ms : running == 1 ? one_ms : many_ms) += ms;
+        if (running != 1 || ms <= 0) continue;
+        for (const NodeExecStats& n : nodes) {
+          if (n.start_micros <= events[e].first && n.end_micros >= events[e + 1].first) {
+            alone[n.node_name].first += ms;
+            alone[n.node_name].second += 1;
+            break;
+          }
+        }
+      }
+    }
     for (const NodeExecStats& n : meta.step_stats.nodes) {
       const double ms = (n.end_micros - n.start_micros) / 1000.0;
       by_op[n.op].first += ms;
@@ -499,6 +528,9 @@ absl::Status RunProfile(const Flags& flags) {
   };
   print_top("op", by_op, 30);
   print_top("node", by_node, 30);
+  std::printf("occupancy per step: idle %.2f ms, one kernel %.2f ms, two or more %.2f ms\n",
+              idle_ms / k, one_ms / k, many_ms / k);
+  print_top("alone", alone, 20);
   return absl::OkStatus();
 }
 
