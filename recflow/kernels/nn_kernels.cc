@@ -1,4 +1,6 @@
-// CPU kernels for BiasAdd, BiasAddGrad, Softmax, LogSoftmax and L2Loss.
+// CPU kernels for BiasAdd, BiasAddGrad, Softmax, LogSoftmax, L2Loss and
+// FactorizationMachine(Grad) (blocks of rows: each input read as one
+// contiguous run per block, the block's sums kept in L1).
 // (The cross-entropy losses are in nn_loss_kernels.cc, BatchMatMulV2 in
 // batch_matmul_kernels.cc.) Row-wise work is split across the intra-op pool
 // when the input is large; loops are compiled to vectorize (Note
@@ -214,6 +216,136 @@ class L2LossOp : public OpKernel {
   }
 };
 
+// The N inputs of a FactorizationMachine(Grad) starting at `first`: each
+// [B, D], all of one shape; their data.
+template <typename T>
+absl::Status FmInputs(OpKernelContext* ctx, int first, TensorShape* shape,
+                      std::vector<const T*>* data) {
+  const int n = ctx->num_inputs() - first;
+  const Tensor& x0 = ctx->input(first);
+  if (x0.dims() != 2) {
+    return errors::InvalidArgument("inputs must be matrices [B, D], but input 0 has shape ",
+                                   x0.shape().DebugString());
+  }
+  for (int i = 0; i < n; ++i) {
+    const Tensor& x = ctx->input(first + i);
+    if (x.shape() != x0.shape()) {
+      return errors::InvalidArgument("inputs must all have the same shape, but input ", i,
+                                     " has shape ", x.shape().DebugString(), " and input 0 ",
+                                     x0.shape().DebugString());
+    }
+    data->push_back(x.data<T>());
+  }
+  *shape = x0.shape();
+  return absl::OkStatus();
+}
+
+// Rows per block of the FactorizationMachine kernels: each input is read as
+// one contiguous run of kFmBlockRows * D values (N short strided streams per
+// row defeat the prefetchers), and the block's sums stay in L1.
+constexpr int64_t kFmBlockRows = 64;
+
+// sum[k] = sum_i x_i[row0 * dim + k] and, with `sq`, sq[k] = the sum of the
+// squares, for k < len: one block of rows, all inputs.
+template <typename T>
+inline void SumInputsBlock(const std::vector<const T*>& xs, int64_t offset, int64_t len, T* sum,
+                           T* sq) {
+  std::fill_n(sum, len, T(0));
+  if (sq != nullptr) std::fill_n(sq, len, T(0));
+  for (const T* base : xs) {
+    const T* x = base + offset;
+    if (sq != nullptr) {
+      for (int64_t k = 0; k < len; ++k) {
+        sum[k] += x[k];
+        sq[k] += x[k] * x[k];
+      }
+    } else {
+      for (int64_t k = 0; k < len; ++k) sum[k] += x[k];
+    }
+  }
+}
+
+// Calls fn(row0, row1) over blocks of kFmBlockRows rows, split across the
+// intra-op pool when the work is large.
+template <typename F>
+void ForFmBlocks(OpKernelContext* ctx, int64_t rows, int64_t cost_per_row, F&& fn) {
+  const int64_t blocks = (rows + kFmBlockRows - 1) / kFmBlockRows;
+  ParallelRows(ctx, blocks, cost_per_row * kFmBlockRows, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b) {
+      fn(b * kFmBlockRows, std::min(rows, (b + 1) * kFmBlockRows));
+    }
+  });
+}
+
+// output[b] = 0.5 * sum_d ((sum_i x_i[b, d])^2 - sum_i x_i[b, d]^2).
+template <typename T>
+class FactorizationMachineOp : public OpKernel {
+ public:
+  explicit FactorizationMachineOp(OpKernelConstruction* c) : OpKernel(c) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    TensorShape shape;
+    std::vector<const T*> xs;
+    OP_REQUIRES_OK(ctx, FmInputs(ctx, 0, &shape, &xs));
+    const int64_t rows = shape.dim_size(0), dim = shape.dim_size(1);
+    Tensor* out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({rows}), &out));
+    T* o = out->data<T>();
+    const int64_t n = static_cast<int64_t>(xs.size());
+    ForFmBlocks(ctx, rows, 2 * n * dim, [&](int64_t r0, int64_t r1) {
+      const int64_t len = (r1 - r0) * dim;
+      std::vector<T> sum(len), sq(len);
+      SumInputsBlock(xs, r0 * dim, len, sum.data(), sq.data());
+      for (int64_t r = r0; r < r1; ++r) {
+        const T* s = sum.data() + (r - r0) * dim;
+        const T* q = sq.data() + (r - r0) * dim;
+        T pair = 0;
+        for (int64_t d = 0; d < dim; ++d) pair += s[d] * s[d] - q[d];
+        o[r] = T(0.5) * pair;
+      }
+    });
+  }
+};
+
+// backprops[i][b] = grad[b] * (sum_j x_j[b] - x_i[b]).
+template <typename T>
+class FactorizationMachineGradOp : public OpKernel {
+ public:
+  explicit FactorizationMachineGradOp(OpKernelConstruction* c) : OpKernel(c) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& grad = ctx->input(0);
+    TensorShape shape;
+    std::vector<const T*> xs;
+    OP_REQUIRES_OK(ctx, FmInputs(ctx, 1, &shape, &xs));
+    const int64_t rows = shape.dim_size(0), dim = shape.dim_size(1);
+    OP_REQUIRES(ctx, grad.dims() == 1 && grad.dim_size(0) == rows,
+                errors::InvalidArgument("grad ", grad.shape().DebugString(),
+                                        " must be a vector with one element per row of the "
+                                        "inputs ",
+                                        shape.DebugString()));
+    const int64_t n = static_cast<int64_t>(xs.size());
+    std::vector<T*> outs;
+    for (int64_t i = 0; i < n; ++i) {
+      Tensor* out = nullptr;
+      OP_REQUIRES_OK(ctx, ctx->allocate_output(static_cast<int>(i), shape, &out));
+      outs.push_back(out->data<T>());
+    }
+    const T* g = grad.data<T>();
+    ForFmBlocks(ctx, rows, 3 * n * dim, [&](int64_t r0, int64_t r1) {
+      const int64_t len = (r1 - r0) * dim;
+      std::vector<T> sum(len), gs(len);  // gs[k]: the grad of k's row
+      SumInputsBlock(xs, r0 * dim, len, sum.data(), static_cast<T*>(nullptr));
+      for (int64_t r = r0; r < r1; ++r) std::fill_n(gs.data() + (r - r0) * dim, dim, g[r]);
+      for (int64_t i = 0; i < n; ++i) {
+        const T* x = xs[i] + r0 * dim;
+        T* y = outs[i] + r0 * dim;
+        for (int64_t k = 0; k < len; ++k) y[k] = gs[k] * (sum[k] - x[k]);
+      }
+    });
+  }
+};
+
 #define RECFLOW_REGISTER_BIAS_(T)                                                       \
   REGISTER_KERNEL_BUILDER(Name("BiasAdd").Device(DEVICE_CPU).TypeConstraint<T>("T"),    \
                           BiasAddOp<T>);                                                \
@@ -231,7 +363,13 @@ RECFLOW_REGISTER_BIAS_(int64_t);
   REGISTER_KERNEL_BUILDER(Name("LogSoftmax").Device(DEVICE_CPU).TypeConstraint<T>("T"), \
                           SoftmaxOp<T, true>);                                          \
   REGISTER_KERNEL_BUILDER(Name("L2Loss").Device(DEVICE_CPU).TypeConstraint<T>("T"),     \
-                          L2LossOp<T>)
+                          L2LossOp<T>);                                                 \
+  REGISTER_KERNEL_BUILDER(                                                              \
+      Name("FactorizationMachine").Device(DEVICE_CPU).TypeConstraint<T>("T"),           \
+      FactorizationMachineOp<T>);                                                       \
+  REGISTER_KERNEL_BUILDER(                                                              \
+      Name("FactorizationMachineGrad").Device(DEVICE_CPU).TypeConstraint<T>("T"),       \
+      FactorizationMachineGradOp<T>)
 RECFLOW_REGISTER_FLOAT_NN_(float);
 RECFLOW_REGISTER_FLOAT_NN_(double);
 #undef RECFLOW_REGISTER_FLOAT_NN_

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <random>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "recflow/framework/scope.h"
@@ -308,6 +309,78 @@ TEST(L2LossKernelTest, MatchesReference) {
       ExpectNear<double>((*got)[0], {want / 2}, TensorShape({}), 1e-12, shape.DebugString());
     }
   }
+}
+
+// FactorizationMachine and its gradient against sum_{i<j} <x_i, x_j> and
+// grad * (sum_j x_j - x_i), computed pair by pair in double; the large case
+// splits rows across the pool.
+TEST(FactorizationMachineKernelTest, MatchesReference) {
+  std::mt19937 rng(12);
+  struct Case {
+    int n;
+    int64_t rows, dim;
+  };
+  for (int threads : {1, 4}) {
+    for (const Case& c : std::vector<Case>{{1, 3, 4}, {3, 5, 1}, {4, 7, 3}, {27, 2000, 16},
+                                           {2, 0, 5}, {3, 4, 0}}) {
+      const std::string what = absl::StrCat("n=", c.n, " rows=", c.rows, " dim=", c.dim,
+                                            " threads=", threads);
+      std::vector<Tensor> inputs;
+      for (int i = 0; i < c.n; ++i) inputs.push_back(Random<float>({c.rows, c.dim}, &rng));
+      const Tensor grad = Random<float>({c.rows}, &rng);
+      inputs.push_back(grad);
+      auto got = RunOps(inputs, [&](const Scope& s, std::vector<Output> in) {
+        Output g = in.back();
+        in.pop_back();
+        std::vector<Output> out = {ops::FactorizationMachine(s, in)};
+        for (const Output& dx : ops::FactorizationMachineGrad(s, g, in)) out.push_back(dx);
+        return out;
+      }, threads);
+      ASSERT_TRUE(got.ok()) << what << ": " << got.status();
+      ASSERT_EQ(got->size(), static_cast<size_t>(c.n + 1)) << what;
+      std::vector<double> pair(c.rows, 0.0);
+      std::vector<std::vector<double>> dx(c.n, std::vector<double>(c.rows * c.dim));
+      for (int64_t r = 0; r < c.rows; ++r) {
+        for (int64_t d = 0; d < c.dim; ++d) {
+          auto x = [&](int i) { return static_cast<double>(inputs[i].flat<float>()[r * c.dim + d]); };
+          double sum = 0;
+          for (int i = 0; i < c.n; ++i) {
+            sum += x(i);
+            for (int j = i + 1; j < c.n; ++j) pair[r] += x(i) * x(j);
+          }
+          for (int i = 0; i < c.n; ++i) {
+            dx[i][r * c.dim + d] = grad.flat<float>()[r] * (sum - x(i));
+          }
+        }
+      }
+      // Float sums of n * dim terms of up to ~n * 9 each, which mostly cancel.
+      const double tol = 1e-6 * (1 + c.n * c.dim);
+      ExpectNear<float>((*got)[0], pair, TensorShape({c.rows}), tol, what + " output");
+      for (int i = 0; i < c.n; ++i) {
+        ExpectNear<float>((*got)[1 + i], dx[i], TensorShape({c.rows, c.dim}), tol,
+                          absl::StrCat(what, " backprop ", i));
+      }
+    }
+  }
+}
+
+TEST(FactorizationMachineKernelTest, BadShapesNameTheInput) {
+  std::mt19937 rng(13);
+  auto fm = [](const Scope& s, std::vector<Output> in) {
+    return std::vector<Output>{ops::FactorizationMachine(s, in)};
+  };
+  auto mismatch = RunOps({Random<float>({4, 3}, &rng), Random<float>({4, 3}, &rng),
+                          Random<float>({4, 2}, &rng)}, fm, 1);
+  EXPECT_THAT(mismatch.status().message(),
+              HasSubstr("input 2 has shape [4,2] and input 0 [4,3]"));
+  auto vector = RunOps({Random<float>({4}, &rng)}, fm, 1);
+  EXPECT_THAT(vector.status().message(), HasSubstr("input 0 has shape [4]"));
+  auto grad = RunOps({Random<float>({3}, &rng), Random<float>({4, 2}, &rng)},
+                     [](const Scope& s, std::vector<Output> in) {
+                       return ops::FactorizationMachineGrad(s, in[0], {in[1]});
+                     }, 1);
+  EXPECT_THAT(grad.status().message(),
+              HasSubstr("grad [3] must be a vector with one element per row of the inputs [4,2]"));
 }
 
 // Reference batch matmul with broadcasting, in double.

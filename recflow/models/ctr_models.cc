@@ -10,7 +10,6 @@
 #include "recflow/ops/array_ops.h"
 #include "recflow/ops/math_ops.h"
 #include "recflow/ops/nn_ops.h"
-#include "recflow/ops/reduction_ops.h"
 #include "recflow/train/variables.h"
 
 namespace recflow::models::internal {
@@ -55,21 +54,11 @@ absl::StatusOr<Output> FmPairwise(ModelBuilder& b,
   if (b.num_dense() > 0) {
     Output w = b.Kernel(s, "dense_projection", b.num_dense(), d,
                         /*embedding_init=*/true);
-    // Reshaped to [-1, D] (a view, no copy): a variable's read has no static
-    // shape, and with D known the reductions below know their reduced
-    // dimensions, so their gradients broadcast with Tile instead of
-    // multiplying by a OnesLike of [B, F, D] (ops/reduction_grad.cc).
-    vectors.push_back(ops::Reshape(
-        s, ops::MatMul(s, b.inputs().dense, train::ReadValue(s, w)),
-        ops::Const(s, {int32_t{-1}, static_cast<int32_t>(d)}, TensorShape({2}))));
+    vectors.push_back(ops::MatMul(s, b.inputs().dense, train::ReadValue(s, w)));
   }
-  // On the stacked vectors [B, F, D]: a few big kernels instead of a few
-  // per field (forward and backward).
-  Output stacked = ops::Pack(s, vectors, 1);
-  Output sum = ops::Sum(s, stacked, {1});                        // [B, D]
-  Output sum_sq = ops::Sum(s, ops::Square(s, stacked), {1, 2});  // [B]
-  Output sq_sum = ops::Sum(s, ops::Square(s, sum), {1});         // [B]
-  Output pair = ops::Mul(s, ops::Sub(s, sq_sum, sum_sq), ops::Const(s, 0.5f));
+  // One op over the vectors, forward and backward (ops/nn_ops.h): no
+  // stacked [B, F, D] copy, squares, sums or their gradients' tiles.
+  Output pair = ops::FactorizationMachine(s, vectors);
   RETURN_IF_ERROR(s.status());
   return pair;
 }

@@ -154,6 +154,19 @@ absl::Status L2LossGrad(const Scope& scope, const Node& op, const std::vector<Ou
   return scope.status();
 }
 
+// One FactorizationMachineGrad over the op's inputs. (It has no gradient
+// itself: second derivatives of the FM fail naming the op.)
+absl::Status FactorizationMachineGradFn(const Scope& scope, const Node& op,
+                                        const std::vector<Output>& g,
+                                        std::vector<Output>* grad_inputs) {
+  std::vector<Output> xs;
+  for (int i = 0; i < op.num_inputs(); ++i) xs.push_back(OpInput(op, i));
+  for (const Output& dx : ops::FactorizationMachineGrad(scope, g[0], xs)) {
+    grad_inputs->push_back(dx);
+  }
+  return scope.status();
+}
+
 // TensorFlow's _BatchMatMulV2: products per adjoint case, then each
 // gradient summed over the batch dimensions its input was broadcast along.
 absl::Status BatchMatMulV2Grad(const Scope& scope, const Node& op, const std::vector<Output>& g,
@@ -202,6 +215,7 @@ REGISTER_GRADIENT_OP("SoftmaxCrossEntropyWithLogits", SoftmaxCrossEntropyGrad);
 REGISTER_GRADIENT_OP("SparseSoftmaxCrossEntropyWithLogits", SparseSoftmaxCrossEntropyGrad);
 REGISTER_GRADIENT_OP("SigmoidCrossEntropyWithLogits", SigmoidCrossEntropyGrad);
 REGISTER_GRADIENT_OP("L2Loss", L2LossGrad);
+REGISTER_GRADIENT_OP("FactorizationMachine", FactorizationMachineGradFn);
 REGISTER_GRADIENT_OP("BatchMatMulV2", BatchMatMulV2Grad);
 
 }  // namespace

@@ -122,6 +122,20 @@ TEST(NnGradTest, SigmoidCrossEntropyWithLogits) {
                {ops::SigmoidCrossEntropyWithLogits(root, logits, labels)}, "sigmoid xent");
 }
 
+TEST(NnGradTest, FactorizationMachine) {
+  for (int n : {1, 2, 4}) {
+    Scope root = Scope::NewRootScope();
+    std::vector<Output> xs;
+    std::vector<Tensor> values;
+    for (int i = 0; i < n; ++i) {
+      values.push_back(RandomDoubles({3, 4}, 20 + i));
+      xs.push_back(Input(root, values.back(), false));
+    }
+    ExpectGradOk(root, xs, values, {ops::FactorizationMachine(root, xs)},
+                 "FactorizationMachine of " + std::to_string(n));
+  }
+}
+
 TEST(NnGradTest, L2Loss) {
   const Tensor x = RandomDoubles({3, 4}, 9);
   Scope root = Scope::NewRootScope();

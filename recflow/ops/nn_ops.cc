@@ -200,6 +200,59 @@ REGISTER_OP("L2Loss")
     .SetShapeFn(shape_fns::ScalarShape)
     .Doc("sum(t ** 2) / 2, a scalar.");
 
+// Inputs first .. first + n - 1, each [B, D], merged into one shape of rank
+// 2; InvalidArgument naming the first input that does not fit.
+absl::StatusOr<PartialShape> MergeFmInputs(InferenceContext* c, int first, int n) {
+  PartialShape merged = PartialShape::UnknownDims(2);
+  for (int i = 0; i < n; ++i) {
+    ASSIGN_OR_RETURN(PartialShape x, c->WithRank(first + i, 2));
+    auto m = merged.Merge(x);
+    if (!m.ok()) {
+      return errors::InvalidArgument("inputs must all have the same shape [B, D], but input ", i,
+                                     " is ", x.DebugString(), " and the ones before it ",
+                                     merged.DebugString());
+    }
+    merged = *m;
+  }
+  return merged;
+}
+
+REGISTER_OP("FactorizationMachine")
+    .Input("inputs: N * T")
+    .Output("output: T")
+    .Attr("N: int >= 1")
+    .Attr("T: {float, double}")
+    .SetShapeFn([](InferenceContext* c) {
+      ASSIGN_OR_RETURN(PartialShape x, MergeFmInputs(c, 0, c->num_inputs()));
+      c->set_output(0, PartialShape({x.dim(0)}));
+      return absl::OkStatus();
+    })
+    .Doc("The factorization machine's pairwise term over N vectors x_i [B, D]: "
+         "output[b] = sum_{i<j} <x_i[b], x_j[b]> = 0.5 * sum_d ((sum_i x_i[b, d])^2 - "
+         "sum_i x_i[b, d]^2), [B]. One pass over the inputs, without stacking them.");
+
+REGISTER_OP("FactorizationMachineGrad")
+    .Input("grad: T")
+    .Input("inputs: N * T")
+    .Output("backprops: N * T")
+    .Attr("N: int >= 1")
+    .Attr("T: {float, double}")
+    .SetShapeFn([](InferenceContext* c) {
+      const int n = c->num_inputs() - 1;
+      ASSIGN_OR_RETURN(PartialShape grad, c->WithRank(0, 1));
+      ASSIGN_OR_RETURN(PartialShape x, MergeFmInputs(c, 1, n));
+      if (grad.dim(0) >= 0 && x.dim(0) >= 0 && grad.dim(0) != x.dim(0)) {
+        return errors::InvalidArgument("grad ", grad.DebugString(),
+                                       " must have one element per row of the inputs ",
+                                       x.DebugString());
+      }
+      if (x.dim(0) < 0) x = PartialShape({grad.dim(0), x.dim(1)});
+      for (int i = 0; i < n; ++i) c->set_output(i, x);
+      return absl::OkStatus();
+    })
+    .Doc("The gradient of FactorizationMachine: backprops[i][b] = grad[b] * (sum_j x_j[b] - "
+         "x_i[b]), one [B, D] per input.");
+
 REGISTER_OP("BatchMatMulV2")
     .Input("x: T")
     .Input("y: T")
@@ -274,6 +327,23 @@ Output L2Loss(const Scope& scope, Output t) {
   NodeBuilder b(scope.GetUniqueNameForOp("L2Loss"), "L2Loss");
   b.Input(t);
   return Build(scope, b);
+}
+
+Output FactorizationMachine(const Scope& scope, std::vector<Output> inputs) {
+  NodeBuilder b(scope.GetUniqueNameForOp("FactorizationMachine"), "FactorizationMachine");
+  b.Input(std::move(inputs));
+  return Build(scope, b);
+}
+
+std::vector<Output> FactorizationMachineGrad(const Scope& scope, Output grad,
+                                             std::vector<Output> inputs) {
+  const size_t n = inputs.size();
+  NodeBuilder b(scope.GetUniqueNameForOp("FactorizationMachineGrad"), "FactorizationMachineGrad");
+  b.Input(grad).Input(std::move(inputs));
+  Node* node = scope.AddNode(b);
+  std::vector<Output> out;
+  for (size_t i = 0; i < n; ++i) out.push_back(node ? Output(node, static_cast<int>(i)) : Output());
+  return out;
 }
 
 Output BatchMatMulV2(const Scope& scope, Output x, Output y, const BatchMatMulAttrs& attrs) {

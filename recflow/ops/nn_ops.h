@@ -1,8 +1,9 @@
 // Builder helpers for the neural-network op family (definitions in
-// nn_ops.cc): BiasAdd, Softmax, the cross-entropy losses, L2Loss and
-// BatchMatMulV2. Names, inputs and attrs are TensorFlow's, except
-// SigmoidCrossEntropyWithLogits, which TensorFlow composes in Python and
-// recflow fuses into one op.
+// nn_ops.cc): BiasAdd, Softmax, the cross-entropy losses, L2Loss,
+// FactorizationMachine and BatchMatMulV2. Names, inputs and attrs are
+// TensorFlow's, except SigmoidCrossEntropyWithLogits, which TensorFlow
+// composes in Python and recflow fuses into one op, and
+// FactorizationMachine, which is recflow's own.
 //
 // Each helper returns an invalid Output (or Outputs) and records the error
 // in the scope when the scope has failed or the op cannot be built.
@@ -10,6 +11,7 @@
 #define RECFLOW_OPS_NN_OPS_H_
 
 #include <string>
+#include <vector>
 
 #include "recflow/framework/scope.h"
 
@@ -50,6 +52,15 @@ Output SigmoidCrossEntropyWithLogits(const Scope& scope, Output logits, Output l
 
 // sum(t^2) / 2, a scalar.
 Output L2Loss(const Scope& scope, Output t);
+
+// The factorization machine's pairwise term over N >= 1 vectors x_i of the
+// same shape [B, D]: output[b] = sum_{i<j} <x_i[b], x_j[b]>, [B]
+// (float or double). recflow's own op: one pass over the inputs where the
+// composed form stacks them and runs squares, sums and their gradients.
+Output FactorizationMachine(const Scope& scope, std::vector<Output> inputs);
+// Its gradient: one [B, D] per input, grad[b] * (sum_j x_j[b] - x_i[b]).
+std::vector<Output> FactorizationMachineGrad(const Scope& scope, Output grad,
+                                             std::vector<Output> inputs);
 
 struct BatchMatMulAttrs {
   bool adj_x = false;  // use each x matrix transposed (adjoint for real types)

@@ -88,6 +88,22 @@ TEST(NnOpsShapeTest, SigmoidCrossEntropyAndL2Loss) {
   INFER_OK(l2, "?", "[]");
 }
 
+TEST(NnOpsShapeTest, FactorizationMachine) {
+  ShapeTestOp op("FactorizationMachine");
+  op.Attr("T", DT_FLOAT).Attr("N", 3);
+  INFER_OK(op, "[8,4];[?,4];?", "[8]");
+  INFER_OK(op, "?;?;?", "[?]");
+  INFER_ERROR("input 2 is [8,3]", op, "[8,4];[8,4];[8,3]");
+  INFER_ERROR("must be rank 2", op, "[8];[8,4];[8,4]");
+  ShapeTestOp grad("FactorizationMachineGrad");
+  grad.Attr("T", DT_DOUBLE).Attr("N", 2);
+  INFER_OK(grad, "[8];[?,4];[?,?]", "[8,4];[8,4]");
+  INFER_OK(grad, "?;[5,4];?", "[5,4];[5,4]");
+  INFER_ERROR("grad [3] must have one element per row of the inputs [8,4]", grad,
+              "[3];[8,4];[8,4]");
+  INFER_ERROR("must be rank 1", grad, "[8,1];[8,4];[8,4]");
+}
+
 TEST(NnOpsShapeTest, BatchMatMulV2) {
   ShapeTestOp op("BatchMatMulV2");
   op.Attr("T", DT_FLOAT);
