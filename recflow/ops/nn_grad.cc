@@ -154,14 +154,35 @@ absl::Status L2LossGrad(const Scope& scope, const Node& op, const std::vector<Ou
   return scope.status();
 }
 
-// One FactorizationMachineGrad over the op's inputs. (It has no gradient
-// itself: second derivatives of the FM fail naming the op.)
+// One FactorizationMachineGrad over the op's inputs.
 absl::Status FactorizationMachineGradFn(const Scope& scope, const Node& op,
                                         const std::vector<Output>& g,
                                         std::vector<Output>* grad_inputs) {
   std::vector<Output> xs;
   for (int i = 0; i < op.num_inputs(); ++i) xs.push_back(OpInput(op, i));
   for (const Output& dx : ops::FactorizationMachineGrad(scope, g[0], xs)) {
+    grad_inputs->push_back(dx);
+  }
+  return scope.status();
+}
+
+// FactorizationMachineGrad's outputs are y_i = grad * (S - x_i) with
+// S = sum_j x_j. For their gradients u_i: d/dx_j = grad * (U - u_j) with
+// U = sum_i u_i, which is FactorizationMachineGrad over the u's, and
+// d/dgrad = sum_d (U * S - sum_i u_i * x_i).
+absl::Status FactorizationMachineGradGradFn(const Scope& scope, const Node& op,
+                                            const std::vector<Output>& g,
+                                            std::vector<Output>* grad_inputs) {
+  const Output grad = OpInput(op, 0);
+  std::vector<Output> xs, ux;
+  for (int i = 1; i < op.num_inputs(); ++i) xs.push_back(OpInput(op, i));
+  for (size_t i = 0; i < xs.size(); ++i) ux.push_back(ops::Mul(scope, g[i], xs[i]));
+  auto sum = [&](const std::vector<Output>& v) {
+    return v.size() == 1 ? v[0] : ops::AddN(scope, v);
+  };
+  grad_inputs->push_back(
+      ops::Sum(scope, Sub(scope, ops::Mul(scope, sum(g), sum(xs)), sum(ux)), {1}));
+  for (const Output& dx : ops::FactorizationMachineGrad(scope, grad, g)) {
     grad_inputs->push_back(dx);
   }
   return scope.status();
@@ -216,6 +237,7 @@ REGISTER_GRADIENT_OP("SparseSoftmaxCrossEntropyWithLogits", SparseSoftmaxCrossEn
 REGISTER_GRADIENT_OP("SigmoidCrossEntropyWithLogits", SigmoidCrossEntropyGrad);
 REGISTER_GRADIENT_OP("L2Loss", L2LossGrad);
 REGISTER_GRADIENT_OP("FactorizationMachine", FactorizationMachineGradFn);
+REGISTER_GRADIENT_OP("FactorizationMachineGrad", FactorizationMachineGradGradFn);
 REGISTER_GRADIENT_OP("BatchMatMulV2", BatchMatMulV2Grad);
 
 }  // namespace

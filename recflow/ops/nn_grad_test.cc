@@ -136,6 +136,21 @@ TEST(NnGradTest, FactorizationMachine) {
   }
 }
 
+TEST(NnGradTest, FactorizationMachineGrad) {
+  for (int n : {1, 3}) {
+    Scope root = Scope::NewRootScope();
+    std::vector<Tensor> values = {RandomDoubles({3}, 30)};
+    std::vector<Output> inputs = {Input(root, values[0], false)}, xs;
+    for (int i = 0; i < n; ++i) {
+      values.push_back(RandomDoubles({3, 4}, 31 + i));
+      xs.push_back(Input(root, values.back(), false));
+      inputs.push_back(xs.back());
+    }
+    ExpectGradOk(root, inputs, values, ops::FactorizationMachineGrad(root, inputs[0], xs),
+                 "FactorizationMachineGrad of " + std::to_string(n));
+  }
+}
+
 TEST(NnGradTest, L2Loss) {
   const Tensor x = RandomDoubles({3, 4}, 9);
   Scope root = Scope::NewRootScope();
