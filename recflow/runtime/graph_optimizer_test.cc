@@ -206,7 +206,7 @@ TEST(ConstantFoldingTest, FoldsAConstantSubgraphIntoOneConstOfTheSameName) {
   Output b = ops::Const(root.WithOpName("b"), RandomFloats(TensorShape({3}), 2));
   Output ab = ops::Mul(root.WithOpName("ab"), a, b);
   Output d = ops::AddV2(root.WithOpName("d"), ab, ops::Const(root.WithOpName("e"), 0.5f));
-  Output y = ops::Mul(root.WithOpName("y"), x, d);
+  [[maybe_unused]] Output y = ops::Mul(root.WithOpName("y"), x, d);
   ASSERT_TRUE(root.ok()) << root.status();
 
   GraphOptimizerStats stats;
@@ -302,7 +302,7 @@ TEST(ConstantFoldingTest, LeavesStatefulRandomPlaceholderAndVariablePathsAlone) 
   Output p2 = ops::Mul(root.WithOpName("p2"), p, ops::Const(root, 2.f));
   Output v = ops::Variable(root.WithOpName("v"), PartialShape({2, 3}), DT_FLOAT);
   Output v2 = ops::Mul(root.WithOpName("v2"), v, ops::Const(root, 2.f));
-  Output sum = ops::AddN(root.WithOpName("sum"), {r2, p2, v2});
+  [[maybe_unused]] Output sum = ops::AddN(root.WithOpName("sum"), {r2, p2, v2});
   ASSERT_TRUE(root.ok()) << root.status();
   const GraphDef def = Optimize(SignatureGraph(root, {}, {"sum"}), Only(true, false, false));
   for (const char* name : {"r", "r2", "p", "p2", "v", "v2", "sum"}) {
@@ -422,7 +422,7 @@ TEST(CseTest, MergesDuplicatesIncludingCommutedInputs) {
   Output m3 = ops::Mul(root.WithOpName("m3"), two_b, x);  // commutative
   Output s1 = ops::Sub(root.WithOpName("s1"), x, two_a);
   Output s2 = ops::Sub(root.WithOpName("s2"), two_b, x);  // not commutative: kept
-  Output y = ops::AddN(root.WithOpName("y"), {m1, m2, m3, s1, s2});
+  [[maybe_unused]] Output y = ops::AddN(root.WithOpName("y"), {m1, m2, m3, s1, s2});
   ASSERT_TRUE(root.ok()) << root.status();
   GraphOptimizerStats stats;
   const GraphDef def =
@@ -444,18 +444,18 @@ TEST(CseTest, KeepsStatefulDuplicatesAndDifferentAttrsOrControls) {
   Output shape = ops::Const(root.WithOpName("shape"), {3}, TensorShape({1}));
   Output r1 = ops::RandomUniform(root.WithOpName("r1"), shape, DT_FLOAT, {1, 2});
   Output r2 = ops::RandomUniform(root.WithOpName("r2"), shape, DT_FLOAT, {1, 2});
-  Output t1 = ops::MatMul(root.WithOpName("t1"),
+  [[maybe_unused]] Output t1 = ops::MatMul(root.WithOpName("t1"),
                           ops::Reshape(root, r1, ops::Const(root, {3, 1}, TensorShape({2}))),
                           ops::Reshape(root, r1, ops::Const(root, {1, 3}, TensorShape({2}))));
-  Output t2 = ops::MatMul(root.WithOpName("t2"),
+  [[maybe_unused]] Output t2 = ops::MatMul(root.WithOpName("t2"),
                           ops::Reshape(root, r1, ops::Const(root, {3, 1}, TensorShape({2}))),
                           ops::Reshape(root, r1, ops::Const(root, {1, 3}, TensorShape({2}))));
   Output noop = ops::NoOp(root.WithOpName("noop"));
-  Output i1 = ops::Identity(root.WithOpName("i1"), r2);
-  Output i2 = ops::Identity(root.WithOpName("i2").WithControlDependencies({noop}), r2);
+  [[maybe_unused]] Output i1 = ops::Identity(root.WithOpName("i1"), r2);
+  [[maybe_unused]] Output i2 = ops::Identity(root.WithOpName("i2").WithControlDependencies({noop}), r2);
   Output handle = ops::VarHandleOp(root.WithOpName("handle"), DT_FLOAT, PartialShape({3}));
-  Output read1 = ops::ReadVariableOp(root.WithOpName("read1"), handle, DT_FLOAT);
-  Output read2 = ops::ReadVariableOp(root.WithOpName("read2"), handle, DT_FLOAT);
+  [[maybe_unused]] Output read1 = ops::ReadVariableOp(root.WithOpName("read1"), handle, DT_FLOAT);
+  [[maybe_unused]] Output read2 = ops::ReadVariableOp(root.WithOpName("read2"), handle, DT_FLOAT);
   ASSERT_TRUE(root.ok()) << root.status();
   const GraphDef def =
       Optimize(SignatureGraph(root, {}, {"r1", "r2", "t1", "t2", "i1", "i2", "read1", "read2"}),
@@ -483,7 +483,7 @@ TEST(CseTest, MergedNodesKeepControlEdgesPointingAtTheSurvivor) {
   Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
   Output a1 = ops::Identity(root.WithOpName("a1"), x);
   Output a2 = ops::Identity(root.WithOpName("a2"), x);
-  Output y = ops::Identity(root.WithOpName("y").WithControlDependencies({a1, a2}), x);
+  [[maybe_unused]] Output y = ops::Identity(root.WithOpName("y").WithControlDependencies({a1, a2}), x);
   ASSERT_TRUE(root.ok()) << root.status();
   const GraphDef def = Optimize(SignatureGraph(root, {"x"}, {"y"}), Only(false, true, false));
   EXPECT_EQ(FindNode(def, "a2"), nullptr);
@@ -655,7 +655,7 @@ TEST(FusionTest, ControlInputsOfTheFusedNodesMoveToTheFusedNode) {
   Dense d = MakeDense(6, 4, "BiasAdd", "");
   Scope root = d.root;
   Output noop = ops::NoOp(root.WithOpName("first"));
-  Output act = ops::Relu(root.WithOpName("relu").WithControlDependencies({noop}), d.add);
+  [[maybe_unused]] Output act = ops::Relu(root.WithOpName("relu").WithControlDependencies({noop}), d.add);
   const GraphDef def = Optimize(SignatureGraph(root, {"x"}, {"relu"}), GraphOptimizerOptions());
   const NodeDef* fused = FindNode(def, "relu");
   ASSERT_NE(fused, nullptr);
