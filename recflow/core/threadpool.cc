@@ -174,16 +174,22 @@ void ThreadPool::ParallelFor(int64_t total, int64_t cost_per_unit,
     fn(0, total);
     return;
   }
+  // The caller works too, so the pool's size is the total parallelism: at
+  // most NumThreads() - 1 helpers join it. (A caller outside the pool, such
+  // as an executor thread, already occupies a core; adding NumThreads()
+  // helpers to it oversubscribes the machine.) Fewer when the peer pool's
+  // workers are busy: each holds a core already.
+  int64_t other_threads = num_threads - 1;
+  if (peer_ != nullptr) other_threads = std::min<int64_t>(other_threads, peer_->NumIdle());
+  if (other_threads <= 0) {
+    fn(0, total);
+    return;
+  }
   const int64_t block = (total + num_shards - 1) / num_shards;
   num_shards = (total + block - 1) / block;
 
   auto state =
       std::make_shared<ParallelForState>(&fn, total, block, num_shards);
-  // The caller works too, so the pool's size is the total parallelism: at
-  // most NumThreads() - 1 helpers join it. (A caller outside the pool, such
-  // as an executor thread, already occupies a core; adding NumThreads()
-  // helpers to it oversubscribes the machine.)
-  const int64_t other_threads = num_threads - 1;
   const int64_t num_helpers = std::min(num_shards - 1, other_threads);
   for (int64_t i = 0; i < num_helpers; ++i) {
     Schedule([state] { RunShards(*state); });

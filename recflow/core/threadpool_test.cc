@@ -149,6 +149,77 @@ TEST(ThreadPoolTest, ParallelForUsesPoolThreads) {
   EXPECT_GE(ids.size(), 2u);
 }
 
+// Waits (up to 10 s) until `pool` has `n` idle workers.
+bool WaitForIdle(const ThreadPool& pool, int n) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (pool.NumIdle() != n) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+TEST(ThreadPoolTest, NumIdleCountsWaitingWorkers) {
+  ThreadPool pool("idle", 2);
+  ASSERT_TRUE(WaitForIdle(pool, 2));
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  pool.Schedule([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return release; });
+  });
+  EXPECT_TRUE(WaitForIdle(pool, 1));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  EXPECT_TRUE(WaitForIdle(pool, 2));
+}
+
+// With every worker of the peer pool busy, a loop runs on its caller alone;
+// with one idle, the helpers join in again.
+TEST(ThreadPoolTest, BusyPeerPoolKeepsParallelForOnTheCaller) {
+  ThreadPool peer("peer", 1);
+  ThreadPool pool("capped", 3);
+  pool.SetPeerPool(&peer);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  peer.Schedule([&] {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return release; });
+  });
+  ASSERT_TRUE(WaitForIdle(peer, 0));
+  std::set<int> ids;
+  int calls = 0;
+  pool.ParallelFor(64, 1000000, [&](int64_t begin, int64_t end) {
+    ++calls;  // inline: no other thread runs this
+    ids.insert(pool.CurrentThreadId());
+    EXPECT_EQ(begin, 0);
+    EXPECT_EQ(end, 64);
+  });
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(ids, std::set<int>{-1});
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  ASSERT_TRUE(WaitForIdle(peer, 1));
+  // The peer has an idle worker again: shards go to the pool's threads too.
+  std::set<int> spread;
+  std::condition_variable seen;
+  pool.ParallelFor(64, 1000000, [&](int64_t, int64_t) {
+    std::unique_lock<std::mutex> lock(mu);
+    spread.insert(pool.CurrentThreadId());
+    seen.notify_all();
+    seen.wait_for(lock, std::chrono::seconds(10), [&] { return spread.size() >= 2; });
+  });
+  EXPECT_GE(spread.size(), 2u);
+}
+
 TEST(ThreadPoolTest, NestedParallelForFromPoolThreadsCompletes) {
   RunWithTimeout([] {
     ThreadPool pool("nested", 2);

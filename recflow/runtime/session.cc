@@ -35,7 +35,11 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(const SessionOptions& o
   const int inter = options.inter_op_threads > 0 ? options.inter_op_threads : cpus;
   const int intra = options.intra_op_threads > 0 ? options.intra_op_threads : cpus;
   s->inter_op_pool_ = std::make_unique<ThreadPool>("recflow_inter", inter);
-  if (intra > 1) s->intra_op_pool_ = std::make_unique<ThreadPool>("recflow_intra", intra);
+  if (intra > 1) {
+    s->intra_op_pool_ = std::make_unique<ThreadPool>("recflow_intra", intra);
+    // A kernel splits its loops only while inter-op threads are idle.
+    s->intra_op_pool_->SetPeerPool(s->inter_op_pool_.get());
+  }
   Device::Options device_options;
   device_options.intra_op_pool = s->intra_op_pool_.get();
   // Kernel outputs come from the caching allocator: a step's big buffers
