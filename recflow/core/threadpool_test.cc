@@ -159,22 +159,44 @@ bool WaitForIdle(const ThreadPool& pool, int n) {
   return true;
 }
 
+// Holds one worker of a pool busy until Release; destruction releases it
+// and waits until its task has returned.
+class BusyWorker {
+ public:
+  explicit BusyWorker(ThreadPool& pool) {
+    pool.Schedule([this] {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return released_; });
+      done_ = true;
+      cv_.notify_all();
+    });
+  }
+  ~BusyWorker() {
+    Release();
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return done_; });
+  }
+  void Release() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      released_ = true;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool released_ = false;
+  bool done_ = false;
+};
+
 TEST(ThreadPoolTest, NumIdleCountsWaitingWorkers) {
   ThreadPool pool("idle", 2);
   ASSERT_TRUE(WaitForIdle(pool, 2));
-  std::mutex mu;
-  std::condition_variable cv;
-  bool release = false;
-  pool.Schedule([&] {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return release; });
-  });
+  BusyWorker busy(pool);
   EXPECT_TRUE(WaitForIdle(pool, 1));
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    release = true;
-  }
-  cv.notify_all();
+  busy.Release();
   EXPECT_TRUE(WaitForIdle(pool, 2));
 }
 
@@ -184,13 +206,7 @@ TEST(ThreadPoolTest, BusyPeerPoolKeepsParallelForOnTheCaller) {
   ThreadPool peer("peer", 1);
   ThreadPool pool("capped", 3);
   pool.SetPeerPool(&peer);
-  std::mutex mu;
-  std::condition_variable cv;
-  bool release = false;
-  peer.Schedule([&] {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return release; });
-  });
+  BusyWorker busy(peer);
   ASSERT_TRUE(WaitForIdle(peer, 0));
   std::set<int> ids;
   int calls = 0;
@@ -202,13 +218,10 @@ TEST(ThreadPoolTest, BusyPeerPoolKeepsParallelForOnTheCaller) {
   });
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(ids, std::set<int>{-1});
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    release = true;
-  }
-  cv.notify_all();
+  busy.Release();
   ASSERT_TRUE(WaitForIdle(peer, 1));
   // The peer has an idle worker again: shards go to the pool's threads too.
+  std::mutex mu;
   std::set<int> spread;
   std::condition_variable seen;
   pool.ParallelFor(64, 1000000, [&](int64_t, int64_t) {

@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "recflow/framework/op_registry.h"
 #include "recflow/ops/array_ops_util.h"
+#include "recflow/ops/node_outputs.h"
 
 namespace recflow {
 namespace {
@@ -788,13 +789,6 @@ Output AddOp(const Scope& scope, NodeBuilder& b) {
   return Output(scope.AddNode(b));
 }
 
-std::vector<Output> AllOutputs(Node* node, int64_t n) {
-  std::vector<Output> out;
-  for (int64_t i = 0; i < n; ++i)
-    out.push_back(node ? Output(node, static_cast<int>(i)) : Output());
-  return out;
-}
-
 }  // namespace
 
 Output Const(const Scope& scope, const Tensor& value) {
@@ -881,21 +875,21 @@ std::vector<Output> ConcatOffset(const Scope& scope, Output concat_dim,
   const int64_t n = shapes.size();
   NodeBuilder b(scope.GetUniqueNameForOp("ConcatOffset"), "ConcatOffset");
   b.Input(concat_dim).Input(std::move(shapes));
-  return AllOutputs(scope.AddNode(b), n);
+  return NodeOutputs(scope.AddNode(b), n);
 }
 
 std::vector<Output> Split(const Scope& scope, Output axis, Output value,
                           int64_t num_split) {
   NodeBuilder b(scope.GetUniqueNameForOp("Split"), "Split");
   b.Input(axis).Input(value).Attr("num_split", num_split);
-  return AllOutputs(scope.AddNode(b), num_split);
+  return NodeOutputs(scope.AddNode(b), num_split);
 }
 
 std::vector<Output> SplitV(const Scope& scope, Output value, Output size_splits,
                            Output axis, int64_t num_split) {
   NodeBuilder b(scope.GetUniqueNameForOp("SplitV"), "SplitV");
   b.Input(value).Input(size_splits).Input(axis).Attr("num_split", num_split);
-  return AllOutputs(scope.AddNode(b), num_split);
+  return NodeOutputs(scope.AddNode(b), num_split);
 }
 
 Output Pack(const Scope& scope, std::vector<Output> values, int64_t axis) {
@@ -908,7 +902,7 @@ std::vector<Output> Unpack(const Scope& scope, Output value, int64_t num,
                            int64_t axis) {
   NodeBuilder b(scope.GetUniqueNameForOp("Unpack"), "Unpack");
   b.Input(value).Attr("num", num).Attr("axis", axis);
-  return AllOutputs(scope.AddNode(b), num);
+  return NodeOutputs(scope.AddNode(b), num);
 }
 
 Output Range(const Scope& scope, Output start, Output limit, Output delta) {

@@ -2,6 +2,7 @@
 
 #include "recflow/framework/gradients.h"
 #include "recflow/framework/op_registry.h"
+#include "recflow/ops/node_outputs.h"
 
 namespace recflow {
 namespace {
@@ -116,12 +117,7 @@ std::vector<Output> IteratorGetNext(
   b.Input(iterator)
       .Attr("output_types", absl::MakeConstSpan(output_types))
       .Attr("output_shapes", absl::MakeConstSpan(output_shapes));
-  Node* node = scope.AddNode(b);
-  std::vector<Output> out;
-  for (size_t i = 0; i < output_types.size(); ++i) {
-    out.push_back(node ? Output(node, static_cast<int>(i)) : Output());
-  }
-  return out;
+  return NodeOutputs(scope.AddNode(b), static_cast<int64_t>(output_types.size()));
 }
 
 Output IteratorSaveState(const Scope& scope, Output iterator) {

@@ -5,6 +5,7 @@
 
 #include "recflow/framework/gradients.h"
 #include "recflow/framework/op_registry.h"
+#include "recflow/ops/node_outputs.h"
 
 namespace recflow {
 namespace {
@@ -96,12 +97,7 @@ std::vector<Output> RestoreV2(const Scope& scope, Output prefix, Output tensor_n
   NodeBuilder b(scope.GetUniqueNameForOp("RestoreV2"), "RestoreV2");
   b.Input(prefix).Input(tensor_names).Input(shape_and_slices)
       .Attr("dtypes", absl::Span<const DataType>(dtypes));
-  Node* node = scope.AddNode(b);
-  std::vector<Output> out;
-  for (size_t i = 0; i < dtypes.size(); ++i) {
-    out.push_back(node ? Output(node, static_cast<int>(i)) : Output());
-  }
-  return out;
+  return NodeOutputs(scope.AddNode(b), static_cast<int64_t>(dtypes.size()));
 }
 
 Output MergeV2Checkpoints(const Scope& scope, Output checkpoint_prefixes,

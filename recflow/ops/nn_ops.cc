@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "recflow/framework/op_registry.h"
+#include "recflow/ops/node_outputs.h"
 
 namespace recflow {
 namespace {
@@ -337,13 +338,10 @@ Output FactorizationMachine(const Scope& scope, std::vector<Output> inputs) {
 
 std::vector<Output> FactorizationMachineGrad(const Scope& scope, Output grad,
                                              std::vector<Output> inputs) {
-  const size_t n = inputs.size();
+  const int64_t n = static_cast<int64_t>(inputs.size());
   NodeBuilder b(scope.GetUniqueNameForOp("FactorizationMachineGrad"), "FactorizationMachineGrad");
   b.Input(grad).Input(std::move(inputs));
-  Node* node = scope.AddNode(b);
-  std::vector<Output> out;
-  for (size_t i = 0; i < n; ++i) out.push_back(node ? Output(node, static_cast<int>(i)) : Output());
-  return out;
+  return NodeOutputs(scope.AddNode(b), n);
 }
 
 Output BatchMatMulV2(const Scope& scope, Output x, Output y, const BatchMatMulAttrs& attrs) {
