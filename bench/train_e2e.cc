@@ -49,7 +49,9 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -479,26 +481,39 @@ absl::Status RunProfile(const Flags& flags) {
                                    &out, &meta));
     wall += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     {
+      // Sweep the starts and ends in time order (an end before a start at
+      // the same instant), keeping the set of running nodes; nodes that
+      // took no time (to the microsecond) are left out.
       const std::vector<NodeExecStats>& nodes = meta.step_stats.nodes;
-      std::vector<std::pair<int64_t, int>> events;  // (time, +1 start / -1 end)
+      struct Event {
+        int64_t time;
+        int delta;  // -1 end, +1 start
+        size_t node;
+        bool operator<(const Event& o) const {
+          return std::tie(time, delta, node) < std::tie(o.time, o.delta, o.node);
+        }
+      };
+      std::vector<Event> events;
       for (size_t i = 0; i < nodes.size(); ++i) {
-        events.emplace_back(nodes[i].start_micros, 1);
-        events.emplace_back(nodes[i].end_micros, -1);
+        if (nodes[i].end_micros <= nodes[i].start_micros) continue;
+        events.push_back({nodes[i].start_micros, 1, i});
+        events.push_back({nodes[i].end_micros, -1, i});
       }
       std::sort(events.begin(), events.end());
-      int running = 0;
+      std::set<size_t> running;
+      std::set<size_t> alone_this_step;
       for (size_t e = 0; e + 1 < events.size(); ++e) {
-        running += events[e].second;
-        const double ms = (events[e + 1].first - events[e].first) / 1000.0;
-        (running == 0 ? idle_ms : running == 1 ? one_ms : many_ms) += ms;
-        if (running != 1 || ms <= 0) continue;
-        for (const NodeExecStats& n : nodes) {
-          if (n.start_micros <= events[e].first && n.end_micros >= events[e + 1].first) {
-            alone[n.node_name].first += ms;
-            alone[n.node_name].second += 1;
-            break;
-          }
+        if (events[e].delta > 0) {
+          running.insert(events[e].node);
+        } else {
+          running.erase(events[e].node);
         }
+        const double ms = (events[e + 1].time - events[e].time) / 1000.0;
+        (running.empty() ? idle_ms : running.size() == 1 ? one_ms : many_ms) += ms;
+        if (running.size() != 1 || ms <= 0) continue;
+        const size_t n = *running.begin();
+        alone[nodes[n].node_name].first += ms;
+        if (alone_this_step.insert(n).second) alone[nodes[n].node_name].second += 1;
       }
     }
     for (const NodeExecStats& n : meta.step_stats.nodes) {
