@@ -5,6 +5,7 @@
 //       --train=CACHE --test=CACHE [--threads=2] [--batch=4096]
 //       [--pred_out=FILE] [--init_out=FILE] [--max_steps=N]
 //   bench_train_e2e --case=profile --config=... --train=CACHE [--steps=5]
+//       [--top=30]
 //
 // prepare: parses a Criteo-format TSV (recflow's CriteoParser, hex ids:
 //          (field << 32) | value, dense log(1 + max(x, 0)), missing = empty
@@ -35,7 +36,7 @@
 //                  threads) first_step_seconds=F
 //            test rows=N seconds=S auc=A logloss=L
 // profile: times --steps traced steps of the same model on the first
-//          batches and prints the kernel time per op type and the top
+//          batches and prints the kernel time per op type and the --top
 //          nodes (what dominates a step), the step's occupancy (idle, one
 //          kernel, two or more) and the nodes that ran alone.
 //
@@ -95,6 +96,7 @@ struct Flags {
   int64_t batch = 4096;
   int64_t max_steps = 0;  // 0: the whole epoch
   int steps = 5;          // profile
+  int top = 30;           // profile: how many nodes to list
   std::string init_out;   // train: the initial weights, for the peer
   std::string fetch;      // profile: tensors to summarize at the initial weights
 };
@@ -542,7 +544,7 @@ absl::Status RunProfile(const Flags& flags) {
     }
   };
   print_top("op", by_op, 30);
-  print_top("node", by_node, 30);
+  print_top("node", by_node, flags.top);
   std::printf("occupancy per step: idle %.2f ms, one kernel %.2f ms, two or more %.2f ms\n",
               idle_ms / k, one_ms / k, many_ms / k);
   print_top("alone", alone, 20);
@@ -580,6 +582,8 @@ int Main(int argc, char** argv) {
       flags.fetch = std::string(v);
     } else if (ParseFlag(arg, "steps", &v)) {
       ok = absl::SimpleAtoi(v, &flags.steps) && flags.steps > 0;
+    } else if (ParseFlag(arg, "top", &v)) {
+      ok = absl::SimpleAtoi(v, &flags.top) && flags.top > 0;
     } else {
       ok = false;
     }
@@ -588,7 +592,7 @@ int Main(int argc, char** argv) {
                    "bad flag '%s'\nusage: %s --case=prepare --tsv=F --out=F | --case=train "
                    "--config=YAML --train=CACHE --test=CACHE [--threads=2] [--batch=4096] "
                    "[--pred_out=F] [--max_steps=N] | --case=profile --config=YAML --train=CACHE "
-                   "[--steps=5]\n",
+                   "[--steps=5] [--top=30]\n",
                    argv[i], argv[0]);
       return 2;
     }

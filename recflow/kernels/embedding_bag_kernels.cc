@@ -11,11 +11,13 @@
 // not copied: framework's Var is copy-on-write).
 //
 // EmbeddingBagGrad merges duplicate ids: a hash pass assigns each distinct
-// id its slot in order of first occurrence, a counting sort groups the
-// positions by slot, then slots are summed in parallel, each by one thread
-// (deterministic, no atomics).
+// id its slot in order of first occurrence. A small gradient (a training
+// batch's field) is then summed in one pass in position order; a large one
+// is grouped by slot (counting sort) and slots are summed in parallel, each
+// by one thread. Both are deterministic (no atomics) and give the same bits.
 #include <atomic>
 #include <cmath>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -223,54 +225,102 @@ class EmbeddingBagGradOp : public OpKernel {
                 errors::InvalidArgument("grad ", grad.shape().DebugString(),
                                         " must have one row per example (",
                                         batch, " from row_splits)"));
+    // 32-bit slots (half the scratch memory) below 2^30 ids, 64-bit above.
+    if (nnz < (int64_t{1} << 30)) {
+      Merge<int32_t>(ctx, grad, ids, splits, weights);
+    } else {
+      Merge<int64_t>(ctx, grad, ids, splits, weights);
+    }
+  }
+
+ private:
+  // Below this many gradient elements (nnz * dim) the rows are summed in
+  // one pass in position order, straight into the output (the position
+  // order is also the per-slot order of the parallel path, so both give
+  // the same bits). Above it, positions are grouped by slot and slots are
+  // summed in parallel.
+  static constexpr int64_t kSerialElements = int64_t{1} << 18;
+
+  template <typename Tslot>
+  void Merge(OpKernelContext* ctx, const Tensor& grad, const Tensor& ids,
+             const Tensor& splits, const Tensor& weights) {
+    const int64_t nnz = ids.dim_size(0);
+    const int64_t batch = splits.dim_size(0) - 1, dim = grad.dim_size(1);
     const Tidx* id = ids.data<Tidx>();
     const Tsplits* s = splits.data<Tsplits>();
     const T* w = weights.dim_size(0) == 0 ? nullptr : weights.data<T>();
-    // Slot of each position, and the coefficient of its example's gradient.
-    // Slots are handed out in order of first occurrence through an
-    // open-addressing table (linear probing, capacity a power of two >= 2
-    // nnz): a few ns per id where a general hash map took ~40 (this loop
-    // was most of the kernel for 4096 ids).
-    std::vector<int64_t> slot(nnz), row(nnz);
-    std::vector<Tidx> unique;
-    unique.reserve(nnz);
-    std::vector<T> coef(nnz);
+    const T* g = grad.data<T>();
+    // Slot of each position. Slots are handed out in order of first
+    // occurrence through an open-addressing table (linear probing,
+    // capacity a power of two >= 2 nnz, Fibonacci hashing: the top bits of
+    // key * 2^64 / phi): a few ns per id where a general hash map took ~40.
     int shift = 64;
     int64_t capacity = 1;
     while (capacity < 2 * nnz) {
       capacity <<= 1;
       --shift;
     }
-    std::vector<int64_t> table(capacity, -1);  // slot, or -1 when free
+    std::unique_ptr<Tslot[]> table(new Tslot[capacity]);  // -1: free
+    std::fill_n(table.get(), capacity, Tslot{-1});
+    std::unique_ptr<Tslot[]> slot(new Tslot[nnz]);
+    std::vector<Tidx> unique;
+    unique.reserve(nnz);
     const uint64_t mask = static_cast<uint64_t>(capacity - 1);
+    for (int64_t j = 0; j < nnz; ++j) {
+      const Tidx key = id[j];
+      uint64_t h = shift >= 64
+                       ? 0
+                       : (static_cast<uint64_t>(static_cast<int64_t>(key)) *
+                          0x9E3779B97F4A7C15ull) >> shift;
+      Tslot k;
+      while (true) {
+        k = table[h];
+        if (k < 0) {
+          k = static_cast<Tslot>(unique.size());
+          table[h] = k;
+          unique.push_back(key);
+          break;
+        }
+        if (unique[k] == key) break;
+        h = (h + 1) & mask;
+      }
+      slot[j] = k;
+    }
+    table.reset();
+    const int64_t u = static_cast<int64_t>(unique.size());
+    Tensor* unique_out = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({u}), &unique_out));
+    std::copy(unique.begin(), unique.end(), unique_out->data<Tidx>());
+    Tensor* rows_out = nullptr;
+    OP_REQUIRES_OK(ctx,
+                   ctx->allocate_output(1, TensorShape({u, dim}), &rows_out));
+    T* dst = rows_out->data<T>();
+    if (nnz * dim < kSerialElements || ctx->intra_op_pool() == nullptr) {
+      std::fill_n(dst, u * dim, T(0));
+      for (int64_t b = 0; b < batch; ++b) {
+        const int64_t begin = s[b], end = s[b + 1];
+        if (begin == end) continue;
+        const T scale = RowScale<T>(combiner_, w, begin, end);
+        const T* gb = g + b * dim;
+        for (int64_t j = begin; j < end; ++j) {
+          const T c = w == nullptr ? scale : scale * w[j];
+          AxpyRow(dst + static_cast<int64_t>(slot[j]) * dim, gb, c, dim);
+        }
+      }
+      return;
+    }
+    // The example and coefficient of each position, then the positions
+    // grouped by slot (counting sort, stable).
+    std::vector<int64_t> row(nnz);
+    std::vector<T> coef(nnz);
     for (int64_t b = 0; b < batch; ++b) {
       const int64_t begin = s[b], end = s[b + 1];
       const T scale = RowScale<T>(combiner_, w, begin, end);
       for (int64_t j = begin; j < end; ++j) {
-        const Tidx key = id[j];
-        // Fibonacci hashing: the top bits of key * 2^64 / phi.
-        uint64_t h = shift >= 64 ? 0
-                                 : (static_cast<uint64_t>(static_cast<int64_t>(key)) *
-                                    0x9E3779B97F4A7C15ull) >> shift;
-        int64_t k;
-        while (true) {
-          k = table[h];
-          if (k < 0) {
-            k = static_cast<int64_t>(unique.size());
-            table[h] = k;
-            unique.push_back(key);
-            break;
-          }
-          if (unique[k] == key) break;
-          h = (h + 1) & mask;
-        }
-        slot[j] = k;
         row[j] = b;
         coef[j] = w == nullptr ? scale : scale * w[j];
       }
     }
-    const int64_t u = static_cast<int64_t>(unique.size());
-    // Positions grouped by slot (counting sort, stable).
     std::vector<int64_t> start(u + 1, 0), order(nnz);
     for (int64_t j = 0; j < nnz; ++j) ++start[slot[j] + 1];
     for (int64_t k = 0; k < u; ++k) start[k + 1] += start[k];
@@ -278,14 +328,6 @@ class EmbeddingBagGradOp : public OpKernel {
       std::vector<int64_t> fill(start.begin(), start.end() - 1);
       for (int64_t j = 0; j < nnz; ++j) order[fill[slot[j]]++] = j;
     }
-    Tensor* unique_out = nullptr;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({u}), &unique_out));
-    std::copy(unique.begin(), unique.end(), unique_out->data<Tidx>());
-    Tensor* rows_out = nullptr;
-    OP_REQUIRES_OK(ctx,
-                   ctx->allocate_output(1, TensorShape({u, dim}), &rows_out));
-    const T* g = grad.data<T>();
-    T* dst = rows_out->data<T>();
     const int64_t per_slot = u == 0 ? 0 : nnz / u;
     ParallelRange(ctx, u, std::max<int64_t>(1, (per_slot + 1) * dim),
                   [&](int64_t k0, int64_t k1) {

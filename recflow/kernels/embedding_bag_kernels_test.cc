@@ -201,14 +201,17 @@ TEST(EmbeddingBagKernelsTest, BadInputsAreClearErrors) {
 TEST(EmbeddingBagKernelsTest, GradMatchesReference) {
   std::mt19937 rng(43);
   const std::string combiners[] = {"sum", "mean", "sqrtn"};
-  for (int k = 0; k < 18; ++k) {
+  // Cases 18-20 have more than 2^18 gradient elements: with 2 threads the
+  // kernel groups positions by slot and sums slots in parallel, with 1 it
+  // sums in one pass; both must give the same bits.
+  for (int k = 0; k < 21; ++k) {
     const std::string combiner = combiners[k % 3];
     const bool weighted = (k / 3) % 2;
     const DataType tidx = (k / 6) % 2 ? DT_INT32 : DT_INT64;
-    const bool big = k == 17;
-    const int64_t vocab = big ? 500 : 1 + rng() % 10,
-                  dim = big ? 16 : 1 + rng() % 4;
-    const int64_t batch = big ? 1000 : rng() % 7;
+    const bool big = k == 17, huge = k >= 18;
+    const int64_t vocab = huge ? 3000 : big ? 500 : 1 + rng() % 10,
+                  dim = huge ? 16 : big ? 16 : 1 + rng() % 4;
+    const int64_t batch = huge ? 12000 : big ? 1000 : rng() % 7;
     const Bag bag = RandomBag(&rng, batch, vocab, 6, weighted);
     const Tensor grad = RandomDoubles({batch, dim}, &rng);
     // Reference: unique ids in first-occurrence order, summed rows.
@@ -236,6 +239,7 @@ TEST(EmbeddingBagKernelsTest, GradMatchesReference) {
       for (int64_t m = 0; m < dim; ++m)
         want_rows.flat<double>()[u * dim + m] = rows[u][m];
     }
+    std::vector<Tensor> by_threads;
     for (int threads : {1, 2}) {
       std::vector<Tensor> inputs = {grad, IndexTensor(bag.ids, tidx),
                                     array_test::I64(bag.splits)};
@@ -253,7 +257,9 @@ TEST(EmbeddingBagKernelsTest, GradMatchesReference) {
       EXPECT_TRUE(TensorsEqual((*got)[0], IndexTensor(unique, tidx)))
           << "case " << k;
       ExpectNear((*got)[1], want_rows, "grad case " + std::to_string(k));
+      by_threads.push_back((*got)[1]);
     }
+    EXPECT_TRUE(TensorsEqual(by_threads[0], by_threads[1])) << "case " << k;
   }
 }
 
