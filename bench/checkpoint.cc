@@ -240,6 +240,7 @@ absl::Status RunRecflow(const Flags& f) {
               "sync=1 cache_drop=posix_fadvise(DONTNEED)\n",
               static_cast<long long>(m.rows), m.dense.size(),
               static_cast<unsigned long long>(m.bytes), build_s, SecondsSince(tc));
+  std::fflush(stdout);  // shows when the timed part starts (stdout may be a pipe)
 
   std::vector<checkpoint::Saveable> saveables;
   for (size_t i = 0; i < m.dense.size(); ++i) {

@@ -147,6 +147,9 @@ struct ExportOptions {
   int64_t max_rows_per_chunk = 65536;
   // Leave TableChunk::slots uninitialized (serving exports).
   bool include_slots = true;
+  // Leave TableChunk::values uninitialized (a checkpoint pass that writes
+  // only the ids, frequencies or versions skips copying the weights).
+  bool include_values = true;
   // Row order. kByKey: ascending ids (the keys are collected and sorted,
   // then each row is found through the index). kStorage: the order the rows
   // sit in memory, shard by shard and slab by slab: sequential reads, no
@@ -403,7 +406,7 @@ class HashEmbeddingTable {
   absl::Status ValidateChunk(const TableChunk& chunk) const;
   std::vector<int64_t> CollectKeys(int64_t since_step, ThreadPool* pool) const;
   absl::StatusOr<TableChunk> CopyChunk(absl::Span<const int64_t> keys,
-                                       bool include_slots,
+                                       bool include_values, bool include_slots,
                                        ThreadPool* pool) const;
   Tensor DeletedIdsSince(int64_t since_step) const;
   absl::Status ExportInStorageOrder(

@@ -183,13 +183,15 @@ std::vector<int64_t> HashEmbeddingTable::CollectKeys(int64_t since_step,
 }
 
 absl::StatusOr<TableChunk> HashEmbeddingTable::CopyChunk(
-    absl::Span<const int64_t> keys, bool include_slots,
+    absl::Span<const int64_t> keys, bool include_values, bool include_slots,
     ThreadPool* pool) const {
   const int64_t n = static_cast<int64_t>(keys.size());
   const int64_t dim = options_.dim;
   TableChunk c;
   ASSIGN_OR_RETURN(c.keys, Tensor::Create(DT_INT64, TensorShape({n})));
-  ASSIGN_OR_RETURN(c.values, Tensor::Create(DT_FLOAT, TensorShape({n, dim})));
+  if (include_values) {
+    ASSIGN_OR_RETURN(c.values, Tensor::Create(DT_FLOAT, TensorShape({n, dim})));
+  }
   if (include_slots) {
     ASSIGN_OR_RETURN(
         c.slots, Tensor::Create(DT_FLOAT, TensorShape({n, num_slots_, dim})));
@@ -197,7 +199,7 @@ absl::StatusOr<TableChunk> HashEmbeddingTable::CopyChunk(
   ASSIGN_OR_RETURN(c.frequencies, Tensor::Create(DT_INT64, TensorShape({n})));
   ASSIGN_OR_RETURN(c.versions, Tensor::Create(DT_INT64, TensorShape({n})));
   int64_t* out_keys = c.keys.data<int64_t>();
-  float* out_values = c.values.data<float>();
+  float* out_values = include_values ? c.values.data<float>() : nullptr;
   // Null for a table without slots too: its slots tensor is [n, 0, dim].
   float* out_slots =
       include_slots && num_slots_ > 0 ? c.slots.data<float>() : nullptr;
@@ -219,7 +221,9 @@ absl::StatusOr<TableChunk> HashEmbeddingTable::CopyChunk(
       found[pos] = 1;
       const float* row = RowData(s, it->second);
       out_keys[pos] = keys[pos];
-      std::memcpy(out_values + pos * dim, row, dim * sizeof(float));
+      if (out_values != nullptr) {
+        std::memcpy(out_values + pos * dim, row, dim * sizeof(float));
+      }
       if (out_slots != nullptr) {
         std::memcpy(out_slots + pos * num_slots_ * dim, row + dim,
                     num_slots_ * dim * sizeof(float));
@@ -235,8 +239,10 @@ absl::StatusOr<TableChunk> HashEmbeddingTable::CopyChunk(
     if (!found[i]) continue;
     if (m != i) {
       out_keys[m] = out_keys[i];
-      std::memmove(out_values + m * dim, out_values + i * dim,
-                   dim * sizeof(float));
+      if (out_values != nullptr) {
+        std::memmove(out_values + m * dim, out_values + i * dim,
+                     dim * sizeof(float));
+      }
       if (out_slots != nullptr) {
         std::memmove(out_slots + m * num_slots_ * dim,
                      out_slots + i * num_slots_ * dim,
@@ -249,7 +255,7 @@ absl::StatusOr<TableChunk> HashEmbeddingTable::CopyChunk(
   }
   if (m != n) {
     c.keys = c.keys.Slice(0, m);
-    c.values = c.values.Slice(0, m);
+    if (include_values) c.values = c.values.Slice(0, m);
     if (include_slots) c.slots = c.slots.Slice(0, m);
     c.frequencies = c.frequencies.Slice(0, m);
     c.versions = c.versions.Slice(0, m);
@@ -263,6 +269,7 @@ absl::Status HashEmbeddingTable::ExportInStorageOrder(
     ExportResult* result) const {
   const int64_t dim = options_.dim;
   const int64_t max_rows = options.max_rows_per_chunk;
+  const bool with_values = options.include_values;
   const bool with_slots = options.include_slots;
   // Slot data per row; 0 for a table without slots (its tensor is
   // [n, 0, dim]).
@@ -272,7 +279,9 @@ absl::Status HashEmbeddingTable::ExportInStorageOrder(
   Tensor keys, values, slots, freqs, versions;
   auto allocate = [&]() -> absl::Status {
     ASSIGN_OR_RETURN(keys, Tensor::Create(DT_INT64, TensorShape({max_rows})));
-    ASSIGN_OR_RETURN(values, Tensor::Create(DT_FLOAT, TensorShape({max_rows, dim})));
+    if (with_values) {
+      ASSIGN_OR_RETURN(values, Tensor::Create(DT_FLOAT, TensorShape({max_rows, dim})));
+    }
     if (with_slots) {
       ASSIGN_OR_RETURN(slots,
                        Tensor::Create(DT_FLOAT, TensorShape({max_rows, num_slots_, dim})));
@@ -286,7 +295,7 @@ absl::Status HashEmbeddingTable::ExportInStorageOrder(
   auto emit = [&]() -> absl::Status {
     TableChunk c;
     c.keys = keys.Slice(0, m);
-    c.values = values.Slice(0, m);
+    if (with_values) c.values = values.Slice(0, m);
     if (with_slots) c.slots = slots.Slice(0, m);
     c.frequencies = freqs.Slice(0, m);
     c.versions = versions.Slice(0, m);
@@ -295,7 +304,7 @@ absl::Status HashEmbeddingTable::ExportInStorageOrder(
     result->rows += m;
     ++result->chunks;
     m = 0;
-    const bool kept = !keys.RefCountIsOne() || !values.RefCountIsOne() ||
+    const bool kept = !keys.RefCountIsOne() || (with_values && !values.RefCountIsOne()) ||
                       (with_slots && !slots.RefCountIsOne()) ||
                       !freqs.RefCountIsOne() || !versions.RefCountIsOne();
     return kept ? allocate() : absl::OkStatus();
@@ -315,7 +324,9 @@ absl::Status HashEmbeddingTable::ExportInStorageOrder(
           if (options.since_step >= 0 && meta.version <= options.since_step) continue;
           const float* row = RowData(s, cursor);
           keys.data<int64_t>()[m] = meta.id;
-          std::memcpy(values.data<float>() + m * dim, row, dim * sizeof(float));
+          if (with_values) {
+            std::memcpy(values.data<float>() + m * dim, row, dim * sizeof(float));
+          }
           if (slot_floats > 0) {
             std::memcpy(slots.data<float>() + m * slot_floats, row + dim,
                         slot_floats * sizeof(float));
@@ -375,7 +386,7 @@ absl::StatusOr<ExportResult> HashEmbeddingTable::Export(
     const int64_t len = std::min(options.max_rows_per_chunk, total - start);
     ASSIGN_OR_RETURN(const TableChunk chunk,
                      CopyChunk(absl::MakeConstSpan(keys.data() + start, len),
-                               options.include_slots, pool));
+                               options.include_values, options.include_slots, pool));
     RETURN_IF_ERROR(sink(chunk));
     result.rows += chunk.keys.dim_size(0);
     ++result.chunks;

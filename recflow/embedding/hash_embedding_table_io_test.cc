@@ -14,6 +14,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::UnorderedElementsAre;
 
 EmbeddingTableOptions AdagradOptions(int64_t dim = 6) {
   EmbeddingTableOptions o;
@@ -286,6 +287,25 @@ TEST(HashEmbeddingTableIoTest, ExportCanEvictFirstAndSkipSlots) {
   EXPECT_EQ(r->GetRow(1)->weights, t->GetRow(1)->weights);
   EXPECT_EQ(r->GetRow(1)->slots[0], std::vector<float>(3, 0.1f));
   EXPECT_EQ(r->GetRow(1)->frequency, 2);
+}
+
+TEST(HashEmbeddingTableIoTest, ExportCanSkipValues) {
+  auto t = MakeTable(AdagradOptions(3));
+  std::vector<float> out(9);
+  ASSERT_TRUE(
+      t->Lookup({4, 7, 4}, absl::MakeSpan(out), LookupMode::kTrain).ok());
+  for (auto order : {ExportOptions::Order::kByKey, ExportOptions::Order::kStorage}) {
+    ExportOptions opts;
+    opts.order = order;
+    opts.include_values = false;
+    const std::vector<TableChunk> chunks = ExportAll(t.get(), opts);
+    ASSERT_EQ(chunks.size(), 1u);
+    EXPECT_THAT(chunks[0].keys.flat<int64_t>(), UnorderedElementsAre(4, 7));
+    EXPECT_EQ(chunks[0].values.dtype(), DT_INVALID);
+    EXPECT_EQ(chunks[0].slots.shape(), TensorShape({2, 1, 3}));
+    EXPECT_EQ(chunks[0].frequencies.NumElements(), 2);
+    EXPECT_EQ(chunks[0].versions.NumElements(), 2);
+  }
 }
 
 TEST(HashEmbeddingTableIoTest, SgdTableRoundTripHasZeroSlots) {

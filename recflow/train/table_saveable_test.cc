@@ -323,7 +323,12 @@ class HookEnv : public EnvWrapper {
 };
 
 TEST(TableSaveableTest, TableChangingDuringSaveFailsTheSave) {
-  for (int full_every : {1, 2}) {  // full saves, then a delta
+  // full_every 1: full saves; 2: then a delta. swap: each write replaces
+  // the last added row by a new one, so the row count stays the same and
+  // the new id reuses the freed slot (only the id sequence changes).
+  for (int full_every : {1, 2})
+  for (bool swap : {false, true}) {
+    SCOPED_TRACE(absl::StrCat("full_every ", full_every, " swap ", swap));
     MemEnv mem;
     TestModelOptions mo;
     mo.ids_per_step = 800;  // deltas of several write-buffer flushes
@@ -332,15 +337,18 @@ TEST(TableSaveableTest, TableChangingDuringSaveFailsTheSave) {
     for (int64_t s = 1; s <= 3; ++s) model.Step(s);
     bool armed = false;
     int64_t next_id = 1000000;
-    HookEnv env(&mem, [&]() {
-      if (!armed) return;
-      // Training while the checkpoint is written: a new row per write.
-      std::vector<float> out(model.options().dim);
-      const int64_t id = next_id++;
+    std::vector<float> out(model.options().dim);
+    auto add = [&](int64_t id) {
       EXPECT_TRUE(model.table()
                       ->Lookup(absl::MakeConstSpan(&id, 1), absl::MakeSpan(out),
                                embedding::LookupMode::kTrain)
                       .ok());
+    };
+    HookEnv env(&mem, [&]() {
+      if (!armed) return;
+      // Training while the checkpoint is written: a new row per write.
+      if (swap) EXPECT_EQ(model.table()->Remove({next_id - 1}), 1);
+      add(next_id++);
     });
     checkpoint::SaverOptions o = Options(&env, full_every, 5);
     o.writer.buffer_bytes = 4096;  // many writes per tensor
@@ -348,6 +356,7 @@ TEST(TableSaveableTest, TableChangingDuringSaveFailsTheSave) {
     ASSERT_TRUE(saver.ok());
     ASSERT_TRUE((*saver)->Save(3).ok());
     model.Step(4);
+    if (swap) add(next_id++);
     armed = true;
     absl::Status st = (*saver)->Save(4).status();
     armed = false;
