@@ -412,7 +412,7 @@ class HashEmbeddingTable {
   absl::Status ExportInStorageOrder(
       const ExportOptions& options,
       const std::function<absl::Status(const TableChunk&)>& sink,
-      ExportResult* result) const;
+      ExportResult* result, ThreadPool* pool) const;
 
   const EmbeddingTableOptions options_;
   const int num_slots_;

@@ -7,6 +7,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "absl/strings/str_cat.h"
 #include "recflow/embedding/hash_embedding_table.h"
 
 namespace recflow::embedding {
@@ -50,12 +51,16 @@ void Train(HashEmbeddingTable* t, const std::vector<int64_t>& ids, int64_t step,
 
 std::vector<TableChunk> ExportAll(HashEmbeddingTable* t,
                                   const ExportOptions& opts,
-                                  ExportResult* result = nullptr) {
+                                  ExportResult* result = nullptr,
+                                  ThreadPool* pool = nullptr) {
   std::vector<TableChunk> chunks;
-  auto r = t->Export(opts, [&](const TableChunk& c) {
-    chunks.push_back(c);
-    return absl::OkStatus();
-  });
+  auto r = t->Export(
+      opts,
+      [&](const TableChunk& c) {
+        chunks.push_back(c);
+        return absl::OkStatus();
+      },
+      pool);
   EXPECT_TRUE(r.ok()) << r.status();
   if (result != nullptr && r.ok()) *result = *r;
   return chunks;
@@ -227,8 +232,11 @@ TEST(HashEmbeddingTableIoTest, StorageOrderExportsTheSameRowsAsKeyOrder) {
   t->Remove(removed);
   Train(t.get(), RandomIds(300, 23, 1 << 20), 3, 3);
 
+  // With a pool, ranges are filled ahead on it while the caller sinks.
+  ThreadPool pool("export", 2);
+  for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool})
   for (const int64_t since : {int64_t{-1}, int64_t{2}}) {
-    SCOPED_TRACE(since);
+    SCOPED_TRACE(absl::StrCat("since ", since, p == nullptr ? "" : " with a pool"));
     ExportOptions by_key;
     by_key.since_step = since;
     by_key.max_rows_per_chunk = 97;
@@ -238,7 +246,7 @@ TEST(HashEmbeddingTableIoTest, StorageOrderExportsTheSameRowsAsKeyOrder) {
     // ExportAll keeps every chunk, so the storage export must not reuse a
     // buffer the sink still holds.
     const auto key_chunks = ExportAll(t.get(), by_key, &rk);
-    const auto storage_chunks = ExportAll(t.get(), storage, &rs);
+    const auto storage_chunks = ExportAll(t.get(), storage, &rs, p);
     EXPECT_EQ(rk.rows, rs.rows);
     for (const TableChunk& c : storage_chunks) EXPECT_LE(c.keys.NumElements(), 97);
     EXPECT_EQ(RowsOf(key_chunks, dim, dim), RowsOf(storage_chunks, dim, dim));
@@ -246,22 +254,41 @@ TEST(HashEmbeddingTableIoTest, StorageOrderExportsTheSameRowsAsKeyOrder) {
                                    rk.deleted_ids.flat<int64_t>().end()),
               std::vector<int64_t>(rs.deleted_ids.flat<int64_t>().begin(),
                                    rs.deleted_ids.flat<int64_t>().end()));
-    if (since < 0) EXPECT_EQ(rs.rows, t->size());
+    if (since < 0) {
+      EXPECT_EQ(rs.rows, t->size());
+    }
   }
-  // Two storage exports of an unchanged table agree on the order.
+  // Two storage exports of an unchanged table agree on the order, with a
+  // pool or without.
   ExportOptions storage;
   storage.order = ExportOptions::Order::kStorage;
-  const auto a = ExportAll(t.get(), storage), b = ExportAll(t.get(), storage);
+  const auto a = ExportAll(t.get(), storage),
+             b = ExportAll(t.get(), storage, nullptr, &pool);
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_EQ(a[i].keys.NumElements(), b[i].keys.NumElements());
     EXPECT_TRUE(std::equal(a[i].keys.flat<int64_t>().begin(), a[i].keys.flat<int64_t>().end(),
                            b[i].keys.flat<int64_t>().begin()));
   }
+  // A failing sink stops the export with its error (fills running ahead on
+  // the pool are waited for).
+  storage.max_rows_per_chunk = 50;
+  int calls = 0;
+  auto failed = t->Export(
+      storage,
+      [&](const TableChunk&) {
+        return ++calls == 3 ? errors::Internal("disk full") : absl::OkStatus();
+      },
+      &pool);
+  EXPECT_THAT(failed.status().message(), HasSubstr("disk full"));
+  EXPECT_EQ(calls, 3);
   // An empty table still calls the sink once.
   auto e = MakeTable(AdagradOptions(dim));
-  const auto empty = ExportAll(e.get(), storage);
-  ASSERT_EQ(empty.size(), 1u);
-  EXPECT_EQ(empty[0].keys.NumElements(), 0);
+  for (ThreadPool* p : {static_cast<ThreadPool*>(nullptr), &pool}) {
+    const auto empty = ExportAll(e.get(), storage, nullptr, p);
+    ASSERT_EQ(empty.size(), 1u);
+    EXPECT_EQ(empty[0].keys.NumElements(), 0);
+  }
 }
 
 TEST(HashEmbeddingTableIoTest, ExportCanEvictFirstAndSkipSlots) {
@@ -298,13 +325,20 @@ TEST(HashEmbeddingTableIoTest, ExportCanSkipValues) {
     ExportOptions opts;
     opts.order = order;
     opts.include_values = false;
-    const std::vector<TableChunk> chunks = ExportAll(t.get(), opts);
-    ASSERT_EQ(chunks.size(), 1u);
-    EXPECT_THAT(chunks[0].keys.flat<int64_t>(), UnorderedElementsAre(4, 7));
-    EXPECT_EQ(chunks[0].values.dtype(), DT_INVALID);
-    EXPECT_EQ(chunks[0].slots.shape(), TensorShape({2, 1, 3}));
-    EXPECT_EQ(chunks[0].frequencies.NumElements(), 2);
-    EXPECT_EQ(chunks[0].versions.NumElements(), 2);
+    std::vector<int64_t> keys;
+    int64_t slot_rows = 0, freqs = 0, versions = 0;
+    for (const TableChunk& c : ExportAll(t.get(), opts)) {
+      keys.insert(keys.end(), c.keys.flat<int64_t>().begin(), c.keys.flat<int64_t>().end());
+      EXPECT_EQ(c.values.dtype(), DT_INVALID);
+      EXPECT_EQ(c.slots.dim_size(1), 1);
+      slot_rows += c.slots.dim_size(0);
+      freqs += c.frequencies.NumElements();
+      versions += c.versions.NumElements();
+    }
+    EXPECT_THAT(keys, UnorderedElementsAre(4, 7));
+    EXPECT_EQ(slot_rows, 2);
+    EXPECT_EQ(freqs, 2);
+    EXPECT_EQ(versions, 2);
   }
 }
 

@@ -107,7 +107,9 @@ inline KillRunResult RunKillTest(const std::string& dir, const std::string& chil
                                  const std::vector<int>& full_every, uint32_t seed) {
   KillRunResult result;
   Env* env = Env::Default();
-  if (env->FileExists(dir)) EXPECT_TRUE(DeleteRecursively(env, dir).ok());
+  if (env->FileExists(dir)) {
+    EXPECT_TRUE(DeleteRecursively(env, dir).ok());
+  }
   std::mt19937 rng(seed);
   TestModel reference(KillModelOptions());
   int64_t reference_step = 0;

@@ -347,7 +347,9 @@ TEST(TableSaveableTest, TableChangingDuringSaveFailsTheSave) {
     HookEnv env(&mem, [&]() {
       if (!armed) return;
       // Training while the checkpoint is written: a new row per write.
-      if (swap) EXPECT_EQ(model.table()->Remove({next_id - 1}), 1);
+      if (swap) {
+        EXPECT_EQ(model.table()->Remove({next_id - 1}), 1);
+      }
       add(next_id++);
     });
     checkpoint::SaverOptions o = Options(&env, full_every, 5);
@@ -734,7 +736,9 @@ void CopyBundleWithout(Env* env, const std::string& src, const std::string& dst,
   ASSERT_TRUE(all.ok());
   auto writer = checkpoint::BundleWriter::Create(env, dst, {.sync = false});
   for (const auto& [name, t] : *all) {
-    if (!drop(name)) ASSERT_TRUE((*writer)->Add(name, t).ok());
+    if (!drop(name)) {
+      ASSERT_TRUE((*writer)->Add(name, t).ok());
+    }
   }
   ASSERT_TRUE((*writer)->Finish().ok());
 }
