@@ -71,7 +71,11 @@ absl::StatusOr<std::vector<checkpoint::Saveable>> GraphSaveables(Session* sessio
     ref.container = StringAttr(*table.node(), "container");
     ref.name = StringAttr(*table.node(), "shared_name");
     if (ref.name.empty()) ref.name = table.node()->name();
-    out.push_back(TableSaveable(rm, std::move(ref)));
+    // Saves and restores run between steps: the session's intra-op pool is
+    // idle then, and copies the table's chunks in parallel.
+    TableSaveableOptions options;
+    options.pool = session->device()->intra_op_pool();
+    out.push_back(TableSaveable(rm, std::move(ref), options));
   }
   for (const auto& node : graph->nodes()) {
     if (node->op() == "IteratorV2") out.push_back(IteratorSaveable(rm, *node));

@@ -178,7 +178,9 @@ class MonitoredSession {
 // made by train::HashEmbeddingTable (TableSaveable under the table node's
 // name: keys, values, slots, frequencies, versions) and the position of
 // every input pipeline read through an IteratorV2 node (key "<node>/iterator_state",
-// a string scalar; restoring needs the pipeline registered first).
+// a string scalar; restoring needs the pipeline registered first). Tables
+// save and restore on the session's intra-op pool (when it has one), so
+// the saveables must not outlive the session.
 absl::StatusOr<std::vector<checkpoint::Saveable>> GraphSaveables(Session* session);
 
 // Runs the session graph's HashEmbeddingTableOp nodes so that their tables

@@ -234,7 +234,7 @@ TEST(MonitoredSessionTest, HashTablesAreSavedAndRestored) {
   Output ids = ops::Placeholder(root.WithOpName("ids"), DT_INT64);
   Output splits = ops::Placeholder(root.WithOpName("splits"), DT_INT64);
   Output bag = ops::HashEmbeddingBag(root, table, ids, splits, Output(), {.combiner = "sum"});
-  Output lookup = ops::HashEmbeddingLookup(root.WithOpName("rows"), table, ids, {.mode = "serve"});
+  ops::HashEmbeddingLookup(root.WithOpName("rows"), table, ids, {.mode = "serve"});
   Output loss = ops::Sum(root.WithOpName("loss"), ops::Mul(root, bag, bag),
                          ops::Const(root, Tensor::FromVector<int32_t>({0, 1})));
   AdagradOptimizer opt({.learning_rate = 0.1});

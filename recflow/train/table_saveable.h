@@ -53,14 +53,15 @@
 // must be seen again (HashEmbeddingTable exposes no sketch accessor; the
 // sketches are approximate and decayed anyway).
 //
-// Memory while saving: the table is exported once per streamed tensor
-// group through BundleWriter::AddChunks, one chunk at a time (a full save:
-// values with the keys, then slots; a delta: keys, values, slots); besides
-// one chunk it holds 8 bytes per exported key inside Export and 24 bytes per
-// row (keys, frequencies, versions) here. The table must not change during the
-// save (pause training, as a checkpoint hook between steps does): a row
-// added or removed between the passes fails the save with
-// FailedPrecondition naming the table; nothing is published then.
+// Memory while saving: the table is exported once per tensor (keys,
+// frequencies, versions, values, slots; a delta first counts its rows)
+// through BundleWriter::AddChunks, each pass copying only its column, in
+// storage order: a few chunks in memory and nothing per row. With
+// TableSaveableOptions::pool the chunks are filled on the pool while the
+// writer takes the previous ones. The table must not change during the
+// save (pause training, as a checkpoint hook between steps does): a pass
+// that sees other rows than the first (count and id sequence) fails the
+// save with FailedPrecondition naming the table; nothing is published then.
 //
 // Memory while restoring: keys, frequencies and versions (24 bytes per
 // row), plus two chunks of values and slots (the next chunk is read on its
