@@ -3,13 +3,15 @@
 // bench/peers/checkpoint_torch.py; see bench/README.md).
 //
 //   bench_checkpoint --case=recflow --dir=D --size_gb=2 --threads=2 [--direct_io=1]
+//                    [--io_mb=8]
 //       Builds the model (time not counted), saves it with Saver (fsync on),
 //       drops the checkpoint's pages from the page cache, restores it
 //       (restore_cold), restores it again (restore_cached), and checks the
 //       restored values against the saved ones. --direct_io=0 turns the
 //       Saver's direct I/O off (writer and reader), for comparison.
-//   bench_checkpoint --case=disk --dir=D --bytes=N
-//       Writes N bytes to one file in 8 MiB writes + fsync (file and
+//       --io_mb: the Saver's write buffer (BundleWriterOptions::buffer_bytes).
+//   bench_checkpoint --case=disk --dir=D --bytes=N [--io_mb=8]
+//       Writes N bytes to one file in io_mb MiB writes + fsync (file and
 //       directory), drops its pages, reads it (read_cold), reads it again
 //       (read_cached); then the same write and cold read with O_DIRECT
 //       (where the file system allows it). write and read_cold are the
@@ -83,6 +85,7 @@ struct Flags {
   int64_t bytes = 0;  // disk case
   int threads = 2;
   bool direct_io = true;
+  int64_t io_mb = 8;  // the Saver's write buffer and the disk case's block
   bool quick = false;
 };
 
@@ -261,6 +264,7 @@ absl::Status RunRecflow(const Flags& f) {
   so.restore_threads = f.threads;
   so.writer.sync = true;
   so.writer.direct_io = f.direct_io;
+  so.writer.buffer_bytes = static_cast<size_t>(f.io_mb) << 20;
   so.reader.direct_io = f.direct_io;
   ASSIGN_OR_RETURN(auto saver, checkpoint::Saver::Create(so, std::move(saveables)));
 
@@ -314,7 +318,7 @@ absl::Status ReadAll(const std::string& path, bool direct, char* buf, size_t blo
   return absl::OkStatus();
 }
 
-// Writes f.bytes to `path` in 8 MiB writes, then fsync (file and
+// Writes f.bytes to `path` in writes of `block` bytes, then fsync (file and
 // directory); with `direct`, through O_DIRECT (the size is rounded up to
 // 4 KiB). Returns the seconds taken; *sum is the word sum written.
 absl::StatusOr<double> WriteAll(const Flags& f, const std::string& path, bool direct, char* buf,
@@ -353,7 +357,7 @@ absl::StatusOr<double> WriteAll(const Flags& f, const std::string& path, bool di
 // faster of the two: the disk's best rate is the reference.
 absl::Status RunDisk(const Flags& f) {
   const std::string path = f.dir + "/disk_rate.bin";
-  const size_t block = 8 << 20;
+  const size_t block = static_cast<size_t>(f.io_mb) << 20;
   AlignedBuffer aligned(block);
   char* buf = aligned.data();
   float* fp = reinterpret_cast<float*>(buf);
@@ -429,6 +433,8 @@ int Main(int argc, char** argv) {
       ok = absl::SimpleAtoi(v, &f.bytes) && f.bytes > 0;
     } else if (ParseFlag(arg, "threads", &v)) {
       ok = absl::SimpleAtoi(v, &f.threads) && f.threads > 0;
+    } else if (ParseFlag(arg, "io_mb", &v)) {
+      ok = absl::SimpleAtoi(v, &f.io_mb) && f.io_mb > 0 && f.io_mb <= 1024;
     } else if (ParseFlag(arg, "direct_io", &v)) {
       ok = v == "0" || v == "1";
       f.direct_io = v == "1";

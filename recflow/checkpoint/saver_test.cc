@@ -465,7 +465,7 @@ TEST(SaverDeltaTest, VariablesAreWrittenOnlyWhenChanged) {
   ResourceMgr rm;
   std::map<std::string, std::shared_ptr<Var>> vars;
   std::vector<Saveable> saveables;
-  for (const std::string& name : {"a", "b", "c"}) {
+  for (const char* name : {"a", "b", "c"}) {
     vars[name] = std::make_shared<Var>(DT_FLOAT, PartialShape({4, 3}), name);
     ASSERT_TRUE(vars[name]->Assign(RandomFloats({4, 3}, &rng), true).ok());
     ASSERT_TRUE(rm.Create<Var>(rm.default_container(), name, vars[name]).ok());
@@ -530,12 +530,12 @@ TEST(SaverDeltaTest, VariablesAreWrittenOnlyWhenChanged) {
   }
   ResourceMgr fresh;
   std::vector<Saveable> fresh_saveables;
-  for (const std::string& name : {"a", "b", "c"}) {
+  for (const char* name : {"a", "b", "c"}) {
     fresh_saveables.push_back(VarSaveable(&fresh, {name, "", name, DT_FLOAT, PartialShape({4, 3})}));
   }
   auto saver2 = Saver::Create(opts, fresh_saveables);
   ASSERT_TRUE((*saver2)->Restore("/ckpt/model.ckpt-3").ok());
-  for (const std::string& name : {"a", "b", "c"}) {
+  for (const char* name : {"a", "b", "c"}) {
     EXPECT_TRUE(TensorsEqual((*fresh.Lookup<Var>(fresh.default_container(), name))->Read().value(),
                              at[3][name]));
   }

@@ -80,7 +80,9 @@ void WriteInPieces(const std::string& path, const std::string& want, uint64_t se
       ASSERT_TRUE((*file)->Append(absl::string_view(want.data() + at, n)).ok());
     }
     at += n;
-    if (++step % 7 == 0) ASSERT_TRUE((*file)->Flush().ok());
+    if (++step % 7 == 0) {
+      ASSERT_TRUE((*file)->Flush().ok());
+    }
   }
   ASSERT_TRUE((*file)->Sync().ok());
   ASSERT_TRUE((*file)->Append("tail after sync").ok());  // the file is buffered now
