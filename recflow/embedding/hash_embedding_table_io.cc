@@ -434,10 +434,14 @@ absl::Status HashEmbeddingTable::ExportInStorageOrder(
   RETURN_IF_ERROR(status);
   // An empty table (or one with no rows in range) still calls the sink once.
   if (result->chunks == 0) {
-    Buffers empty;
-    RETURN_IF_ERROR(allocate(&empty));
-    empty.rows = 0;
-    RETURN_IF_ERROR(emit(empty));
+    TableChunk c;
+    c.keys = Tensor(DT_INT64, TensorShape({0}));
+    if (with_values) c.values = Tensor(DT_FLOAT, TensorShape({0, dim}));
+    if (with_slots) c.slots = Tensor(DT_FLOAT, TensorShape({0, num_slots_, dim}));
+    c.frequencies = Tensor(DT_INT64, TensorShape({0}));
+    c.versions = Tensor(DT_INT64, TensorShape({0}));
+    RETURN_IF_ERROR(sink(c));
+    ++result->chunks;
   }
   return absl::OkStatus();
 }

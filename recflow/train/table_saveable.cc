@@ -386,11 +386,8 @@ struct IdTrace {
     const int64_t* k = keys.data<int64_t>();
     const int64_t m = keys.dim_size(0);
     for (int64_t i = 0; i < m; ++i) {
-      // splitmix64's finalizer of the id, folded in order-sensitively.
-      uint64_t z = static_cast<uint64_t>(k[i]) + 0x9E3779B97F4A7C15ull;
-      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-      hash = (hash * 0x100000001B3ull) ^ (z ^ (z >> 31));
+      // The id's mix (the table's own), folded in order-sensitively.
+      hash = (hash * 0x100000001B3ull) ^ embedding::Mix64(static_cast<uint64_t>(k[i]));
     }
     rows += m;
   }
