@@ -1,6 +1,7 @@
 #include "recflow/core/direct_file.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -24,6 +25,27 @@ constexpr size_t kAlign = kDirectIoAlignment;
 constexpr size_t kStagingBytes = 1 << 20;    // a writer's staging buffer
 constexpr size_t kBounceBytes = 8 << 20;     // a reader's bounce buffer
 constexpr size_t kSmallReadBytes = 64 << 10;  // reads below this use the page cache
+
+// Transfer buffers of at least one huge page are placed on 2 MiB boundaries
+// and offered for transparent huge pages. A direct transfer pins the
+// buffer's pages and hands the device one segment per physically contiguous
+// piece: from 4 KiB pages an 8 MiB transfer is thousands of pieces. On the
+// project's VM (virtio disk, 2026-12-01) direct 8 MiB writes ran at 1.8 GB/s
+// (write + fsync) from huge pages against 0.75 from 4 KiB pages, and reads
+// at 7-11 GB/s against 1.3-1.7.
+constexpr size_t kHugePageBytes = size_t{2} << 20;
+
+// Allocates `bytes` (a multiple of kAlign) aligned for direct I/O, with the
+// huge-page advice above; nullptr when out of memory.
+void* AllocateTransferBuffer(size_t alignment, size_t bytes) {
+  alignment = std::max(alignment, kAlign);
+  const bool huge = bytes >= kHugePageBytes && HugePageAdviceEnabled();
+  if (huge) alignment = std::max(alignment, kHugePageBytes);
+  const size_t rounded = (std::max<size_t>(bytes, 1) + alignment - 1) / alignment * alignment;
+  void* p = std::aligned_alloc(alignment, rounded);
+  if (p != nullptr && huge) ::madvise(p, rounded, MADV_HUGEPAGE);  // advisory
+  return p;
+}
 
 bool Aligned(uint64_t x) { return x % kAlign == 0; }
 bool Aligned(const void* p) { return Aligned(reinterpret_cast<uintptr_t>(p)); }
@@ -244,7 +266,17 @@ class DirectIoAllocator final : public Allocator {
  public:
   std::string Name() const override { return "cpu_direct_io"; }
   void* AllocateRaw(size_t alignment, size_t num_bytes) override {
-    return cpu_allocator()->AllocateRaw(std::max(alignment, kAlign), num_bytes);
+    // The CPU allocator advises huge pages only from 4 MiB up; a restore's
+    // chunk buffers below that are direct-read targets too.
+    const bool huge = num_bytes >= kHugePageBytes && HugePageAdviceEnabled();
+    if (huge) alignment = std::max(alignment, kHugePageBytes);
+    void* p = cpu_allocator()->AllocateRaw(std::max(alignment, kAlign), num_bytes);
+    // The allocation is rounded up to whole multiples of its alignment.
+    if (p != nullptr && huge) {
+      ::madvise(p, (num_bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes,
+                MADV_HUGEPAGE);
+    }
+    return p;
   }
   void DeallocateRaw(void* ptr, size_t num_bytes) override {
     cpu_allocator()->DeallocateRaw(ptr, num_bytes);
@@ -261,7 +293,7 @@ Allocator* direct_io_allocator() {
 
 AlignedBuffer::AlignedBuffer(size_t capacity) {
   capacity_ = AlignUp(std::max<size_t>(capacity, 1));
-  data_.reset(static_cast<char*>(std::aligned_alloc(kAlign, capacity_)));
+  data_.reset(static_cast<char*>(AllocateTransferBuffer(kAlign, capacity_)));
   if (data_ == nullptr) throw std::bad_alloc();
 }
 
