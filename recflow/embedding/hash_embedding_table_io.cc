@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <queue>
 #include <utility>
@@ -22,6 +23,14 @@ std::string Describe(const Tensor& t) {
 }
 
 bool Present(const Tensor& t) { return t.dtype() != DT_INVALID; }
+
+// dst[0, n) = src[0, n), inlined: a row is a few dozen bytes, and a memcpy
+// call per row was a large part of export and import passes.
+inline void CopyFloats(float* __restrict dst, const float* __restrict src, int64_t n) {
+  int64_t k = 0;
+  for (; k + 16 <= n; k += 16) __builtin_memcpy(dst + k, src + k, 16 * sizeof(float));
+  for (; k < n; ++k) dst[k] = src[k];
+}
 
 }  // namespace
 
@@ -102,23 +111,31 @@ absl::Status HashEmbeddingTable::Import(const TableChunk& chunk,
       if (fresh) {
         // The chunk supplies the weights (and the slots, or InitSlots
         // below), so the row is not initialized first.
-        absl::StatusOr<uint32_t> allocated = AllocateSlot(s);
-        if (!allocated.ok()) {
-          s.index.erase(it);
-          statuses[si] = allocated.status();
-          s.inserts.fetch_add(inserted, std::memory_order_relaxed);
-          return;
+        uint32_t slot;
+        if (s.free_slots.empty() && (s.next_slot >> slab_shift_) < s.slabs.size() &&
+            s.next_slot != std::numeric_limits<uint32_t>::max()) {
+          // The common case of a restore into a cleared table: the next slot
+          // of a slab already there (AllocateSlot's first path, inline).
+          slot = s.next_slot++;
+        } else {
+          absl::StatusOr<uint32_t> allocated = AllocateSlot(s);
+          if (!allocated.ok()) {
+            s.index.erase(it);
+            statuses[si] = allocated.status();
+            s.inserts.fetch_add(inserted, std::memory_order_relaxed);
+            return;
+          }
+          slot = *allocated;
         }
-        it->second = *allocated;
-        Meta(s, *allocated).id = keys[pos];
+        it->second = slot;
+        Meta(s, slot).id = keys[pos];
         ++inserted;
       }
       const uint32_t slot = it->second;
       float* row = RowData(s, slot);
-      std::memcpy(row, values + pos * dim, dim * sizeof(float));
+      CopyFloats(row, values + pos * dim, dim);
       if (slots != nullptr) {
-        std::memcpy(row + dim, slots + pos * num_slots_ * dim,
-                    num_slots_ * dim * sizeof(float));
+        CopyFloats(row + dim, slots + pos * num_slots_ * dim, num_slots_ * dim);
       } else {
         InitSlots(row);
       }
@@ -264,18 +281,6 @@ absl::StatusOr<TableChunk> HashEmbeddingTable::CopyChunk(
   }
   return c;
 }
-
-namespace {
-
-// dst[0, n) = src[0, n), inlined: a row is a few dozen bytes, and a memcpy
-// call per row was a large part of an export pass.
-inline void CopyFloats(float* __restrict dst, const float* __restrict src, int64_t n) {
-  int64_t k = 0;
-  for (; k + 16 <= n; k += 16) __builtin_memcpy(dst + k, src + k, 16 * sizeof(float));
-  for (; k < n; ++k) dst[k] = src[k];
-}
-
-}  // namespace
 
 absl::Status HashEmbeddingTable::ExportInStorageOrder(
     const ExportOptions& options,

@@ -8,6 +8,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "absl/strings/str_cat.h"
+#include "recflow/core/threadpool.h"
 #include "recflow/embedding/hash_embedding_table.h"
 
 namespace recflow::embedding {
@@ -384,6 +385,70 @@ TEST(HashEmbeddingTableIoTest, ImportMergesAndClearReplaces) {
   EXPECT_EQ(t->clock(), 0);
   ASSERT_TRUE(t->Import(c).ok());
   EXPECT_EQ(t->size(), 2);
+}
+
+// Import's slot paths: a fresh table (new slabs), a cleared one (its slabs
+// reused inline) and one with freed slots (Remove). dim 20 is not a whole
+// number of 16-float blocks, so the row copies' tails are exercised too.
+TEST(HashEmbeddingTableIoTest, ImportFillsNewReusedAndFreedSlots) {
+  constexpr int64_t kDim = 20;
+  constexpr int64_t kRows = 3000;
+  auto t = MakeTable(AdagradOptions(kDim));
+  auto chunk = [&](int64_t first_id, int64_t n, float base) {
+    TableChunk c;
+    std::vector<int64_t> keys(n), freqs(n), versions(n);
+    std::vector<float> values(n * kDim), slots(n * kDim);
+    for (int64_t i = 0; i < n; ++i) {
+      keys[i] = first_id + 7 * i;
+      freqs[i] = i % 5;
+      versions[i] = 1 + i % 3;
+      for (int64_t j = 0; j < kDim; ++j) {
+        values[i * kDim + j] = base + static_cast<float>(i * kDim + j);
+        slots[i * kDim + j] = -base - static_cast<float>(i * kDim + j);
+      }
+    }
+    c.keys = Tensor::FromVector<int64_t>(keys, TensorShape({n}));
+    c.values = Tensor::FromVector<float>(values, TensorShape({n, kDim}));
+    c.slots = Tensor::FromVector<float>(slots, TensorShape({n, 1, kDim}));
+    c.frequencies = Tensor::FromVector<int64_t>(freqs, TensorShape({n}));
+    c.versions = Tensor::FromVector<int64_t>(versions, TensorShape({n}));
+    return c;
+  };
+  auto expect_rows = [&](int64_t first_id, int64_t n, float base) {
+    for (int64_t i = 0; i < n; ++i) {
+      const auto row = t->GetRow(first_id + 7 * i);
+      ASSERT_TRUE(row.has_value()) << "id " << first_id + 7 * i;
+      ASSERT_EQ(row->weights.size(), static_cast<size_t>(kDim));
+      ASSERT_EQ(row->slots.size(), 1u);
+      for (int64_t j = 0; j < kDim; ++j) {
+        ASSERT_EQ(row->weights[j], base + static_cast<float>(i * kDim + j)) << i << "," << j;
+        ASSERT_EQ(row->slots[0][j], -base - static_cast<float>(i * kDim + j)) << i << "," << j;
+      }
+      ASSERT_EQ(row->frequency, i % 5);
+      ASSERT_EQ(row->version, 1 + i % 3);
+    }
+  };
+  ThreadPool pool("import", 2);
+  ASSERT_TRUE(t->Import(chunk(1, kRows, 0.5f), &pool).ok());
+  EXPECT_EQ(t->size(), kRows);
+  expect_rows(1, kRows, 0.5f);
+  t->Clear();
+  ASSERT_TRUE(t->Import(chunk(5, kRows, 100.25f), &pool).ok());
+  EXPECT_EQ(t->size(), kRows);
+  expect_rows(5, kRows, 100.25f);
+  EXPECT_FALSE(t->GetRow(1).has_value());
+  // Free a third of the slots; new ids take them, then fresh slots.
+  std::vector<int64_t> gone;
+  for (int64_t i = 0; i < kRows; i += 3) gone.push_back(5 + 7 * i);
+  EXPECT_EQ(t->Remove(gone), static_cast<int64_t>(gone.size()));
+  ASSERT_TRUE(t->Import(chunk(1000003, kRows, -7.75f), &pool).ok());
+  EXPECT_EQ(t->size(), 2 * kRows - static_cast<int64_t>(gone.size()));
+  expect_rows(1000003, kRows, -7.75f);
+  for (int64_t i = 1; i < kRows; i += 3) {
+    const auto row = t->GetRow(5 + 7 * i);
+    ASSERT_TRUE(row.has_value());
+    EXPECT_EQ(row->weights[0], 100.25f + static_cast<float>(i * kDim));
+  }
 }
 
 TEST(HashEmbeddingTableIoTest, ImportRejectsBadTensors) {
