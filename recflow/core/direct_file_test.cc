@@ -129,6 +129,8 @@ TEST(DirectFileTest, AlignedBuffersAreAligned) {
 // RECFLOW_HUGE_PAGES=0 keep the plain block alignment.
 TEST(DirectFileTest, LargeTransferBuffersStartOnHugePages) {
   constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  const char* const before = std::getenv("RECFLOW_HUGE_PAGES");
+  const std::string saved = before == nullptr ? "" : before;
   ASSERT_EQ(::unsetenv("RECFLOW_HUGE_PAGES"), 0);
   for (size_t capacity : {size_t{2} << 20, (size_t{5} << 20) + 123, size_t{8} << 20}) {
     AlignedBuffer b(capacity);
@@ -152,7 +154,11 @@ TEST(DirectFileTest, LargeTransferBuffersStartOnHugePages) {
   AlignedBuffer plain(size_t{4} << 20);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(plain.data()) % kDirectIoAlignment, 0u);
   std::memset(plain.data(), 0, plain.capacity());
-  ASSERT_EQ(::unsetenv("RECFLOW_HUGE_PAGES"), 0);
+  if (before == nullptr) {
+    ASSERT_EQ(::unsetenv("RECFLOW_HUGE_PAGES"), 0);
+  } else {
+    ASSERT_EQ(::setenv("RECFLOW_HUGE_PAGES", saved.c_str(), 1), 0);
+  }
 }
 
 TEST(DirectFileTest, ReadsAnyRangeExactly) {

@@ -115,7 +115,8 @@ absl::Status HashEmbeddingTable::Import(const TableChunk& chunk,
         if (s.free_slots.empty() && (s.next_slot >> slab_shift_) < s.slabs.size() &&
             s.next_slot != std::numeric_limits<uint32_t>::max()) {
           // The common case of a restore into a cleared table: the next slot
-          // of a slab already there (AllocateSlot's first path, inline).
+          // of a slab already there (what AllocateSlot returns when no slot
+          // is free and no slab is needed, without its call and StatusOr).
           slot = s.next_slot++;
         } else {
           absl::StatusOr<uint32_t> allocated = AllocateSlot(s);
