@@ -231,6 +231,45 @@ uint32_t ExtendSse42(uint32_t init_crc, const char* data, size_t n) {
 
 #endif  // RECFLOW_CRC32C_HAVE_X86_64
 
+namespace {
+
+// Polynomial arithmetic modulo the CRC polynomial over GF(2), in the
+// reflected bit order of the CRC itself (x^0 is the top bit). Appending
+// len zero bytes to a message multiplies its crc register by x^(8 len), and
+// the pre- and post-conditioning of the two pieces cancel in the xor below.
+constexpr uint32_t kReflectedPoly = 0x82f63b78u;
+constexpr uint32_t kOne = 0x80000000u;  // x^0
+
+uint32_t MultModP(uint32_t a, uint32_t b) {
+  uint32_t product = 0;
+  for (uint32_t m = kOne; m != 0; m >>= 1) {
+    if (a & m) product ^= b;
+    b = (b & 1) ? (b >> 1) ^ kReflectedPoly : b >> 1;
+  }
+  return product;
+}
+
+// x^(2^k) mod P for k = 0..63.
+struct PowersOfX {
+  uint32_t x2k[64];
+  PowersOfX() {
+    x2k[0] = kOne >> 1;  // x^1
+    for (int k = 1; k < 64; ++k) x2k[k] = MultModP(x2k[k - 1], x2k[k - 1]);
+  }
+};
+
+}  // namespace
+
+uint32_t Combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b) {
+  static const PowersOfX powers;
+  // x^(8 len_b): bit i of len_b contributes x^(2^(i + 3)).
+  uint32_t shift = kOne;
+  for (int k = 3; len_b != 0 && k < 64; ++k, len_b >>= 1) {
+    if (len_b & 1) shift = MultModP(powers.x2k[k], shift);
+  }
+  return MultModP(shift, crc_a) ^ crc_b;
+}
+
 uint32_t Extend(uint32_t init_crc, const char* data, size_t n) {
   static const bool use_sse42 = internal::CanUseSse42();
   if (use_sse42) return internal::ExtendSse42(init_crc, data, n);

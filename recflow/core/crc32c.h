@@ -28,6 +28,11 @@ inline uint32_t Value(absl::string_view data) {
   return Extend(0, data.data(), data.size());
 }
 
+// Returns the crc32c of concat(A, B) from crc_a = Value(A), crc_b = Value(B)
+// and B's length: pieces of one stream checksummed apart (in parallel, out
+// of order) give the whole's checksum. O(log len_b).
+uint32_t Combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
+
 inline constexpr uint32_t kMaskDelta = 0xa282ead8ul;
 
 // Returns a masked representation of crc.

@@ -55,6 +55,25 @@ TEST(Crc32cTest, KnownVectorsOnBothImplementations) {
   }
 }
 
+TEST(Crc32cTest, CombineJoinsPiecesChecksummedApart) {
+  std::mt19937_64 rng(77);
+  std::string data = RandomBytes(rng, 70000);
+  const uint32_t whole = Value(data.data(), data.size());
+  for (size_t split : {size_t{0}, size_t{1}, size_t{7}, size_t{4096}, size_t{33333},
+                       size_t{69999}, size_t{70000}}) {
+    const uint32_t a = Value(data.data(), split);
+    const uint32_t b = Value(data.data() + split, data.size() - split);
+    EXPECT_EQ(Combine(a, b, data.size() - split), whole) << "split=" << split;
+  }
+  // Three pieces, joined left to right.
+  const uint32_t ab = Combine(Value(data.data(), 100), Value(data.data() + 100, 900), 900);
+  EXPECT_EQ(Combine(ab, Value(data.data() + 1000, data.size() - 1000), data.size() - 1000),
+            whole);
+  // A wrong length gives a different checksum.
+  EXPECT_NE(Combine(Value(data.data(), 10), Value(data.data() + 10, 90), 91),
+            Value(data.data(), 100));
+}
+
 TEST(Crc32cTest, Values) { EXPECT_NE(Value("a", 1), Value("foo", 3)); }
 
 TEST(Crc32cTest, ExtendAtEverySplitPoint) {

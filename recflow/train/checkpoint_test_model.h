@@ -98,7 +98,8 @@ class TestModel {
   }
   static std::vector<std::string> VarNames() { return {"dense/b", "dense/w", "frozen"}; }
 
-  std::vector<checkpoint::Saveable> Saveables(Env* env) {
+  // With a pool, table restores run in lanes (TableSaveableOptions::pool).
+  std::vector<checkpoint::Saveable> Saveables(Env* env, ThreadPool* pool = nullptr) {
     std::vector<checkpoint::Saveable> out;
     for (const std::string& name : VarNames()) {
       const Tensor v = VarValue(name, 0, o_);
@@ -108,6 +109,7 @@ class TestModel {
     TableSaveableOptions to;
     to.env = env;
     to.rows_per_chunk = 100;  // several chunks per table
+    to.pool = pool;
     out.push_back(TableSaveable(&rm_, {"emb", "", "emb", TableOptions(o_)}, to));
     return out;
   }

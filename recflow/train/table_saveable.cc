@@ -1,6 +1,7 @@
 #include "recflow/train/table_saveable.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <functional>
 #include <future>
@@ -18,6 +19,7 @@
 #include "recflow/core/crc32c.h"
 #include "recflow/core/direct_file.h"
 #include "recflow/core/status.h"
+#include "recflow/core/threadpool.h"
 
 namespace recflow::train {
 namespace {
@@ -35,15 +37,21 @@ absl::string_view Bytes(const void* data, size_t n) {
   return absl::string_view(static_cast<const char*>(data), n);
 }
 
-// Streams one fixed-size tensor of a bundle in order with positioned reads,
-// extending its crc32c; Finish() checks it. Lets a restore walk two tensors
-// (values, slots) side by side, which ReadChunks' callback cannot.
+// Streams one fixed-size tensor of a bundle, or the byte range [begin, end)
+// of it, in order with positioned reads, extending a crc32c of what it read;
+// Finish() checks the whole tensor's crc from the cursors that covered it.
+// Lets a restore walk two tensors (values, slots) side by side, which
+// ReadChunks' callback cannot, and walk ranges of them in parallel.
 class TensorCursor {
  public:
   static absl::StatusOr<TensorCursor> Open(Env* env, const BundleReader& reader,
-                                           const TensorInfo& info) {
+                                           const TensorInfo& info, uint64_t begin = 0,
+                                           uint64_t end = ~uint64_t{0}) {
     TensorCursor c;
     c.info_ = info;
+    c.pos_ = std::min(begin, info.size);
+    c.begin_ = c.pos_;
+    c.end_ = std::max(c.begin_, std::min(end, info.size));
     c.path_ = checkpoint::DataFilename(reader.prefix(), info.shard_id, reader.num_shards());
     ASSIGN_OR_RETURN(uint64_t size, env->GetFileSize(c.path_));
     if (info.offset > size || size - info.offset < info.size) {
@@ -59,7 +67,7 @@ class TensorCursor {
   // Reads the next n bytes into dst.
   absl::Status Read(size_t n, char* dst) {
     if (n == 0) return absl::OkStatus();
-    if (info_.size - pos_ < n) {
+    if (end_ - pos_ < n) {
       return errors::DataLoss("tensor '", info_.name, "' in ", path_, " is shorter than its shape");
     }
     auto got = file_->Read(info_.offset + pos_, n, dst);
@@ -77,11 +85,23 @@ class TensorCursor {
     return absl::OkStatus();
   }
 
-  absl::Status Finish() const {
-    if (pos_ != info_.size || crc_ != crc32c::Unmask(info_.masked_crc32c)) {
-      return errors::DataLoss("tensor '", info_.name, "' in ", path_,
+  // Checks that `parts` (cursors over consecutive ranges of one tensor, in
+  // order) read all of it, and that its crc32c matches the stored one.
+  static absl::Status Finish(const std::vector<const TensorCursor*>& parts) {
+    const TensorCursor& first = *parts.front();
+    uint32_t crc = 0;
+    uint64_t covered = 0;
+    bool whole = true;
+    for (const TensorCursor* c : parts) {
+      whole = whole && c->begin_ == covered && c->pos_ == c->end_;
+      crc = crc32c::Combine(crc, c->crc_, c->end_ - c->begin_);
+      covered = c->end_;
+    }
+    if (!whole || covered != first.info_.size ||
+        crc != crc32c::Unmask(first.info_.masked_crc32c)) {
+      return errors::DataLoss("tensor '", first.info_.name, "' in ", first.path_,
                               ": checksum mismatch (stored crc32c ",
-                              crc32c::Unmask(info_.masked_crc32c), ", computed ", crc_,
+                              crc32c::Unmask(first.info_.masked_crc32c), ", computed ", crc,
                               "); the file is corrupted");
     }
     return absl::OkStatus();
@@ -91,6 +111,7 @@ class TensorCursor {
   TensorInfo info_;
   std::string path_;
   std::unique_ptr<RandomAccessFile> file_;
+  uint64_t begin_ = 0, end_ = 0;
   uint64_t pos_ = 0;
   uint32_t crc_ = 0;
 };
@@ -149,11 +170,15 @@ struct ChunkBuffers {
 // options.keep_id, only the rows whose id passes.
 //
 // Every row tensor is streamed in chunks of options.rows_per_chunk rows
-// into two sets of buffers allocated once: the next chunk is read on its
-// own thread while this one is imported, so the disk and the hash inserts
-// overlap, and a restore touches no memory beyond the table's own and the
-// two chunks. With a filter, the keys are read whole first, so a part with
-// no wanted row is skipped without reading its values.
+// into two sets of buffers per lane (below), allocated once: the next chunk
+// is read on its own thread while this one is imported, so the disk and the
+// hash inserts overlap, and a restore touches no memory beyond the table's
+// own and two chunks per lane. With options.pool, the rows are split into
+// up to min(pool threads, 4) lanes of consecutive chunks that run in
+// parallel; the checkpoint's ids are unique (a table's export), so the
+// order of the lanes' imports does not matter. With a filter, the keys are
+// read whole first, so a part with no wanted row is skipped without reading
+// its values.
 absl::Status ImportRows(HashEmbeddingTable* table, const BundleReader& reader,
                         const std::string& key, const TableSaveableOptions& options) {
   ASSIGN_OR_RETURN(TensorInfo keys_info, reader.GetInfo(Key(key, "keys")));
@@ -196,92 +221,144 @@ absl::Status ImportRows(HashEmbeddingTable* table, const BundleReader& reader,
     // None of these rows is wanted: their values are not even read.
     if (kept == 0) return absl::OkStatus();
   }
-  auto open = [&](const std::optional<TensorInfo>& info)
-      -> absl::StatusOr<std::optional<TensorCursor>> {
-    if (!info.has_value()) return std::optional<TensorCursor>();
-    ASSIGN_OR_RETURN(TensorCursor c, TensorCursor::Open(options.env, reader, *info));
-    return std::optional<TensorCursor>(std::move(c));
-  };
-  ASSIGN_OR_RETURN(std::optional<TensorCursor> keys_cursor,
-                   open(options.keep_id ? std::nullopt : std::optional<TensorInfo>(keys_info)));
-  ASSIGN_OR_RETURN(std::optional<TensorCursor> values_cursor, open(values_info));
-  ASSIGN_OR_RETURN(std::optional<TensorCursor> slots_cursor,
-                   open(num_slots > 0 ? slots_info : std::nullopt));
-  ASSIGN_OR_RETURN(std::optional<TensorCursor> freqs_cursor, open(freqs_info));
-  ASSIGN_OR_RETURN(std::optional<TensorCursor> versions_cursor, open(versions_info));
   table->Reserve(table->size() + kept);
   const int64_t rows = std::min<int64_t>(std::max<int64_t>(1, options.rows_per_chunk),
                                          std::max<int64_t>(1, n));
+  // Lanes: the rows are cut into up to `lanes` consecutive ranges of whole
+  // chunks, each read and imported by a thread of its own, its chunks
+  // imported inline. A table saves its rows shard after shard, so a chunk
+  // mostly holds rows of one or two shards, and Import (which spreads
+  // shards over the pool) would run on one thread at a time; ranges far
+  // apart hold different shards. Each lane checksums what it reads; the
+  // tensors' crcs are combined at the end.
+  const int64_t num_chunks = (n + rows - 1) / rows;
+  const int lanes = static_cast<int>(std::max<int64_t>(
+      1, std::min<int64_t>({options.pool != nullptr ? options.pool->NumThreads() : 1,
+                            int64_t{4}, num_chunks})));
+  // The tensors read, in a fixed order: keys (unless the filter read them
+  // whole), values, slots (unless there are none), frequencies, versions.
+  enum { kKeys, kValues, kSlots, kFreqs, kVersions, kNumTensors };
+  std::optional<TensorInfo> infos[kNumTensors];
+  if (!options.keep_id) infos[kKeys] = keys_info;
+  infos[kValues] = values_info;
+  if (num_slots > 0) infos[kSlots] = slots_info;
+  infos[kFreqs] = freqs_info;
+  infos[kVersions] = versions_info;
+  struct Lane {
+    int64_t lo = 0, hi = 0;  // rows
+    std::optional<TensorCursor> cursors[kNumTensors];
+    ChunkBuffers buffers[2];
+    absl::Status status;
+  };
+  std::vector<Lane> lane(lanes);
   // Aligned for direct reads straight into the buffers.
   Allocator* const a = direct_io_allocator();
-  ChunkBuffers buffers[2];
-  for (ChunkBuffers& b : buffers) {
-    if (keys_cursor.has_value()) {
-      ASSIGN_OR_RETURN(b.keys, Tensor::Create(DT_INT64, TensorShape({rows}), a));
+  for (int l = 0; l < lanes; ++l) {
+    Lane& ln = lane[l];
+    ln.lo = std::min(n, num_chunks * l / lanes * rows);
+    ln.hi = std::min(n, num_chunks * (l + 1) / lanes * rows);
+    for (int t = 0; t < kNumTensors; ++t) {
+      if (!infos[t].has_value()) continue;
+      const uint64_t row_bytes = n > 0 ? infos[t]->size / static_cast<uint64_t>(n) : 0;
+      ASSIGN_OR_RETURN(ln.cursors[t],
+                       TensorCursor::Open(options.env, reader, *infos[t], ln.lo * row_bytes,
+                                          ln.hi * row_bytes));
     }
-    ASSIGN_OR_RETURN(b.values, Tensor::Create(DT_FLOAT, TensorShape({rows, dim}), a));
-    if (slots_cursor.has_value()) {
-      ASSIGN_OR_RETURN(b.slots, Tensor::Create(DT_FLOAT, TensorShape({rows, num_slots, dim}), a));
-    }
-    if (freqs_cursor.has_value()) {
-      ASSIGN_OR_RETURN(b.freqs, Tensor::Create(DT_INT64, TensorShape({rows}), a));
-    }
-    if (versions_cursor.has_value()) {
-      ASSIGN_OR_RETURN(b.versions, Tensor::Create(DT_INT64, TensorShape({rows}), a));
+    for (ChunkBuffers& b : ln.buffers) {
+      if (ln.cursors[kKeys].has_value()) {
+        ASSIGN_OR_RETURN(b.keys, Tensor::Create(DT_INT64, TensorShape({rows}), a));
+      }
+      ASSIGN_OR_RETURN(b.values, Tensor::Create(DT_FLOAT, TensorShape({rows, dim}), a));
+      if (ln.cursors[kSlots].has_value()) {
+        ASSIGN_OR_RETURN(b.slots,
+                         Tensor::Create(DT_FLOAT, TensorShape({rows, num_slots, dim}), a));
+      }
+      if (ln.cursors[kFreqs].has_value()) {
+        ASSIGN_OR_RETURN(b.freqs, Tensor::Create(DT_INT64, TensorShape({rows}), a));
+      }
+      if (ln.cursors[kVersions].has_value()) {
+        ASSIGN_OR_RETURN(b.versions, Tensor::Create(DT_INT64, TensorShape({rows}), a));
+      }
     }
   }
-  // Reads rows [start, start + m) into `b`.
-  auto read = [&](int64_t start, ChunkBuffers* b) -> absl::Status {
-    const int64_t m = std::min(rows, n - start);
-    auto fill = [m](std::optional<TensorCursor>& cursor, Tensor& t) -> absl::Status {
-      if (!cursor.has_value()) return absl::OkStatus();
-      return cursor->Read(t.TotalBytes() / static_cast<size_t>(t.dim_size(0)) * m, t.raw_data());
+  std::atomic<bool> failed{false};
+  // One lane: the next chunk is read on a thread of its own while this one
+  // is imported.
+  auto run = [&](Lane* ln, ThreadPool* import_pool) -> absl::Status {
+    // Reads rows [start, start + m) into `b`.
+    auto read = [&, ln](int64_t start, ChunkBuffers* b) -> absl::Status {
+      const int64_t m = std::min(rows, ln->hi - start);
+      auto fill = [m](std::optional<TensorCursor>& cursor, Tensor& t) -> absl::Status {
+        if (!cursor.has_value()) return absl::OkStatus();
+        return cursor->Read(t.TotalBytes() / static_cast<size_t>(t.dim_size(0)) * m,
+                            t.raw_data());
+      };
+      RETURN_IF_ERROR(fill(ln->cursors[kKeys], b->keys));
+      RETURN_IF_ERROR(fill(ln->cursors[kValues], b->values));
+      RETURN_IF_ERROR(fill(ln->cursors[kSlots], b->slots));
+      RETURN_IF_ERROR(fill(ln->cursors[kFreqs], b->freqs));
+      return fill(ln->cursors[kVersions], b->versions);
     };
-    RETURN_IF_ERROR(fill(keys_cursor, b->keys));
-    RETURN_IF_ERROR(fill(values_cursor, b->values));
-    RETURN_IF_ERROR(fill(slots_cursor, b->slots));
-    RETURN_IF_ERROR(fill(freqs_cursor, b->freqs));
-    return fill(versions_cursor, b->versions);
+    std::future<absl::Status> next;
+    if (ln->lo < ln->hi) next = std::async(std::launch::async, read, ln->lo, &ln->buffers[0]);
+    for (int64_t start = ln->lo, i = 0; start < ln->hi; start += rows, ++i) {
+      RETURN_IF_ERROR(next.get());
+      if (failed.load(std::memory_order_relaxed)) return absl::OkStatus();  // another lane's
+      if (start + rows < ln->hi) {
+        next = std::async(std::launch::async, read, start + rows, &ln->buffers[(i + 1) % 2]);
+      }
+      ChunkBuffers& b = ln->buffers[i % 2];
+      const int64_t m = std::min(rows, ln->hi - start);
+      const uint8_t* k = keep.empty() ? nullptr : keep.data() + start;
+      int64_t c = m;  // rows of this chunk to import
+      if (k != nullptr) c = std::count(k, k + m, uint8_t{1});
+      if (c == 0) continue;
+      TableChunk chunk;
+      auto first = [](const Tensor& t, int64_t r) { return t.IsInitialized() ? t.Slice(0, r) : t; };
+      if (c == m) {
+        chunk.keys =
+            all_keys.IsInitialized() ? all_keys.Slice(start, start + m) : first(b.keys, m);
+        chunk.frequencies = first(b.freqs, m);
+        chunk.versions = first(b.versions, m);
+      } else {
+        // Filtered: the kept rows move to the front of the buffers.
+        const Tensor chunk_keys = all_keys.Slice(start, start + m);
+        chunk.keys = GatherKept(chunk_keys, k, m, c);
+        if (b.freqs.IsInitialized()) chunk.frequencies = GatherKept(b.freqs, k, m, c);
+        if (b.versions.IsInitialized()) chunk.versions = GatherKept(b.versions, k, m, c);
+        CompactRows(&b.values, k, m);
+        CompactRows(&b.slots, k, m);
+      }
+      chunk.values = first(b.values, c);
+      chunk.slots = first(b.slots, c);
+      absl::Status s = table->Import(chunk, import_pool);
+      if (!s.ok()) {
+        if (next.valid()) next.wait();  // it uses this lane's cursors and buffers
+        return s;
+      }
+    }
+    return absl::OkStatus();
   };
-  std::future<absl::Status> next;
-  if (n > 0) next = std::async(std::launch::async, read, int64_t{0}, &buffers[0]);
-  for (int64_t start = 0, i = 0; start < n; start += rows, ++i) {
-    RETURN_IF_ERROR(next.get());
-    if (start + rows < n) {
-      next = std::async(std::launch::async, read, start + rows, &buffers[(i + 1) % 2]);
+  auto run_lane = [&](Lane* ln, ThreadPool* import_pool) {
+    ln->status = run(ln, import_pool);
+    if (!ln->status.ok()) failed.store(true, std::memory_order_relaxed);
+  };
+  if (lanes == 1) {
+    run_lane(&lane[0], options.pool);
+  } else {
+    std::vector<std::future<void>> others;
+    for (int l = 1; l < lanes; ++l) {
+      others.push_back(std::async(std::launch::async, run_lane, &lane[l], nullptr));
     }
-    ChunkBuffers& b = buffers[i % 2];
-    const int64_t m = std::min(rows, n - start);
-    const uint8_t* k = keep.empty() ? nullptr : keep.data() + start;
-    int64_t c = m;  // rows of this chunk to import
-    if (k != nullptr) c = std::count(k, k + m, uint8_t{1});
-    if (c == 0) continue;
-    TableChunk chunk;
-    auto first = [](const Tensor& t, int64_t r) { return t.IsInitialized() ? t.Slice(0, r) : t; };
-    if (c == m) {
-      chunk.keys = all_keys.IsInitialized() ? all_keys.Slice(start, start + m) : first(b.keys, m);
-      chunk.frequencies = first(b.freqs, m);
-      chunk.versions = first(b.versions, m);
-    } else {
-      // Filtered: the kept rows move to the front of the buffers.
-      const Tensor chunk_keys = all_keys.Slice(start, start + m);
-      chunk.keys = GatherKept(chunk_keys, k, m, c);
-      if (b.freqs.IsInitialized()) chunk.frequencies = GatherKept(b.freqs, k, m, c);
-      if (b.versions.IsInitialized()) chunk.versions = GatherKept(b.versions, k, m, c);
-      CompactRows(&b.values, k, m);
-      CompactRows(&b.slots, k, m);
-    }
-    chunk.values = first(b.values, c);
-    chunk.slots = first(b.slots, c);
-    absl::Status s = table->Import(chunk, options.pool);
-    if (!s.ok()) {
-      if (next.valid()) next.wait();  // it uses the cursors on this frame
-      return s;
-    }
+    run_lane(&lane[0], nullptr);
+    for (std::future<void>& f : others) f.get();
   }
-  for (std::optional<TensorCursor>* cursor :
-       {&keys_cursor, &values_cursor, &slots_cursor, &freqs_cursor, &versions_cursor}) {
-    if (cursor->has_value()) RETURN_IF_ERROR((*cursor)->Finish());
+  for (const Lane& ln : lane) RETURN_IF_ERROR(ln.status);
+  for (int t = 0; t < kNumTensors; ++t) {
+    if (!infos[t].has_value()) continue;
+    std::vector<const TensorCursor*> parts;
+    for (const Lane& ln : lane) parts.push_back(&*ln.cursors[t]);
+    RETURN_IF_ERROR(TensorCursor::Finish(parts));
   }
   return absl::OkStatus();
 }
