@@ -26,8 +26,9 @@ constexpr size_t kStagingBytes = 1 << 20;    // a writer's staging buffer
 constexpr size_t kBounceBytes = 8 << 20;     // a reader's bounce buffer
 constexpr size_t kSmallReadBytes = 64 << 10;  // reads below this use the page cache
 
-// Transfer buffers of at least one huge page are placed on 2 MiB boundaries
-// and offered for transparent huge pages. A direct transfer pins the
+// Transfer buffers (AlignedBuffer, direct_io_allocator()) of at least one
+// huge page are placed on 2 MiB boundaries and offered for transparent huge
+// pages. A direct transfer pins the
 // buffer's pages and hands the device one segment per physically contiguous
 // piece: from 4 KiB pages an 8 MiB transfer is thousands of pieces. On the
 // project's VM (virtio disk, 2026-12-01) direct 8 MiB writes ran at 1.8 GB/s
@@ -35,16 +36,14 @@ constexpr size_t kSmallReadBytes = 64 << 10;  // reads below this use the page c
 // at 7-11 GB/s against 1.3-1.7.
 constexpr size_t kHugePageBytes = size_t{2} << 20;
 
-// Allocates `bytes` (a multiple of kAlign) aligned for direct I/O, with the
-// huge-page advice above; nullptr when out of memory.
-void* AllocateTransferBuffer(size_t alignment, size_t bytes) {
-  alignment = std::max(alignment, kAlign);
-  const bool huge = bytes >= kHugePageBytes && HugePageAdviceEnabled();
-  if (huge) alignment = std::max(alignment, kHugePageBytes);
-  const size_t rounded = (std::max<size_t>(bytes, 1) + alignment - 1) / alignment * alignment;
-  void* p = std::aligned_alloc(alignment, rounded);
-  if (p != nullptr && huge) ::madvise(p, rounded, MADV_HUGEPAGE);  // advisory
-  return p;
+bool WantHugePages(size_t bytes) { return bytes >= kHugePageBytes && HugePageAdviceEnabled(); }
+
+// The advice for a buffer at a 2 MiB boundary whose allocation is rounded
+// up to whole huge pages. Advisory: errors are ignored.
+void AdviseHugePages(void* p, size_t bytes) {
+  if (p != nullptr) {
+    ::madvise(p, (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes, MADV_HUGEPAGE);
+  }
 }
 
 bool Aligned(uint64_t x) { return x % kAlign == 0; }
@@ -268,14 +267,11 @@ class DirectIoAllocator final : public Allocator {
   void* AllocateRaw(size_t alignment, size_t num_bytes) override {
     // The CPU allocator advises huge pages only from 4 MiB up; a restore's
     // chunk buffers below that are direct-read targets too.
-    const bool huge = num_bytes >= kHugePageBytes && HugePageAdviceEnabled();
+    const bool huge = WantHugePages(num_bytes);
     if (huge) alignment = std::max(alignment, kHugePageBytes);
+    // The CPU allocator rounds the size up to a multiple of the alignment.
     void* p = cpu_allocator()->AllocateRaw(std::max(alignment, kAlign), num_bytes);
-    // The allocation is rounded up to whole multiples of its alignment.
-    if (p != nullptr && huge) {
-      ::madvise(p, (num_bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes,
-                MADV_HUGEPAGE);
-    }
+    if (huge) AdviseHugePages(p, num_bytes);
     return p;
   }
   void DeallocateRaw(void* ptr, size_t num_bytes) override {
@@ -293,7 +289,12 @@ Allocator* direct_io_allocator() {
 
 AlignedBuffer::AlignedBuffer(size_t capacity) {
   capacity_ = AlignUp(std::max<size_t>(capacity, 1));
-  data_.reset(static_cast<char*>(AllocateTransferBuffer(kAlign, capacity_)));
+  const bool huge = WantHugePages(capacity_);
+  const size_t alignment = huge ? kHugePageBytes : kAlign;
+  // aligned_alloc wants a size that is a multiple of the alignment.
+  data_.reset(static_cast<char*>(
+      std::aligned_alloc(alignment, (capacity_ + alignment - 1) / alignment * alignment)));
+  if (huge) AdviseHugePages(data_.get(), capacity_);
   if (data_ == nullptr) throw std::bad_alloc();
 }
 

@@ -162,7 +162,7 @@ void HashEmbeddingTable::InitSlots(float* row) const {
   }
 }
 
-absl::StatusOr<uint32_t> HashEmbeddingTable::AllocateSlot(Shard& s) {
+absl::StatusOr<uint32_t> HashEmbeddingTable::AllocateSlotSlow(Shard& s) {
   if (!s.free_slots.empty()) {
     const uint32_t slot = s.free_slots.back();
     s.free_slots.pop_back();

@@ -371,7 +371,17 @@ class HashEmbeddingTable {
     return *reinterpret_cast<RowMeta*>(RowStart(s, slot));
   }
   // A free slot (reused or new); ResourceExhausted when out of slots/memory.
-  absl::StatusOr<uint32_t> AllocateSlot(Shard& s)
+  // Inline for the common case, the next slot of a slab already there (every
+  // row of a restore into a cleared table: a call and a StatusOr per row
+  // were a tenth of Import); AllocateSlotSlow does the rest.
+  absl::StatusOr<uint32_t> AllocateSlot(Shard& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+    if (s.free_slots.empty() && (s.next_slot >> slab_shift_) < s.slabs.size() &&
+        s.next_slot != std::numeric_limits<uint32_t>::max()) {
+      return s.next_slot++;
+    }
+    return AllocateSlotSlow(s);
+  }
+  absl::StatusOr<uint32_t> AllocateSlotSlow(Shard& s)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
   // Creates row `id` (not present) with initial weights and slots, or,
   // with initialize = false, leaves the row's floats for the caller to

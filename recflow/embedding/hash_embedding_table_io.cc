@@ -5,7 +5,6 @@
 #include <condition_variable>
 #include <cstring>
 #include <functional>
-#include <limits>
 #include <mutex>
 #include <queue>
 #include <utility>
@@ -111,25 +110,15 @@ absl::Status HashEmbeddingTable::Import(const TableChunk& chunk,
       if (fresh) {
         // The chunk supplies the weights (and the slots, or InitSlots
         // below), so the row is not initialized first.
-        uint32_t slot;
-        if (s.free_slots.empty() && (s.next_slot >> slab_shift_) < s.slabs.size() &&
-            s.next_slot != std::numeric_limits<uint32_t>::max()) {
-          // The common case of a restore into a cleared table: the next slot
-          // of a slab already there (what AllocateSlot returns when no slot
-          // is free and no slab is needed, without its call and StatusOr).
-          slot = s.next_slot++;
-        } else {
-          absl::StatusOr<uint32_t> allocated = AllocateSlot(s);
-          if (!allocated.ok()) {
-            s.index.erase(it);
-            statuses[si] = allocated.status();
-            s.inserts.fetch_add(inserted, std::memory_order_relaxed);
-            return;
-          }
-          slot = *allocated;
+        absl::StatusOr<uint32_t> allocated = AllocateSlot(s);
+        if (!allocated.ok()) {
+          s.index.erase(it);
+          statuses[si] = allocated.status();
+          s.inserts.fetch_add(inserted, std::memory_order_relaxed);
+          return;
         }
-        it->second = slot;
-        Meta(s, slot).id = keys[pos];
+        it->second = *allocated;
+        Meta(s, *allocated).id = keys[pos];
         ++inserted;
       }
       const uint32_t slot = it->second;

@@ -161,9 +161,13 @@ void CompactRows(Tensor* t, const uint8_t* keep, int64_t m) {
   }
 }
 
-// One chunk's buffers for a restore: allocated once, refilled per chunk.
+// The row tensors a restore reads, in a fixed order.
+enum RowTensor { kKeys, kValues, kSlots, kFreqs, kVersions, kNumTensors };
+
+// One chunk's buffers for a restore, by RowTensor (uninitialized for a
+// tensor not read): allocated once, refilled per chunk.
 struct ChunkBuffers {
-  Tensor keys, values, slots, freqs, versions;  // [rows], [rows, dim], ...
+  Tensor t[kNumTensors];
 };
 
 // Restores the rows under `key` into `table` (no Clear, no removals); with
@@ -235,9 +239,8 @@ absl::Status ImportRows(HashEmbeddingTable* table, const BundleReader& reader,
   const int lanes = static_cast<int>(std::max<int64_t>(
       1, std::min<int64_t>({options.pool != nullptr ? options.pool->NumThreads() : 1,
                             int64_t{4}, num_chunks})));
-  // The tensors read, in a fixed order: keys (unless the filter read them
-  // whole), values, slots (unless there are none), frequencies, versions.
-  enum { kKeys, kValues, kSlots, kFreqs, kVersions, kNumTensors };
+  // The tensors read: keys (unless the filter read them whole), values,
+  // slots (unless there are none), frequencies, versions (when saved).
   std::optional<TensorInfo> infos[kNumTensors];
   if (!options.keep_id) infos[kKeys] = keys_info;
   infos[kValues] = values_info;
@@ -265,19 +268,11 @@ absl::Status ImportRows(HashEmbeddingTable* table, const BundleReader& reader,
                                           ln.hi * row_bytes));
     }
     for (ChunkBuffers& b : ln.buffers) {
-      if (ln.cursors[kKeys].has_value()) {
-        ASSIGN_OR_RETURN(b.keys, Tensor::Create(DT_INT64, TensorShape({rows}), a));
-      }
-      ASSIGN_OR_RETURN(b.values, Tensor::Create(DT_FLOAT, TensorShape({rows, dim}), a));
-      if (ln.cursors[kSlots].has_value()) {
-        ASSIGN_OR_RETURN(b.slots,
-                         Tensor::Create(DT_FLOAT, TensorShape({rows, num_slots, dim}), a));
-      }
-      if (ln.cursors[kFreqs].has_value()) {
-        ASSIGN_OR_RETURN(b.freqs, Tensor::Create(DT_INT64, TensorShape({rows}), a));
-      }
-      if (ln.cursors[kVersions].has_value()) {
-        ASSIGN_OR_RETURN(b.versions, Tensor::Create(DT_INT64, TensorShape({rows}), a));
+      for (int t = 0; t < kNumTensors; ++t) {
+        if (!infos[t].has_value()) continue;
+        TensorShape shape = infos[t]->shape;  // [n, ...] -> [rows, ...]
+        shape.set_dim(0, rows);
+        ASSIGN_OR_RETURN(b.t[t], Tensor::Create(infos[t]->dtype, shape, a));
       }
     }
   }
@@ -288,16 +283,13 @@ absl::Status ImportRows(HashEmbeddingTable* table, const BundleReader& reader,
     // Reads rows [start, start + m) into `b`.
     auto read = [&, ln](int64_t start, ChunkBuffers* b) -> absl::Status {
       const int64_t m = std::min(rows, ln->hi - start);
-      auto fill = [m](std::optional<TensorCursor>& cursor, Tensor& t) -> absl::Status {
-        if (!cursor.has_value()) return absl::OkStatus();
-        return cursor->Read(t.TotalBytes() / static_cast<size_t>(t.dim_size(0)) * m,
-                            t.raw_data());
-      };
-      RETURN_IF_ERROR(fill(ln->cursors[kKeys], b->keys));
-      RETURN_IF_ERROR(fill(ln->cursors[kValues], b->values));
-      RETURN_IF_ERROR(fill(ln->cursors[kSlots], b->slots));
-      RETURN_IF_ERROR(fill(ln->cursors[kFreqs], b->freqs));
-      return fill(ln->cursors[kVersions], b->versions);
+      for (int t = 0; t < kNumTensors; ++t) {
+        if (!ln->cursors[t].has_value()) continue;
+        Tensor& buffer = b->t[t];
+        RETURN_IF_ERROR(ln->cursors[t]->Read(
+            buffer.TotalBytes() / static_cast<size_t>(buffer.dim_size(0)) * m, buffer.raw_data()));
+      }
+      return absl::OkStatus();
     };
     std::future<absl::Status> next;
     if (ln->lo < ln->hi) next = std::async(std::launch::async, read, ln->lo, &ln->buffers[0]);
@@ -317,20 +309,22 @@ absl::Status ImportRows(HashEmbeddingTable* table, const BundleReader& reader,
       auto first = [](const Tensor& t, int64_t r) { return t.IsInitialized() ? t.Slice(0, r) : t; };
       if (c == m) {
         chunk.keys =
-            all_keys.IsInitialized() ? all_keys.Slice(start, start + m) : first(b.keys, m);
-        chunk.frequencies = first(b.freqs, m);
-        chunk.versions = first(b.versions, m);
+            all_keys.IsInitialized() ? all_keys.Slice(start, start + m) : first(b.t[kKeys], m);
+        chunk.frequencies = first(b.t[kFreqs], m);
+        chunk.versions = first(b.t[kVersions], m);
       } else {
         // Filtered: the kept rows move to the front of the buffers.
         const Tensor chunk_keys = all_keys.Slice(start, start + m);
         chunk.keys = GatherKept(chunk_keys, k, m, c);
-        if (b.freqs.IsInitialized()) chunk.frequencies = GatherKept(b.freqs, k, m, c);
-        if (b.versions.IsInitialized()) chunk.versions = GatherKept(b.versions, k, m, c);
-        CompactRows(&b.values, k, m);
-        CompactRows(&b.slots, k, m);
+        if (b.t[kFreqs].IsInitialized()) chunk.frequencies = GatherKept(b.t[kFreqs], k, m, c);
+        if (b.t[kVersions].IsInitialized()) {
+          chunk.versions = GatherKept(b.t[kVersions], k, m, c);
+        }
+        CompactRows(&b.t[kValues], k, m);
+        CompactRows(&b.t[kSlots], k, m);
       }
-      chunk.values = first(b.values, c);
-      chunk.slots = first(b.slots, c);
+      chunk.values = first(b.t[kValues], c);
+      chunk.slots = first(b.t[kSlots], c);
       absl::Status s = table->Import(chunk, import_pool);
       if (!s.ok()) {
         if (next.valid()) next.wait();  // it uses this lane's cursors and buffers
