@@ -1,5 +1,5 @@
 // CPU kernels for the dense optimizer updates (ops/training_ops.cc):
-// ApplyGradientDescent, ApplyMomentum, ApplyAdagrad, ApplyAdam, ApplyAdamW,
+// ApplyGradientDescent, ApplyMomentum, ApplyAdagrad(V2), ApplyAdam, ApplyAdamW,
 // ApplyFtrl, ApplyFtrlV2 and their Resource* forms, for float and double.
 //
 // Each kernel is one fused pass: a single loop updates the variable and its
@@ -242,6 +242,37 @@ class ApplyAdagradOp : public ApplyOpBase<T, kResource> {
   bool update_slots_ = true;
 };
 
+// inputs: var, accum, lr, epsilon, grad
+template <typename T, bool kResource>
+class ApplyAdagradV2Op : public ApplyOpBase<T, kResource> {
+ public:
+  explicit ApplyAdagradV2Op(OpKernelConstruction* c)
+      : ApplyOpBase<T, kResource>(c, 2, 4) {
+    c->SetStatus(c->GetAttr("update_slots", &update_slots_));
+  }
+
+ private:
+  void Apply(OpKernelContext* ctx, absl::Span<Tensor* const> vars, const T* g,
+             int64_t n) const override {
+    T* var = vars[0]->data<T>();
+    T* accum = vars[1]->data<T>();
+    const T lr = this->Scalar(ctx, 2);
+    const T epsilon = this->Scalar(ctx, 3);
+    const bool update_slots = update_slots_;
+    ParallelLoop(ctx, n, 4, [=](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        T a = accum[i];
+        if (update_slots) {
+          a += g[i] * g[i];
+          accum[i] = a;
+        }
+        var[i] -= g[i] * lr / (std::sqrt(a) + epsilon);
+      }
+    });
+  }
+  bool update_slots_ = true;
+};
+
 // inputs: var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon,
 // [weight_decay,] grad
 template <typename T, bool kResource, bool kWeightDecay>
@@ -400,6 +431,9 @@ class ApplyFtrlOp : public ApplyOpBase<T, kResource> {
                           ApplyMomentumOp<T, true>);                           \
   RECFLOW_REGISTER_APPLY_("ApplyAdagrad", T, ApplyAdagradOp<T, false>);        \
   RECFLOW_REGISTER_APPLY_("ResourceApplyAdagrad", T, ApplyAdagradOp<T, true>); \
+  RECFLOW_REGISTER_APPLY_("ApplyAdagradV2", T, ApplyAdagradV2Op<T, false>);    \
+  RECFLOW_REGISTER_APPLY_("ResourceApplyAdagradV2", T,                         \
+                          ApplyAdagradV2Op<T, true>);                          \
   RECFLOW_REGISTER_APPLY_("ApplyAdam", T, ApplyAdamOp<T, false, false>);       \
   RECFLOW_REGISTER_APPLY_("ResourceApplyAdam", T,                              \
                           ApplyAdamOp<T, true, false>);                        \

@@ -287,6 +287,32 @@ TEST(TrainingKernelsTest, Adagrad) {
   }
 }
 
+// PyTorch's Adagrad (accumulator from 0, epsilon outside the root): a zero
+// gradient leaves the element as it is, where ApplyAdagrad divides 0 by 0.
+TEST(TrainingKernelsTest, AdagradV2) {
+  for (bool update_slots : {true, false}) {
+    OpConfig cfg{"ApplyAdagradV2",
+                 2,
+                 4,
+                 {{"update_slots", update_slots}},
+                 {{-1, 1}, {0.0, 1}}};
+    auto hyper = [](int step) {
+      return std::map<int, double>{{2, 0.3}, {3, step == 0 ? 1e-10 : 0.01}};
+    };
+    auto ref = [update_slots](std::vector<Vec>* v, std::map<int, double>& h,
+                              const Vec& g) {
+      const double lr = h[2], eps = h[3];
+      Vec& var = (*v)[0];
+      Vec& accum = (*v)[1];
+      for (size_t i = 0; i < g.size(); ++i) {
+        if (update_slots) accum[i] += g[i] * g[i];
+        var[i] -= lr * g[i] / (std::sqrt(accum[i]) + eps);
+      }
+    };
+    CheckAll(cfg, hyper, ref);
+  }
+}
+
 // Adam's hyperparameters at step t: beta powers beta^t, as AdamOptimizer
 // feeds them.
 std::map<int, double> AdamHyper(int step, bool with_decay) {

@@ -147,6 +147,36 @@ REGISTER_OP("ResourceApplyAdagrad")
     .SetShapeFn(ApplyShapeFn<2, 3, true>)
     .Doc("ApplyAdagrad on resource variables.");
 
+REGISTER_OP("ApplyAdagradV2")
+    .Input("var: Ref(T)")
+    .Input("accum: Ref(T)")
+    .Input("lr: T")
+    .Input("epsilon: T")
+    .Input("grad: T")
+    .Output("out: Ref(T)")
+    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("use_locking: bool = false")
+    .Attr("update_slots: bool = true")
+    .SetShapeFn(ApplyShapeFn<2, 4, false>)
+    .Doc(
+        "Updates var and accum with the Adagrad scheme, epsilon outside the "
+        "root.\n\n"
+        "accum += grad^2 (when update_slots); "
+        "var -= lr * grad / (sqrt(accum) + epsilon).");
+
+REGISTER_OP("ResourceApplyAdagradV2")
+    .Input("var: resource")
+    .Input("accum: resource")
+    .Input("lr: T")
+    .Input("epsilon: T")
+    .Input("grad: T")
+    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("use_locking: bool = false")
+    .Attr("update_slots: bool = true")
+    .SetIsStateful()
+    .SetShapeFn(ApplyShapeFn<2, 4, true>)
+    .Doc("ApplyAdagradV2 on resource variables.");
+
 // --- Adam --------------------------------------------------------------------
 
 REGISTER_OP("ApplyAdam")
@@ -358,6 +388,20 @@ Output ResourceApplyAdagrad(const Scope& scope, Output var, Output accum,
                             Output lr, Output grad,
                             const ApplyAdagradAttrs& attrs) {
   return Build(scope, "ResourceApplyAdagrad", {var, accum, lr, grad},
+               {{"use_locking", attrs.use_locking},
+                {"update_slots", attrs.update_slots}});
+}
+Output ApplyAdagradV2(const Scope& scope, Output var, Output accum, Output lr,
+                      Output epsilon, Output grad,
+                      const ApplyAdagradAttrs& attrs) {
+  return Build(scope, "ApplyAdagradV2", {var, accum, lr, epsilon, grad},
+               {{"use_locking", attrs.use_locking},
+                {"update_slots", attrs.update_slots}});
+}
+Output ResourceApplyAdagradV2(const Scope& scope, Output var, Output accum,
+                              Output lr, Output epsilon, Output grad,
+                              const ApplyAdagradAttrs& attrs) {
+  return Build(scope, "ResourceApplyAdagradV2", {var, accum, lr, epsilon, grad},
                {{"use_locking", attrs.use_locking},
                 {"update_slots", attrs.update_slots}});
 }

@@ -58,6 +58,15 @@ Output ApplyAdagrad(const Scope& scope, Output var, Output accum, Output lr,
 Output ResourceApplyAdagrad(const Scope& scope, Output var, Output accum,
                             Output lr, Output grad,
                             const ApplyAdagradAttrs& attrs = {});
+// TensorFlow's ApplyAdagradV2 (Keras's and PyTorch's rule): accum += grad^2
+// (when update_slots); var -= lr * grad / (sqrt(accum) + epsilon). With
+// epsilon > 0 the accumulator may start at 0.
+Output ApplyAdagradV2(const Scope& scope, Output var, Output accum, Output lr,
+                      Output epsilon, Output grad,
+                      const ApplyAdagradAttrs& attrs = {});
+Output ResourceApplyAdagradV2(const Scope& scope, Output var, Output accum,
+                              Output lr, Output epsilon, Output grad,
+                              const ApplyAdagradAttrs& attrs = {});
 
 struct ApplyAdamAttrs {
   bool use_locking = false;

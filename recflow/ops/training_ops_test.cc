@@ -14,7 +14,8 @@ namespace recflow {
 namespace {
 
 const char* const kApplyOps[] = {
-    "ApplyGradientDescent", "ApplyMomentum", "ApplyAdagrad", "ApplyAdam",
+    "ApplyGradientDescent", "ApplyMomentum", "ApplyAdagrad", "ApplyAdagradV2",
+    "ApplyAdam",
     "ApplyAdamW",           "ApplyFtrl",     "ApplyFtrlV2"};
 
 TEST(TrainingOpsTest, RegisteredWithKernelsAndNoGradient) {
@@ -85,6 +86,17 @@ TEST(TrainingOpsShapeTest, ApplyMomentumAndAdagrad) {
   ShapeTestOp ra("ResourceApplyAdagrad");
   ra.Attr("T", DT_FLOAT);
   INFER_OK(ra, "[];[];[];[2,2]", "");
+
+  ShapeTestOp a2("ApplyAdagradV2");
+  a2.Attr("T", DT_FLOAT);
+  INFER_OK(a2, "[2,2];[2,2];[];[];[2,2]", "[2,2]");
+  INFER_OK(a2, "?;[?,3];[];[];[2,?]", "[2,3]");
+  INFER_ERROR("epsilon must be a scalar", a2, "[2,2];[2,2];[];[2];[2,2]");
+  INFER_ERROR("var and grad do not have the same shape", a2,
+              "[2,2];[2,2];[];[];[3,2]");
+  ShapeTestOp ra2("ResourceApplyAdagradV2");
+  ra2.Attr("T", DT_FLOAT);
+  INFER_OK(ra2, "[];[];[];[];[2,2]", "");
 }
 
 TEST(TrainingOpsShapeTest, ApplyAdamAndAdamW) {

@@ -283,12 +283,18 @@ class MomentumOptimizer : public Optimizer {
 
 struct AdagradOptions {
   Hyperparameter learning_rate = 0.01;
-  double initial_accumulator_value = 0.1;  // must be > 0
+  // >= 0; 0 only with epsilon > 0 (else a zero gradient divides 0 by 0).
+  double initial_accumulator_value = 0.1;
+  // 0: TensorFlow 1's rule, var -= lr * g / sqrt(accum) (ApplyAdagrad);
+  // > 0: var -= lr * g / (sqrt(accum) + epsilon) (ApplyAdagradV2: Keras's
+  // rule; PyTorch's, whose defaults are accumulator 0 and epsilon 1e-10).
+  double epsilon = 0.0;
   bool use_locking = false;
   std::string name = "Adagrad";
 };
-// ApplyAdagrad (sparse: SparseApplyAdagrad); slot "accumulator"
-// ("<var>/Adagrad"), filled with initial_accumulator_value.
+// ApplyAdagrad or ApplyAdagradV2 (sparse: SparseApplyAdagrad(V2), applied
+// once per distinct row with the batch's summed gradient); slot
+// "accumulator" ("<var>/Adagrad"), filled with initial_accumulator_value.
 class AdagradOptimizer : public Optimizer {
  public:
   explicit AdagradOptimizer(const AdagradOptions& options);

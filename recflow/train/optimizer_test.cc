@@ -517,7 +517,7 @@ TEST(OptimizerTest, BadHyperparametersAreClearErrors) {
   Output loss = ops::Sum(root, ops::Square(root, w), {0});
   AdagradOptimizer adagrad({.initial_accumulator_value = 0});
   EXPECT_THAT(adagrad.Minimize(root, loss).status().message(),
-              HasSubstr("initial_accumulator_value must be positive, got 0"));
+              HasSubstr("initial_accumulator_value must be positive (or >= 0 with epsilon > 0), got 0"));
   FtrlOptimizer ftrl({.learning_rate_power = 0.5});
   EXPECT_THAT(ftrl.Minimize(root, loss).status().message(),
               HasSubstr("learning_rate_power must be <= 0, got 0.5"));

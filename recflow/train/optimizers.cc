@@ -116,10 +116,16 @@ AdagradOptimizer::AdagradOptimizer(const AdagradOptions& options)
 
 absl::Status AdagradOptimizer::CreateSlots(const Scope& scope,
                                            const Output& var) {
-  if (!(options_.initial_accumulator_value > 0)) {
+  if (!(options_.epsilon >= 0)) {
+    return errors::InvalidArgument(name(), ": epsilon must be >= 0, got ",
+                                   options_.epsilon);
+  }
+  if (options_.epsilon > 0 ? !(options_.initial_accumulator_value >= 0)
+                           : !(options_.initial_accumulator_value > 0)) {
     return errors::InvalidArgument(
-        name(), ": initial_accumulator_value must be positive, got ",
-        options_.initial_accumulator_value);
+        name(), ": initial_accumulator_value must be ",
+        options_.epsilon > 0 ? ">= 0" : "positive (or >= 0 with epsilon > 0)",
+        ", got ", options_.initial_accumulator_value);
   }
   return CreateSlot(scope, var, "accumulator",
                     options_.initial_accumulator_value)
@@ -133,6 +139,14 @@ absl::StatusOr<Output> AdagradOptimizer::ApplyDense(const Scope& scope,
   Output accum = GetSlot(var, "accumulator");
   Output lr = Hyper("learning_rate", options_.learning_rate, dtype);
   const ops::ApplyAdagradAttrs attrs{.use_locking = use_locking()};
+  if (options_.epsilon > 0) {
+    Output epsilon = Hyper("epsilon", options_.epsilon, dtype);
+    return IsResourceVariable(var)
+               ? ops::ResourceApplyAdagradV2(scope, var, accum, lr, epsilon,
+                                             grad, attrs)
+               : ops::ApplyAdagradV2(scope, var, accum, lr, epsilon, grad,
+                                     attrs);
+  }
   return IsResourceVariable(var)
              ? ops::ResourceApplyAdagrad(scope, var, accum, lr, grad, attrs)
              : ops::ApplyAdagrad(scope, var, accum, lr, grad, attrs);
@@ -145,6 +159,15 @@ absl::StatusOr<Output> AdagradOptimizer::ApplySparse(const Scope& scope,
   Output accum = GetSlot(var, "accumulator");
   Output lr = Hyper("learning_rate", options_.learning_rate, dtype);
   const ops::ApplyAdagradAttrs attrs{.use_locking = use_locking()};
+  if (options_.epsilon > 0) {
+    Output epsilon = Hyper("epsilon", options_.epsilon, dtype);
+    return IsResourceVariable(var)
+               ? ops::ResourceSparseApplyAdagradV2(scope, var, accum, lr,
+                                                   epsilon, grad.values,
+                                                   grad.indices, attrs)
+               : ops::SparseApplyAdagradV2(scope, var, accum, lr, epsilon,
+                                           grad.values, grad.indices, attrs);
+  }
   return IsResourceVariable(var)
              ? ops::ResourceSparseApplyAdagrad(scope, var, accum, lr, grad.values,
                                               grad.indices, attrs)
@@ -157,7 +180,7 @@ absl::StatusOr<Output> AdagradOptimizer::ApplyTable(const Scope& scope,
                                                     const Output& table,
                                                     const Output& step) {
   Output lr = Hyper("learning_rate", options_.learning_rate, DT_FLOAT);
-  Output epsilon = Hyper("epsilon", 0.0, DT_FLOAT);  // ApplyAdagrad's rule
+  Output epsilon = Hyper("epsilon", options_.epsilon, DT_FLOAT);
   return ops::HashTableApplyAdagrad(scope, table, grad.indices, grad.values,
                                     lr, epsilon, step);
 }

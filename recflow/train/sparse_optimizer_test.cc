@@ -261,6 +261,35 @@ TEST(SparseOptimizerTest, Adagrad) {
   }
 }
 
+// PyTorch's torch.optim.Adagrad defaults (accumulator from 0, epsilon 1e-10
+// outside the root): the first step moves each touched element by lr *
+// sign(g) whatever the gradient's scale; duplicate ids are summed first, as
+// PyTorch coalesces a sparse gradient.
+TEST(SparseOptimizerTest, AdagradWithEpsilonFromZero) {
+  for (Lookup lookup : kLookups) {
+    AdagradOptimizer opt({.learning_rate = 0.1,
+                          .initial_accumulator_value = 0.0,
+                          .epsilon = 1e-10});
+    CheckSparseTraining(lookup, &opt, "SparseApplyAdagradV2",
+                        {{Vec(kRows * kDim, 0.0)},
+                         [](int, double* w, double* s, double g) {
+                           s[0] += g * g;
+                           *w -= 0.1 * g / (std::sqrt(s[0]) + 1e-10);
+                         }},
+                        {"accumulator"});
+  }
+}
+
+TEST(SparseOptimizerTest, AdagradAccumulatorZeroNeedsEpsilon) {
+  const Problem p = Problem::Make(3);
+  Model m(p, Lookup::kResourceGather);
+  AdagradOptimizer opt({.learning_rate = 0.1, .initial_accumulator_value = 0.0});
+  const absl::Status s = m.Minimize(&opt);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(std::string(s.message()),
+              testing::HasSubstr("initial_accumulator_value must be positive"));
+}
+
 TEST(SparseOptimizerTest, LazyAdam) {
   for (Lookup lookup : kLookups) {
     AdamOptimizer opt({.learning_rate = 0.01});
