@@ -1,7 +1,7 @@
 // CPU kernels for the dense embedding ops (ops/embedding_ops.cc):
 // EmbeddingBag and ResourceEmbeddingBag (float, double; ids and row_splits
 // int32 or int64), EmbeddingBagGrad, EmbeddingBagWeightsGrad, ResourceGather
-// (any POD dtype and string) and VariableShape.
+// (any POD dtype and string), VariableShape and FillEmptyBags.
 //
 // EmbeddingBag checks row_splits first (O(B)), then combines rows sharded
 // over examples on the intra-op pool; each example's ids are bounds-checked
@@ -17,6 +17,7 @@
 // by one thread. Both are deterministic (no atomics) and give the same bits.
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -536,6 +537,71 @@ class VariableShapeOp : public OpKernel {
     }
   }
 };
+
+// FillEmptyBags: one pass to count the empty bags (none: the inputs pass
+// through), one to copy.
+template <typename Tidx, typename Tsplits>
+class FillEmptyBagsOp : public OpKernel {
+ public:
+  explicit FillEmptyBagsOp(OpKernelConstruction* c) : OpKernel(c) {}
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& ids = ctx->input(0);
+    const Tensor& splits = ctx->input(1);
+    const Tensor& fill = ctx->input(2);
+    OP_REQUIRES(ctx, ids.dims() == 1,
+                errors::InvalidArgument("ids must be a vector, but has shape ",
+                                        ids.shape().DebugString()));
+    OP_REQUIRES(ctx, fill.dims() == 0,
+                errors::InvalidArgument("fill_value must be a scalar, but has shape ",
+                                        fill.shape().DebugString()));
+    OP_REQUIRES_OK(ctx, CheckSplits<Tsplits>(splits, ids.dim_size(0)));
+    const Tsplits* s = splits.data<Tsplits>();
+    const int64_t batch = splits.dim_size(0) - 1;
+    int64_t empty = 0;
+    for (int64_t b = 0; b < batch; ++b) empty += s[b + 1] == s[b];
+    if (empty == 0) {
+      ctx->set_output(0, ids);
+      ctx->set_output(1, splits);
+      return;
+    }
+    const int64_t nnz = ids.dim_size(0);
+    OP_REQUIRES(ctx,
+                nnz + empty <= static_cast<int64_t>(std::numeric_limits<Tsplits>::max()),
+                errors::InvalidArgument("filling ", empty, " empty bags gives ", nnz + empty,
+                                        " ids, more than row_splits' dtype holds"));
+    Tensor* out_ids = nullptr;
+    Tensor* out_splits = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape({nnz + empty}), &out_ids));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, splits.shape(), &out_splits));
+    const Tidx* in = ids.data<Tidx>();
+    const Tidx value = fill.scalar<Tidx>();
+    Tidx* dst = out_ids->data<Tidx>();
+    Tsplits* ds = out_splits->data<Tsplits>();
+    int64_t n = 0;
+    ds[0] = 0;
+    for (int64_t b = 0; b < batch; ++b) {
+      if (s[b + 1] == s[b]) {
+        dst[n++] = value;
+      } else {
+        for (Tsplits j = s[b]; j < s[b + 1]; ++j) dst[n++] = in[j];
+      }
+      ds[b + 1] = static_cast<Tsplits>(n);
+    }
+  }
+};
+
+#define RECFLOW_REGISTER_FILL_(Tidx, Tsplits)                                        \
+  REGISTER_KERNEL_BUILDER(Name("FillEmptyBags")                                     \
+                              .Device(DEVICE_CPU)                                   \
+                              .TypeConstraint<Tidx>("Tindices")                     \
+                              .TypeConstraint<Tsplits>("Tsplits"),                  \
+                          FillEmptyBagsOp<Tidx, Tsplits>)
+RECFLOW_REGISTER_FILL_(int32_t, int32_t);
+RECFLOW_REGISTER_FILL_(int32_t, int64_t);
+RECFLOW_REGISTER_FILL_(int64_t, int32_t);
+RECFLOW_REGISTER_FILL_(int64_t, int64_t);
+#undef RECFLOW_REGISTER_FILL_
 
 #define RECFLOW_REGISTER_BAG_(T, Tidx, Tsplits)                     \
   REGISTER_KERNEL_BUILDER(Name("EmbeddingBag")                      \

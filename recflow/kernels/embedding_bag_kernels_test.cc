@@ -317,6 +317,46 @@ TEST(EmbeddingBagKernelsTest, ResourceFormsReadTheVariable) {
       HasSubstr("indices[1] = 20 is out of range [0, 20) for variable"));
 }
 
+// Every empty bag gets the fill id, the others keep theirs in order; with
+// no empty bag the outputs are the inputs; bad row_splits are clear errors.
+TEST(FillEmptyBagsKernelTest, FillsOnlyTheEmptyBags) {
+  auto run = [](std::vector<int64_t> ids, std::vector<int64_t> splits, DataType dt) {
+    return RunGraph({IndexTensor(ids, dt), IndexTensor(splits, dt)},
+                    [dt](const Scope& s, std::vector<Output> in) {
+                      Output fill = dt == DT_INT32 ? ops::Const(s, int32_t{-7})
+                                                   : ops::Const(s, int64_t{-7});
+                      ops::FillEmptyBagsOutputs out = ops::FillEmptyBags(s, in[0], in[1], fill);
+                      return std::vector<Output>{out.ids, out.row_splits};
+                    });
+  };
+  for (DataType dt : {DT_INT32, DT_INT64}) {
+    auto got = run({5, 6, 7, 8}, {0, 0, 2, 2, 3, 4, 4}, dt);
+    ASSERT_TRUE(got.ok()) << got.status();
+    auto ids = (*got)[0], splits = (*got)[1];
+    std::vector<int64_t> want_ids = {-7, 5, 6, -7, 7, 8, -7};
+    std::vector<int64_t> want_splits = {0, 1, 3, 4, 5, 6, 7};
+    ASSERT_EQ(ids.NumElements(), 7);
+    for (int i = 0; i < 7; ++i) {
+      EXPECT_EQ(dt == DT_INT32 ? ids.flat<int32_t>()[i] : ids.flat<int64_t>()[i], want_ids[i]);
+      EXPECT_EQ(dt == DT_INT32 ? splits.flat<int32_t>()[i] : splits.flat<int64_t>()[i],
+                want_splits[i]);
+    }
+    got = run({1, 2}, {0, 1, 2}, dt);  // nothing to fill
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ((*got)[0].NumElements(), 2);
+    got = run({}, {0, 0, 0}, dt);  // every bag empty
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ((*got)[0].NumElements(), 2);
+    got = run({}, {0}, dt);  // no examples
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ((*got)[0].NumElements(), 0);
+  }
+  EXPECT_THAT(run({1, 2}, {0, 2, 1}, DT_INT64).status().message(), HasSubstr("non-decreasing"));
+  EXPECT_THAT(run({1, 2}, {0, 1}, DT_INT64).status().message(),
+              HasSubstr("must equal the number of ids (2)"));
+  EXPECT_THAT(run({1}, {1, 1}, DT_INT64).status().message(), HasSubstr("row_splits[0] = 1"));
+}
+
 TEST(StringHashKernelsTest, MatchesTensorFlow) {
   Tensor s(DT_STRING, TensorShape({2, 2}));
   const char* words[] = {"a", "b", "c", "d"};

@@ -174,6 +174,7 @@ REGISTER_NO_GRADIENT_OP("EmbeddingBagGrad");
 REGISTER_NO_GRADIENT_OP("EmbeddingBagWeightsGrad");
 REGISTER_NO_GRADIENT_OP("VariableShape");
 REGISTER_NO_GRADIENT_OP("StringToHashBucketFast");
+REGISTER_NO_GRADIENT_OP("FillEmptyBags");
 
 }  // namespace
 }  // namespace recflow

@@ -1,8 +1,8 @@
 // The dense embedding op family: definitions, shape functions and builder
 // helpers (see embedding_ops.h). StringToHashBucketFast, ResourceGather and
 // VariableShape are TensorFlow's (string_ops.cc, resource_variable_ops.cc);
-// EmbeddingBag, ResourceEmbeddingBag, EmbeddingBagGrad and
-// EmbeddingBagWeightsGrad are recflow's.
+// EmbeddingBag, ResourceEmbeddingBag, EmbeddingBagGrad,
+// EmbeddingBagWeightsGrad and FillEmptyBags are recflow's.
 #include "recflow/ops/embedding_ops.h"
 
 #include "recflow/framework/op_registry.h"
@@ -88,6 +88,19 @@ absl::Status EmbeddingBagWeightsGradShape(InferenceContext* c) {
   RETURN_IF_ERROR(c->WithRank(4, 1).status());
   RETURN_IF_ERROR(c->WithRank(5, 2).status());
   c->set_output(0, ids);
+  return absl::OkStatus();
+}
+
+absl::Status FillEmptyBagsShape(InferenceContext* c) {
+  RETURN_IF_ERROR(c->WithRank(0, 1).status());
+  ASSIGN_OR_RETURN(PartialShape splits, c->WithRank(1, 1));
+  if (splits.dim(0) == 0) {
+    return errors::InvalidArgument(
+        "row_splits must have at least one element (B + 1)");
+  }
+  RETURN_IF_ERROR(c->WithRank(2, 0).status());
+  c->set_output(0, PartialShape({kUnknownDim}));
+  c->set_output(1, splits);
   return absl::OkStatus();
 }
 
@@ -189,6 +202,22 @@ REGISTER_OP("EmbeddingBagWeightsGrad")
         "the "
         "forward op's inputs and output (recflow's op).");
 
+REGISTER_OP("FillEmptyBags")
+    .Input("ids: Tindices")
+    .Input("row_splits: Tsplits")
+    .Input("fill_value: Tindices")
+    .Output("output_ids: Tindices")
+    .Output("output_row_splits: Tsplits")
+    .Attr("Tindices: {int32, int64} = DT_INT64")
+    .Attr("Tsplits: {int32, int64} = DT_INT64")
+    .SetShapeFn(FillEmptyBagsShape)
+    .Doc(
+        "Puts fill_value into every empty bag of a ragged batch (recflow's "
+        "op; TensorFlow's SparseFillEmptyRows for ids + row_splits).\n\n"
+        "Each example keeps its ids in order; an example without ids gets "
+        "the one id fill_value. The inputs pass through uncopied when no bag "
+        "is empty.");
+
 namespace ops {
 namespace {
 
@@ -270,6 +299,16 @@ EmbeddingBagGradOutputs EmbeddingBagGrad(const Scope& scope, Output grad,
       .Input(row_splits)
       .Input(w)
       .Attr("combiner", attrs.combiner);
+  Node* node = scope.AddNode(b);
+  if (node == nullptr) return {};
+  return {Output(node, 0), Output(node, 1)};
+}
+
+FillEmptyBagsOutputs FillEmptyBags(const Scope& scope, Output ids,
+                                   Output row_splits, Output fill_value) {
+  if (!scope.ok()) return {};
+  NodeBuilder b(scope.GetUniqueNameForOp("FillEmptyBags"), "FillEmptyBags");
+  b.Input(ids).Input(row_splits).Input(fill_value);
   Node* node = scope.AddNode(b);
   if (node == nullptr) return {};
   return {Output(node, 0), Output(node, 1)};

@@ -94,6 +94,16 @@ Output EmbeddingBagWeightsGrad(const Scope& scope, Output grad, Output params,
                                Output per_id_weights, Output output,
                                const EmbeddingBagAttrs& attrs = {});
 
+struct FillEmptyBagsOutputs {
+  Output ids;         // ids' dtype [nnz + number of empty bags]
+  Output row_splits;  // row_splits' dtype [B + 1]
+};
+// The ragged batch (ids, row_splits) with `fill_value` (a scalar of ids'
+// dtype) as the one id of every example that has none: how a model reads a
+// missing value as a "missing" id of its own. No gradient (integers).
+FillEmptyBagsOutputs FillEmptyBags(const Scope& scope, Output ids,
+                                   Output row_splits, Output fill_value);
+
 }  // namespace recflow::ops
 
 #endif  // RECFLOW_OPS_EMBEDDING_OPS_H_

@@ -75,6 +75,16 @@ TEST(EmbeddingOpsShapeTest, ResourceGatherAndVariableShape) {
   INFER_OK(shape, "[]", "[?]");
 }
 
+TEST(EmbeddingOpsShapeTest, FillEmptyBags) {
+  ShapeTestOp op("FillEmptyBags");
+  op.Attr("Tindices", DT_INT64).Attr("Tsplits", DT_INT64);
+  INFER_OK(op, "[7];[5];[]", "[?];[5]");
+  INFER_OK(op, "?;?;?", "[?];[?]");
+  INFER_ERROR("rank", op, "[7,2];[5];[]");
+  INFER_ERROR("rank", op, "[7];[5];[1]");
+  INFER_ERROR("row_splits must have at least one element", op, "[0];[0];[]");
+}
+
 TEST(EmbeddingOpsShapeTest, EmbeddingBag) {
   ShapeTestOp op("EmbeddingBag");
   op.Attr("T", DT_FLOAT);
