@@ -323,7 +323,7 @@ absl::Status DumpWeights(Built& b, const std::string& path) {
 std::string Units(const std::vector<int64_t>& u) { return absl::StrJoin(u, ","); }
 
 void PrintModel(const Built& b) {
-  const models::ModelConfig& m = b.config.model;
+  const models::ModelConfig m = models::WithDefaults(b.config.model);
   const models::OptimizerConfig& e = m.embedding_optimizer;
   const models::OptimizerConfig& d = m.dense_optimizer;
   std::printf(
@@ -335,7 +335,7 @@ void PrintModel(const Built& b) {
                                                        : m.sparse_features[0].vocabulary_size),
       Units(m.hidden_units).c_str(), Units(m.bottom_units).c_str(), m.activation.c_str(),
       e.type.c_str(), e.learning_rate, e.initial_accumulator_value, d.type.c_str(),
-      d.learning_rate, d.beta1, d.beta2, d.epsilon, m.l2_regularization,
+      d.learning_rate, d.beta1, d.beta2, d.epsilon < 0 ? 1e-8 : d.epsilon, m.l2_regularization,
       static_cast<long long>(b.num_parameters));
 }
 
@@ -344,11 +344,18 @@ absl::Status CheckSupported(const models::RunConfig& c) {
   const models::ModelConfig& m = c.model;
   for (const auto& f : m.sparse_features) {
     if (f.hash_table || f.combiner != "sum" || (f.dim != 0 && f.dim != m.embedding_dim) ||
-        f.vocabulary_size != m.sparse_features[0].vocabulary_size) {
+        f.vocabulary_size != m.sparse_features[0].vocabulary_size || f.missing != "empty") {
       return errors::InvalidArgument("sparse feature ", f.name,
                                      ": the peer supports only equal fixed vocabularies, "
-                                     "combiner sum and embedding_dim columns");
+                                     "combiner sum, embedding_dim columns and missing: empty");
     }
+  }
+  if (m.fm_dense != "projection" || m.self_interaction) {
+    return errors::InvalidArgument(
+        "the peer supports fm_dense: projection and dlrm without self_interaction");
+  }
+  if (m.embedding_optimizer.epsilon > 0) {
+    return errors::InvalidArgument("the peer's Adagrad has no epsilon (TensorFlow 1's rule)");
   }
   if (m.embedding_optimizer.schedule != "constant" || m.dense_optimizer.schedule != "constant" ||
       m.embedding_optimizer.type != "adagrad" || m.dense_optimizer.type != "adam" ||

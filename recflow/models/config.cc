@@ -196,6 +196,7 @@ absl::Status ParseOptimizerMap(const YAML::Node& n, const std::string& path,
   RETURN_IF_ERROR(r.Double("beta1", &o->beta1, 0));
   RETURN_IF_ERROR(r.Double("beta2", &o->beta2, 0));
   RETURN_IF_ERROR(r.Double("epsilon", &o->epsilon, 0));
+  RETURN_IF_ERROR(r.Bool("lazy", &o->lazy));
   RETURN_IF_ERROR(r.Double("l1", &o->l1, 0));
   RETURN_IF_ERROR(r.Double("l2", &o->l2, 0));
   RETURN_IF_ERROR(
@@ -203,7 +204,7 @@ absl::Status ParseOptimizerMap(const YAML::Node& n, const std::string& path,
   RETURN_IF_ERROR(r.Int("warmup_steps", &o->warmup_steps, 0));
   RETURN_IF_ERROR(r.Int("decay_steps", &o->decay_steps, 0));
   RETURN_IF_ERROR(r.Double("decay_rate", &o->decay_rate, 0));
-  if (o->learning_rate <= 0) {
+  if (n["learning_rate"].IsDefined() && o->learning_rate <= 0) {
     return r.Error(n["learning_rate"], absl::StrCat(path, ".learning_rate must be > 0"));
   }
   if (o->schedule == "exponential_decay" && o->decay_steps <= 0) {
@@ -213,6 +214,47 @@ absl::Status ParseOptimizerMap(const YAML::Node& n, const std::string& path,
     return r.Error(n, absl::StrCat(path, ": schedule linear_warmup needs warmup_steps > 0"));
   }
   return r.Finish();
+}
+
+const std::vector<std::string>& InitializerTypes() {
+  static const auto* v = new std::vector<std::string>{
+      "zeros",          "constant",      "uniform",    "normal",
+      "truncated_normal", "glorot_uniform", "glorot_normal", "he_uniform",
+      "he_normal",      "lecun_uniform", "lecun_normal"};
+  return *v;
+}
+
+// {type: uniform, limit: 0.01} | a bare type name (zeros, glorot_uniform).
+absl::Status ParseInitializer(const YAML::Node& n, const std::string& path,
+                              const std::string* file, InitializerConfig* out) {
+  if (n.IsScalar()) {
+    const std::string v = n.Scalar();
+    const auto& types = InitializerTypes();
+    if (std::find(types.begin(), types.end(), v) == types.end()) {
+      return errors::InvalidArgument(Where(*file, n), ": ", path, ": unknown initializer '", v,
+                                     "' (one of: ", absl::StrJoin(types, ", "), ")");
+    }
+    *out = InitializerConfig{.type = v};
+    return absl::OkStatus();
+  }
+  MapReader r(n, path, file);
+  RETURN_IF_ERROR(r.CheckIsMap());
+  InitializerConfig c;
+  c.type.clear();
+  RETURN_IF_ERROR(r.String("type", &c.type, InitializerTypes()));
+  if (c.type.empty()) {
+    return r.Error(n, absl::StrCat(path, ".type is required (one of: ",
+                                   absl::StrJoin(InitializerTypes(), ", "), ")"));
+  }
+  RETURN_IF_ERROR(r.Double("value", &c.value, -1e30));
+  RETURN_IF_ERROR(r.Double("limit", &c.limit, 0));
+  RETURN_IF_ERROR(r.Double("mean", &c.mean, -1e30));
+  RETURN_IF_ERROR(r.Double("stddev", &c.stddev, 0));
+  RETURN_IF_ERROR(
+      r.String("scale", &c.scale, {"none", "inverse_sqrt_rows", "inverse_sqrt_dim"}));
+  RETURN_IF_ERROR(r.Finish());
+  *out = c;
+  return absl::OkStatus();
 }
 
 // dense: 13 | [I1, I2, ...]
@@ -252,6 +294,13 @@ absl::Status ParseSparseEntry(const YAML::Node& n, const std::string& path,
   RETURN_IF_ERROR(r.Int("dim", &f->dim, 0));
   RETURN_IF_ERROR(r.String("combiner", &f->combiner, {"sum", "mean", "sqrtn"}));
   RETURN_IF_ERROR(r.String("sequence_of", &f->sequence_of));
+  RETURN_IF_ERROR(r.String("missing", &f->missing, {"empty", "id"}));
+  YAML::Node init = r.Child("initializer");
+  if (init.IsDefined() && !init.IsNull()) {
+    InitializerConfig c;
+    RETURN_IF_ERROR(ParseInitializer(init, r.PathOf("initializer"), file, &c));
+    f->initializer = c;
+  }
   return r.Finish();
 }
 
@@ -338,6 +387,8 @@ absl::Status ParseRoot(const YAML::Node& root, const std::string* file, RunConfi
     RETURN_IF_ERROR(m.IntList("hidden_units", &mc.hidden_units, 1));
     RETURN_IF_ERROR(m.IntList("bottom_units", &mc.bottom_units, 1));
     RETURN_IF_ERROR(m.Int("cross_layers", &mc.cross_layers, 0));
+    RETURN_IF_ERROR(m.String("fm_dense", &mc.fm_dense, {"fields", "projection", "none"}));
+    RETURN_IF_ERROR(m.Bool("self_interaction", &mc.self_interaction));
     RETURN_IF_ERROR(m.IntList("attention_units", &mc.attention_units, 1));
     RETURN_IF_ERROR(m.StringList("user_features", &mc.user_features));
     RETURN_IF_ERROR(m.StringList("item_features", &mc.item_features));
@@ -351,6 +402,22 @@ absl::Status ParseRoot(const YAML::Node& root, const std::string* file, RunConfi
         m.String("activation", &mc.activation, {"relu", "sigmoid", "tanh", "identity"}));
     RETURN_IF_ERROR(m.Double("l2_regularization", &mc.l2_regularization, 0));
     RETURN_IF_ERROR(m.Uint("seed", &mc.seed));
+    YAML::Node inits = m.Child("initializers");
+    if (inits.IsDefined() && !inits.IsNull()) {
+      MapReader ir(inits, "model.initializers", file);
+      RETURN_IF_ERROR(ir.CheckIsMap());
+      InitializersConfig& ic = mc.initializers;
+      for (auto [key, part] : {std::pair<const char*, InitializerConfig*>{"embedding", &ic.embedding},
+                               {"linear", &ic.linear},
+                               {"kernel", &ic.kernel},
+                               {"bias", &ic.bias}}) {
+        YAML::Node pn = ir.Child(key);
+        if (pn.IsDefined() && !pn.IsNull()) {
+          RETURN_IF_ERROR(ParseInitializer(pn, ir.PathOf(key), file, part));
+        }
+      }
+      RETURN_IF_ERROR(ir.Finish());
+    }
     RETURN_IF_ERROR(m.Finish());
   }
   // features

@@ -77,6 +77,52 @@ TEST(RunConfigTest, CountsExpandToCriteoNames) {
   EXPECT_EQ(c->model.sparse_features[2].vocabulary_size, 100000);  // the default
 }
 
+TEST(RunConfigTest, ParsesInitializersMissingAndOptimizerParity) {
+  auto c = ParseRunConfig(R"(
+model:
+  type: deepfm
+  fm_dense: projection
+  initializers:
+    embedding: {type: uniform, limit: 1, scale: inverse_sqrt_rows}
+    linear: zeros
+    kernel: he_normal
+    bias: {type: constant, value: 0.5}
+features:
+  dense: 2
+  sparse_defaults: {vocabulary_size: 64, missing: empty}
+  sparse:
+    - C1
+    - {name: C2, missing: id, initializer: {type: truncated_normal, stddev: 1, scale: inverse_sqrt_dim}}
+optimizer:
+  embedding: {learning_rate: 0.03, initial_accumulator_value: 0, epsilon: 1e-10}
+  dense: {type: adam, lazy: false}
+)",
+                          "c.yaml");
+  ASSERT_TRUE(c.ok()) << c.status();
+  const ModelConfig& m = c->model;
+  EXPECT_EQ(m.fm_dense, "projection");
+  EXPECT_EQ(m.initializers.embedding.type, "uniform");
+  EXPECT_DOUBLE_EQ(m.initializers.embedding.limit, 1);
+  EXPECT_EQ(m.initializers.embedding.scale, "inverse_sqrt_rows");
+  EXPECT_EQ(m.initializers.linear.type, "zeros");
+  EXPECT_EQ(m.initializers.kernel.type, "he_normal");
+  EXPECT_EQ(m.initializers.bias.type, "constant");
+  EXPECT_DOUBLE_EQ(m.initializers.bias.value, 0.5);
+  ASSERT_EQ(m.sparse_features.size(), 2u);
+  EXPECT_EQ(m.sparse_features[0].missing, "empty");
+  EXPECT_FALSE(m.sparse_features[0].initializer.has_value());
+  EXPECT_EQ(m.sparse_features[1].missing, "id");
+  ASSERT_TRUE(m.sparse_features[1].initializer.has_value());
+  EXPECT_EQ(m.sparse_features[1].initializer->type, "truncated_normal");
+  EXPECT_EQ(m.sparse_features[1].initializer->scale, "inverse_sqrt_dim");
+  // A partial optimizer map keeps the zoo's type.
+  EXPECT_EQ(m.embedding_optimizer.type, ModelConfig().embedding_optimizer.type);
+  EXPECT_DOUBLE_EQ(m.embedding_optimizer.learning_rate, 0.03);
+  EXPECT_DOUBLE_EQ(m.embedding_optimizer.initial_accumulator_value, 0);
+  EXPECT_DOUBLE_EQ(m.embedding_optimizer.epsilon, 1e-10);
+  EXPECT_FALSE(m.dense_optimizer.lazy);
+}
+
 struct BadCase {
   const char* yaml;
   const char* expected;  // substrings of the message
@@ -113,6 +159,20 @@ TEST(RunConfigTest, BadConfigsNameFileLineAndKey) {
       {"model: {type: lr}\nfeatures: {dense: 2}\ndata: {format: parquet}\n",
        "data.format: unknown value 'parquet'", "c.yaml:3"},
       {"model: [1, 2]\nfeatures: {dense: 2}\n", "model must be a map", "c.yaml:1"},
+      {"model: {type: lr, initializers: {embeding: zeros}}\nfeatures: {dense: 2}\n",
+       "unknown key 'model.initializers.embeding'", "c.yaml:1"},
+      {"model: {type: lr, initializers: {kernel: glorot}}\nfeatures: {dense: 2}\n",
+       "model.initializers.kernel: unknown initializer 'glorot' (one of: zeros", "c.yaml:1"},
+      {"model: {type: lr, initializers: {bias: {limit: 1}}}\nfeatures: {dense: 2}\n",
+       "model.initializers.bias.type is required", "c.yaml:1"},
+      {"model: {type: lr, initializers: {embedding: {type: uniform, limit: -1}}}\n"
+       "features: {dense: 2}\n",
+       "model.initializers.embedding.limit must be >= 0", "c.yaml:1"},
+      {"model: {type: lr}\nfeatures:\n  sparse: [{name: C1, vocabulary_size: 9, missing: "
+       "zero}]\n",
+       "features.sparse[0].missing: unknown value 'zero' (one of: empty, id)", "c.yaml:3"},
+      {"model: {type: lr, fm_dense: both}\nfeatures: {dense: 2}\n",
+       "model.fm_dense: unknown value 'both'", "c.yaml:1"},
       {"- just\n- a list\n", "a config is a YAML map", "c.yaml"},
       {"model: {type: lr\nfeatures: {dense: 2}\n", "not valid YAML", "c.yaml:"},
       {"model: {type: lr}\nfeatures: {dense: 2}\nextra: 1\n", "unknown key 'extra'", "c.yaml:3:1"},

@@ -3,6 +3,7 @@
 #include "recflow/models/model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <set>
 #include <string>
@@ -37,9 +38,18 @@ absl::Status CheckOptimizer(const OptimizerConfig& o, absl::string_view field) {
     return errors::InvalidArgument(field, ".learning_rate must be > 0, got ",
                                    o.learning_rate);
   }
-  if (o.type == "adagrad" && !(o.initial_accumulator_value > 0)) {
+  if (o.type == "adagrad" && o.epsilon <= 0 &&
+      !(o.initial_accumulator_value > 0)) {
     return errors::InvalidArgument(
-        field, ".initial_accumulator_value must be > 0 for adagrad, got ",
+        field,
+        ".initial_accumulator_value must be > 0 for adagrad without an "
+        "epsilon (TensorFlow 1's rule divides by sqrt(accumulator)), got ",
+        o.initial_accumulator_value, "; set epsilon > 0 (PyTorch: 1e-10) to "
+        "start the accumulator at 0");
+  }
+  if (o.type == "adagrad" && !(o.initial_accumulator_value >= 0)) {
+    return errors::InvalidArgument(
+        field, ".initial_accumulator_value must be >= 0 for adagrad, got ",
         o.initial_accumulator_value);
   }
   if (o.type == "ftrl" && !(o.initial_accumulator_value >= 0)) {
@@ -48,7 +58,7 @@ absl::Status CheckOptimizer(const OptimizerConfig& o, absl::string_view field) {
         o.initial_accumulator_value);
   }
   if (o.type == "adam" && !(o.beta1 >= 0 && o.beta1 < 1 && o.beta2 >= 0 &&
-                            o.beta2 < 1 && o.epsilon >= 0)) {
+                            o.beta2 < 1)) {
     return errors::InvalidArgument(
         field, ": adam needs beta1 and beta2 in [0, 1) and epsilon >= 0, got ",
         "beta1 ", o.beta1, ", beta2 ", o.beta2, ", epsilon ", o.epsilon);
@@ -88,6 +98,41 @@ absl::Status CheckUnits(const std::vector<int64_t>& units,
       return errors::InvalidArgument(field, "[", i, "] is ", units[i],
                                      "; every layer needs > 0 units");
     }
+  }
+  return absl::OkStatus();
+}
+
+// `table`: the initializer of a table (hash tables take fewer types).
+absl::Status CheckInitializer(const InitializerConfig& i, absl::string_view field,
+                              bool hash_table) {
+  static const std::set<std::string>* kTypes = new std::set<std::string>{
+      "zeros",          "constant",      "uniform",    "normal",
+      "truncated_normal", "glorot_uniform", "glorot_normal", "he_uniform",
+      "he_normal",      "lecun_uniform", "lecun_normal"};
+  static const std::set<std::string>* kRowTypes = new std::set<std::string>{
+      "zeros", "constant", "uniform", "normal", "truncated_normal"};
+  if (!kTypes->count(i.type)) {
+    return errors::InvalidArgument(field, ".type: unknown initializer '", i.type, "'; one of ",
+                                   absl::StrJoin(*kTypes, ", "));
+  }
+  if (i.scale != "none" && i.scale != "inverse_sqrt_rows" && i.scale != "inverse_sqrt_dim") {
+    return errors::InvalidArgument(field, ".scale: unknown scale '", i.scale,
+                                   "'; one of none, inverse_sqrt_rows, inverse_sqrt_dim");
+  }
+  if (!(std::isfinite(i.value) && std::isfinite(i.mean) && i.limit >= 0 &&
+        std::isfinite(i.limit) && i.stddev >= 0 && std::isfinite(i.stddev))) {
+    return errors::InvalidArgument(field, ": value and mean must be finite, limit and stddev "
+                                   "finite and >= 0");
+  }
+  if (hash_table && !kRowTypes->count(i.type)) {
+    return errors::InvalidArgument(field, ": a hash table's rows start from zeros, constant, "
+                                   "uniform, normal or truncated_normal, not '", i.type,
+                                   "' (a variance-scaling type needs the table's row count)");
+  }
+  if (hash_table && i.scale == "inverse_sqrt_rows") {
+    return errors::InvalidArgument(field, ".scale: a hash table has no row count, so "
+                                   "inverse_sqrt_rows does not apply (use inverse_sqrt_dim "
+                                   "or a fixed limit / stddev)");
   }
   return absl::OkStatus();
 }
@@ -155,7 +200,24 @@ absl::Status CheckConfig(const ModelConfig& c, const BuildOptions& options) {
       return errors::InvalidArgument(field, ".combiner: unknown combiner '",
                                      s.combiner, "'; one of sum, mean, sqrtn");
     }
+    if (s.missing != "empty" && s.missing != "id") {
+      return errors::InvalidArgument(field, ".missing: unknown choice '", s.missing,
+                                     "'; one of empty, id");
+    }
+    // Sequences read their target's table and keep an empty history empty.
+    const bool hash = s.hash_table;
+    if (s.sequence_of.empty()) {
+      RETURN_IF_ERROR(CheckInitializer(
+          s.initializer ? *s.initializer : c.initializers.embedding,
+          s.initializer ? absl::StrCat(field, ".initializer") : "initializers.embedding",
+          hash));
+      RETURN_IF_ERROR(CheckInitializer(c.initializers.linear, "initializers.linear", hash));
+    }
   }
+  RETURN_IF_ERROR(CheckInitializer(c.initializers.embedding, "initializers.embedding", false));
+  RETURN_IF_ERROR(CheckInitializer(c.initializers.linear, "initializers.linear", false));
+  RETURN_IF_ERROR(CheckInitializer(c.initializers.kernel, "initializers.kernel", false));
+  RETURN_IF_ERROR(CheckInitializer(c.initializers.bias, "initializers.bias", false));
   std::set<std::string> dense_names;
   for (size_t j = 0; j < c.dense_features.size(); ++j) {
     if (!dense_names.insert(c.dense_features[j]).second) {
@@ -246,7 +308,8 @@ std::unique_ptr<train::Optimizer> MakeOptimizer(const OptimizerConfig& o,
   if (o.type == "adagrad") {
     return std::make_unique<train::AdagradOptimizer>(train::AdagradOptions{
         .learning_rate = lr,
-        .initial_accumulator_value = o.initial_accumulator_value});
+        .initial_accumulator_value = o.initial_accumulator_value,
+        .epsilon = std::max(o.epsilon, 0.0)});
   }
   if (o.type == "ftrl") {
     return std::make_unique<train::FtrlOptimizer>(train::FtrlOptions{
@@ -259,7 +322,8 @@ std::unique_ptr<train::Optimizer> MakeOptimizer(const OptimizerConfig& o,
       train::AdamOptions{.learning_rate = lr,
                          .beta1 = o.beta1,
                          .beta2 = o.beta2,
-                         .epsilon = o.epsilon});
+                         .epsilon = o.epsilon < 0 ? 1e-8 : o.epsilon,
+                         .lazy_sparse = o.lazy});
 }
 
 // Gradients once (sparse kept sparse), each group applied with its own
@@ -337,10 +401,27 @@ ModelInputs Placeholders(const Scope& scope, const ModelConfig& config) {
   return in;
 }
 
-absl::StatusOr<Model> BuildModel(const Scope& scope, const ModelConfig& config,
+ModelConfig WithDefaults(const ModelConfig& c) {
+  ModelConfig out = c;
+  for (OptimizerConfig* o : {&out.embedding_optimizer, &out.dense_optimizer}) {
+    if (o->learning_rate != 0) continue;  // a negative one is an error
+    const internal::ModelDef* def = internal::FindModel(c.type);
+    if (o == &out.embedding_optimizer && o->type == "adagrad" && def != nullptr) {
+      o->learning_rate = def->embedding_learning_rate;
+    } else {
+      // TensorFlow's / Keras's defaults where they have one.
+      o->learning_rate = o->type == "adam" ? 0.001 : o->type == "sgd" ? 0.01
+                         : o->type == "ftrl" ? 0.05 : 0.01;
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<Model> BuildModel(const Scope& scope, const ModelConfig& given,
                                  const ModelInputs& inputs,
                                  const BuildOptions& options) {
   RETURN_IF_ERROR(scope.status());
+  const ModelConfig config = WithDefaults(given);
   RETURN_IF_ERROR(CheckConfig(config, options));
   RETURN_IF_ERROR(CheckInputs(config, inputs, options));
   const internal::ModelDef* def = internal::FindModel(config.type);

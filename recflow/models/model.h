@@ -17,15 +17,18 @@
 //              (summed) + a linear layer over the dense features + bias
 //   fm         factorization machine: lr + the pairwise term
 //              0.5 * sum_k((sum_i v_ik)^2 - sum_i v_ik^2) over the fields'
-//              embeddings (and the dense features projected to one vector)
+//              embeddings and the dense features (fm_dense: each its own
+//              field x_j v_j, one projected vector, or none)
 //   mlp        concat(dense, every field's embedding) -> MLP -> logit
 //   wide_deep  lr (wide) + mlp (deep), logits summed
-//   deepfm     fm + mlp sharing the embeddings, logits summed
+//   deepfm     fm + mlp sharing the embeddings (with fm_dense "fields" the
+//              MLP reads the dense fields' vectors), logits summed
 //   dcn_v2     concat(dense, embeddings) = x0 -> cross layers
 //              x_{l+1} = x0 * (W_l x_l + b_l) + x_l -> concat with an MLP
 //              over x0 (parallel form) -> logit
 //   dlrm       bottom MLP over dense -> a dim-sized vector; dot products of
-//              every pair of (bottom output, field embeddings) -> concat
+//              every pair of (bottom output, field embeddings) (and of
+//              each with itself when self_interaction) -> concat
 //              with the bottom output -> top MLP -> logit
 //   din        deep interest network (din.cc): for each behaviour sequence
 //              (a sparse feature with sequence_of = T), the attention unit
@@ -44,7 +47,8 @@
 // the example's ids) over either a fixed-vocabulary table (a resource
 // variable [vocabulary_size, dim]; ids are taken modulo vocabulary_size, as
 // hashing into buckets does) or a hash embedding table (unbounded ids).
-// Empty bags read zeros. A hash table carries the embedding optimizer's
+// An empty bag (a missing value) reads the feature's own "missing" id
+// (SparseFeatureConfig::missing "id", the default) or zeros ("empty"). A hash table carries the embedding optimizer's
 // slots (its optimizer is optimizer.embedding's type), is trained with the
 // embedding group, is left out of num_parameters (it grows with the data),
 // and is read in serve mode (never inserting) when !options.trainable.
@@ -56,6 +60,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,6 +69,40 @@
 #include "recflow/train/saved_model_export.h"
 
 namespace recflow::models {
+
+// How a weight starts. `type`:
+//   zeros, constant (value), uniform U(-limit, limit), normal N(mean, stddev),
+//   truncated_normal (N(mean, stddev) cut at two stddevs, TensorFlow's),
+//   glorot_uniform, glorot_normal, he_uniform, he_normal, lecun_uniform,
+//   lecun_normal (Keras's variance-scaling family, over the weight's fans;
+//   fixed-size weights only).
+// `scale` multiplies limit and stddev: "none", "inverse_sqrt_rows" (1 /
+// sqrt(rows of the table): DLRM's reference tables use uniform, limit 1) or
+// "inverse_sqrt_dim" (1 / sqrt(dim): TensorFlow's embedding_column uses
+// truncated_normal, stddev 1). A hash table has no row count, so it takes
+// neither inverse_sqrt_rows nor the variance-scaling types.
+struct InitializerConfig {
+  std::string type = "zeros";
+  double value = 0;      // constant
+  double limit = 0.05;   // uniform
+  double mean = 0;       // normal, truncated_normal
+  double stddev = 0.05;  // normal, truncated_normal
+  std::string scale = "none";
+};
+
+// The initializers of each part of a model (docs/models.md explains the
+// defaults: large sparse tables want small embeddings and first-order
+// weights at zero, so that ids seen once or never add no noise).
+struct InitializersConfig {
+  // Field embeddings (every table of width > 1, fm's dense projection, the
+  // "missing" rows); a sparse feature's own `initializer` overrides it.
+  InitializerConfig embedding = {.type = "uniform", .limit = 0.01};
+  // First-order weights: the width-1 tables of lr, fm, wide_deep, deepfm
+  // and their dense weights ("<part>/dense_weights").
+  InitializerConfig linear = {.type = "zeros"};
+  InitializerConfig kernel = {.type = "glorot_uniform"};  // dense layers
+  InitializerConfig bias = {.type = "zeros"};
+};
 
 struct SparseFeatureConfig {
   std::string name;             // the batch layout's feature name ("C1")
@@ -78,13 +117,31 @@ struct SparseFeatureConfig {
   // target's embedding as the query, the other models pool it with
   // `combiner` like any bag.
   std::string sequence_of;
+  // An example without ids (a missing value): "id" reads the feature's
+  // "missing" id, a learned row of its own in each of its tables (the last
+  // row, vocabulary_size, of a fixed table, which gets vocabulary_size + 1
+  // rows; the key INT64_MIN of a hash table); "empty" reads zeros. A
+  // sequence's empty history always reads zeros.
+  std::string missing = "id";
+  // Set: this feature's embedding table starts so instead of
+  // ModelConfig::initializers.embedding (its first-order weights keep
+  // initializers.linear).
+  std::optional<InitializerConfig> initializer;
 };
 
 struct OptimizerConfig {
   std::string type = "adam";  // sgd | adagrad | adam | ftrl
-  double learning_rate = 0.001;
+  double learning_rate = 0.001;  // 0: the default (WithDefaults)
   double initial_accumulator_value = 0.1;  // adagrad, ftrl
-  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;  // adam
+  double beta1 = 0.9, beta2 = 0.999;       // adam
+  // adam: added to sqrt(v) (TensorFlow's and PyTorch's 1e-8 when < 0);
+  // adagrad: var -= lr * g / (sqrt(accum) + epsilon) (0, the default:
+  // TensorFlow 1's rule; PyTorch's is 1e-10 with the accumulator at 0).
+  double epsilon = -1;
+  // adam on embedding tables: true updates only the batch's rows (lazy
+  // Adam: TensorFlow Addons' LazyAdam, PyTorch's SparseAdam); false decays
+  // every row's moments each step (TensorFlow 1's and PyTorch's Adam).
+  bool lazy = true;
   double l1 = 0, l2 = 0;                              // ftrl
   // Learning-rate schedule: "constant" | "exponential_decay" |
   // "linear_warmup" (over warmup_steps) ...
@@ -102,6 +159,20 @@ struct ModelConfig {
   std::vector<int64_t> hidden_units = {256, 128};  // the MLP (deep part, top MLP)
   std::vector<int64_t> bottom_units = {64};        // dlrm's bottom MLP (+ embedding_dim)
   int64_t cross_layers = 2;                        // dcn_v2
+  // fm, deepfm: how the dense features enter the factorization machine.
+  //   "fields": the paper's form (DeepFM, Guo et al. 2017): dense feature j
+  //     is a field of its own, the vector x_j * v_j (v_j a learned
+  //     embedding, the variable "dense_fields/kernel" [num_dense, dim]); these
+  //     vectors join the FM and replace the raw dense columns in the DNN.
+  //   "projection": one more FM vector, dense [B, n] x W [n, dim]; the DNN
+  //     reads the raw dense columns.
+  //   "none": the FM is over the sparse fields only; the DNN reads the raw
+  //     dense columns (dense features only as MLP inputs).
+  std::string fm_dense = "fields";
+  // dlrm: the interaction also takes each vector's dot with itself
+  // (<v_i, v_i>, the diagonal of the Gram matrix; the reference's
+  // --arch-interaction-itself).
+  bool self_interaction = false;
   std::vector<int64_t> attention_units = {36};     // din's attention unit MLP (then 1)
   // two_tower: the features of each tower (names of dense or sparse
   // features of the config; a feature is in at most one tower), the towers'
@@ -113,7 +184,16 @@ struct ModelConfig {
   std::string activation = "relu";                 // relu | sigmoid | tanh | identity
   double l2_regularization = 0;                    // on the dense weights
   uint64_t seed = 1;                               // initializers
-  OptimizerConfig embedding_optimizer = {.type = "adagrad", .learning_rate = 0.05};
+  InitializersConfig initializers;
+  // PyTorch's Adagrad (accumulator from 0, epsilon 1e-10): its first step moves a
+  // row by about learning_rate whatever the gradient's scale (a mean loss over a
+  // batch of 4096 gives a rare id a gradient near 1e-4; TensorFlow 1's
+  // accumulator of 0.1 then moves it by 1e-4 * lr / 0.3). learning_rate 0:
+  // the model type's default (WithDefaults).
+  OptimizerConfig embedding_optimizer = {.type = "adagrad",
+                                         .learning_rate = 0,
+                                         .initial_accumulator_value = 0,
+                                         .epsilon = 1e-10};
   OptimizerConfig dense_optimizer = {.type = "adam", .learning_rate = 0.001};
 };
 
@@ -159,6 +239,13 @@ struct Model {
 struct BuildOptions {
   bool trainable = true;  // add loss gradients, optimizers and "train"
 };
+
+// `c` with every learning rate left at 0 (unset) filled in: the embedding group's
+// Adagrad takes the model type's measured default (docs/models.md, "Quality
+// against the references": 0.03, 0.01 for deepfm), any other
+// optimizer TensorFlow's or Keras's default (adam 0.001, sgd 0.01, adagrad
+// 0.01, ftrl 0.05). BuildModel builds WithDefaults(config).
+ModelConfig WithDefaults(const ModelConfig& c);
 
 // Builds the model under `scope`. InvalidArgument naming the field for a
 // config that cannot be built (unknown type, no features, a sparse feature

@@ -1,6 +1,7 @@
 #include "recflow/models/model_builder.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -18,12 +19,36 @@
 namespace recflow::models::internal {
 namespace {
 
-enum VariableKind {
-  kEmbeddingTable = 0,
-  kKernel = 1,
-  kBiasKind = 2,
-  kProjection = 3
-};
+// The multiplier of an initializer's limit / stddev for a weight of `rows`
+// rows and `dim` columns.
+double InitScale(const InitializerConfig& c, int64_t rows, int64_t dim) {
+  if (c.scale == "inverse_sqrt_rows") return 1.0 / std::sqrt(static_cast<double>(rows));
+  if (c.scale == "inverse_sqrt_dim") return 1.0 / std::sqrt(static_cast<double>(dim));
+  return 1.0;
+}
+
+// The nodes that produce a fixed-size weight's initial value (CheckConfig
+// validated the type); `scale_shape` is the [rows, dim] its scale refers to.
+Output InitialValue(const Scope& is, const TensorShape& shape, const InitializerConfig& c,
+                    const std::pair<int64_t, int64_t>& scale_shape,
+                    const ops::InitializerOptions& init) {
+  const double k = InitScale(c, scale_shape.first, scale_shape.second);
+  const std::string& t = c.type;
+  if (t == "constant") return ops::Constant(is, shape, c.value);
+  if (t == "uniform") return ops::UniformInitializer(is, shape, -c.limit * k, c.limit * k, init);
+  if (t == "normal") return ops::NormalInitializer(is, shape, c.mean, c.stddev * k, init);
+  if (t == "truncated_normal") {
+    return ops::TruncatedNormalInitializer(is, shape, c.mean, c.stddev * k, init);
+  }
+  if (t == "glorot_uniform") return ops::GlorotUniform(is, shape, init);
+  if (t == "glorot_normal") return ops::GlorotNormal(is, shape, init);
+  if (t == "he_uniform") return ops::HeUniform(is, shape, init);
+  if (t == "he_normal") return ops::HeNormal(is, shape, init);
+  if (t == "lecun_uniform") return ops::LecunUniform(is, shape, init);
+  if (t == "lecun_normal") return ops::LecunNormal(is, shape, init);
+  return ops::Zeros(is, shape);
+}
+
 }  // namespace
 
 Output FloorModIds(const Scope& scope, Output ids, int64_t num_buckets) {
@@ -60,8 +85,33 @@ int64_t ModelBuilder::FeatureDim(int f) const {
   return dim > 0 ? dim : config_.embedding_dim;
 }
 
+bool ModelBuilder::HasMissingId(int f) const {
+  const SparseFeatureConfig& feature = config_.sparse_features[f];
+  return feature.missing == "id" && feature.sequence_of.empty();
+}
+
+const InitializerConfig& ModelBuilder::TableInitializer(
+    int t, absl::string_view group) const {
+  if (group == "linear") return config_.initializers.linear;
+  const SparseFeatureConfig& feature = config_.sparse_features[t];
+  return feature.initializer ? *feature.initializer : config_.initializers.embedding;
+}
+
+std::pair<int64_t, int64_t> ModelBuilder::EmbeddingScaleShape() const {
+  for (int f = 0; f < num_sparse(); ++f) {
+    const SparseFeatureConfig& feature = config_.sparse_features[f];
+    if (!feature.hash_table && feature.sequence_of.empty()) {
+      return {feature.vocabulary_size + (HasMissingId(f) ? 1 : 0), FeatureDim(f)};
+    }
+  }
+  return {1, config_.embedding_dim};
+}
+
 Output ModelBuilder::NewVariable(const Scope& s, absl::string_view name,
-                                 const std::vector<int64_t>& shape, int kind) {
+                                 const std::vector<int64_t>& shape,
+                                 const InitializerConfig& initializer,
+                                 bool embedding,
+                                 std::optional<std::pair<int64_t, int64_t>> scale_shape) {
   const TensorShape tshape(absl::MakeConstSpan(shape));
   // seed2: a fingerprint of the sub-scope's prefix (the name of a throwaway
   // op in it) and the variable's name.
@@ -73,20 +123,8 @@ Output ModelBuilder::NewVariable(const Scope& s, absl::string_view name,
                    Fingerprint64(absl::StrCat(where, "/", name)) >> 2) |
                1};
   const Scope is = s.NewSubScope(absl::StrCat(name, "_init"));
-  Output initial;
-  switch (kind) {
-    case kEmbeddingTable:
-    case kProjection:
-      initial = ops::TruncatedNormalInitializer(is, tshape, 0.0,
-                                                kEmbeddingStddev, init);
-      break;
-    case kKernel:
-      initial = ops::GlorotUniform(is, tshape, init);
-      break;
-    default:
-      initial = ops::Zeros(is, tshape);
-      break;
-  }
+  if (!scale_shape) scale_shape = {shape.empty() ? 1 : shape.front(), shape.empty() ? 1 : shape.back()};
+  Output initial = InitialValue(is, tshape, initializer, *scale_shape, init);
   Output var =
       train::Variable(s, name, PartialShape(absl::MakeConstSpan(shape)),
                       DT_FLOAT, initial, {.use_resource = true});
@@ -94,7 +132,7 @@ Output ModelBuilder::NewVariable(const Scope& s, absl::string_view name,
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   num_parameters_ += n;
-  if (kind == kEmbeddingTable) {
+  if (embedding) {
     embedding_variables_.push_back(var);
   } else {
     dense_variables_.push_back(var);
@@ -126,16 +164,25 @@ absl::StatusOr<Output> ModelBuilder::Table(int t, absl::string_view group,
     attrs.optimizer = config_.embedding_optimizer.type;
     attrs.initial_accumulator_value =
         static_cast<float>(config_.embedding_optimizer.initial_accumulator_value);
-    attrs.initializer = "truncated_normal";
-    attrs.init_stddev = static_cast<float>(kEmbeddingStddev);
+    // CheckConfig allowed only the types and scales a table row can take.
+    const InitializerConfig& init = TableInitializer(t, group);
+    const double k = InitScale(init, 1, dim);
+    attrs.initializer = init.type;
+    attrs.init_value = static_cast<float>(init.value);
+    attrs.init_minval = static_cast<float>(-init.limit * k);
+    attrs.init_maxval = static_cast<float>(init.limit * k);
+    attrs.init_mean = static_cast<float>(init.mean);
+    attrs.init_stddev = static_cast<float>(init.stddev * k);
     attrs.seed = static_cast<int64_t>(
         Fingerprint64(absl::StrCat(config_.seed, "/", group, "/", feature.name)) >> 2);
     table = train::HashEmbeddingTable(s, feature.name, attrs);
     if (!table.valid()) return scope_.status();
     embedding_variables_.push_back(table);
   } else {
-    table = NewVariable(s, feature.name, {feature.vocabulary_size, dim},
-                        kEmbeddingTable);
+    // One more row for the missing id (HasMissingId: t is not a sequence).
+    const int64_t rows = feature.vocabulary_size + (HasMissingId(t) ? 1 : 0);
+    table = NewVariable(s, feature.name, {rows, dim}, TableInitializer(t, group),
+                        /*embedding=*/true);
   }
   RETURN_IF_ERROR(scope_.status());
   tables_.emplace(key, table);
@@ -147,15 +194,25 @@ absl::StatusOr<Output> ModelBuilder::BagOver(int f, const Scope& ls,
                                              const std::string& combiner) {
   const SparseFeatureConfig& owner = config_.sparse_features[TableFeature(f)];
   const SparseInput& in = inputs_.sparse[f];
+  Output ids = in.ids, splits = in.row_splits;
+  if (!owner.hash_table) {
+    ids = FloorModIds(ls.NewSubScope("bucket"), ids, owner.vocabulary_size);
+  }
+  if (HasMissingId(f)) {
+    // The missing id: the table's extra last row, or a reserved key.
+    const int64_t missing = owner.hash_table ? kMissingKey : owner.vocabulary_size;
+    ops::FillEmptyBagsOutputs filled =
+        ops::FillEmptyBags(ls, ids, splits, ops::Const(ls, missing));
+    ids = filled.ids;
+    splits = filled.row_splits;
+  }
   Output bag;
   if (owner.hash_table) {
     bag = ops::HashEmbeddingBag(
-        ls, table, in.ids, in.row_splits, weights,
+        ls, table, ids, splits, weights,
         {.combiner = combiner, .mode = trainable_ ? "train" : "serve"});
   } else {
-    Output ids =
-        FloorModIds(ls.NewSubScope("bucket"), in.ids, owner.vocabulary_size);
-    bag = ops::ResourceEmbeddingBag(ls, table, ids, in.row_splits, DT_FLOAT,
+    bag = ops::ResourceEmbeddingBag(ls, table, ids, splits, DT_FLOAT,
                                     weights, {.combiner = combiner});
   }
   RETURN_IF_ERROR(scope_.status());
@@ -229,16 +286,26 @@ absl::StatusOr<Output> ModelBuilder::SparseLinear() {
 }
 
 Output ModelBuilder::Kernel(const Scope& s, absl::string_view name, int64_t in,
-                            int64_t out, bool embedding_init) {
-  Output w =
-      NewVariable(s, name, {in, out}, embedding_init ? kProjection : kKernel);
+                            int64_t out, KernelInit init) {
+  const InitializersConfig& parts = config_.initializers;
+  // A kernel into the embedding space starts at the embeddings' scale: a
+  // scale by rows refers to the (first) table's rows, not the kernel's.
+  Output w = NewVariable(s, name, {in, out},
+                         init == KernelInit::kEmbedding ? parts.embedding
+                         : init == KernelInit::kLinear  ? parts.linear
+                                                        : parts.kernel,
+                         /*embedding=*/false,
+                         init == KernelInit::kEmbedding
+                             ? std::optional(EmbeddingScaleShape())
+                             : std::nullopt);
   if (w.valid()) regularized_weights_.push_back(w);
   return w;
 }
 
 Output ModelBuilder::Bias(const Scope& s, absl::string_view name,
                           int64_t size) {
-  return NewVariable(s, name, {size}, kBiasKind);
+  return NewVariable(s, name, {size}, config_.initializers.bias,
+                     /*embedding=*/false);
 }
 
 Output ModelBuilder::Dense(absl::string_view name, Output x, int64_t in,

@@ -6,12 +6,11 @@
 // type up here and adds the loss, probabilities and training ops.
 // docs/models.md ("Adding a model") walks through it.
 //
-// Initializers (all seeded from ModelConfig::seed, with seed2 a fingerprint
-// of the variable's full name, so a build is deterministic and adding a
-// layer does not change the other variables' initial values):
-//   embedding tables       truncated normal, mean 0, stddev kEmbeddingStddev
-//   dense kernels          Glorot uniform
-//   biases                 zeros
+// Initializers: ModelConfig::initializers per part (a sparse feature's own
+// `initializer` for its embedding tables), all seeded from ModelConfig::seed
+// with seed2 a fingerprint of the variable's full name, so a build is
+// deterministic and adding a layer does not change the other variables'
+// initial values.
 //
 // Not thread-safe (as Scope).
 #ifndef RECFLOW_MODELS_MODEL_BUILDER_H_
@@ -19,7 +18,9 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,8 +33,10 @@
 
 namespace recflow::models::internal {
 
-// The stddev of the truncated-normal embedding initializer.
-inline constexpr double kEmbeddingStddev = 0.05;
+// The hash-table key of a feature's missing id (SparseFeatureConfig::missing
+// "id"): INT64_MIN, which Criteo's hex ids ((field << 32) | value >= 0)
+// never are.
+inline constexpr int64_t kMissingKey = std::numeric_limits<int64_t>::min();
 
 // ids mod num_buckets in [0, num_buckets) for any int64 ids: one FloorMod
 // op (TensorFlow's semantics, exact for every int64).
@@ -72,7 +75,8 @@ class ModelBuilder {
   // "<group>/<feature>": a variable [vocabulary_size, dim] read at ids mod
   // vocabulary_size, or for a hash_table feature a hash embedding table
   // keyed by the raw ids (serve mode when the build is not trainable); the
-  // feature's combiner; empty bags read zeros. One table per (group,
+  // feature's combiner; an empty bag reads the feature's missing id
+  // (missing: id; see HasMissingId) or zeros (missing: empty). One table per (group,
   // feature): a second call returns the same Output; a sequence_of feature
   // reads its target's table. EmbeddingBag, IdEmbeddings and WeightedBag
   // are the only ways to embedding tables (created once, in Table()).
@@ -93,13 +97,16 @@ class ModelBuilder {
   // sparse features, [B, 1]; an invalid Output when there are none.
   absl::StatusOr<Output> SparseLinear();
 
-  // A dense variable [shape] initialized Glorot uniform (`kernel`, counted
-  // for L2 regularization) or zeros (bias). A kernel that maps features
-  // into the embedding space (fm's dense projection) takes the embedding
-  // initializer instead (`embedding_init`), so its output starts at the
-  // embeddings' scale.
+  // Which part's initializer a kernel takes: a dense layer's
+  // (initializers.kernel); the embeddings' for a kernel that maps features
+  // into the embedding space (fm's dense projection, deepfm's dense
+  // fields), so its output starts at the embeddings' scale; the
+  // first-order weights' for a linear model's dense weights.
+  enum class KernelInit { kDense, kEmbedding, kLinear };
+  // A dense variable [in, out] (`kernel`, counted for L2 regularization) or
+  // [size] (bias, initializers.bias).
   Output Kernel(const Scope& s, absl::string_view name, int64_t in, int64_t out,
-                bool embedding_init = false);
+                KernelInit init = KernelInit::kDense);
   Output Bias(const Scope& s, absl::string_view name, int64_t size);
   // activation(x W + b) for x [B, in]: [B, out]. `activation` is one of
   // relu, sigmoid, tanh, identity.
@@ -142,12 +149,29 @@ class ModelBuilder {
   int64_t num_parameters() const { return num_parameters_; }
 
  private:
+  // A variable initialized by `initializer`, recorded as an embedding
+  // variable (trained by the embedding optimizer) or a dense one.
+  // `scale_shape` ([rows, dim]) is what the initializer's scale refers to
+  // (default: the variable's first and last dimensions).
   Output NewVariable(const Scope& s, absl::string_view name,
-                     const std::vector<int64_t>& shape, int kind);
+                     const std::vector<int64_t>& shape,
+                     const InitializerConfig& initializer, bool embedding,
+                     std::optional<std::pair<int64_t, int64_t>> scale_shape = std::nullopt);
+  // The [rows, dim] of the first fixed embedding table ([1, embedding_dim]
+  // without one): the scale of the kernels that take the embeddings'
+  // initializer.
+  std::pair<int64_t, int64_t> EmbeddingScaleShape() const;
+  // The initializer of table feature t's table in `group`.
+  const InitializerConfig& TableInitializer(int t, absl::string_view group) const;
+  // Sparse feature f reads an empty bag as its missing id (missing: id, not
+  // a sequence): row vocabulary_size of its fixed tables (which get one
+  // extra row), key kMissingKey of its hash tables.
+  bool HasMissingId(int f) const;
   // The table of feature t (a TableFeature) in `group` (created once).
   absl::StatusOr<Output> Table(int t, absl::string_view group, int64_t dim);
   const Scope& GroupScope(absl::string_view group);
   // A bag over f's table with the given ids/splits/weights/combiner.
+  // Empty bags read the missing id when HasMissingId(f).
   absl::StatusOr<Output> BagOver(int f, const Scope& ls, Output table,
                                  Output weights, const std::string& combiner);
   const Scope scope_;
@@ -179,6 +203,9 @@ struct ModelDef {
   std::string name;
   ModelFn build;
   ModelCheckFn check;  // may be empty
+  // The embedding group's default Adagrad learning rate (WithDefaults),
+  // chosen on the quality bench's validation split.
+  double embedding_learning_rate = 0.03;
 };
 
 // Registers a model type (at static-initialization time; names are unique).
@@ -188,10 +215,11 @@ const ModelDef* FindModel(absl::string_view type);
 // The registered types, sorted by name.
 std::vector<std::string> RegisteredModels();
 
-#define RECFLOW_REGISTER_MODEL(NAME, BUILD, CHECK)     \
+// RECFLOW_REGISTER_MODEL(NAME, BUILD, CHECK[, EMBEDDING_LEARNING_RATE])
+#define RECFLOW_REGISTER_MODEL(NAME, BUILD, ...)       \
   static const bool recflow_model_registered_##BUILD = \
       ::recflow::models::internal::RegisterModel(      \
-          ::recflow::models::internal::ModelDef{NAME, BUILD, CHECK})
+          ::recflow::models::internal::ModelDef{NAME, BUILD, __VA_ARGS__})
 
 }  // namespace recflow::models::internal
 

@@ -221,6 +221,8 @@ TEST_P(EveryModelTest, InferenceBuildHasNoTrainOp) {
 
 TEST_P(EveryModelTest, SameSeedSameModelOtherSeedOther) {
   ModelConfig c = SmallConfig(GetParam());
+  // lr starts at zero by default, whatever the seed: draw its weights.
+  c.initializers.linear = {.type = "uniform", .limit = 0.05};
   const data::Batch batch = RandomBatch(c, 16, 5);
   std::vector<float> logits[3];
   for (int i = 0; i < 3; ++i) {
@@ -341,7 +343,8 @@ std::vector<float> LogitsWithKnownWeights(
   return {f.begin(), f.end()};
 }
 
-// The combined bag of example b of feature f over `table` [V, dim].
+// The combined bag of example b of feature f over `table` [V, dim] (or
+// [V + 1, dim] with the missing id V, which an empty bag then reads).
 std::vector<double> Bag(const ModelConfig& c, const data::Batch& batch, int f,
                         int64_t b, const std::vector<float>& table,
                         int64_t dim) {
@@ -359,7 +362,19 @@ std::vector<double> Bag(const ModelConfig& c, const data::Batch& batch, int f,
         feature.combiner == "mean" ? k : std::sqrt(static_cast<double>(k));
     for (double& x : sum) x /= div;
   }
+  if (k == 0 && feature.missing == "id") {
+    EXPECT_EQ(static_cast<int64_t>(table.size()), (feature.vocabulary_size + 1) * dim);
+    const int64_t row = feature.vocabulary_size;
+    for (int64_t d = 0; d < dim; ++d) sum[d] = table[row * dim + d];
+  }
   return sum;
+}
+
+// Rows of a table of `dim` columns among the weights.
+int64_t Rows(const std::map<std::string, std::vector<float>>& w, const std::string& name,
+             int64_t dim) {
+  auto it = w.find(name);
+  return it == w.end() ? -1 : static_cast<int64_t>(it->second.size()) / dim;
 }
 
 // FloorModIds (the stand-in for a FloorMod op) on edge values.
@@ -411,8 +426,8 @@ double HandLr(const ModelConfig& c, const data::Batch& batch, int64_t b,
               const std::string& prefix) {
   double logit = w[prefix + "/bias"][0];
   for (int f = 0; f < 3; ++f) {
-    logit +=
-        Bag(c, batch, f, b, w["linear/" + c.sparse_features[f].name], 1)[0];
+    const std::string table = "linear/" + c.sparse_features[f].name;
+    logit += Bag(c, batch, f, b, w[table], 1)[0];
   }
   for (int j = 0; j < 2; ++j) {
     logit +=
@@ -421,56 +436,86 @@ double HandLr(const ModelConfig& c, const data::Batch& batch, int64_t b,
   return logit;
 }
 
-TEST(ModelHandComputationTest, LogisticRegression) {
-  ModelConfig c = SmallConfig("lr");
-  c.sparse_features[0].vocabulary_size = 5;
-  c.sparse_features[1].vocabulary_size = 4;
-  c.sparse_features[2].vocabulary_size = 3;
+// Both choices for a missing value (an empty bag): zeros, or the feature's
+// own "missing" row (C2 keeps zeros in the second case, so the two mix).
+class ModelHandComputationTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  ModelConfig Config(const std::string& type) const {
+    ModelConfig c = SmallConfig(type);
+    c.sparse_features[0].vocabulary_size = 5;
+    c.sparse_features[1].vocabulary_size = 4;
+    c.sparse_features[2].vocabulary_size = 3;
+    for (SparseFeatureConfig& f : c.sparse_features) f.missing = GetParam();
+    c.sparse_features[1].missing = "empty";
+    return c;
+  }
+};
+INSTANTIATE_TEST_SUITE_P(Missing, ModelHandComputationTest,
+                         ::testing::Values("empty", "id"));
+
+TEST_P(ModelHandComputationTest, LogisticRegression) {
+  const ModelConfig c = Config("lr");
   const data::Batch batch = RandomBatch(c, 32, 11);
   std::map<std::string, std::vector<float>> w;
   const std::vector<float> logits = LogitsWithKnownWeights(c, batch, &w);
   ASSERT_EQ(logits.size(), 32u);
+  EXPECT_EQ(Rows(w, "linear/C1", 1), GetParam() == "id" ? 6 : 5);
+  EXPECT_EQ(Rows(w, "linear/C2", 1), 4);
   for (int64_t b = 0; b < 32; ++b) {
     EXPECT_NEAR(logits[b], HandLr(c, batch, b, w, "lr"), 1e-5)
         << "example " << b;
   }
 }
 
-TEST(ModelHandComputationTest, FactorizationMachine) {
-  ModelConfig c = SmallConfig("fm");
-  c.sparse_features[0].vocabulary_size = 5;
-  c.sparse_features[1].vocabulary_size = 4;
-  c.sparse_features[2].vocabulary_size = 3;
-  const data::Batch batch = RandomBatch(c, 32, 12);
-  std::map<std::string, std::vector<float>> w;
-  const std::vector<float> logits = LogitsWithKnownWeights(c, batch, &w);
-  ASSERT_EQ(logits.size(), 32u);
-  const int64_t dim = c.embedding_dim;
-  for (int64_t b = 0; b < 32; ++b) {
-    std::vector<std::vector<double>> vectors;
-    for (int f = 0; f < 3; ++f) {
-      vectors.push_back(Bag(c, batch, f, b,
-                            w["embedding/" + c.sparse_features[f].name], dim));
-    }
-    std::vector<double> projected(dim, 0.0);
-    for (int j = 0; j < 2; ++j) {
+// The dense features in every fm_dense form: each a field x_j v_j, one
+// projected vector, or left out of the pairwise term.
+TEST_P(ModelHandComputationTest, FactorizationMachine) {
+  for (const char* fm_dense : {"fields", "projection", "none"}) {
+    SCOPED_TRACE(fm_dense);
+    ModelConfig c = Config("fm");
+    c.fm_dense = fm_dense;
+    const data::Batch batch = RandomBatch(c, 32, 12);
+    std::map<std::string, std::vector<float>> w;
+    const std::vector<float> logits = LogitsWithKnownWeights(c, batch, &w);
+    ASSERT_EQ(logits.size(), 32u);
+    EXPECT_EQ(Rows(w, "embedding/C3", c.embedding_dim), GetParam() == "id" ? 4 : 3);
+    const int64_t dim = c.embedding_dim;
+    for (int64_t b = 0; b < 32; ++b) {
+      std::vector<std::vector<double>> vectors;
+      for (int f = 0; f < 3; ++f) {
+        const std::string table = "embedding/" + c.sparse_features[f].name;
+        vectors.push_back(Bag(c, batch, f, b, w[table], dim));
+      }
+      const float* x = batch.dense.data<float>() + b * 2;
+      if (c.fm_dense == "projection") {
+        std::vector<double> projected(dim, 0.0);
+        for (int j = 0; j < 2; ++j) {
+          for (int64_t d = 0; d < dim; ++d) {
+            projected[d] += x[j] * w["fm/dense_projection"][j * dim + d];
+          }
+        }
+        vectors.push_back(projected);
+      } else if (c.fm_dense == "fields") {
+        for (int j = 0; j < 2; ++j) {
+          std::vector<double> field(dim);
+          for (int64_t d = 0; d < dim; ++d) {
+            field[d] = x[j] * w["dense_fields/kernel"][j * dim + d];
+          }
+          vectors.push_back(field);
+        }
+      }
+      double pair = 0;
       for (int64_t d = 0; d < dim; ++d) {
-        projected[d] += batch.dense.data<float>()[b * 2 + j] *
-                        w["fm/dense_projection"][j * dim + d];
+        double sum = 0, sum_sq = 0;
+        for (const auto& v : vectors) {
+          sum += v[d];
+          sum_sq += v[d] * v[d];
+        }
+        pair += 0.5 * (sum * sum - sum_sq);
       }
+      EXPECT_NEAR(logits[b], HandLr(c, batch, b, w, "lr") + pair, 1e-5)
+          << "example " << b;
     }
-    vectors.push_back(projected);
-    double pair = 0;
-    for (int64_t d = 0; d < dim; ++d) {
-      double sum = 0, sum_sq = 0;
-      for (const auto& v : vectors) {
-        sum += v[d];
-        sum_sq += v[d] * v[d];
-      }
-      pair += 0.5 * (sum * sum - sum_sq);
-    }
-    EXPECT_NEAR(logits[b], HandLr(c, batch, b, w, "lr") + pair, 1e-5)
-        << "example " << b;
   }
 }
 
@@ -522,7 +567,7 @@ TEST(ModelBadConfigTest, NamesTheField) {
   c.embedding_optimizer.type = "rmsprop";
   ExpectInvalid(c, "embedding_optimizer.type: unknown optimizer 'rmsprop'");
   c = SmallConfig("mlp");
-  c.dense_optimizer.learning_rate = 0;
+  c.dense_optimizer.learning_rate = -0.5;  // 0 is "unset": the default
   ExpectInvalid(c, "dense_optimizer.learning_rate must be > 0");
   c = SmallConfig("mlp");
   c.dense_optimizer.schedule = "cosine";
@@ -615,7 +660,8 @@ TEST(ModelNumParametersTest, CountsTablesAndLayers) {
   Scope root = Scope::NewRootScope();
   auto m = BuildModel(root, c, Placeholders(root, c));
   ASSERT_TRUE(m.ok()) << m.status();
-  EXPECT_EQ(m->num_parameters, 50 + 40 + 30 + 2 + 1);  // 1-dim tables, w, b
+  // 1-dim tables with their missing ids' rows, w, b.
+  EXPECT_EQ(m->num_parameters, 51 + 41 + 31 + 2 + 1);
   EXPECT_EQ(m->embedding_variables.size(), 3u);
   EXPECT_EQ(m->dense_variables.size(), 2u);
 
@@ -624,7 +670,7 @@ TEST(ModelNumParametersTest, CountsTablesAndLayers) {
   Scope root2 = Scope::NewRootScope();
   m = BuildModel(root2, c, Placeholders(root2, c));
   ASSERT_TRUE(m.ok()) << m.status();
-  const int64_t tables = 50 * 4 + 40 * 4 + 30 * 6;
+  const int64_t tables = 51 * 4 + 41 * 4 + 31 * 6;  // with the missing ids' rows
   const int64_t in = 2 + 4 + 4 + 6;
   EXPECT_EQ(m->num_parameters, tables + (in * 8 + 8) + (8 * 4 + 4) + (4 + 1));
 }
@@ -700,6 +746,199 @@ TEST(ModelOptimizerTest, LearningRateScheduleFollowsTheGlobalStep) {
   }
 }
 
+// --- Initializers, missing rows, interaction forms
+// -----------------------------------------------------------
+
+// The initial values of the variables named `names` of model `c`.
+std::map<std::string, std::vector<float>> InitialValues(
+    const ModelConfig& c, const std::vector<std::string>& names) {
+  Harness h;
+  EXPECT_TRUE(h.BuildGraph(c).ok()) << h.root.status();
+  std::vector<Output> vars = h.model.embedding_variables;
+  vars.insert(vars.end(), h.model.dense_variables.begin(), h.model.dense_variables.end());
+  std::vector<std::string> fetches;
+  for (const std::string& name : names) {
+    for (const Output& v : vars) {
+      if (train::VariableName(v) != name) continue;
+      fetches.push_back(
+          train::ReadValue(h.root.NewSubScope("read"), v).name());
+    }
+  }
+  EXPECT_EQ(fetches.size(), names.size()) << "a variable is missing";
+  auto def = h.root.ToGraphDef();
+  EXPECT_TRUE(def.ok()) << def.status();
+  if (!def.ok() || !h.StartSession(*def).ok()) return {};
+  auto out = h.Run({}, fetches);
+  EXPECT_TRUE(out.ok()) << out.status();
+  std::map<std::string, std::vector<float>> values;
+  if (!out.ok()) return values;
+  for (size_t i = 0; i < fetches.size(); ++i) {
+    auto f = (*out)[i].flat<float>();
+    values[names[i]] = {f.begin(), f.end()};
+  }
+  return values;
+}
+
+double MaxAbs(const std::vector<float>& v) {
+  double m = 0;
+  for (float x : v) m = std::max(m, std::abs(static_cast<double>(x)));
+  return m;
+}
+double Stddev(const std::vector<float>& v) {
+  double sum = 0, sq = 0;
+  for (float x : v) sum += x;
+  const double mean = sum / v.size();
+  for (float x : v) sq += (x - mean) * (x - mean);
+  return std::sqrt(sq / v.size());
+}
+
+TEST(ModelInitializerTest, EveryInitializerOfEveryPart) {
+  ModelConfig c = SmallConfig("wide_deep");
+  c.sparse_features[0].vocabulary_size = 4096;
+  c.sparse_features[1].vocabulary_size = 2000;
+  c.embedding_dim = 16;
+  c.hidden_units = {64};
+  // The zoo's defaults: embeddings U(+-0.01), first-order weights zero,
+  // Glorot kernels, zero biases.
+  auto v = InitialValues(c, {"embedding/C1", "linear/C1", "mlp_0/kernel", "mlp_0/bias"});
+  ASSERT_EQ(v.size(), 4u);
+  ASSERT_EQ(v["embedding/C1"].size(), 4097u * 16);  // the missing id's row too
+  EXPECT_LE(MaxAbs(v["embedding/C1"]), 0.01);
+  EXPECT_NEAR(Stddev(v["embedding/C1"]), 0.01 / std::sqrt(3.0), 0.0005);
+  EXPECT_EQ(MaxAbs(v["linear/C1"]), 0.0);
+  EXPECT_EQ(MaxAbs(v["mlp_0/bias"]), 0.0);
+  const double fan_in = 2 + 16 * 3;  // dense + three fields
+  const double glorot = std::sqrt(6.0 / (fan_in + 64));
+  EXPECT_LE(MaxAbs(v["mlp_0/kernel"]), glorot);
+  EXPECT_NEAR(Stddev(v["mlp_0/kernel"]), glorot / std::sqrt(3.0), 0.1 * glorot);
+  const std::vector<float> missing(v["embedding/C1"].end() - 16, v["embedding/C1"].end());
+  EXPECT_LE(MaxAbs(missing), 0.01);
+  EXPECT_GT(MaxAbs(missing), 0.0);
+
+  // Each part and one feature set otherwise.
+  c.initializers.embedding = {.type = "uniform", .limit = 1, .scale = "inverse_sqrt_rows"};
+  c.initializers.linear = {.type = "constant", .value = 0.25};
+  c.initializers.kernel = {.type = "he_normal"};
+  c.initializers.bias = {.type = "normal", .mean = 1, .stddev = 0.1};
+  c.sparse_features[1].initializer =
+      InitializerConfig{.type = "truncated_normal", .stddev = 1, .scale = "inverse_sqrt_dim"};
+  v = InitialValues(c, {"embedding/C1", "embedding/C2", "linear/C2", "mlp_0/kernel",
+                        "mlp_0/bias"});
+  ASSERT_EQ(v.size(), 5u);
+  const double dlrm = 1.0 / std::sqrt(4096.0);
+  EXPECT_LE(MaxAbs(v["embedding/C1"]), dlrm);
+  EXPECT_NEAR(Stddev(v["embedding/C1"]), dlrm / std::sqrt(3.0), 0.05 * dlrm);
+  // Truncated at two stddevs (0.25 / 4), stddev 0.88 of the normal's.
+  EXPECT_LE(MaxAbs(v["embedding/C2"]), 2 * 0.25);
+  EXPECT_NEAR(Stddev(v["embedding/C2"]), 0.25 * 0.8796, 0.02);
+  for (float x : v["linear/C2"]) ASSERT_EQ(x, 0.25f);
+  EXPECT_NEAR(Stddev(v["mlp_0/kernel"]), std::sqrt(2.0 / fan_in), 0.15 * std::sqrt(2.0 / fan_in));
+  double mean = 0;
+  for (float x : v["mlp_0/bias"]) mean += x / 64;
+  EXPECT_NEAR(mean, 1.0, 0.05);
+  EXPECT_NEAR(Stddev(v["mlp_0/bias"]), 0.1, 0.04);
+}
+
+TEST(ModelInitializerTest, HashTablesTakeRowInitializersOnly) {
+  ModelConfig c = SmallConfig("lr");
+  c.sparse_features[0].hash_table = true;
+  c.sparse_features[0].vocabulary_size = 0;
+  c.initializers.linear = {.type = "glorot_uniform"};
+  ExpectInvalid(c, "a hash table's rows start from zeros, constant, uniform");
+  c.initializers.linear = {.type = "uniform", .limit = 1, .scale = "inverse_sqrt_rows"};
+  ExpectInvalid(c, "a hash table has no row count");
+  c.initializers.linear = {.type = "uniform", .limit = 0.5, .scale = "inverse_sqrt_dim"};
+  EXPECT_TRUE(BuildStatus(c).ok()) << BuildStatus(c);
+  c = SmallConfig("mlp");
+  c.initializers.kernel = {.type = "xavier"};
+  ExpectInvalid(c, "initializers.kernel.type: unknown initializer 'xavier'");
+  c = SmallConfig("mlp");
+  c.sparse_features[2].missing = "sometimes";
+  ExpectInvalid(c, "(C3).missing: unknown choice 'sometimes'; one of empty, id");
+  c = SmallConfig("mlp");
+  c.initializers.bias = {.type = "normal", .stddev = -1};
+  ExpectInvalid(c, "limit and stddev finite and >= 0");
+}
+
+// A hash table's new rows start from its feature's initializer.
+TEST(ModelInitializerTest, HashTableRowsFollowTheInitializer) {
+  ModelConfig c = SmallConfig("mlp");
+  for (SparseFeatureConfig& f : c.sparse_features) {
+    f.hash_table = true;
+    f.vocabulary_size = 0;
+  }
+  c.embedding_dim = 16;
+  c.initializers.embedding = {.type = "constant", .value = 0.125};
+  c.sparse_features[1].initializer = InitializerConfig{.type = "zeros"};
+  Harness h;
+  ASSERT_TRUE(h.Build(c).ok()) << h.root.status();
+  const data::Batch batch = RandomBatch(c, 16, 4);
+  // Look the rows up (creating them) through the bags: C1 (sum) reads 0.125
+  // per id, and an empty bag its missing id's row (0.125 too); C2 zeros.
+  auto out = h.Run(FeedsFor(c, batch),
+                   {"embedding/C1_lookup/HashEmbeddingBag:0", "embedding/C2_lookup/HashEmbeddingBag:0"});
+  ASSERT_TRUE(out.ok()) << out.status();
+  const int64_t* splits = batch.sparse[0].row_splits.data<int64_t>();
+  int empty = 0;
+  for (int64_t b = 0; b < 16; ++b) {
+    const int64_t k = splits[b + 1] - splits[b];
+    empty += k == 0;
+    const float want = 0.125f * static_cast<float>(std::max<int64_t>(k, 1));
+    for (int d = 0; d < 16; ++d) ASSERT_EQ((*out)[0].flat<float>()[b * 16 + d], want) << b;
+  }
+  EXPECT_GT(empty, 0) << "the batch should have an empty bag";
+  EXPECT_EQ(MaxAbs({(*out)[1].flat<float>().begin(), (*out)[1].flat<float>().end()}), 0.0);
+}
+
+TEST(ModelInteractionTest, DlrmSelfInteractionAddsTheDiagonal) {
+  for (bool self : {false, true}) {
+    ModelConfig c = SmallConfig("dlrm");
+    c.self_interaction = self;
+    auto v = InitialValues(c, {"top_0/kernel"});
+    ASSERT_EQ(v.size(), 1u);
+    const int64_t f = 1 + 3;  // the bottom MLP's output and three fields
+    const int64_t pairs = self ? f * (f + 1) / 2 : f * (f - 1) / 2;
+    EXPECT_EQ(static_cast<int64_t>(v["top_0/kernel"].size()), (4 + pairs) * 8) << self;
+  }
+}
+
+TEST(ModelOptimizerTest, AdagradEpsilonAndDenseAdamPickTheirOps) {
+  ModelConfig c = SmallConfig("deepfm");
+  c.embedding_optimizer = {.type = "adagrad",
+                           .learning_rate = 0.03,
+                           .initial_accumulator_value = 0,
+                           .epsilon = 1e-10};
+  c.dense_optimizer = {.type = "adagrad", .learning_rate = 0.01, .initial_accumulator_value = 0,
+                       .epsilon = 1e-7};
+  Harness h;
+  ASSERT_TRUE(h.Build(c).ok()) << h.root.status();
+  std::set<std::string> ops;
+  for (const auto& n : h.root.graph()->nodes()) ops.insert(n->op());
+  EXPECT_TRUE(ops.count("ResourceSparseApplyAdagradV2"));
+  EXPECT_TRUE(ops.count("ResourceApplyAdagradV2"));
+  EXPECT_FALSE(ops.count("ResourceApplyAdagrad"));
+  const data::Batch batch = RandomBatch(c, 64, 3);
+  auto out = h.Run(FeedsFor(c, batch), {"loss:0"}, {"train"});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(std::isfinite((*out)[0].scalar<float>()));
+
+  // Without epsilon the accumulator must start above 0.
+  c.embedding_optimizer.epsilon = -1;
+  ExpectInvalid(c, "initial_accumulator_value must be > 0 for adagrad without an epsilon");
+
+  // Adam on the tables: lazy (sparse) by default, TensorFlow 1's dense
+  // update with lazy: false.
+  for (bool lazy : {true, false}) {
+    ModelConfig a = SmallConfig("lr");
+    a.embedding_optimizer = {.type = "adam", .learning_rate = 0.01, .lazy = lazy};
+    Harness ha;
+    ASSERT_TRUE(ha.Build(a).ok()) << ha.root.status();
+    int sparse = 0;
+    for (const auto& n : ha.root.graph()->nodes()) sparse += n->op() == "ResourceSparseApplyAdam";
+    EXPECT_EQ(sparse > 0, lazy);
+  }
+}
+
 // Variable and slot names are what checkpoints are keyed by: keep them.
 TEST(ModelNamesTest, VariablesAndSlotsHaveStableNames) {
   ModelConfig c = SmallConfig("deepfm");
@@ -714,7 +953,7 @@ TEST(ModelNamesTest, VariablesAndSlotsHaveStableNames) {
                            "linear/C3",
                            "lr/bias",
                            "lr/dense_weights",
-                           "fm/dense_projection",
+                           "dense_fields/kernel",
                            "mlp_0/kernel",
                            "mlp_0/kernel/Adam",
                            "mlp_1/bias",
