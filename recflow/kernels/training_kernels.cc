@@ -212,12 +212,12 @@ class ApplyMomentumOp : public ApplyOpBase<T, kResource> {
   bool use_nesterov_ = false;
 };
 
-// inputs: var, accum, lr, grad
-template <typename T, bool kResource>
+// inputs: var, accum, lr, [epsilon (kV2),] grad
+template <typename T, bool kResource, bool kV2>
 class ApplyAdagradOp : public ApplyOpBase<T, kResource> {
  public:
   explicit ApplyAdagradOp(OpKernelConstruction* c)
-      : ApplyOpBase<T, kResource>(c, 2, 3) {
+      : ApplyOpBase<T, kResource>(c, 2, kV2 ? 4 : 3) {
     c->SetStatus(c->GetAttr("update_slots", &update_slots_));
   }
 
@@ -227,37 +227,8 @@ class ApplyAdagradOp : public ApplyOpBase<T, kResource> {
     T* var = vars[0]->data<T>();
     T* accum = vars[1]->data<T>();
     const T lr = this->Scalar(ctx, 2);
-    const bool update_slots = update_slots_;
-    ParallelLoop(ctx, n, 4, [=](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        T a = accum[i];
-        if (update_slots) {
-          a += g[i] * g[i];
-          accum[i] = a;
-        }
-        var[i] -= g[i] * lr / std::sqrt(a);
-      }
-    });
-  }
-  bool update_slots_ = true;
-};
-
-// inputs: var, accum, lr, epsilon, grad
-template <typename T, bool kResource>
-class ApplyAdagradV2Op : public ApplyOpBase<T, kResource> {
- public:
-  explicit ApplyAdagradV2Op(OpKernelConstruction* c)
-      : ApplyOpBase<T, kResource>(c, 2, 4) {
-    c->SetStatus(c->GetAttr("update_slots", &update_slots_));
-  }
-
- private:
-  void Apply(OpKernelContext* ctx, absl::Span<Tensor* const> vars, const T* g,
-             int64_t n) const override {
-    T* var = vars[0]->data<T>();
-    T* accum = vars[1]->data<T>();
-    const T lr = this->Scalar(ctx, 2);
-    const T epsilon = this->Scalar(ctx, 3);
+    // sqrt(a) + 0 is sqrt(a): ApplyAdagrad's bits are unchanged.
+    const T epsilon = kV2 ? this->Scalar(ctx, 3) : T(0);
     const bool update_slots = update_slots_;
     ParallelLoop(ctx, n, 4, [=](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
@@ -429,11 +400,12 @@ class ApplyFtrlOp : public ApplyOpBase<T, kResource> {
   RECFLOW_REGISTER_APPLY_("ApplyMomentum", T, ApplyMomentumOp<T, false>);      \
   RECFLOW_REGISTER_APPLY_("ResourceApplyMomentum", T,                          \
                           ApplyMomentumOp<T, true>);                           \
-  RECFLOW_REGISTER_APPLY_("ApplyAdagrad", T, ApplyAdagradOp<T, false>);        \
-  RECFLOW_REGISTER_APPLY_("ResourceApplyAdagrad", T, ApplyAdagradOp<T, true>); \
-  RECFLOW_REGISTER_APPLY_("ApplyAdagradV2", T, ApplyAdagradV2Op<T, false>);    \
+  RECFLOW_REGISTER_APPLY_("ApplyAdagrad", T, ApplyAdagradOp<T, false, false>); \
+  RECFLOW_REGISTER_APPLY_("ResourceApplyAdagrad", T,                           \
+                          ApplyAdagradOp<T, true, false>);                     \
+  RECFLOW_REGISTER_APPLY_("ApplyAdagradV2", T, ApplyAdagradOp<T, false, true>); \
   RECFLOW_REGISTER_APPLY_("ResourceApplyAdagradV2", T,                         \
-                          ApplyAdagradV2Op<T, true>);                          \
+                          ApplyAdagradOp<T, true, true>);                      \
   RECFLOW_REGISTER_APPLY_("ApplyAdam", T, ApplyAdamOp<T, false, false>);       \
   RECFLOW_REGISTER_APPLY_("ResourceApplyAdam", T,                              \
                           ApplyAdamOp<T, true, false>);                        \
