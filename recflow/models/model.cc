@@ -408,6 +408,8 @@ ModelConfig WithDefaults(const ModelConfig& c) {
     const internal::ModelDef* def = internal::FindModel(c.type);
     if (o == &out.embedding_optimizer && o->type == "adagrad" && def != nullptr) {
       o->learning_rate = def->embedding_learning_rate;
+    } else if (o == &out.dense_optimizer && o->type == "adam" && def != nullptr) {
+      o->learning_rate = def->dense_learning_rate;
     } else {
       // TensorFlow's / Keras's defaults where they have one.
       o->learning_rate = o->type == "adam" ? 0.001 : o->type == "sgd" ? 0.01

@@ -194,7 +194,7 @@ struct ModelConfig {
                                          .learning_rate = 0,
                                          .initial_accumulator_value = 0,
                                          .epsilon = 1e-10};
-  OptimizerConfig dense_optimizer = {.type = "adam", .learning_rate = 0.001};
+  OptimizerConfig dense_optimizer = {.type = "adam", .learning_rate = 0};
 };
 
 // The graph inputs for a batch.
@@ -241,8 +241,9 @@ struct BuildOptions {
 };
 
 // `c` with every learning rate left at 0 (unset) filled in: the embedding group's
-// Adagrad takes the model type's measured default (docs/models.md, "Quality
-// against the references": 0.03, 0.01 for deepfm), any other
+// Adagrad and the dense group's Adam take the model type's measured defaults
+// (docs/models.md, "Quality against the references": Adagrad 0.03, 0.01 for
+// deepfm; Adam 0.001, 0.01 for lr), any other
 // optimizer TensorFlow's or Keras's default (adam 0.001, sgd 0.01, adagrad
 // 0.01, ftrl 0.05). BuildModel builds WithDefaults(config).
 ModelConfig WithDefaults(const ModelConfig& c);

@@ -206,6 +206,8 @@ struct ModelDef {
   // The embedding group's default Adagrad learning rate (WithDefaults),
   // chosen on the quality bench's validation split.
   double embedding_learning_rate = 0.03;
+  // The dense group's default Adam learning rate.
+  double dense_learning_rate = 0.001;
 };
 
 // Registers a model type (at static-initialization time; names are unique).
@@ -215,7 +217,7 @@ const ModelDef* FindModel(absl::string_view type);
 // The registered types, sorted by name.
 std::vector<std::string> RegisteredModels();
 
-// RECFLOW_REGISTER_MODEL(NAME, BUILD, CHECK[, EMBEDDING_LEARNING_RATE])
+// RECFLOW_REGISTER_MODEL(NAME, BUILD, CHECK[, EMBEDDING_LR[, DENSE_LR]])
 #define RECFLOW_REGISTER_MODEL(NAME, BUILD, ...)       \
   static const bool recflow_model_registered_##BUILD = \
       ::recflow::models::internal::RegisterModel(      \
