@@ -243,7 +243,7 @@ struct BuildOptions {
 // `c` with every learning rate left at 0 (unset) filled in: the embedding group's
 // Adagrad and the dense group's Adam take the model type's measured defaults
 // (docs/models.md, "Quality against the references": Adagrad 0.03, 0.01 for
-// deepfm; Adam 0.001, 0.01 for lr), any other
+// deepfm; Adam 0.001, 0.01 for lr, 0.003 for dlrm and dcn_v2), any other
 // optimizer TensorFlow's or Keras's default (adam 0.001, sgd 0.01, adagrad
 // 0.01, ftrl 0.05). BuildModel builds WithDefaults(config).
 ModelConfig WithDefaults(const ModelConfig& c);
