@@ -216,14 +216,6 @@ absl::Status ParseOptimizerMap(const YAML::Node& n, const std::string& path,
   return r.Finish();
 }
 
-const std::vector<std::string>& InitializerTypes() {
-  static const auto* v = new std::vector<std::string>{
-      "zeros",          "constant",      "uniform",    "normal",
-      "truncated_normal", "glorot_uniform", "glorot_normal", "he_uniform",
-      "he_normal",      "lecun_uniform", "lecun_normal"};
-  return *v;
-}
-
 // {type: uniform, limit: 0.01} | a bare type name (zeros, glorot_uniform).
 absl::Status ParseInitializer(const YAML::Node& n, const std::string& path,
                               const std::string* file, InitializerConfig* out) {

@@ -105,15 +105,12 @@ absl::Status CheckUnits(const std::vector<int64_t>& units,
 // `table`: the initializer of a table (hash tables take fewer types).
 absl::Status CheckInitializer(const InitializerConfig& i, absl::string_view field,
                               bool hash_table) {
-  static const std::set<std::string>* kTypes = new std::set<std::string>{
-      "zeros",          "constant",      "uniform",    "normal",
-      "truncated_normal", "glorot_uniform", "glorot_normal", "he_uniform",
-      "he_normal",      "lecun_uniform", "lecun_normal"};
-  static const std::set<std::string>* kRowTypes = new std::set<std::string>{
-      "zeros", "constant", "uniform", "normal", "truncated_normal"};
-  if (!kTypes->count(i.type)) {
+  const std::vector<std::string>& types = InitializerTypes();
+  // The types a hash table row can start from (no fans: no row count).
+  const std::vector<std::string> row_types(types.begin(), types.begin() + 5);
+  if (std::find(types.begin(), types.end(), i.type) == types.end()) {
     return errors::InvalidArgument(field, ".type: unknown initializer '", i.type, "'; one of ",
-                                   absl::StrJoin(*kTypes, ", "));
+                                   absl::StrJoin(types, ", "));
   }
   if (i.scale != "none" && i.scale != "inverse_sqrt_rows" && i.scale != "inverse_sqrt_dim") {
     return errors::InvalidArgument(field, ".scale: unknown scale '", i.scale,
@@ -124,7 +121,7 @@ absl::Status CheckInitializer(const InitializerConfig& i, absl::string_view fiel
     return errors::InvalidArgument(field, ": value and mean must be finite, limit and stddev "
                                    "finite and >= 0");
   }
-  if (hash_table && !kRowTypes->count(i.type)) {
+  if (hash_table && std::find(row_types.begin(), row_types.end(), i.type) == row_types.end()) {
     return errors::InvalidArgument(field, ": a hash table's rows start from zeros, constant, "
                                    "uniform, normal or truncated_normal, not '", i.type,
                                    "' (a variance-scaling type needs the table's row count)");
@@ -399,6 +396,15 @@ ModelInputs Placeholders(const Scope& scope, const ModelConfig& config) {
     in.sparse.push_back(s);
   }
   return in;
+}
+
+const std::vector<std::string>& InitializerTypes() {
+  // The row kinds first: a hash table takes the first five.
+  static const auto* v = new std::vector<std::string>{
+      "zeros",         "constant",      "uniform",    "normal",
+      "truncated_normal", "glorot_uniform", "glorot_normal", "he_uniform",
+      "he_normal",     "lecun_uniform", "lecun_normal"};
+  return *v;
 }
 
 ModelConfig WithDefaults(const ModelConfig& c) {

@@ -90,6 +90,9 @@ struct InitializerConfig {
   std::string scale = "none";
 };
 
+// InitializerConfig::type's values, the five a hash table row takes first.
+const std::vector<std::string>& InitializerTypes();
+
 // The initializers of each part of a model (docs/models.md explains the
 // defaults: large sparse tables want small embeddings and first-order
 // weights at zero, so that ids seen once or never add no noise).
