@@ -13,6 +13,7 @@
 #include "recflow/core/crc32c.h"
 #include "recflow/core/mutex.h"
 #include "recflow/core/status.h"
+#include "recflow/core/threadpool.h"
 
 namespace recflow::checkpoint {
 namespace {
@@ -35,14 +36,19 @@ class BackgroundAppender {
  public:
   static constexpr size_t kMaxPending = 2;
 
-  BackgroundAppender() : thread_([this] { Run(); }) {}
+  // When no thread can be started (a process or PID limit), appends run
+  // on the caller instead: slower, never an abort.
+  BackgroundAppender() {
+    absl::StatusOr<std::thread> t = StartThread("bundle_writer", [this] { Run(); });
+    if (t.ok()) thread_ = std::move(*t);
+  }
   ~BackgroundAppender() {
     {
       MutexLock l(&mu_);
       stop_ = true;
     }
     cv_.notify_all();
-    thread_.join();
+    if (thread_.joinable()) thread_.join();
   }
 
   // Queues `buffer` for appending to `file`.
@@ -84,6 +90,20 @@ class BackgroundAppender {
   };
 
   void Push(Item item) {
+    if (!thread_.joinable()) {  // No background thread: write inline.
+      absl::Status s;
+      {
+        MutexLock l(&mu_);
+        s = status_;
+      }
+      if (s.ok() && item.file != nullptr) {
+        s = item.file->Append(absl::string_view(item.buffer.data(), item.buffer.size()));
+      }
+      MutexLock l(&mu_);
+      if (status_.ok()) status_ = s;
+      if (free_.size() < kMaxPending + 1) free_.push_back(std::move(item.buffer));
+      return;
+    }
     {
       std::unique_lock<std::mutex> l(mu_.native());
       cv_.wait(l, [this] { return queue_.size() < kMaxPending; });
@@ -126,7 +146,7 @@ class BackgroundAppender {
   bool busy_ ABSL_GUARDED_BY(mu_) = false;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
-  std::thread thread_;  // last: starts after the fields above exist
+  std::thread thread_;  // Started last, after the fields above exist.
 };
 
 uint32_t ExtendCrcWithStringLength(uint32_t crc, uint64_t len) {

@@ -185,11 +185,7 @@ Saveable VarSaveable(ResourceMgr* rm, VarRef ref) {
 // --- Saver ---------------------------------------------------------------------
 
 Saver::Saver(SaverOptions options, std::vector<Saveable> saveables)
-    : options_(std::move(options)), saveables_(std::move(saveables)) {
-  const int threads =
-      options_.restore_threads > 0 ? options_.restore_threads : NumSchedulableCPUs();
-  if (threads > 1) pool_ = std::make_unique<ThreadPool>("ckpt_restore", threads);
-}
+    : options_(std::move(options)), saveables_(std::move(saveables)) {}
 
 absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(SaverOptions options,
                                                      std::vector<Saveable> saveables) {
@@ -201,6 +197,8 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(SaverOptions options,
                                    "' must be a non-empty file name");
   }
   if (options.env == nullptr) options.env = Env::Default();
+  RETURN_IF_ERROR(ValidateThreadCount("SaverOptions.restore_threads",
+                                      options.restore_threads, /*min_threads=*/0));
   std::set<std::string> names;
   for (const Saveable& s : saveables) {
     if (s.name.empty() || !s.save || !s.restore) {
@@ -215,6 +213,11 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(SaverOptions options,
   const std::string dir = options.directory;
   RETURN_IF_ERROR(env->RecursivelyCreateDir(dir));
   std::unique_ptr<Saver> saver(new Saver(std::move(options), std::move(saveables)));
+  const int threads = saver->options_.restore_threads > 0 ? saver->options_.restore_threads
+                                                          : NumSchedulableCPUs();
+  if (threads > 1) {
+    ASSIGN_OR_RETURN(saver->pool_, ThreadPool::Create("ckpt_restore", threads));
+  }
   ASSIGN_OR_RETURN(RetainedCheckpoints retained,
                    AdoptCheckpointDir(env, dir, saver->options_.basename));
   {

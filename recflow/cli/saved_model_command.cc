@@ -448,10 +448,23 @@ absl::StatusOr<Tensor> ReadNpy(const std::string& path) {
     }
     dims.push_back(v);
   }
-  TensorShape shape(absl::MakeConstSpan(dims));
-  const uint64_t want =
-      static_cast<uint64_t>(shape.num_elements()) * type->size;
+  absl::StatusOr<TensorShape> built = TensorShape::Build(dims);
+  if (!built.ok()) {
+    return errors::InvalidArgument("'", path, "': bad .npy shape '", shape_text,
+                                   "': ", built.status().message());
+  }
+  const TensorShape shape = *std::move(built);
   const uint64_t have = data.size() - header_start - header_len;
+  // The element count fits in int64 (Build checked it); compare it with the
+  // bytes present by division, so that no product can wrap around.
+  const uint64_t count = static_cast<uint64_t>(shape.num_elements());
+  if (count > have / type->size) {
+    return errors::DataLoss("'", path, "': truncated .npy data: shape ",
+                            shape.DebugString(), " of ", descr, " needs ",
+                            count, " elements of ", type->size,
+                            " bytes, file has ", have, " bytes");
+  }
+  const uint64_t want = count * type->size;
   if (have < want) {
     return errors::DataLoss("'", path, "': truncated .npy data: shape ",
                             shape.DebugString(), " of ", descr, " needs ", want,

@@ -10,9 +10,11 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <utility>
 
 #include "recflow/core/logging.h"
+#include "recflow/core/status.h"
 
 namespace recflow {
 namespace {
@@ -101,13 +103,60 @@ int NumSchedulableCPUs() {
   return hardware > 0 ? static_cast<int>(hardware) : 1;
 }
 
+absl::Status ValidateThreadCount(absl::string_view what, int64_t n,
+                                 int64_t min_threads) {
+  if (n >= min_threads && n <= kMaxThreads) return absl::OkStatus();
+  return errors::InvalidArgument(what, " is ", n, "; must be between ",
+                                 min_threads, " and ", kMaxThreads,
+                                 " threads (this machine has ",
+                                 NumSchedulableCPUs(), " CPUs)");
+}
+
+absl::StatusOr<std::thread> StartThread(absl::string_view name,
+                                        std::function<void()> fn) {
+  try {
+    return std::thread(std::move(fn));
+  } catch (const std::system_error& e) {
+    return errors::ResourceExhausted(
+        "cannot start thread '", name, "': ", e.what(),
+        " (the process or system thread limit is reached; ask for fewer "
+        "threads)");
+  }
+}
+
+absl::StatusOr<std::unique_ptr<ThreadPool>> ThreadPool::Create(
+    std::string name, int num_threads) {
+  RETURN_IF_ERROR(ValidateThreadCount(
+      absl::StrCat("thread pool '", name, "' size"), num_threads));
+  std::unique_ptr<ThreadPool> pool(new ThreadPool(std::move(name)));
+  RETURN_IF_ERROR(pool->StartWorkers(num_threads));
+  return pool;
+}
+
+ThreadPool::ThreadPool(std::string name) : name_(std::move(name)) {}
+
 ThreadPool::ThreadPool(std::string name, int num_threads)
     : name_(std::move(name)) {
   CHECK_GE(num_threads, 1) << "ThreadPool '" << name_ << "'";
+  CHECK_LE(num_threads, kMaxThreads) << "ThreadPool '" << name_ << "'";
+  absl::Status s = StartWorkers(num_threads);
+  CHECK(s.ok()) << s;
+}
+
+absl::Status ThreadPool::StartWorkers(int num_threads) {
   threads_.reserve(num_threads);
   for (int i = 0; i < num_threads; ++i) {
-    threads_.emplace_back([this, i] { WorkerLoop(i); });
+    absl::StatusOr<std::thread> t =
+        StartThread(name_, [this, i] { WorkerLoop(i); });
+    if (!t.ok()) {
+      // The destructor joins the workers already running.
+      return errors::Annotate(
+          t.status(), absl::StrCat("thread pool '", name_, "' started ", i,
+                                   " of ", num_threads, " threads"));
+    }
+    threads_.push_back(std::move(*t));
   }
+  return absl::OkStatus();
 }
 
 ThreadPool::~ThreadPool() {

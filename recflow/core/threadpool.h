@@ -13,10 +13,15 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace recflow {
 
@@ -25,11 +30,37 @@ namespace recflow {
 // least 1.
 int NumSchedulableCPUs();
 
+// The most threads one pool, flag or config key may ask for. Far above what
+// any of recflow's pools can use (they are sized by cores or by concurrent
+// blocking calls), far below what exhausts a machine's thread or PID limit:
+// a typo such as 100000 is refused up front instead of taking the machine's
+// whole PID space before the kernel says no.
+inline constexpr int64_t kMaxThreads = 4096;
+
+// InvalidArgument naming `what` (a flag or config key, e.g.
+// "--rest_api_num_threads") unless min_threads <= n <= kMaxThreads.
+absl::Status ValidateThreadCount(absl::string_view what, int64_t n,
+                                 int64_t min_threads = 1);
+
+// Starts a thread running fn. If the system cannot create one (thread or
+// PID limit, memory), returns ResourceExhausted naming `name` and the
+// system's reason instead of throwing std::system_error.
+absl::StatusOr<std::thread> StartThread(absl::string_view name,
+                                        std::function<void()> fn);
+
 class ThreadPool {
  public:
   // Starts `num_threads` threads named `name` (truncated to the 15
-  // characters Linux allows; visible in top -H and gdb).
-  // REQUIRES: num_threads >= 1.
+  // characters Linux allows; visible in top -H and gdb). Fails with
+  // InvalidArgument outside 1..kMaxThreads, and with ResourceExhausted when
+  // the system cannot create a thread (the threads started so far are
+  // joined first).
+  static absl::StatusOr<std::unique_ptr<ThreadPool>> Create(std::string name,
+                                                            int num_threads);
+
+  // Like Create, for counts the program chose itself (a core count, a
+  // constant): a failure to start a thread is fatal here.
+  // REQUIRES: 1 <= num_threads <= kMaxThreads.
   ThreadPool(std::string name, int num_threads);
 
   // Runs all work already scheduled (including work that queued work
@@ -90,6 +121,9 @@ class ThreadPool {
   // argument. No pool thread is ever required to become free.
 
  private:
+  explicit ThreadPool(std::string name);
+  // Starts num_threads workers; on failure, stops the ones started.
+  absl::Status StartWorkers(int num_threads);
   void WorkerLoop(int index);
 
   // std::mutex rather than absl::Mutex: ThreadSanitizer sees pthread

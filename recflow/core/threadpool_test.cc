@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "recflow/core/thread_test_util.h"
 
 // Only std synchronization here (not absl's): ThreadSanitizer cannot see
 // inside an uninstrumented, system-packaged absl.
@@ -372,6 +373,57 @@ TEST(ThreadPoolTest, CurrentThreadIdAndName) {
   });
   checked.wait();
   EXPECT_EQ(other_id.load(), 0);
+}
+
+TEST(ThreadPoolTest, CreateRefusesAbsurdSizes) {
+  for (int n : {0, -3, static_cast<int>(kMaxThreads) + 1, 1000000}) {
+    absl::StatusOr<std::unique_ptr<ThreadPool>> pool =
+        ThreadPool::Create("sized", n);
+    ASSERT_FALSE(pool.ok()) << n;
+    EXPECT_EQ(pool.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(pool.status().message().find("'sized'"), std::string::npos)
+        << pool.status();
+  }
+  absl::StatusOr<std::unique_ptr<ThreadPool>> pool = ThreadPool::Create("ok", 3);
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  EXPECT_EQ((*pool)->NumThreads(), 3);
+}
+
+TEST(ThreadPoolTest, ValidateThreadCountNamesTheFlag) {
+  EXPECT_TRUE(ValidateThreadCount("--threads", 1).ok());
+  EXPECT_TRUE(ValidateThreadCount("--threads", kMaxThreads).ok());
+  EXPECT_TRUE(ValidateThreadCount("--threads", 0, /*min_threads=*/0).ok());
+  absl::Status s = ValidateThreadCount("--threads", 100000);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("--threads is 100000"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("4096"), std::string::npos) << s;
+  EXPECT_FALSE(ValidateThreadCount("--threads", 0).ok());
+}
+
+TEST(ThreadPoolTest, ThreadCreationFailureIsAStatus) {
+  // Start one pool first, so that the failure below happens after some
+  // workers started, and Create must stop them again.
+  absl::StatusOr<std::unique_ptr<ThreadPool>> pool;
+  {
+    ScopedThreadCreationFailure no_threads;
+    pool = ThreadPool::Create("doomed", 4);
+    absl::StatusOr<std::thread> t = StartThread("lonely", [] {});
+    ASSERT_FALSE(t.ok());
+    EXPECT_EQ(t.status().code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_NE(t.status().message().find("'lonely'"), std::string::npos)
+        << t.status();
+  }
+  ASSERT_FALSE(pool.ok());
+  EXPECT_EQ(pool.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_NE(pool.status().message().find("'doomed' started 0 of 4"),
+            std::string::npos)
+      << pool.status();
+  // Threads start again once the limit is gone.
+  absl::StatusOr<std::unique_ptr<ThreadPool>> again = ThreadPool::Create("again", 2);
+  ASSERT_TRUE(again.ok()) << again.status();
+  std::atomic<int> ran{0};
+  (*again)->ParallelFor(1000, 1000000, [&](int64_t b, int64_t e) { ran += e - b; });
+  EXPECT_EQ(ran.load(), 1000);
 }
 
 TEST(ThreadPoolTest, NumSchedulableCPUs) {

@@ -33,10 +33,10 @@ absl::Status InterleaveStatus(int cycle_length, int block_length,
                                    " and block_length ", block_length,
                                    "; both must be >= 1");
   }
-  if (num_parallel_calls < 1 && num_parallel_calls != -1) {
-    return errors::InvalidArgument("Interleave: num_parallel_calls is ",
-                                   num_parallel_calls,
-                                   "; must be >= 1, or -1 for one per CPU");
+  if (num_parallel_calls != -1) {
+    RETURN_IF_ERROR(errors::Annotate(
+        ValidateThreadCount("num_parallel_calls", num_parallel_calls),
+        "Interleave (or -1 for one per CPU)"));
   }
   return CheckSignature(dtypes, shapes, "Interleave");
 }
@@ -123,9 +123,14 @@ class InterleaveIterator : public StageIterator<InterleaveDataset> {
       slots_.push_back(std::make_unique<CycleSlot>());
     }
     if (parallel_) {
-      pool_ = std::make_unique<ThreadPool>(
+      absl::StatusOr<std::unique_ptr<ThreadPool>> pool = ThreadPool::Create(
           "rf_interleave",
           std::min(ds_->num_parallel_calls(), ds_->cycle_length()));
+      if (pool.ok()) {
+        pool_ = std::move(*pool);
+      } else {
+        start_error_ = pool.status();  // Returned by GetNext.
+      }
     }
   }
 
@@ -142,6 +147,7 @@ class InterleaveIterator : public StageIterator<InterleaveDataset> {
   absl::Status GetNext(Element* out, bool* end_of_sequence) override {
     out->clear();
     *end_of_sequence = false;
+    RETURN_IF_ERROR(start_error_);
     while (input_ != nullptr || num_open_ > 0) {
       CycleSlot& slot = *slots_[cycle_index_];
       if (slot.it != nullptr) {
@@ -357,6 +363,7 @@ class InterleaveIterator : public StageIterator<InterleaveDataset> {
   bool paused_ = false;     // Guarded by mu_.
   int tasks_ = 0;           // Guarded by mu_: scheduled read-ahead tasks.
   std::unique_ptr<ThreadPool> pool_;  // Parallel mode; destroyed first.
+  absl::Status start_error_;          // The pool could not start.
 };
 
 std::unique_ptr<IteratorBase> InterleaveDataset::MakeStageIterator(

@@ -27,10 +27,10 @@ namespace {
 absl::Status MapStatus(int num_parallel_calls,
                        const std::vector<DataType>& dtypes,
                        const std::vector<PartialShape>& shapes) {
-  if (num_parallel_calls < 1 && num_parallel_calls != -1) {
-    return errors::InvalidArgument("Map: num_parallel_calls is ",
-                                   num_parallel_calls,
-                                   "; must be >= 1, or -1 for one per CPU");
+  if (num_parallel_calls != -1) {
+    RETURN_IF_ERROR(errors::Annotate(
+        ValidateThreadCount("num_parallel_calls", num_parallel_calls),
+        "Map (or -1 for one per CPU)"));
   }
   return CheckSignature(dtypes, shapes, "Map");
 }
@@ -168,8 +168,13 @@ class ParallelMapIterator : public StageIterator<MapDataset> {
     input_ = MakeInput();
     pool_ = ctx_->thread_pool;
     if (pool_ == nullptr) {
-      own_pool_ =
-          std::make_unique<ThreadPool>("rf_map", ds_->num_parallel_calls());
+      absl::StatusOr<std::unique_ptr<ThreadPool>> pool =
+          ThreadPool::Create("rf_map", ds_->num_parallel_calls());
+      if (pool.ok()) {
+        own_pool_ = std::move(*pool);
+      } else {
+        start_error_ = pool.status();  // Returned by GetNext.
+      }
       pool_ = own_pool_.get();
     }
   }
@@ -186,6 +191,7 @@ class ParallelMapIterator : public StageIterator<MapDataset> {
   absl::Status GetNext(Element* out, bool* end_of_sequence) override {
     out->clear();
     *end_of_sequence = false;
+    RETURN_IF_ERROR(start_error_);
     Fill();
     if (calls_.empty()) {
       *end_of_sequence = true;
@@ -270,6 +276,7 @@ class ParallelMapIterator : public StageIterator<MapDataset> {
 
   std::shared_ptr<MapShared> shared_;
   std::unique_ptr<ThreadPool> own_pool_;        // When the context has no pool.
+  absl::Status start_error_;                    // The pool could not start.
   ThreadPool* pool_;                            // Not owned (or own_pool_).
   std::unique_ptr<IteratorBase> input_;         // Null once exhausted.
   std::deque<std::shared_ptr<MapCall>> calls_;  // In input order.
@@ -336,7 +343,7 @@ class PrefetchIterator : public StageIterator<PrefetchDataset> {
     out->clear();
     *end_of_sequence = false;
     if (!thread_.joinable()) {
-      thread_ = std::thread([this] { Produce(); });
+      ASSIGN_OR_RETURN(thread_, StartThread("rf_prefetch", [this] { Produce(); }));
     }
     std::unique_lock<std::mutex> lock(mu_.native());
     cv_.wait(lock, [this] { return !buffer_.empty(); });

@@ -394,10 +394,14 @@ absl::StatusOr<SyntheticDatasetSummary> WriteSyntheticDataset(
   ASSIGN_OR_RETURN(std::unique_ptr<SyntheticGenerator> gen,
                    SyntheticGenerator::Create(options.config));
 
+  RETURN_IF_ERROR(ValidateThreadCount("gen-data --threads", options.num_threads,
+                                      /*min_threads=*/0));
   const int threads =
       options.num_threads > 0 ? options.num_threads : NumSchedulableCPUs();
   std::unique_ptr<ThreadPool> pool;
-  if (threads > 1) pool = std::make_unique<ThreadPool>("gen_data", threads);
+  if (threads > 1) {
+    ASSIGN_OR_RETURN(pool, ThreadPool::Create("gen_data", threads));
+  }
 
   SyntheticDatasetSummary summary;
   summary.bias = gen->bias();

@@ -34,9 +34,11 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(const SessionOptions& o
   const int cpus = NumSchedulableCPUs();
   const int inter = options.inter_op_threads > 0 ? options.inter_op_threads : cpus;
   const int intra = options.intra_op_threads > 0 ? options.intra_op_threads : cpus;
-  s->inter_op_pool_ = std::make_unique<ThreadPool>("recflow_inter", inter);
+  RETURN_IF_ERROR(ValidateThreadCount("SessionOptions.inter_op_threads", inter));
+  RETURN_IF_ERROR(ValidateThreadCount("SessionOptions.intra_op_threads", intra));
+  ASSIGN_OR_RETURN(s->inter_op_pool_, ThreadPool::Create("recflow_inter", inter));
   if (intra > 1) {
-    s->intra_op_pool_ = std::make_unique<ThreadPool>("recflow_intra", intra);
+    ASSIGN_OR_RETURN(s->intra_op_pool_, ThreadPool::Create("recflow_intra", intra));
     // A kernel splits its loops only while inter-op threads are idle.
     s->intra_op_pool_->SetPeerPool(s->inter_op_pool_.get());
   }
