@@ -13,14 +13,14 @@
 #include "recflow/core/crc32c.h"
 #include "recflow/core/status.h"
 #include "recflow/core/mem_env.h"
+#include "recflow/core/tf_testdata.h"
 
 namespace recflow::checkpoint {
 namespace {
 
 using testing::HasSubstr;
 
-const char kHalfPlusTwo[] = RECFLOW_SOURCE_DIR
-    "/../shared/testdata/tf_serving/saved_model_half_plus_two_cpu/00000123/variables/variables";
+const std::string kHalfPlusTwo = TfTestDataPath(kHalfPlusTwoTf) + "/variables/variables";
 
 template <typename T>
 Tensor RandomTensor(const TensorShape& shape, std::mt19937* rng) {
@@ -308,6 +308,7 @@ TEST(BundleTest, BadAdds) {
 // --- TensorFlow's own files ----------------------------------------------------
 
 TEST(BundleCompatTest, ReadsTensorFlowSavedModelVariables) {
+  RECFLOW_REQUIRE_TF_TESTDATA(kHalfPlusTwoTf);
   Env* env = Env::Default();
   auto reader = BundleReader::Open(env, kHalfPlusTwo);
   ASSERT_TRUE(reader.ok()) << reader.status();
@@ -336,6 +337,7 @@ TEST(BundleCompatTest, ReadsTensorFlowSavedModelVariables) {
 // for byte and its index entries field for field; our index is an
 // uncompressed table with TensorFlow's footer.
 TEST(BundleCompatTest, RewriteMatchesTensorFlowBytes) {
+  RECFLOW_REQUIRE_TF_TESTDATA(kHalfPlusTwoTf);
   Env* env = Env::Default();
   auto tf = BundleReader::Open(env, kHalfPlusTwo);
   ASSERT_TRUE(tf.ok()) << tf.status();

@@ -21,6 +21,7 @@
 #include "recflow/checkpoint/tensor_slice.h"
 #include "recflow/core/env.h"
 #include "recflow/core/tensor.h"
+#include "recflow/core/tf_testdata.h"
 
 namespace recflow::cli {
 namespace {
@@ -30,8 +31,7 @@ using checkpoint::BundleWriter;
 using testing::HasSubstr;
 using testing::Not;
 
-const char kTfBundle[] = RECFLOW_SOURCE_DIR
-    "/../shared/testdata/tf_serving/saved_model_half_plus_two_cpu/00000123/variables/variables";
+const std::string kTfBundle = TfTestDataPath(kHalfPlusTwoTf) + "/variables/variables";
 
 struct Result {
   int rc = -1;
@@ -153,6 +153,7 @@ TEST_F(CkptCommandTest, InspectDirectoryUsesStateFile) {
 }
 
 TEST_F(CkptCommandTest, InspectTensorFlowBundle) {
+  RECFLOW_REQUIRE_TF_TESTDATA(kHalfPlusTwoTf);
   Result r = RunRecflow(std::string("ckpt inspect ") + kTfBundle + " --verify");
   EXPECT_EQ(r.rc, 0) << r.out;
   EXPECT_THAT(r.out, testing::ContainsRegex("\na +float +\\[\\] +4 +0 +ok"));
@@ -292,6 +293,7 @@ TEST_F(CkptCommandTest, MergeDuplicateKeys) {
 }
 
 TEST_F(CkptCommandTest, MergeTensorFlowBundleWithOurs) {
+  RECFLOW_REQUIRE_TF_TESTDATA(kHalfPlusTwoTf);
   const std::string a = Write("a", {{"extra", Tensor::FromVector<float>({1, 2})}});
   Result r = RunRecflow("ckpt merge --out " + Path("m") + " " + kTfBundle + " " + a);
   EXPECT_EQ(r.rc, 0) << r.out;

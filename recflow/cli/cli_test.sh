@@ -7,7 +7,7 @@ RECFLOW=$1
 SRC=$2
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
-HPT=$SRC/../shared/testdata/tf_serving/saved_model_half_plus_two_cpu/00000123
+source "$(dirname "${BASH_SOURCE[0]}")/testdata.sh"
 fails=0
 pass=0
 

@@ -13,7 +13,7 @@ cleanup() {
   rm -rf "$TMP"
 }
 trap cleanup EXIT
-HPT=$SRC/../shared/testdata/tf_serving/saved_model_half_plus_two_cpu/00000123
+source "$(dirname "${BASH_SOURCE[0]}")/testdata.sh"
 fails=0
 pass=0
 

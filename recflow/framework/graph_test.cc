@@ -10,6 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "recflow/core/tf_testdata.h"
 #include "recflow/framework/scope.h"
 #include "recflow/ops/array_ops.h"
 #include "recflow/ops/math_ops.h"
@@ -22,8 +23,7 @@ namespace {
 using google::protobuf::util::MessageDifferencer;
 using testing::HasSubstr;
 
-constexpr char kHalfPlusTwo[] =
-    RECFLOW_SOURCE_DIR "/../shared/testdata/tf_serving/saved_model_half_plus_two_cpu/00000123/saved_model.pb";
+const std::string kHalfPlusTwo = TfTestDataPath(kHalfPlusTwoTf) + "/saved_model.pb";
 
 tensorflow::GraphDef HalfPlusTwoGraph() {
   std::ifstream in(kHalfPlusTwo, std::ios::binary);
@@ -129,6 +129,7 @@ TEST(GraphTest, RecflowGraphSurvivesImportExportImport) {
 }
 
 TEST(GraphTest, TensorFlowWrittenGraphSurvivesRoundTrip) {
+  RECFLOW_REQUIRE_TF_TESTDATA(kHalfPlusTwoTf);
   const tensorflow::GraphDef original = HalfPlusTwoGraph();
   ASSERT_EQ(original.node_size(), 74);
   auto once = RoundTrip(original);

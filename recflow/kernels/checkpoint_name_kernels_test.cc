@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "recflow/core/env.h"
+#include "recflow/core/tf_testdata.h"
 #include "recflow/framework/scope.h"
 #include "recflow/ops/array_ops.h"
 #include "recflow/ops/checkpoint_name_ops.h"
@@ -20,8 +21,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr char kHalfPlusTwo[] = RECFLOW_SOURCE_DIR
-    "/../shared/testdata/tf_serving/saved_model_half_plus_two_cpu/00000123";
+const std::string kHalfPlusTwo = TfTestDataPath(kHalfPlusTwoTf);
 
 std::string RandomString(std::mt19937* rng) {
   std::string s(1 + (*rng)() % 6, 'a');
@@ -142,6 +142,7 @@ TEST(CheckpointNameKernelsTest, BadShardIsAnError) {
 // SaveV2, MergeV2Checkpoints) saves the model's variables, and its restore
 // path reads them back.
 TEST(CheckpointNameKernelsTest, RunsTensorFlowSaveGraph) {
+  RECFLOW_REQUIRE_TF_TESTDATA(kHalfPlusTwoTf);
   Env* env = Env::Default();
   std::string data;
   ASSERT_TRUE(ReadFileToString(

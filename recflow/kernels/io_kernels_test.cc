@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "recflow/checkpoint/bundle_reader.h"
 #include "recflow/checkpoint/saver.h"
+#include "recflow/core/tf_testdata.h"
 #include "recflow/framework/scope.h"
 #include "recflow/ops/array_ops.h"
 #include "recflow/ops/io_ops.h"
@@ -21,8 +22,7 @@ namespace {
 
 using testing::HasSubstr;
 
-const char kSavedModelDir[] =
-    RECFLOW_SOURCE_DIR "/../shared/testdata/tf_serving/saved_model_half_plus_two_cpu/00000123";
+const std::string kSavedModelDir = TfTestDataPath(kHalfPlusTwoTf);
 
 std::string TempDir(const std::string& name) {
   const std::string dir = testing::TempDir() + "/io_kernels_test_" + name;
@@ -199,6 +199,7 @@ TEST(IoKernelsTest, MergeV2Checkpoints) {
 // TensorFlow's own restore subgraph (save/RestoreV2 feeding save/Assign ops)
 // in the half_plus_two SavedModel loads its variables through our kernels.
 TEST(IoKernelsTest, RunsTensorFlowRestoreGraph) {
+  RECFLOW_REQUIRE_TF_TESTDATA(kHalfPlusTwoTf);
   std::ifstream in(std::string(kSavedModelDir) + "/saved_model.pb", std::ios::binary);
   std::stringstream buf;
   buf << in.rdbuf();

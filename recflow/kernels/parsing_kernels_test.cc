@@ -9,6 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "recflow/core/tf_testdata.h"
 #include "recflow/framework/graph.h"
 #include "recflow/framework/scope.h"
 #include "recflow/ops/array_ops.h"
@@ -319,11 +320,7 @@ TEST(ParseExampleV2KernelTest, SparseDenseRaggedOnVectorsAndScalars) {
 // TensorFlow's half_plus_two SavedModel (TF 1.x, TF Serving's test model).
 
 tensorflow::GraphDef HalfPlusTwoGraph() {
-  std::ifstream in(
-      RECFLOW_SOURCE_DIR
-      "/../shared/testdata/tf_serving/saved_model_half_plus_two_cpu/00000123/"
-      "saved_model.pb",
-      std::ios::binary);
+  std::ifstream in(TfTestDataPath(kHalfPlusTwoTf) + "/saved_model.pb", std::ios::binary);
   std::stringstream buf;
   buf << in.rdbuf();
   tensorflow::SavedModel sm;
@@ -343,6 +340,7 @@ std::string SerializedExample(
 }
 
 TEST(ParseExampleKernelTest, HalfPlusTwoParseExampleNodeImportsAndRuns) {
+  RECFLOW_REQUIRE_TF_TESTDATA(kHalfPlusTwoTf);
   const tensorflow::GraphDef def = HalfPlusTwoGraph();
   // The node imports with the op registered, and its shape function gives
   // what TensorFlow recorded in _output_shapes: [?,1] twice. (Unknown ops

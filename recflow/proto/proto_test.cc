@@ -15,6 +15,7 @@
 #include <sstream>
 #include <string>
 
+#include "recflow/core/tf_testdata.h"
 #include "recflow/proto/attr_value.pb.h"
 #include "recflow/proto/graph.pb.h"
 #include "recflow/proto/meta_graph.pb.h"
@@ -25,13 +26,14 @@
 
 namespace {
 
+using recflow::kHalfPlusTwoTf;
+using recflow::TfTestDataPath;
 using google::protobuf::TextFormat;
 using google::protobuf::util::MessageDifferencer;
 
-const char kHalfPlusTwo[] =
-    RECFLOW_SOURCE_DIR
-    "/../shared/testdata/tf_serving/saved_model_half_plus_two_cpu/00000123/"
-    "saved_model.pb";
+std::string HalfPlusTwoPb() {
+  return TfTestDataPath(kHalfPlusTwoTf) + "/saved_model.pb";
+}
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -79,8 +81,9 @@ void ExpectShapeMinus1By1(const tensorflow::TensorShapeProto& s) {
 class ProtoSavedModelTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    bytes_ = ReadFile(kHalfPlusTwo);
-    ASSERT_FALSE(bytes_.empty()) << "cannot read " << kHalfPlusTwo;
+    RECFLOW_REQUIRE_TF_TESTDATA(kHalfPlusTwoTf);
+    bytes_ = ReadFile(HalfPlusTwoPb());
+    ASSERT_FALSE(bytes_.empty()) << "cannot read " << HalfPlusTwoPb();
     ASSERT_TRUE(model_.ParseFromString(bytes_));
   }
   std::string bytes_;
@@ -522,7 +525,8 @@ TEST(ProtoTextFormatTest, HandWrittenText) {
 // 3. Malformed input.
 
 TEST(ProtoBadInputTest, TruncatedSavedModelFails) {
-  const std::string bytes = ReadFile(kHalfPlusTwo);
+  RECFLOW_REQUIRE_TF_TESTDATA(kHalfPlusTwoTf);
+  const std::string bytes = ReadFile(HalfPlusTwoPb());
   ASSERT_GT(bytes.size(), 100u);
   // The file is field 1 (a varint) and field 2 (one length-delimited
   // MetaGraphDef that spans the rest), so every cut inside field 2 is an

@@ -13,6 +13,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "recflow/core/tf_testdata.h"
 #include "recflow/framework/gradients.h"
 #include "recflow/framework/op_kernel.h"
 #include "recflow/framework/op_registry.h"
@@ -806,10 +807,8 @@ TEST(GraphOptimizerTest, TrainingStepsAgreeWithAndWithoutOptimization) {
 }
 
 TEST(GraphOptimizerTest, RunsTheTensorFlowHalfPlusTwoGraphOptimized) {
-  std::ifstream in(RECFLOW_SOURCE_DIR
-                   "/../shared/testdata/tf_serving/saved_model_half_plus_two_cpu/00000123/"
-                   "saved_model.pb",
-                   std::ios::binary);
+  RECFLOW_REQUIRE_TF_TESTDATA(kHalfPlusTwoTf);
+  std::ifstream in(TfTestDataPath(kHalfPlusTwoTf) + "/saved_model.pb", std::ios::binary);
   std::stringstream buf;
   buf << in.rdbuf();
   tensorflow::SavedModel sm;

@@ -6,8 +6,10 @@
 #include <atomic>
 #include <thread>
 
+#include "recflow/checkpoint/half_plus_two_test_util.h"
 #include "recflow/checkpoint/saved_model.h"
 #include "recflow/core/env.h"
+#include "recflow/core/tf_testdata.h"
 #include "recflow/proto/example.pb.h"
 
 namespace recflow::serving {
@@ -15,11 +17,22 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr char kHalfPlusTwo[] = RECFLOW_SOURCE_DIR
-    "/../shared/testdata/tf_serving/saved_model_half_plus_two_cpu/00000123";
+// TensorFlow's half_plus_two when the fixture is there, else recflow's
+// stand-in: these tests exercise the loader, not TensorFlow's bytes.
+const std::string& HalfPlusTwoDir() {
+  static const std::string* dir = [] {
+    if (HaveTfTestData(kHalfPlusTwoTf)) return new std::string(TfTestDataPath(kHalfPlusTwoTf));
+    auto* d = new std::string(testing::TempDir() + "/saved_model_bundle_test_half_plus_two");
+    DeleteRecursively(Env::Default(), *d).IgnoreError();
+    absl::Status s = checkpoint::testutil::WriteHalfPlusTwo(Env::Default(), *d);
+    EXPECT_TRUE(s.ok()) << s;
+    return d;
+  }();
+  return *dir;
+}
 
 SavedModelBundle Load() {
-  auto bundle = LoadSavedModel({}, kHalfPlusTwo, {"serve"});
+  auto bundle = LoadSavedModel({}, HalfPlusTwoDir(), {"serve"});
   EXPECT_TRUE(bundle.ok()) << bundle.status();
   return std::move(*bundle);
 }
@@ -71,6 +84,51 @@ TEST(SavedModelBundleTest, ClassifyAndRegressOnExamples) {
   EXPECT_EQ(y.flat<float>()[1], 6.0f);
 }
 
+// The stand-in answers every signature as TensorFlow's model does, and
+// declares the same SignatureDefs (compared when TensorFlow's is present).
+TEST(SavedModelBundleTest, RecflowHalfPlusTwoMatchesTensorFlows) {
+  const std::string dir = testing::TempDir() + "/saved_model_bundle_test_stand_in";
+  DeleteRecursively(Env::Default(), dir).IgnoreError();
+  ASSERT_TRUE(checkpoint::testutil::WriteHalfPlusTwo(Env::Default(), dir).ok());
+  auto ours = LoadSavedModel({}, dir, {"serve"});
+  ASSERT_TRUE(ours.ok()) << ours.status();
+  std::vector<SavedModelBundle> bundles;
+  bundles.push_back(std::move(*ours));
+  if (HaveTfTestData(kHalfPlusTwoTf)) {
+    auto tf = LoadSavedModel({}, TfTestDataPath(kHalfPlusTwoTf), {"serve"});
+    ASSERT_TRUE(tf.ok()) << tf.status();
+    bundles.push_back(std::move(*tf));
+    const auto& a = bundles[0].meta_graph_def.signature_def();
+    const auto& b = bundles[1].meta_graph_def.signature_def();
+    ASSERT_EQ(a.size(), b.size());
+    for (const auto& [key, sig] : b) {
+      ASSERT_TRUE(a.contains(key)) << key;
+      EXPECT_EQ(a.at(key).SerializeAsString(), sig.SerializeAsString()) << key;
+    }
+  }
+  std::vector<std::vector<float>> results;
+  for (const SavedModelBundle& bundle : bundles) {
+    std::vector<float> r;
+    auto append = [&](const absl::StatusOr<std::map<std::string, Tensor>>& out,
+                      const std::string& key) {
+      ASSERT_TRUE(out.ok()) << out.status();
+      for (float v : out->at(key).flat<float>()) r.push_back(v);
+    };
+    append(RunSignature(bundle, "serving_default",
+                        {{"x", Tensor::FromVector<float>({1.f, -3.f}, TensorShape({2, 1}))}}),
+           "y");
+    append(RunSignature(bundle, "classify_x_to_y", {{"inputs", Examples({7.f})}}), "scores");
+    append(RunSignature(bundle, "regress_x_to_y2", {{"inputs", Examples({2.f, 4.f})}}),
+           "outputs");
+    append(RunSignature(bundle, "regress_x2_to_y3",
+                        {{"inputs", Tensor::FromVector<float>({6.f}, TensorShape({1, 1}))}}),
+           "outputs");
+    results.push_back(r);
+  }
+  EXPECT_EQ(results[0], (std::vector<float>{2.5f, 0.5f, 5.5f, 4.f, 5.f, 6.f}));
+  if (results.size() == 2) EXPECT_EQ(results[1], results[0]);
+}
+
 TEST(SavedModelBundleTest, RunSignatureErrorsNameTheCulprit) {
   SavedModelBundle bundle = Load();
   const Tensor x = Tensor::FromVector<float>({1.f}, TensorShape({1, 1}));
@@ -107,7 +165,7 @@ TEST(SavedModelBundleTest, RunSignatureErrorsNameTheCulprit) {
 TEST(SavedModelBundleTest, LoadErrors) {
   auto missing = LoadSavedModel({}, "/nonexistent/model/1", {"serve"});
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
-  auto tags = LoadSavedModel({}, kHalfPlusTwo, {"train"});
+  auto tags = LoadSavedModel({}, HalfPlusTwoDir(), {"train"});
   EXPECT_EQ(tags.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(tags.status().message(), HasSubstr("{serve}"));
 }
@@ -122,7 +180,7 @@ std::string CopyModel(const std::string& name, bool variables, bool assets) {
   auto copy = [&](const std::string& rel) {
     std::string data;
     EXPECT_TRUE(
-        ReadFileToString(env, std::string(kHalfPlusTwo) + "/" + rel, &data)
+        ReadFileToString(env, HalfPlusTwoDir() + "/" + rel, &data)
             .ok());
     EXPECT_TRUE(env->RecursivelyCreateDir(Dirname(dir + "/" + rel)).ok());
     EXPECT_TRUE(WriteStringToFile(env, dir + "/" + rel, data).ok());

@@ -1,6 +1,6 @@
 // Test helpers for the model server: model directories to serve.
 //
-//   CopyHalfPlusTwo(base + "/123");          // TensorFlow's test model
+//   CopyHalfPlusTwo(base + "/123");          // TF Serving's test model
 //   WriteAffineModel(base + "/7", 2.f, 7.f); // y = 2 x + 7, recflow-built
 //
 // Test-only (header-only, included by *_test.cc files). Not thread-safe.
@@ -13,16 +13,15 @@
 #include <string>
 #include <vector>
 
+#include "recflow/checkpoint/half_plus_two_test_util.h"
 #include "recflow/checkpoint/saved_model.h"
 #include "recflow/core/env.h"
+#include "recflow/core/tf_testdata.h"
 #include "recflow/core/record_io.h"
 #include "recflow/framework/tensor_util.h"
 #include "recflow/proto/saved_model.pb.h"
 
 namespace recflow::serving::testutil {
-
-inline constexpr char kHalfPlusTwo[] = RECFLOW_SOURCE_DIR
-    "/../shared/testdata/tf_serving/saved_model_half_plus_two_cpu/00000123";
 
 // A fresh, empty directory under the test temp dir.
 inline std::string FreshDir(const std::string& name) {
@@ -34,17 +33,26 @@ inline std::string FreshDir(const std::string& name) {
 }
 
 // Copies half_plus_two into `dir` (written under a temporary name, then
-// renamed, as a version should be published).
+// renamed, as a version should be published): TensorFlow's copy when the
+// fixture is there (core/tf_testdata.h), else recflow's stand-in
+// (checkpoint/half_plus_two_test_util.h).
 inline void CopyHalfPlusTwo(const std::string& dir) {
   Env* env = Env::Default();
   const std::string tmp = dir + ".tmp";
   DeleteRecursively(env, tmp).IgnoreError();
+  if (!HaveTfTestData(kHalfPlusTwoTf)) {
+    absl::Status s = checkpoint::testutil::WriteHalfPlusTwo(env, tmp);
+    ASSERT_TRUE(s.ok()) << s;
+    ASSERT_TRUE(env->RenameFile(tmp, dir).ok());
+    return;
+  }
+  const std::string tf_dir = TfTestDataPath(kHalfPlusTwoTf);
   for (const char* rel :
        {"saved_model.pb", "variables/variables.index",
         "variables/variables.data-00000-of-00001", "assets/foo.txt"}) {
     std::string data;
     ASSERT_TRUE(
-        ReadFileToString(env, std::string(kHalfPlusTwo) + "/" + rel, &data)
+        ReadFileToString(env, tf_dir + "/" + rel, &data)
             .ok());
     const std::string dst = tmp + "/" + rel;
     ASSERT_TRUE(env->RecursivelyCreateDir(Dirname(dst)).ok());
