@@ -84,6 +84,12 @@ ModelConfig DinConfig(const std::string& type = "din") {
   c.seed = 3;
   c.embedding_optimizer = {.type = "adam", .learning_rate = 0.01};
   c.dense_optimizer = {.type = "adam", .learning_rate = 0.005};
+  // Pinned, as the optimizers are: the training test's margin was measured
+  // with these embeddings. The zoo's default, uniform(+-0.01) for large
+  // sparse tables, starts the attention scores near zero, and 5 epochs of
+  // this small log leave din at 0.790 against mlp's 0.765 (here: 0.816
+  // against 0.743).
+  c.initializers.embedding = {.type = "truncated_normal", .stddev = 0.05};
   return c;
 }
 
