@@ -132,6 +132,10 @@ npy("fortran.npy", "<f4", "(2, 1)", struct.pack("<2f", 1, 2), fortran=True)
 npy("int16.npy", "<i2", "(2,)", struct.pack("<2h", 1, 2))
 npy("big.npy", ">f4", "(2,)", struct.pack(">2f", 1, 2))
 npy("trunc.npy", "<f4", "(4, 1)", struct.pack("<4f", 1, 2, 3, 4), cut=5)
+# Element counts whose byte counts wrap around 2^64, and one past int64.
+npy("wrap.npy", "<f4", "(4611686018427387904, 1)", struct.pack("<2f", 1, 2))
+npy("wrap1.npy", "<f4", "(4611686018427387905, 1)", b"")
+npy("huge.npy", "<f8", "(4294967296, 4294967296)", b"")
 open(d + "/magic.npy", "wb").write(b"not a numpy file at all")
 PY
 expect sm_run_npy_f64 0 "^\[\[4\], \[1\]\]$" \
@@ -146,6 +150,12 @@ expect sm_npy_big_endian 1 "unsupported .npy dtype '>f4'" \
   "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --inputs "x=$TMP/sm/big.npy"
 expect sm_npy_truncated 1 "trunc.npy': truncated .npy data" \
   "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --inputs "x=$TMP/sm/trunc.npy"
+expect sm_npy_wraps 1 "wrap.npy': truncated .npy data: shape \[4611686018427387904,1\] of <f4 needs 4611686018427387904 elements of 4 bytes, file has 8 bytes" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --inputs "x=$TMP/sm/wrap.npy"
+expect sm_npy_wraps_plus_one 1 "wrap1.npy': truncated .npy data" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --inputs "x=$TMP/sm/wrap1.npy"
+expect sm_npy_overflows 1 "huge.npy': bad .npy shape '\(4294967296, 4294967296\)'" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --inputs "x=$TMP/sm/huge.npy"
 expect sm_npy_magic 1 "magic.npy' is not a .npy file" \
   "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --inputs "x=$TMP/sm/magic.npy"
 expect sm_npy_missing 1 "nope.npy' does not exist" \
