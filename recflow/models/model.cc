@@ -93,6 +93,10 @@ absl::Status CheckOptimizer(const OptimizerConfig& o, absl::string_view field) {
 
 absl::Status CheckUnits(const std::vector<int64_t>& units,
                         absl::string_view field) {
+  if (static_cast<int64_t>(units.size()) > kMaxLayers) {
+    return errors::InvalidArgument(field, " has ", units.size(), " layers; at most ",
+                                   kMaxLayers);
+  }
   for (size_t i = 0; i < units.size(); ++i) {
     if (units[i] <= 0) {
       return errors::InvalidArgument(field, "[", i, "] is ", units[i],
@@ -224,6 +228,10 @@ absl::Status CheckConfig(const ModelConfig& c, const BuildOptions& options) {
   }
   RETURN_IF_ERROR(CheckUnits(c.hidden_units, "hidden_units"));
   RETURN_IF_ERROR(CheckUnits(c.bottom_units, "bottom_units"));
+  RETURN_IF_ERROR(CheckUnits(c.attention_units, "attention_units"));
+  if (c.cross_layers > kMaxLayers) {
+    return errors::InvalidArgument("cross_layers is ", c.cross_layers, "; at most ", kMaxLayers);
+  }
   if (c.activation != "relu" && c.activation != "sigmoid" &&
       c.activation != "tanh" && c.activation != "identity") {
     return errors::InvalidArgument("activation: unknown activation '",

@@ -70,6 +70,12 @@
 
 namespace recflow::models {
 
+// The most layers one MLP (hidden_units, bottom_units, attention_units) or
+// dcn_v2's cross_layers may have. CTR models use a handful; each layer adds
+// dozens of graph nodes (forward, gradients, optimizer), so 100000 layers
+// would take minutes and gigabytes to build before the first step.
+inline constexpr int64_t kMaxLayers = 1024;
+
 // How a weight starts. `type`:
 //   zeros, constant (value), uniform U(-limit, limit), normal N(mean, stddev),
 //   truncated_normal (N(mean, stddev) cut at two stddevs, TensorFlow's),
