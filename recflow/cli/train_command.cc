@@ -22,6 +22,7 @@
 #include "recflow/cli/train_pipeline.h"
 #include "recflow/core/env.h"
 #include "recflow/core/status.h"
+#include "recflow/core/system_memory.h"
 #include "recflow/core/threadpool.h"
 #include "recflow/data/dataset.h"
 #include "recflow/data/iterator_resource.h"
@@ -352,6 +353,11 @@ absl::Status RunTrain(models::RunConfig config, const std::string& model_dir) {
     ASSIGN_OR_RETURN(eval_ds, MakeDataset(eval_config, p, config.data.eval, 1));
   }
   ASSIGN_OR_RETURN(BuiltGraph g, BuildGraph(config, p, /*trainable=*/true));
+  // Before any variable is allocated (docs/model_config.md, "Model size").
+  RETURN_IF_ERROR(errors::Annotate(
+      models::CheckModelFitsMemory(config.model, g.model, /*trainable=*/true,
+                                   PhysicalMemoryBytes()),
+      config.path));
   RETURN_IF_ERROR(WriteRunConfig(config, model_dir));
 
   ASSIGN_OR_RETURN(auto writer, train::SummaryWriter::Create(Env::Default(), model_dir));
@@ -445,6 +451,10 @@ absl::Status RunEval(models::RunConfig config, const std::string& model_dir, int
   config.train.shuffle_buffer = 0;
   ASSIGN_OR_RETURN(data::Dataset ds, MakeDataset(config, p, config.data.eval, 1));
   ASSIGN_OR_RETURN(BuiltGraph g, BuildGraph(config, p, /*trainable=*/false));
+  RETURN_IF_ERROR(errors::Annotate(
+      models::CheckModelFitsMemory(config.model, g.model, /*trainable=*/false,
+                                   PhysicalMemoryBytes()),
+      config.path));
   ASSIGN_OR_RETURN(std::string latest, checkpoint::LatestCheckpoint(Env::Default(), model_dir));
   SessionOptions so;
   so.inter_op_threads = so.intra_op_threads = config.train.threads;

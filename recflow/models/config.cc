@@ -578,12 +578,41 @@ absl::Status ParseRoot(const YAML::Node& root, const std::string* file, RunConfi
     if (c->model.dense_features.empty() && c->model.sparse_features.empty()) {
       return errors::InvalidArgument(Where(*file, n), ": features: no dense or sparse features");
     }
+    // Each fixed table's parameters (rows x dim), and their sum, must fit in
+    // int64: a count that wraps would be reported as a small model.
+    // (BuildModel counts every variable exactly, and the memory they need
+    // is checked before training allocates them.)
+    const YAML::Node sparse_node = n["sparse"];
+    const YAML::Node defaults_node = d.IsMap() ? d["vocabulary_size"] : YAML::Node();
+    int64_t total = 0;
     for (size_t i = 0; i < c->model.sparse_features.size(); ++i) {
       const SparseFeatureConfig& sf = c->model.sparse_features[i];
       if (sf.sequence_of.empty() && sf.vocabulary_size <= 0 && !sf.hash_table) {
         return errors::InvalidArgument(
             Where(*file, n), ": features.sparse: feature '", sf.name,
             "' needs vocabulary_size > 0 or hash_table: true");
+      }
+      if (!sf.sequence_of.empty() || sf.hash_table) continue;
+      const int64_t dim = sf.dim > 0 ? sf.dim : c->model.embedding_dim;
+      const int64_t extra = sf.missing == "id" ? 1 : 0;
+      int64_t rows = 0, params = 0;
+      if (__builtin_add_overflow(sf.vocabulary_size, extra, &rows) ||
+          __builtin_mul_overflow(rows, dim, &params) ||
+          __builtin_add_overflow(total, params, &total)) {
+        // Point at the vocabulary_size that sets it.
+        YAML::Node at = n;
+        if (sparse_node.IsSequence() && sparse_node[i].IsMap() &&
+            sparse_node[i]["vocabulary_size"].IsDefined()) {
+          at = sparse_node[i]["vocabulary_size"];
+        } else if (defaults_node.IsDefined()) {
+          at = defaults_node;
+        }
+        return errors::InvalidArgument(
+            Where(*file, at), ": features.sparse: the table of '", sf.name, "' (vocabulary_size ",
+            sf.vocabulary_size, extra ? " + 1 missing-id row" : "", " x dim ", dim,
+            i > 0 ? ", with the tables before it" : "",
+            ") has more parameters than fit in int64; make vocabulary_size smaller or use "
+            "hash_table: true");
       }
     }
   }

@@ -219,6 +219,21 @@ TEST(RunConfigTest, RefusesImpossibleSizesAndThreadCounts) {
        "train.threads is 4294967297; must be between 0 and 4096", "c.yaml:3:18"},
       {"model: {type: lr}\nfeatures: {dense: 2}\ncheckpoint: {keep: 4294967297}\n",
        "checkpoint.keep must be <= 2147483647", "c.yaml:3:20"},
+      // 2^63-1 rows (+1 for the missing id) x 16 was reported as a model of
+      // 142885 parameters.
+      {"model: {type: deepfm}\nfeatures:\n  sparse_defaults: {vocabulary_size: "
+       "9223372036854775807}\n  sparse: 2\n",
+       "features.sparse: the table of 'C1' (vocabulary_size 9223372036854775807 + 1 missing-id "
+       "row x dim 16) has more parameters than fit in int64",
+       "c.yaml:3:38"},
+      {"model: {type: lr, embedding_dim: 4}\nfeatures:\n  sparse:\n    - {name: C1, "
+       "vocabulary_size: 4611686018427387904, missing: empty}\n",
+       "the table of 'C1' (vocabulary_size 4611686018427387904 x dim 4)", "c.yaml:4:35"},
+      {"model: {type: lr}\nfeatures:\n  sparse:\n    - {name: C1, vocabulary_size: "
+       "288230376151711744}\n    - {name: C2, vocabulary_size: 288230376151711744}\n",
+       "the table of 'C2' (vocabulary_size 288230376151711744 + 1 missing-id row x dim 16, "
+       "with the tables before it)",
+       "c.yaml:5:35"},
       // 100,000 layers took minutes and gigabytes to build.
       {"model: {type: mlp, hidden_units: [1, 1, 1]}\nfeatures: {dense: 2}\n", nullptr, ""},
       {"model: {type: dcn_v2, cross_layers: 100000}\nfeatures: {dense: 2}\n",
