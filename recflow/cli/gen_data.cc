@@ -167,6 +167,11 @@ int GenDataCommand(const Args& args) {
       options.num_threads < 0) {
     return Fail("--threads must be an integer >= 0, got '" + threads_s + "'");
   }
+  if (absl::Status s = ValidateThreadCount("--threads", options.num_threads,
+                                           /*min_threads=*/0);
+      !s.ok()) {
+    return Fail(std::string(s.message()) + "; 0 means one per CPU");
+  }
   if (!absl::SimpleAtod(ctr_s, &options.config.target_ctr) ||
       !(options.config.target_ctr > 0) || !(options.config.target_ctr < 1)) {
     return Fail("--target_ctr must be a number in (0, 1), got '" + ctr_s + "'");

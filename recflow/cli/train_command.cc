@@ -22,6 +22,8 @@
 #include "recflow/cli/train_pipeline.h"
 #include "recflow/core/env.h"
 #include "recflow/core/status.h"
+#include "recflow/core/system_memory.h"
+#include "recflow/core/threadpool.h"
 #include "recflow/data/dataset.h"
 #include "recflow/data/iterator_resource.h"
 #include "recflow/data/text_parsers.h"
@@ -170,7 +172,7 @@ absl::StatusOr<data::Dataset> MakeDataset(const models::RunConfig& config, const
   data::TextLineOptions tl;
   tl.lines_per_element = config.train.batch_size;
   int threads = config.data.parse_threads;
-  if (threads <= 0) threads = std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
+  if (threads <= 0) threads = static_cast<int>(std::min<int64_t>(NumSchedulableCPUs(), kMaxThreads));
   // Workers' shares: whole files when there are enough of them, else every
   // num_shards-th batch of lines; either way each line is read by one worker.
   const bool by_file = num_shards > 1 && static_cast<int>(files.size()) >= num_shards;
@@ -351,6 +353,11 @@ absl::Status RunTrain(models::RunConfig config, const std::string& model_dir) {
     ASSIGN_OR_RETURN(eval_ds, MakeDataset(eval_config, p, config.data.eval, 1));
   }
   ASSIGN_OR_RETURN(BuiltGraph g, BuildGraph(config, p, /*trainable=*/true));
+  // Before any variable is allocated (docs/model_config.md, "Model size").
+  RETURN_IF_ERROR(errors::Annotate(
+      models::CheckModelFitsMemory(config.model, g.model, /*trainable=*/true,
+                                   PhysicalMemoryBytes()),
+      config.path));
   RETURN_IF_ERROR(WriteRunConfig(config, model_dir));
 
   ASSIGN_OR_RETURN(auto writer, train::SummaryWriter::Create(Env::Default(), model_dir));
@@ -444,6 +451,10 @@ absl::Status RunEval(models::RunConfig config, const std::string& model_dir, int
   config.train.shuffle_buffer = 0;
   ASSIGN_OR_RETURN(data::Dataset ds, MakeDataset(config, p, config.data.eval, 1));
   ASSIGN_OR_RETURN(BuiltGraph g, BuildGraph(config, p, /*trainable=*/false));
+  RETURN_IF_ERROR(errors::Annotate(
+      models::CheckModelFitsMemory(config.model, g.model, /*trainable=*/false,
+                                   PhysicalMemoryBytes()),
+      config.path));
   ASSIGN_OR_RETURN(std::string latest, checkpoint::LatestCheckpoint(Env::Default(), model_dir));
   SessionOptions so;
   so.inter_op_threads = so.intra_op_threads = config.train.threads;
@@ -507,9 +518,17 @@ int TrainCommand(const Args& args) {
     std::cerr << "error: --steps: not a number: " << steps << "\n";
     return 2;
   }
-  if (!threads.empty() && !absl::SimpleAtoi(threads, &config->train.threads)) {
-    std::cerr << "error: --threads: not a number: " << threads << "\n";
-    return 2;
+  if (!threads.empty()) {
+    int64_t n = 0;
+    if (!absl::SimpleAtoi(threads, &n)) {
+      std::cerr << "error: --threads: not a number: " << threads << "\n";
+      return 2;
+    }
+    if (absl::Status s = ValidateThreadCount("--threads", n, /*min_threads=*/0); !s.ok()) {
+      std::cerr << "error: " << s.message() << "; 0 means one per CPU\n";
+      return 2;
+    }
+    config->train.threads = static_cast<int>(n);
   }
   if (model_dir.empty()) model_dir = "model";
   // A cluster task when TF_CONFIG or --job_name says so.

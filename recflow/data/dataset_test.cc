@@ -279,6 +279,28 @@ TEST_F(TextLineTest, LinesPerElementSpansFilesAndEmitsOrigin) {
   EXPECT_EQ(scalars[1][1].scalar<std::string>(), "/t/b.txt:2");
 }
 
+// Issue 22: `train.batch_size: 1000000000` made an element of up to 1e9
+// lines a tensor of 1e9 strings before reading (32 GB: the allocation
+// failed and the reader wrote through a null buffer, SIGSEGV). The lines
+// are gathered as they are read; a huge k costs what the data holds.
+TEST_F(TextLineTest, HugeLinesPerElementReadsWhatThereIs) {
+  WriteOrDie(&env_, "/t/a.txt", "a1\na2\na3\n");
+  WriteOrDie(&env_, "/t/b.txt", "b1\nb2\n");
+  for (bool origin : {false, true}) {
+    TextLineOptions opts;
+    opts.lines_per_element = 1000000000;
+    opts.emit_origin = origin;
+    auto out = Read(Dataset::TextLine({"/t/a.txt", "/t/b.txt"}, {}, opts), ErrorMode::kFail);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0][0].shape(), TensorShape({5}));
+    EXPECT_THAT(Strings(out), ElementsAre("a1", "a2", "a3", "b1", "b2"));
+    if (origin) {
+      EXPECT_THAT(Strings(out, 1), ElementsAre("/t/a.txt:1", "/t/a.txt:2", "/t/a.txt:3",
+                                               "/t/b.txt:1", "/t/b.txt:2"));
+    }
+  }
+}
+
 TEST_F(TextLineTest, ShardsByFileIndex) {
   std::vector<std::string> files;
   for (int i = 0; i < 5; ++i) {

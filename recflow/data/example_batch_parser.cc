@@ -69,7 +69,7 @@ absl::StatusOr<Batch> ExampleBatchParser::Parse(
     ASSIGN_OR_RETURN(batch.labels,
                      parsed.dense[d++].Reshaped(TensorShape({b})));
   } else {
-    batch.labels = Tensor(DT_FLOAT, TensorShape({b}));
+    ASSIGN_OR_RETURN(batch.labels, Tensor::Create(DT_FLOAT, TensorShape({b})));
     for (float& l : batch.labels.flat<float>()) l = 0.0f;
   }
   ASSIGN_OR_RETURN(batch.dense, Tensor::Create(DT_FLOAT, TensorShape({b, n})));

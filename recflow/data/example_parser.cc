@@ -477,7 +477,7 @@ absl::StatusOr<ParsedExamples> ExampleParser::Merge(
     int64_t nnz = 0;
     for (const auto& p : parts) nnz += p->var_len[v].values.NumElements();
     ASSIGN_OR_RETURN(Tensor values, Tensor::Create(dtype, TensorShape({nnz})));
-    Tensor splits(DT_INT64, TensorShape({b + 1}));
+    ASSIGN_OR_RETURN(Tensor splits, Tensor::Create(DT_INT64, TensorShape({b + 1})));
     int64_t* sp = splits.data<int64_t>();
     sp[0] = 0;
     int64_t at = 0, row = 0;

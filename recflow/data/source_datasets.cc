@@ -1,7 +1,9 @@
 // Sources: TextLine, FromTensorSlices, Range.
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +14,20 @@
 #include "recflow/data/dataset_internal.h"
 
 namespace recflow::data::internal {
+
+absl::StatusOr<Tensor> MoveToStringTensor(std::vector<std::string>* records, bool scalar,
+                                          absl::string_view what) {
+  const int64_t n = static_cast<int64_t>(records->size());
+  DCHECK(!scalar || n == 1);
+  absl::StatusOr<Tensor> t =
+      Tensor::Create(DT_STRING, scalar ? TensorShape() : TensorShape({n}));
+  if (!t.ok()) return errors::Annotate(t.status(), absl::StrCat(what, ": ", n, " records"));
+  std::string* dst = t->data<std::string>();
+  for (int64_t i = 0; i < n; ++i) dst[i] = std::move((*records)[i]);
+  records->clear();
+  return t;
+}
+
 namespace {
 
 // ---------------------------------------------------------------------------
@@ -117,16 +133,46 @@ class TextLineIterator : public IteratorBase {
     }
     const int64_t k = ds_->opts().lines_per_element;
     const bool origin = ds_->opts().emit_origin;
-    const bool scalar = k == 1;
-    Tensor lines(DT_STRING, scalar ? TensorShape() : TensorShape({k}));
-    Tensor origins;
-    if (origin) origins = Tensor(DT_STRING, lines.shape());
-    std::string* dst = lines.data<std::string>();
-    std::string* odst = origin ? origins.data<std::string>() : nullptr;
+    // Up to k lines, gathered as they are read (MoveToStringTensor).
+    lines_.clear();
+    origins_.clear();
+    lines_.reserve(static_cast<size_t>(std::min(k, kInitialRecordReserve)));
+    if (origin) origins_.reserve(lines_.capacity());
     int64_t n = 0;
     int64_t read = 0;
     absl::Status error;
-    while (n < k) {
+    try {
+      error = ReadLines(k, origin, &n, &read);
+    } catch (const std::bad_alloc&) {
+      error = errors::ResourceExhausted(
+          "TextLine: out of memory after ", n, " lines of an element of up to ", k,
+          " lines (lines_per_element; a batch size?)");
+    }
+    if (read > 0 && stats() != nullptr) stats()->AddRecordsRead(read);
+    if (!error.ok()) {
+      if (n == 0) return error;
+      pending_error_ = error;  // Returned by the next call, in position.
+    }
+    if (n == 0) {
+      *end_of_sequence = true;
+      return absl::OkStatus();
+    }
+    ASSIGN_OR_RETURN(Tensor lines, MoveToStringTensor(&lines_, k == 1, "TextLine lines"));
+    out->push_back(std::move(lines));
+    if (origin) {
+      ASSIGN_OR_RETURN(Tensor origins,
+                       MoveToStringTensor(&origins_, k == 1, "TextLine origins"));
+      out->push_back(std::move(origins));
+    }
+    return absl::OkStatus();
+  }
+
+  // Reads up to k lines into lines_ (and their origins into origins_),
+  // counting the lines kept in *n and every line read in *read. Returns the
+  // error that ended the element early, if any.
+  absl::Status ReadLines(int64_t k, bool origin, int64_t* n, int64_t* read) {
+    absl::Status error;
+    while (*n < k) {
       if (file_ == nullptr) {
         if (file_index_ >= static_cast<int64_t>(ds_->files().size())) break;
         absl::Status s = OpenFile();
@@ -158,7 +204,7 @@ class TextLineIterator : public IteratorBase {
         }
         continue;
       }
-      ++read;
+      ++*read;
       if (too_long) {
         s = HandleBadRecord(
             context().error_policy, stats(), "line_too_long",
@@ -171,34 +217,11 @@ class TextLineIterator : public IteratorBase {
         }
         continue;
       }
-      dst[n].assign(line.data(), line.size());
-      if (origin) odst[n] = absl::StrCat(CurrentPath(), ":", line_number_);
-      ++n;
+      lines_.emplace_back(line.data(), line.size());
+      if (origin) origins_.push_back(absl::StrCat(CurrentPath(), ":", line_number_));
+      ++*n;
     }
-    if (read > 0 && stats() != nullptr) stats()->AddRecordsRead(read);
-    if (!error.ok()) {
-      if (n == 0) return error;
-      pending_error_ = error;  // Returned by the next call, in position.
-    }
-    if (n == 0) {
-      *end_of_sequence = true;
-      return absl::OkStatus();
-    }
-    if (n < k) {
-      Tensor shorter(DT_STRING, TensorShape({n}));
-      for (int64_t i = 0; i < n; ++i)
-        shorter.data<std::string>()[i] = std::move(dst[i]);
-      lines = shorter;
-      if (origin) {
-        Tensor o(DT_STRING, TensorShape({n}));
-        for (int64_t i = 0; i < n; ++i)
-          o.data<std::string>()[i] = std::move(odst[i]);
-        origins = o;
-      }
-    }
-    out->push_back(std::move(lines));
-    if (origin) out->push_back(std::move(origins));
-    return absl::OkStatus();
+    return error;
   }
 
   absl::Status Save(IteratorState* state) override {
@@ -363,6 +386,9 @@ class TextLineIterator : public IteratorBase {
   size_t pos_ = 0;           // Next unread byte in buf_.
   size_t end_ = 0;           // End of valid bytes in buf_.
   bool eof_ = false;         // The file has no bytes after buf_[end_).
+  // The element being gathered (kept for their capacity between calls).
+  std::vector<std::string> lines_;
+  std::vector<std::string> origins_;
 };
 
 std::unique_ptr<IteratorBase> TextLineDataset::MakeIteratorInternal(

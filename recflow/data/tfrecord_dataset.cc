@@ -16,7 +16,9 @@
 // Position (Save/Restore): the index of the file in this shard's list, the
 // byte offset of the next record in it, and the index of that record.
 
+#include <algorithm>
 #include <memory>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +31,9 @@
 
 namespace recflow::data {
 namespace {
+
+using internal::kInitialRecordReserve;
+using internal::MoveToStringTensor;
 
 class TFRecordDataset : public DatasetBase {
  public:
@@ -124,14 +129,47 @@ class TFRecordIterator : public IteratorBase {
     }
     const int64_t k = ds_->opts().records_per_element;
     const bool origin = ds_->opts().emit_origin;
-    Tensor records(DT_STRING, k == 1 ? TensorShape() : TensorShape({k}));
-    Tensor origins;
-    if (origin) origins = Tensor(DT_STRING, records.shape());
-    std::string* dst = records.data<std::string>();
-    std::string* odst = origin ? origins.data<std::string>() : nullptr;
+    // Up to k records, gathered as they are read (MoveToStringTensor).
+    records_.clear();
+    origins_.clear();
+    records_.reserve(static_cast<size_t>(std::min(k, kInitialRecordReserve)));
+    if (origin) origins_.reserve(records_.capacity());
     int64_t n = 0, read = 0;
     absl::Status error;
-    while (n < k && error.ok()) {
+    try {
+      error = ReadRecords(k, origin, &n, &read);
+    } catch (const std::bad_alloc&) {
+      error = errors::ResourceExhausted(
+          "TFRecord: out of memory after ", n, " records of an element of up to ", k,
+          " records (records_per_element; a batch size?)");
+    }
+    if (read > 0 && stats() != nullptr) stats()->AddRecordsRead(read);
+    if (!error.ok()) {
+      if (n == 0) return error;
+      pending_error_ = error;  // Returned by the next call, in position.
+    }
+    if (n == 0) {
+      *end_of_sequence = true;
+      return absl::OkStatus();
+    }
+    ASSIGN_OR_RETURN(Tensor records,
+                     MoveToStringTensor(&records_, k == 1, "TFRecord records"));
+    out->push_back(std::move(records));
+    if (origin) {
+      ASSIGN_OR_RETURN(Tensor origins,
+                       MoveToStringTensor(&origins_, k == 1, "TFRecord origins"));
+      out->push_back(std::move(origins));
+    }
+    return absl::OkStatus();
+  }
+
+  // Reads up to k records into records_ (and their origins into
+  // origins_), counting the records kept in *n and every record read in
+  // *read. Returns the error that ended the element early, if any.
+  absl::Status ReadRecords(int64_t k, bool origin, int64_t* n, int64_t* read) {
+    absl::Status error;
+    std::string record;
+    while (*n < k && error.ok()) {
       if (reader_ == nullptr) {
         if (file_index_ >= static_cast<int64_t>(ds_->files().size())) break;
         absl::Status s = OpenFile();
@@ -142,14 +180,14 @@ class TFRecordIterator : public IteratorBase {
         }
         continue;
       }
-      absl::Status s = reader_->ReadRecord(&dst[n]);
+      absl::Status s = reader_->ReadRecord(&record);
       const RecordError kind = reader_->last_error();
       if (s.ok()) {
-        ++read;
-        if (origin)
-          odst[n] = absl::StrCat(CurrentPath(), ":record ", record_index_);
+        ++*read;
+        records_.push_back(std::move(record));
+        if (origin) origins_.push_back(absl::StrCat(CurrentPath(), ":record ", record_index_));
         ++record_index_;
-        ++n;
+        ++*n;
         continue;
       }
       if (absl::IsOutOfRange(s) && kind == RecordError::kNone) {  // end of file
@@ -175,37 +213,14 @@ class TFRecordIterator : public IteratorBase {
           kind == RecordError::kIo
               ? s
               : errors::DataLoss(s.message(), " (record ", record_index_, ")");
-      ++read;
+      ++*read;
       ++record_index_;
       // After a lost framing or a read error the rest of the file is gone.
       if (kind != RecordError::kBadDataCrc && kind != RecordError::kTooLong)
         NextFile();
       error = HandleBadRecord(context().error_policy, stats(), reason, bad);
     }
-    if (read > 0 && stats() != nullptr) stats()->AddRecordsRead(read);
-    if (!error.ok()) {
-      if (n == 0) return error;
-      pending_error_ = error;  // Returned by the next call, in position.
-    }
-    if (n == 0) {
-      *end_of_sequence = true;
-      return absl::OkStatus();
-    }
-    if (n < k) {
-      Tensor shorter(DT_STRING, TensorShape({n}));
-      for (int64_t i = 0; i < n; ++i)
-        shorter.data<std::string>()[i] = std::move(dst[i]);
-      records = std::move(shorter);
-      if (origin) {
-        Tensor o(DT_STRING, TensorShape({n}));
-        for (int64_t i = 0; i < n; ++i)
-          o.data<std::string>()[i] = std::move(odst[i]);
-        origins = std::move(o);
-      }
-    }
-    out->push_back(std::move(records));
-    if (origin) out->push_back(std::move(origins));
-    return absl::OkStatus();
+    return error;
   }
 
   absl::Status Save(IteratorState* state) override {
@@ -282,6 +297,9 @@ class TFRecordIterator : public IteratorBase {
   absl::Status pending_error_;
   std::unique_ptr<RandomAccessFile> file_;
   std::unique_ptr<RecordReader> reader_;  // Borrows file_.
+  // The element being gathered (kept for their capacity between calls).
+  std::vector<std::string> records_;
+  std::vector<std::string> origins_;
 };
 
 std::unique_ptr<IteratorBase> TFRecordDataset::MakeIteratorInternal(

@@ -135,6 +135,22 @@ TEST_F(TFRecordDatasetTest, RecordsPerElementAndOrigins) {
                           "/d/b:record 2"));
 }
 
+// Issue 22: an element of up to 1e9 records was a tensor of 1e9 strings
+// made before reading (32 GB: the allocation failed and the reader wrote
+// through a null buffer). The records are gathered as they are read.
+TEST_F(TFRecordDatasetTest, HugeRecordsPerElementReadsWhatThereIs) {
+  std::vector<std::string> files = {WriteFile("a", 4), WriteFile("b", 3)};
+  for (bool origin : {false, true}) {
+    Iterator it = Make(Dataset::TFRecord(
+        files, {}, {.records_per_element = 1000000000, .emit_origin = origin}));
+    Read r = ReadAll(it);
+    EXPECT_THAT(r.records, ElementsAre("a-0", "a-1", "a-2", "a-3", "b-0", "b-1", "b-2"));
+    EXPECT_THAT(r.sizes, ElementsAre(7));
+    EXPECT_EQ(r.origins.size(), origin ? 7u : 0u);
+    EXPECT_TRUE(r.errors.empty());
+  }
+}
+
 TEST_F(TFRecordDatasetTest, ShardsByFile) {
   std::vector<std::string> files;
   for (int f = 0; f < 5; ++f)

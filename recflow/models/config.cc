@@ -3,6 +3,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <utility>
@@ -12,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "recflow/core/status.h"
+#include "recflow/core/threadpool.h"
 
 namespace recflow::models {
 namespace {
@@ -22,8 +25,69 @@ std::string Where(const std::string& file, const YAML::Node& node) {
   return absl::StrCat(file, ":", m.line + 1, ":", m.column + 1);
 }
 
+// Every number of a config is finite and within float32's range: the graph
+// computes in float32, and an infinite learning rate would only surface as
+// a NaN loss steps later.
+constexpr double kMaxMagnitude = std::numeric_limits<float>::max();
+
+// The valid values of a number key: above min (or at it unless min_open),
+// below max (or at it unless max_open).
+struct Range {
+  double min = -kMaxMagnitude;
+  bool min_open = false;
+  double max = kMaxMagnitude;
+  bool max_open = false;
+
+  bool Contains(double v) const {
+    return (min_open ? v > min : v >= min) && (max_open ? v < max : v <= max);
+  }
+  std::string ToString() const {
+    if (max == kMaxMagnitude && !max_open) return absl::StrCat(min_open ? "> " : ">= ", min);
+    return absl::StrCat("in ", min_open ? "(" : "[", min, ", ", max, max_open ? ")" : "]");
+  }
+};
+constexpr Range kNonNegative{.min = 0};
+constexpr Range kPositive{.min = 0, .min_open = true};
+constexpr Range kAny{};
+
+// Checks that no map of the document has a key twice: yaml-cpp keeps both
+// entries and reads the first, so the second would be ignored silently.
+// `path` names the node ("train", "features.sparse[1]"). Nodes reached
+// again through an alias are checked once (by their position in the text),
+// so a chain of aliases cannot make this walk exponential.
+absl::Status CheckNoDuplicateKeys(const YAML::Node& n, const std::string& path,
+                                  const std::string& file, std::set<int>* visited) {
+  if (!n.IsMap() && !n.IsSequence()) return absl::OkStatus();
+  if (!visited->insert(n.Mark().pos).second) return absl::OkStatus();
+  auto join = [&](const std::string& key) { return path.empty() ? key : path + "." + key; };
+  if (n.IsSequence()) {
+    for (size_t i = 0; i < n.size(); ++i) {
+      RETURN_IF_ERROR(CheckNoDuplicateKeys(n[i], absl::StrCat(path, "[", i, "]"), file, visited));
+    }
+    return absl::OkStatus();
+  }
+  std::map<std::string, int> first_line;  // key -> 1-based line
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    const std::string key = it->first.IsScalar() ? it->first.Scalar() : "";
+    const int line = it->first.Mark().line + 1;
+    if (it->first.IsScalar()) {
+      auto [at, inserted] = first_line.emplace(key, line);
+      if (!inserted) {
+        return errors::InvalidArgument(Where(file, it->first), ": duplicate key '", join(key),
+                                       "' (lines ", at->second, " and ", line,
+                                       "); a key may appear once in a map");
+      }
+    }
+    RETURN_IF_ERROR(CheckNoDuplicateKeys(it->second, join(key), file, visited));
+  }
+  return absl::OkStatus();
+}
+
 // Reads the keys of one YAML map, remembering which were read so that the
-// rest can be reported as unknown.
+// rest can be reported as unknown. A key that is present must have a value:
+// `batch_size:` or `batch_size: ~` is an error naming it rather than the
+// default in disguise. Only a section (a map of keys, CheckIsMap) may be
+// empty.
 class MapReader {
  public:
   MapReader(const YAML::Node& node, std::string path, const std::string* file)
@@ -44,9 +108,12 @@ class MapReader {
     return path_.empty() ? key : absl::StrCat(path_, ".", key);
   }
 
-  absl::Status Int(const std::string& key, int64_t* out, int64_t min_value) {
+  // An integer in [min_value, max_value].
+  absl::Status Int(const std::string& key, int64_t* out, int64_t min_value,
+                   int64_t max_value = std::numeric_limits<int64_t>::max()) {
     YAML::Node n = Child(key);
-    if (!n.IsDefined() || n.IsNull()) return absl::OkStatus();
+    if (!n.IsDefined()) return absl::OkStatus();
+    if (n.IsNull()) return NullError(key, "an integer", absl::StrCat(*out));
     int64_t v;
     if (!n.IsScalar() || !YAML::convert<int64_t>::decode(n, v)) {
       return Error(n, absl::StrCat(PathOf(key), ": expected an integer, got ", Describe(n)));
@@ -54,12 +121,25 @@ class MapReader {
     if (v < min_value) {
       return Error(n, absl::StrCat(PathOf(key), " must be >= ", min_value, ", got ", v));
     }
+    if (v > max_value) {
+      return Error(n, absl::StrCat(PathOf(key), " must be <= ", max_value, ", got ", v));
+    }
     *out = v;
     return absl::OkStatus();
   }
   absl::Status Int32(const std::string& key, int* out, int64_t min_value) {
     int64_t v = *out;
-    RETURN_IF_ERROR(Int(key, &v, min_value));
+    RETURN_IF_ERROR(Int(key, &v, min_value, std::numeric_limits<int>::max()));
+    *out = static_cast<int>(v);
+    return absl::OkStatus();
+  }
+  // A thread count: 0 (one per CPU) to kMaxThreads.
+  absl::Status Threads(const std::string& key, int* out) {
+    int64_t v = *out;
+    RETURN_IF_ERROR(Int(key, &v, 0));
+    if (absl::Status s = ValidateThreadCount(PathOf(key), v, /*min_threads=*/0); !s.ok()) {
+      return Error(node_[key], absl::StrCat(s.message(), "; 0 means one per CPU"));
+    }
     *out = static_cast<int>(v);
     return absl::OkStatus();
   }
@@ -69,22 +149,35 @@ class MapReader {
     *out = static_cast<uint64_t>(v);
     return absl::OkStatus();
   }
-  absl::Status Double(const std::string& key, double* out, double min_value) {
+  // A finite number in `range`.
+  // `default_text` says what leaving it out means (default: *out's value).
+  absl::Status Double(const std::string& key, double* out, const Range& range,
+                      const char* default_text = nullptr) {
     YAML::Node n = Child(key);
-    if (!n.IsDefined() || n.IsNull()) return absl::OkStatus();
+    if (!n.IsDefined()) return absl::OkStatus();
+    if (n.IsNull()) {
+      return NullError(key, "a number",
+                       default_text != nullptr ? default_text : absl::StrCat(*out));
+    }
     double v;
     if (!n.IsScalar() || !YAML::convert<double>::decode(n, v)) {
       return Error(n, absl::StrCat(PathOf(key), ": expected a number, got ", Describe(n)));
     }
-    if (!(v >= min_value)) {
-      return Error(n, absl::StrCat(PathOf(key), " must be >= ", min_value, ", got ", v));
+    if (!std::isfinite(v) || std::fabs(v) > kMaxMagnitude) {
+      return Error(n, absl::StrCat(PathOf(key), " must be a finite number (at most ",
+                                   kMaxMagnitude, " in magnitude: float32's range), got ",
+                                   Describe(n)));
+    }
+    if (!range.Contains(v)) {
+      return Error(n, absl::StrCat(PathOf(key), " must be ", range.ToString(), ", got ", v));
     }
     *out = v;
     return absl::OkStatus();
   }
   absl::Status Bool(const std::string& key, bool* out) {
     YAML::Node n = Child(key);
-    if (!n.IsDefined() || n.IsNull()) return absl::OkStatus();
+    if (!n.IsDefined()) return absl::OkStatus();
+    if (n.IsNull()) return NullError(key, "true or false", *out ? "true" : "false");
     if (!n.IsScalar() || !YAML::convert<bool>::decode(n, *out)) {
       return Error(n, absl::StrCat(PathOf(key), ": expected true or false, got ", Describe(n)));
     }
@@ -94,7 +187,13 @@ class MapReader {
   absl::Status String(const std::string& key, std::string* out,
                       const std::vector<std::string>& allowed = {}) {
     YAML::Node n = Child(key);
-    if (!n.IsDefined() || n.IsNull()) return absl::OkStatus();
+    if (!n.IsDefined()) return absl::OkStatus();
+    if (n.IsNull()) {
+      return NullError(key,
+                       allowed.empty() ? "a string"
+                                       : absl::StrCat("one of ", absl::StrJoin(allowed, ", ")),
+                       *out);
+    }
     if (!n.IsScalar()) {
       return Error(n, absl::StrCat(PathOf(key), ": expected a string, got ", Describe(n)));
     }
@@ -106,12 +205,22 @@ class MapReader {
     *out = v;
     return absl::OkStatus();
   }
-  absl::Status IntList(const std::string& key, std::vector<int64_t>* out, int64_t min_value) {
+  // A list of integers >= min_value, at most max_size of them.
+  absl::Status IntList(const std::string& key, std::vector<int64_t>* out, int64_t min_value,
+                       int64_t max_size) {
     YAML::Node n = Child(key);
-    if (!n.IsDefined() || n.IsNull()) return absl::OkStatus();
+    if (!n.IsDefined()) return absl::OkStatus();
+    if (n.IsNull()) {
+      return NullError(key, "a list of integers like [256, 128] ([] for none)",
+                       absl::StrCat("[", absl::StrJoin(*out, ", "), "]"));
+    }
     if (!n.IsSequence()) {
       return Error(n, absl::StrCat(PathOf(key), ": expected a list of integers like [256, 128], "
                                    "got ", Describe(n)));
+    }
+    if (static_cast<int64_t>(n.size()) > max_size) {
+      return Error(n, absl::StrCat(PathOf(key), " has ", n.size(), " entries; at most ",
+                                   max_size));
     }
     std::vector<int64_t> v;
     for (size_t i = 0; i < n.size(); ++i) {
@@ -132,7 +241,8 @@ class MapReader {
 
   absl::Status StringList(const std::string& key, std::vector<std::string>* out) {
     YAML::Node n = Child(key);
-    if (!n.IsDefined() || n.IsNull()) return absl::OkStatus();
+    if (!n.IsDefined()) return absl::OkStatus();
+    if (n.IsNull()) return NullError(key, "a list of names like [C1, I1] ([] for none)", "");
     if (!n.IsSequence()) {
       return Error(n, absl::StrCat(PathOf(key), ": expected a list of names like [C1, I1], got ",
                                    Describe(n)));
@@ -166,15 +276,31 @@ class MapReader {
   absl::Status Error(const YAML::Node& at, const std::string& message) const {
     return errors::InvalidArgument(Where(*file_, at.IsDefined() ? at : node_), ": ", message);
   }
+  // `key` is present without a value (reported at the key: a missing value
+  // has no place of its own). `expected` says what it takes,
+  // `default_value` what leaving it out gives ("" when nothing to say).
+  absl::Status NullError(const std::string& key, const std::string& expected,
+                         const std::string& default_value) const {
+    YAML::Node at = node_;
+    for (auto it = node_.begin(); node_.IsMap() && it != node_.end(); ++it) {
+      if (it->first.IsScalar() && it->first.Scalar() == key) at = it->first;
+    }
+    return Error(at, absl::StrCat(PathOf(key), " has no value (null); expected ", expected,
+                                  default_value.empty()
+                                      ? ", or leave the key out"
+                                      : absl::StrCat(", or leave the key out for the default (",
+                                                     default_value, ")")));
+  }
 
- private:
   static std::string Describe(const YAML::Node& n) {
     if (n.IsScalar()) return absl::StrCat("'", n.Scalar(), "'");
     if (n.IsSequence()) return "a list";
     if (n.IsMap()) return "a map";
+    if (n.IsNull()) return "null";
     return "nothing";
   }
 
+ private:
   YAML::Node node_;
   std::string path_;
   const std::string* file_;
@@ -191,22 +317,21 @@ absl::Status ParseOptimizerMap(const YAML::Node& n, const std::string& path,
   MapReader r(n, path, file);
   RETURN_IF_ERROR(r.CheckIsMap());
   RETURN_IF_ERROR(r.String("type", &o->type, OptimizerTypes()));
-  RETURN_IF_ERROR(r.Double("learning_rate", &o->learning_rate, 0));
-  RETURN_IF_ERROR(r.Double("initial_accumulator_value", &o->initial_accumulator_value, 0));
-  RETURN_IF_ERROR(r.Double("beta1", &o->beta1, 0));
-  RETURN_IF_ERROR(r.Double("beta2", &o->beta2, 0));
-  RETURN_IF_ERROR(r.Double("epsilon", &o->epsilon, 0));
+  RETURN_IF_ERROR(r.Double("learning_rate", &o->learning_rate, kPositive, "the model's"));
+  RETURN_IF_ERROR(
+      r.Double("initial_accumulator_value", &o->initial_accumulator_value, kNonNegative));
+  constexpr Range kBeta{.min = 0, .max = 1, .max_open = true};
+  RETURN_IF_ERROR(r.Double("beta1", &o->beta1, kBeta));
+  RETURN_IF_ERROR(r.Double("beta2", &o->beta2, kBeta));
+  RETURN_IF_ERROR(r.Double("epsilon", &o->epsilon, kNonNegative, "the optimizer's"));
   RETURN_IF_ERROR(r.Bool("lazy", &o->lazy));
-  RETURN_IF_ERROR(r.Double("l1", &o->l1, 0));
-  RETURN_IF_ERROR(r.Double("l2", &o->l2, 0));
+  RETURN_IF_ERROR(r.Double("l1", &o->l1, kNonNegative));
+  RETURN_IF_ERROR(r.Double("l2", &o->l2, kNonNegative));
   RETURN_IF_ERROR(
       r.String("schedule", &o->schedule, {"constant", "exponential_decay", "linear_warmup"}));
   RETURN_IF_ERROR(r.Int("warmup_steps", &o->warmup_steps, 0));
   RETURN_IF_ERROR(r.Int("decay_steps", &o->decay_steps, 0));
-  RETURN_IF_ERROR(r.Double("decay_rate", &o->decay_rate, 0));
-  if (n["learning_rate"].IsDefined() && o->learning_rate <= 0) {
-    return r.Error(n["learning_rate"], absl::StrCat(path, ".learning_rate must be > 0"));
-  }
+  RETURN_IF_ERROR(r.Double("decay_rate", &o->decay_rate, kPositive));
   if (o->schedule == "exponential_decay" && o->decay_steps <= 0) {
     return r.Error(n, absl::StrCat(path, ": schedule exponential_decay needs decay_steps > 0"));
   }
@@ -238,10 +363,10 @@ absl::Status ParseInitializer(const YAML::Node& n, const std::string& path,
     return r.Error(n, absl::StrCat(path, ".type is required (one of: ",
                                    absl::StrJoin(InitializerTypes(), ", "), ")"));
   }
-  RETURN_IF_ERROR(r.Double("value", &c.value, -1e30));
-  RETURN_IF_ERROR(r.Double("limit", &c.limit, 0));
-  RETURN_IF_ERROR(r.Double("mean", &c.mean, -1e30));
-  RETURN_IF_ERROR(r.Double("stddev", &c.stddev, 0));
+  RETURN_IF_ERROR(r.Double("value", &c.value, kAny));
+  RETURN_IF_ERROR(r.Double("limit", &c.limit, kNonNegative));
+  RETURN_IF_ERROR(r.Double("mean", &c.mean, kAny));
+  RETURN_IF_ERROR(r.Double("stddev", &c.stddev, kNonNegative));
   RETURN_IF_ERROR(
       r.String("scale", &c.scale, {"none", "inverse_sqrt_rows", "inverse_sqrt_dim"}));
   RETURN_IF_ERROR(r.Finish());
@@ -253,11 +378,12 @@ absl::Status ParseInitializer(const YAML::Node& n, const std::string& path,
 absl::Status ParseDense(const YAML::Node& n, const std::string* file,
                         std::vector<std::string>* out) {
   out->clear();
-  if (!n.IsDefined() || n.IsNull()) return absl::OkStatus();
+  if (!n.IsDefined()) return absl::OkStatus();  // ParseRoot refused a null
   int64_t count;
   if (n.IsScalar() && YAML::convert<int64_t>::decode(n, count)) {
-    if (count < 0) {
-      return errors::InvalidArgument(Where(*file, n), ": features.dense must be >= 0");
+    if (count < 0 || count > kMaxFeatureCount) {
+      return errors::InvalidArgument(Where(*file, n), ": features.dense must be between 0 and ",
+                                     kMaxFeatureCount, ", got ", count);
     }
     for (int64_t i = 1; i <= count; ++i) out->push_back(absl::StrCat("I", i));
     return absl::OkStatus();
@@ -288,7 +414,10 @@ absl::Status ParseSparseEntry(const YAML::Node& n, const std::string& path,
   RETURN_IF_ERROR(r.String("sequence_of", &f->sequence_of));
   RETURN_IF_ERROR(r.String("missing", &f->missing, {"empty", "id"}));
   YAML::Node init = r.Child("initializer");
-  if (init.IsDefined() && !init.IsNull()) {
+  if (init.IsDefined() && init.IsNull()) {
+    return r.NullError("initializer", "an initializer (a type name or a map)", "");
+  }
+  if (init.IsDefined()) {
     InitializerConfig c;
     RETURN_IF_ERROR(ParseInitializer(init, r.PathOf("initializer"), file, &c));
     f->initializer = c;
@@ -300,11 +429,12 @@ absl::Status ParseSparseEntry(const YAML::Node& n, const std::string& path,
 absl::Status ParseSparse(const YAML::Node& n, const SparseFeatureConfig& defaults,
                          const std::string* file, std::vector<SparseFeatureConfig>* out) {
   out->clear();
-  if (!n.IsDefined() || n.IsNull()) return absl::OkStatus();
+  if (!n.IsDefined()) return absl::OkStatus();  // ParseRoot refused a null
   int64_t count;
   if (n.IsScalar() && YAML::convert<int64_t>::decode(n, count)) {
-    if (count < 0) {
-      return errors::InvalidArgument(Where(*file, n), ": features.sparse must be >= 0");
+    if (count < 0 || count > kMaxFeatureCount) {
+      return errors::InvalidArgument(Where(*file, n), ": features.sparse must be between 0 and ",
+                                     kMaxFeatureCount, ", got ", count);
     }
     for (int64_t i = 1; i <= count; ++i) {
       SparseFeatureConfig f = defaults;
@@ -321,6 +451,10 @@ absl::Status ParseSparse(const YAML::Node& n, const SparseFeatureConfig& default
   for (size_t i = 0; i < n.size(); ++i) {
     SparseFeatureConfig f = defaults;
     const std::string path = absl::StrCat("features.sparse[", i, "]");
+    if (n[i].IsNull()) {
+      return errors::InvalidArgument(Where(*file, n[i]), ": ", path,
+                                     " has no value (null); expected a name or a map");
+    }
     if (n[i].IsScalar()) {
       f.name = n[i].Scalar();
     } else {
@@ -376,26 +510,23 @@ absl::Status ParseRoot(const YAML::Node& root, const std::string* file, RunConfi
                                      absl::StrJoin(types, ", "), ")"));
     }
     RETURN_IF_ERROR(m.Int("embedding_dim", &mc.embedding_dim, 1));
-    RETURN_IF_ERROR(m.IntList("hidden_units", &mc.hidden_units, 1));
-    RETURN_IF_ERROR(m.IntList("bottom_units", &mc.bottom_units, 1));
-    RETURN_IF_ERROR(m.Int("cross_layers", &mc.cross_layers, 0));
+    RETURN_IF_ERROR(m.IntList("hidden_units", &mc.hidden_units, 1, kMaxLayers));
+    RETURN_IF_ERROR(m.IntList("bottom_units", &mc.bottom_units, 1, kMaxLayers));
+    RETURN_IF_ERROR(m.Int("cross_layers", &mc.cross_layers, 0, kMaxLayers));
     RETURN_IF_ERROR(m.String("fm_dense", &mc.fm_dense, {"fields", "projection", "none"}));
     RETURN_IF_ERROR(m.Bool("self_interaction", &mc.self_interaction));
-    RETURN_IF_ERROR(m.IntList("attention_units", &mc.attention_units, 1));
+    RETURN_IF_ERROR(m.IntList("attention_units", &mc.attention_units, 1, kMaxLayers));
     RETURN_IF_ERROR(m.StringList("user_features", &mc.user_features));
     RETURN_IF_ERROR(m.StringList("item_features", &mc.item_features));
     RETURN_IF_ERROR(m.Int("tower_dim", &mc.tower_dim, 1));
-    RETURN_IF_ERROR(m.Double("temperature", &mc.temperature, 0));
-    if (!(mc.temperature > 0)) {
-      return m.Error(n["temperature"], "model.temperature must be > 0");
-    }
+    RETURN_IF_ERROR(m.Double("temperature", &mc.temperature, kPositive));
     model_node = n;
     RETURN_IF_ERROR(
         m.String("activation", &mc.activation, {"relu", "sigmoid", "tanh", "identity"}));
-    RETURN_IF_ERROR(m.Double("l2_regularization", &mc.l2_regularization, 0));
+    RETURN_IF_ERROR(m.Double("l2_regularization", &mc.l2_regularization, kNonNegative));
     RETURN_IF_ERROR(m.Uint("seed", &mc.seed));
     YAML::Node inits = m.Child("initializers");
-    if (inits.IsDefined() && !inits.IsNull()) {
+    if (inits.IsDefined()) {
       MapReader ir(inits, "model.initializers", file);
       RETURN_IF_ERROR(ir.CheckIsMap());
       InitializersConfig& ic = mc.initializers;
@@ -404,7 +535,10 @@ absl::Status ParseRoot(const YAML::Node& root, const std::string* file, RunConfi
                                {"kernel", &ic.kernel},
                                {"bias", &ic.bias}}) {
         YAML::Node pn = ir.Child(key);
-        if (pn.IsDefined() && !pn.IsNull()) {
+        if (pn.IsDefined() && pn.IsNull()) {
+          return ir.NullError(key, "an initializer (a type name or a map)", "");
+        }
+        if (pn.IsDefined()) {
           RETURN_IF_ERROR(ParseInitializer(pn, ir.PathOf(key), file, part));
         }
       }
@@ -431,18 +565,54 @@ absl::Status ParseRoot(const YAML::Node& root, const std::string* file, RunConfi
                                        ": features.sparse_defaults cannot set a name");
       }
     }
-    RETURN_IF_ERROR(ParseDense(f.Child("dense"), file, &c->model.dense_features));
-    RETURN_IF_ERROR(ParseSparse(f.Child("sparse"), defaults, file, &c->model.sparse_features));
+    const YAML::Node dense = f.Child("dense"), sparse = f.Child("sparse");
+    if (dense.IsDefined() && dense.IsNull()) {
+      return f.NullError("dense", "a count or a list of names ([] for none)", "");
+    }
+    if (sparse.IsDefined() && sparse.IsNull()) {
+      return f.NullError("sparse", "a count or a list of names or maps ([] for none)", "");
+    }
+    RETURN_IF_ERROR(ParseDense(dense, file, &c->model.dense_features));
+    RETURN_IF_ERROR(ParseSparse(sparse, defaults, file, &c->model.sparse_features));
     RETURN_IF_ERROR(f.Finish());
     if (c->model.dense_features.empty() && c->model.sparse_features.empty()) {
       return errors::InvalidArgument(Where(*file, n), ": features: no dense or sparse features");
     }
+    // Each fixed table's parameters (rows x dim), and their sum, must fit in
+    // int64: a count that wraps would be reported as a small model.
+    // (BuildModel counts every variable exactly, and the memory they need
+    // is checked before training allocates them.)
+    const YAML::Node sparse_node = n["sparse"];
+    const YAML::Node defaults_node = d.IsMap() ? d["vocabulary_size"] : YAML::Node();
+    int64_t total = 0;
     for (size_t i = 0; i < c->model.sparse_features.size(); ++i) {
       const SparseFeatureConfig& sf = c->model.sparse_features[i];
       if (sf.sequence_of.empty() && sf.vocabulary_size <= 0 && !sf.hash_table) {
         return errors::InvalidArgument(
             Where(*file, n), ": features.sparse: feature '", sf.name,
             "' needs vocabulary_size > 0 or hash_table: true");
+      }
+      if (!sf.sequence_of.empty() || sf.hash_table) continue;
+      const int64_t dim = sf.dim > 0 ? sf.dim : c->model.embedding_dim;
+      const int64_t extra = sf.missing == "id" ? 1 : 0;
+      int64_t rows = 0, params = 0;
+      if (__builtin_add_overflow(sf.vocabulary_size, extra, &rows) ||
+          __builtin_mul_overflow(rows, dim, &params) ||
+          __builtin_add_overflow(total, params, &total)) {
+        // Point at the vocabulary_size that sets it.
+        YAML::Node at = n;
+        if (sparse_node.IsSequence() && sparse_node[i].IsMap() &&
+            sparse_node[i]["vocabulary_size"].IsDefined()) {
+          at = sparse_node[i]["vocabulary_size"];
+        } else if (defaults_node.IsDefined()) {
+          at = defaults_node;
+        }
+        return errors::InvalidArgument(
+            Where(*file, at), ": features.sparse: the table of '", sf.name, "' (vocabulary_size ",
+            sf.vocabulary_size, extra ? " + 1 missing-id row" : "", " x dim ", dim,
+            i > 0 ? ", with the tables before it" : "",
+            ") has more parameters than fit in int64; make vocabulary_size smaller or use "
+            "hash_table: true");
       }
     }
   }
@@ -485,19 +655,19 @@ absl::Status ParseRoot(const YAML::Node& root, const std::string* file, RunConfi
     RETURN_IF_ERROR(d.String("train", &c->data.train));
     RETURN_IF_ERROR(d.String("eval", &c->data.eval));
     RETURN_IF_ERROR(d.Bool("hash_ids", &c->data.hash_ids));
-    RETURN_IF_ERROR(d.Int32("parse_threads", &c->data.parse_threads, 0));
+    RETURN_IF_ERROR(d.Threads("parse_threads", &c->data.parse_threads));
     RETURN_IF_ERROR(d.Finish());
   }
   // train
   {
     MapReader t(r.Child("train"), "train", file);
     RETURN_IF_ERROR(t.CheckIsMap());
-    RETURN_IF_ERROR(t.Int("batch_size", &c->train.batch_size, 1));
+    RETURN_IF_ERROR(t.Int("batch_size", &c->train.batch_size, 1, kMaxBatchSize));
     RETURN_IF_ERROR(t.Int("steps", &c->train.steps, 0));
     RETURN_IF_ERROR(t.Int("epochs", &c->train.epochs, 1));
     RETURN_IF_ERROR(t.Int("shuffle_buffer", &c->train.shuffle_buffer, 0));
-    RETURN_IF_ERROR(t.Int32("threads", &c->train.threads, 0));
-    RETURN_IF_ERROR(t.Double("log_every_secs", &c->train.log_every_secs, 0));
+    RETURN_IF_ERROR(t.Threads("threads", &c->train.threads));
+    RETURN_IF_ERROR(t.Double("log_every_secs", &c->train.log_every_secs, kNonNegative));
     RETURN_IF_ERROR(t.Int("summary_every_steps", &c->train.summary_every_steps, 0));
     RETURN_IF_ERROR(t.Finish());
   }
@@ -506,7 +676,7 @@ absl::Status ParseRoot(const YAML::Node& root, const std::string* file, RunConfi
     MapReader k(r.Child("checkpoint"), "checkpoint", file);
     RETURN_IF_ERROR(k.CheckIsMap());
     RETURN_IF_ERROR(k.Int("save_steps", &c->train.save_steps, 0));
-    RETURN_IF_ERROR(k.Double("save_secs", &c->train.save_secs, 0));
+    RETURN_IF_ERROR(k.Double("save_secs", &c->train.save_secs, kNonNegative));
     RETURN_IF_ERROR(k.Int32("keep", &c->train.keep, 1));
     RETURN_IF_ERROR(k.Finish());
   }
@@ -534,6 +704,8 @@ absl::StatusOr<RunConfig> ParseRunConfig(const std::string& yaml, const std::str
   RunConfig config;
   config.path = filename;
   try {
+    std::set<int> visited;
+    RETURN_IF_ERROR(CheckNoDuplicateKeys(root, "", filename, &visited));
     RETURN_IF_ERROR(ParseRoot(root, &config.path, &config));
   } catch (const YAML::Exception& e) {
     return errors::InvalidArgument(filename, ":", e.mark.line + 1, ":", e.mark.column + 1, ": ",

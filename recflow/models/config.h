@@ -22,8 +22,10 @@
 //   checkpoint: {save_steps: 1000, keep: 5}
 //
 // Errors name the file, line and column and the key: an unknown key (with
-// the known ones listed), a value of the wrong type, a missing required key,
-// an impossible size.
+// the known ones listed), a key given twice in one map (both lines), a key
+// without a value (`batch_size: ~`; only a section may be empty), a value of
+// the wrong type, a number that is not finite or outside its range, a
+// missing required key, an impossible size.
 #ifndef RECFLOW_MODELS_CONFIG_H_
 #define RECFLOW_MODELS_CONFIG_H_
 
@@ -38,20 +40,31 @@
 
 namespace recflow::models {
 
+// The largest train.batch_size. Far above the batch sizes CTR models train
+// with (thousands to ~1M examples), and about where one batch of Criteo
+// lines, read and parsed, outgrows a large machine's memory (~0.5 KB per
+// example before the model sees it, and a few batches are in flight): a
+// typo such as 1000000000 is refused up front.
+inline constexpr int64_t kMaxBatchSize = int64_t{1} << 24;  // 16777216
+
+// The most features a count may expand to (features.dense: N,
+// features.sparse: N): far above what a data format has columns for.
+inline constexpr int64_t kMaxFeatureCount = 4096;
+
 struct DataConfig {
   std::string format = "criteo";  // criteo (TSV: label, dense..., sparse...)
   std::string train;              // file, glob, or comma-separated list
   std::string eval;               // optional
   bool hash_ids = false;          // criteo: Fingerprint64 of the text instead of hex values
-  int parse_threads = 0;          // 0: one per CPU
+  int parse_threads = 0;          // 0: one per CPU; at most kMaxThreads
 };
 
 struct TrainConfig {
-  int64_t batch_size = 4096;
+  int64_t batch_size = 4096;  // 1..kMaxBatchSize
   int64_t steps = 0;    // 0: one pass over `epochs` epochs
   int64_t epochs = 1;
   int64_t shuffle_buffer = 0;  // batches (0: read in order)
-  int threads = 0;             // session threads; 0: one per CPU
+  int threads = 0;             // session threads; 0: one per CPU; at most kMaxThreads
   // Checkpoints (in the model directory).
   int64_t save_steps = 0;
   double save_secs = 600;

@@ -2,6 +2,7 @@
 // configs rejected with file:line:column and the key named.
 #include "recflow/models/config.h"
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "recflow/core/mem_env.h"
@@ -200,6 +201,165 @@ TEST(RunConfigTest, BadConfigsNameFileLineAndKey) {
     EXPECT_THAT(r.status().message(), HasSubstr(c.expected)) << c.yaml;
     EXPECT_THAT(std::string(r.status().message()), testing::StartsWith(c.location)) << c.yaml;
   }
+}
+
+// Issue 22: sizes and thread counts that cannot work are refused up front,
+// naming the key and its line.
+TEST(RunConfigTest, RefusesImpossibleSizesAndThreadCounts) {
+  const BadCase cases[] = {
+      // A batch of 1e9 lines crashed the reader (a tensor of 1e9 strings
+      // made up front).
+      {"model: {type: lr}\nfeatures: {dense: 2}\ntrain: {batch_size: 1000000000}\n",
+       "train.batch_size must be <= 16777216, got 1000000000", "c.yaml:3:21"},
+      {"model: {type: lr}\nfeatures: {dense: 2}\ndata: {parse_threads: 1000000}\n",
+       "data.parse_threads is 1000000; must be between 0 and 4096 threads", "c.yaml:3:23"},
+      {"model: {type: lr}\nfeatures: {dense: 2}\ntrain: {threads: 100000}\n",
+       "train.threads is 100000; must be between 0 and 4096 threads", "c.yaml:3:18"},
+      {"model: {type: lr}\nfeatures: {dense: 2}\ntrain: {threads: 4294967297}\n",
+       "train.threads is 4294967297; must be between 0 and 4096", "c.yaml:3:18"},
+      {"model: {type: lr}\nfeatures: {dense: 2}\ncheckpoint: {keep: 4294967297}\n",
+       "checkpoint.keep must be <= 2147483647", "c.yaml:3:20"},
+      // 2^63-1 rows (+1 for the missing id) x 16 was reported as a model of
+      // 142885 parameters.
+      {"model: {type: deepfm}\nfeatures:\n  sparse_defaults: {vocabulary_size: "
+       "9223372036854775807}\n  sparse: 2\n",
+       "features.sparse: the table of 'C1' (vocabulary_size 9223372036854775807 + 1 missing-id "
+       "row x dim 16) has more parameters than fit in int64",
+       "c.yaml:3:38"},
+      {"model: {type: lr, embedding_dim: 4}\nfeatures:\n  sparse:\n    - {name: C1, "
+       "vocabulary_size: 4611686018427387904, missing: empty}\n",
+       "the table of 'C1' (vocabulary_size 4611686018427387904 x dim 4)", "c.yaml:4:35"},
+      {"model: {type: lr}\nfeatures:\n  sparse:\n    - {name: C1, vocabulary_size: "
+       "288230376151711744}\n    - {name: C2, vocabulary_size: 288230376151711744}\n",
+       "the table of 'C2' (vocabulary_size 288230376151711744 + 1 missing-id row x dim 16, "
+       "with the tables before it)",
+       "c.yaml:5:35"},
+      // 100,000 layers took minutes and gigabytes to build.
+      {"model: {type: mlp, hidden_units: [1, 1, 1]}\nfeatures: {dense: 2}\n", nullptr, ""},
+      {"model: {type: dcn_v2, cross_layers: 100000}\nfeatures: {dense: 2}\n",
+       "model.cross_layers must be <= 1024, got 100000", "c.yaml:1:37"},
+      {"model: {type: lr}\nfeatures: {sparse: 100000000}\n",
+       "features.sparse must be between 0 and 4096, got 100000000", "c.yaml:2:20"},
+  };
+  for (const BadCase& c : cases) {
+    auto r = ParseRunConfig(c.yaml, "c.yaml");
+    if (c.expected == nullptr) {
+      EXPECT_TRUE(r.ok()) << c.yaml << r.status();
+      continue;
+    }
+    ASSERT_FALSE(r.ok()) << c.yaml;
+    EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << r.status();
+    EXPECT_THAT(r.status().message(), HasSubstr(c.expected)) << c.yaml;
+    EXPECT_THAT(std::string(r.status().message()), testing::StartsWith(c.location)) << c.yaml;
+  }
+  // The bounds themselves are accepted.
+  auto ok = ParseRunConfig(
+      "model: {type: lr}\nfeatures: {dense: 2}\ntrain: {batch_size: 16777216, threads: 4096}\n"
+      "data: {parse_threads: 0}\n",
+      "c.yaml");
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->train.batch_size, kMaxBatchSize);
+  EXPECT_EQ(ok->train.threads, 4096);
+  std::string layers = "model: {type: mlp, hidden_units: [";
+  for (int i = 0; i < 100000; ++i) absl::StrAppend(&layers, i ? ", " : "", 1);
+  layers += "]}\nfeatures: {dense: 2}\n";
+  auto many = ParseRunConfig(layers, "c.yaml");
+  ASSERT_FALSE(many.ok());
+  EXPECT_THAT(std::string(many.status().message()),
+              testing::StartsWith("c.yaml:1:34: model.hidden_units has 100000 entries; at most "
+                                  "1024"));
+}
+
+// Duplicate keys, keys without a value and numbers that are not finite were
+// accepted silently (the first duplicate won; `batch_size: ~` meant 4096;
+// `learning_rate: .inf` became a NaN loss later).
+TEST(RunConfigTest, RefusesDuplicateNullAndNonFiniteValues) {
+  const BadCase cases[] = {
+      {"model: {type: lr}\nfeatures: {dense: 2}\ntrain:\n  batch_size: 64\n  steps: 3\n"
+       "  batch_size: 128\n",
+       "duplicate key 'train.batch_size' (lines 4 and 6)", "c.yaml:6:3"},
+      {"model: {type: lr}\nfeatures: {dense: 2}\nmodel: {type: fm}\n",
+       "duplicate key 'model' (lines 1 and 3)", "c.yaml:3:1"},
+      {"model: {type: lr}\nfeatures:\n  sparse:\n    - {name: C1, vocabulary_size: 5}\n"
+       "    - {name: C2, vocabulary_size: 5, name: C3}\n",
+       "duplicate key 'features.sparse[1].name' (lines 5 and 5)", "c.yaml:5:38"},
+      {"model: {type: lr}\nfeatures: {dense: 2}\ntrain: {batch_size: ~}\n",
+       "train.batch_size has no value (null); expected an integer, or leave the key out for the "
+       "default (4096)",
+       "c.yaml:3:9"},
+      {"model: {type: lr}\nfeatures: {dense: 2}\ntrain:\n  batch_size:\n  steps: 3\n",
+       "train.batch_size has no value (null)", "c.yaml:4:3"},
+      {"model: {type: lr}\nfeatures: {dense: 2}\noptimizer: {dense: {learning_rate: null}}\n",
+       "optimizer.dense.learning_rate has no value (null); expected a number, or leave the key "
+       "out for the default (the model's)",
+       "c.yaml:3:21"},
+      {"model: {type: lr}\nfeatures: {dense: 2}\ndata: {train: ~}\n",
+       "data.train has no value (null); expected a string", "c.yaml:3:8"},
+      {"model: {type: mlp, hidden_units: ~}\nfeatures: {dense: 2}\n",
+       "model.hidden_units has no value (null); expected a list of integers like [256, 128] ([] "
+       "for none), or leave the key out for the default ([256, 128])",
+       "c.yaml:1:20"},
+      {"model: {type: mlp, hidden_units: [8, ~]}\nfeatures: {dense: 2}\n",
+       "model.hidden_units[1]: expected an integer, got null", "c.yaml:1:38"},
+      {"model: {type: lr}\nfeatures: {dense: ~}\n", "features.dense has no value (null)",
+       "c.yaml:2:12"},
+      {"model: {type: lr}\nfeatures: {sparse: [C1, ~]}\n",
+       "features.sparse[1] has no value (null)", "c.yaml:2:25"},
+      {"model: {type: lr, initializers: {kernel: ~}}\nfeatures: {dense: 2}\n",
+       "model.initializers.kernel has no value (null)", "c.yaml:1:34"},
+      {"model: {type: lr}\nfeatures: {dense: 2}\noptimizer: {dense: {learning_rate: .inf}}\n",
+       "optimizer.dense.learning_rate must be a finite number (at most 3.40282e+38 in "
+       "magnitude: float32's range), got '.inf'",
+       "c.yaml:3:36"},
+      {"model: {type: lr}\nfeatures: {dense: 2}\noptimizer: {embedding: {learning_rate: "
+       ".nan}}\n",
+       "optimizer.embedding.learning_rate must be a finite number", "c.yaml:3:40"},
+      {"model: {type: lr}\nfeatures: {dense: 2}\noptimizer: {dense: {learning_rate: 1e39}}\n",
+       "optimizer.dense.learning_rate must be a finite number", "c.yaml:3:36"},
+      {"model: {type: lr}\nfeatures: {dense: 2}\noptimizer: {dense: {learning_rate: -0.1}}\n",
+       "optimizer.dense.learning_rate must be > 0, got -0.1", "c.yaml:3:36"},
+      {"model: {type: lr}\nfeatures: {dense: 2}\noptimizer: {dense: {beta1: 1}}\n",
+       "optimizer.dense.beta1 must be in [0, 1), got 1", "c.yaml:3:28"},
+      {"model: {type: lr}\nfeatures: {dense: 2}\noptimizer: {dense: {decay_rate: 0}}\n",
+       "optimizer.dense.decay_rate must be > 0, got 0", "c.yaml:3:33"},
+      {"model: {type: lr, initializers: {bias: {type: constant, value: -.inf}}}\n"
+       "features: {dense: 2}\n",
+       "model.initializers.bias.value must be a finite number", "c.yaml:1:"},
+      {"model: {type: two_tower, temperature: .inf}\nfeatures: {sparse: 2}\n",
+       "model.temperature must be a finite number", "c.yaml:1:39"},
+      {"model: {type: lr}\nfeatures: {dense: 2}\ncheckpoint: {save_secs: .inf}\n",
+       "checkpoint.save_secs must be a finite number", "c.yaml:3:25"},
+      {"model: {type: lr}\nfeatures: {dense: 2}\ntrain: {log_every_secs: -1}\n",
+       "train.log_every_secs must be >= 0, got -1", "c.yaml:3:25"},
+  };
+  for (const BadCase& c : cases) {
+    auto r = ParseRunConfig(c.yaml, "c.yaml");
+    ASSERT_FALSE(r.ok()) << c.yaml;
+    EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << r.status();
+    EXPECT_THAT(r.status().message(), HasSubstr(c.expected)) << c.yaml;
+    EXPECT_THAT(std::string(r.status().message()), testing::StartsWith(c.location)) << c.yaml;
+  }
+  // A section may be empty: its keys keep their defaults.
+  auto empty = ParseRunConfig(
+      "model: {type: lr}\nfeatures: {dense: 2}\noptimizer:\ndata: ~\ntrain: {}\neval:\n",
+      "c.yaml");
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->train.batch_size, 4096);
+  // An alias repeats a node: not a duplicate.
+  auto alias = ParseRunConfig(
+      "model:\n  type: lr\n  initializers: {embedding: &i {type: uniform, limit: 0.1}}\n"
+      "features:\n  sparse: [{name: C1, vocabulary_size: 9, initializer: *i},\n"
+      "           {name: C2, vocabulary_size: 9, initializer: *i}]\n",
+      "c.yaml");
+  ASSERT_TRUE(alias.ok()) << alias.status();
+  EXPECT_DOUBLE_EQ(alias->model.sparse_features[1].initializer->limit, 0.1);
+  // The effective config recflow train writes says `eval: ""`, not null.
+  auto effective = WithOverrides("model: {type: lr}\nfeatures: {dense: 2}\n",
+                                 {{"data.eval", ""}, {"train.threads", "0"}});
+  ASSERT_TRUE(effective.ok()) << effective.status();
+  auto reparsed = ParseRunConfig(*effective, "run_config.yaml");
+  ASSERT_TRUE(reparsed.ok()) << reparsed.status() << "\n" << *effective;
+  EXPECT_EQ(reparsed->data.eval, "");
 }
 
 TEST(RunConfigTest, ParsesDinAndTwoTowerKeys) {

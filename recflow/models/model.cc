@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <set>
 #include <string>
@@ -13,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "recflow/core/status.h"
+#include "recflow/core/system_memory.h"
 #include "recflow/models/model_builder.h"
 #include "recflow/ops/array_ops.h"
 #include "recflow/ops/math_ops.h"
@@ -93,6 +95,10 @@ absl::Status CheckOptimizer(const OptimizerConfig& o, absl::string_view field) {
 
 absl::Status CheckUnits(const std::vector<int64_t>& units,
                         absl::string_view field) {
+  if (static_cast<int64_t>(units.size()) > kMaxLayers) {
+    return errors::InvalidArgument(field, " has ", units.size(), " layers; at most ",
+                                   kMaxLayers);
+  }
   for (size_t i = 0; i < units.size(); ++i) {
     if (units[i] <= 0) {
       return errors::InvalidArgument(field, "[", i, "] is ", units[i],
@@ -192,6 +198,11 @@ absl::Status CheckConfig(const ModelConfig& c, const BuildOptions& options) {
           ".vocabulary_size must be > 0 unless hash_table is "
           "set, got ",
           s.vocabulary_size);
+    } else if (!s.hash_table && s.missing == "id" &&
+               s.vocabulary_size == std::numeric_limits<int64_t>::max()) {
+      // The table gets one more row for the missing id.
+      return errors::InvalidArgument(field, ".vocabulary_size ", s.vocabulary_size,
+                                     " + 1 missing-id row overflows int64");
     }
     if (s.combiner != "sum" && s.combiner != "mean" && s.combiner != "sqrtn") {
       return errors::InvalidArgument(field, ".combiner: unknown combiner '",
@@ -224,6 +235,10 @@ absl::Status CheckConfig(const ModelConfig& c, const BuildOptions& options) {
   }
   RETURN_IF_ERROR(CheckUnits(c.hidden_units, "hidden_units"));
   RETURN_IF_ERROR(CheckUnits(c.bottom_units, "bottom_units"));
+  RETURN_IF_ERROR(CheckUnits(c.attention_units, "attention_units"));
+  if (c.cross_layers > kMaxLayers) {
+    return errors::InvalidArgument("cross_layers is ", c.cross_layers, "; at most ", kMaxLayers);
+  }
   if (c.activation != "relu" && c.activation != "sigmoid" &&
       c.activation != "tanh" && c.activation != "identity") {
     return errors::InvalidArgument("activation: unknown activation '",
@@ -444,6 +459,7 @@ absl::StatusOr<Model> BuildModel(const Scope& scope, const ModelConfig& given,
   m.embedding_variables = b.embedding_variables();
   m.dense_variables = b.dense_variables();
   m.num_parameters = b.num_parameters();
+  m.variable_sizes = b.variable_sizes();
   m.outputs = b.outputs();
   m.signatures = b.signatures();
   if (inputs.labels.valid()) {
@@ -505,6 +521,81 @@ std::map<std::string, train::ExportSignature> ServingSignatures(
     sig.outputs = extra.outputs;
   }
   return sigs;
+}
+
+namespace {
+
+// Float32 slots per parameter of each optimizer (sgd none; adagrad its
+// accumulator; adam m and v; ftrl its accumulator and linear term).
+int OptimizerSlots(const std::string& type) {
+  if (type == "adagrad") return 1;
+  if (type == "adam" || type == "ftrl") return 2;
+  return 0;
+}
+
+}  // namespace
+
+MemoryEstimate EstimateParameterMemory(const ModelConfig& config, const Model& model,
+                                       bool trainable) {
+  constexpr double kFloat = 4;
+  MemoryEstimate e;
+  const int emb_slots = trainable ? OptimizerSlots(config.embedding_optimizer.type) : 0;
+  const int dense_slots = trainable ? OptimizerSlots(config.dense_optimizer.type) : 0;
+  double emb_params = 0, dense_params = 0;
+  for (const Model::VariableSize& v : model.variable_sizes) {
+    e.parameters += v.num_elements;  // BuildModel checked that the sum fits.
+    (v.embedding ? emb_params : dense_params) += static_cast<double>(v.num_elements);
+  }
+  // Dense parameters get a gradient as large as themselves; embedding
+  // gradients are sparse (the batch's rows).
+  e.bytes = emb_params * kFloat * (1 + emb_slots) +
+            dense_params * kFloat * (1 + dense_slots + (trainable ? 1 : 0));
+  auto part = [&](const char* name, double params, int slots, const std::string& type,
+                  bool gradient) {
+    std::string s = absl::StrCat(static_cast<int64_t>(params), " ", name,
+                                 " parameters x (4 bytes");
+    if (slots > 0) absl::StrAppend(&s, " + ", slots * 4, " for ", type, "'s slots");
+    if (gradient) absl::StrAppend(&s, " + 4 for the gradient");
+    return s + ")";
+  };
+  std::vector<std::string> parts;
+  if (emb_params > 0) {
+    parts.push_back(part("embedding", emb_params, emb_slots, config.embedding_optimizer.type,
+                         false));
+  }
+  if (dense_params > 0) {
+    parts.push_back(
+        part("dense", dense_params, dense_slots, config.dense_optimizer.type, trainable));
+  }
+  e.detail = absl::StrJoin(parts, " + ");
+  return e;
+}
+
+absl::Status CheckModelFitsMemory(const ModelConfig& config, const Model& model, bool trainable,
+                                  int64_t memory_bytes) {
+  if (memory_bytes <= 0) return absl::OkStatus();
+  const MemoryEstimate e = EstimateParameterMemory(config, model, trainable);
+  if (e.bytes <= static_cast<double>(memory_bytes)) return absl::OkStatus();
+  // The largest variables, with what sizes them.
+  std::vector<const Model::VariableSize*> largest;
+  for (const Model::VariableSize& v : model.variable_sizes) largest.push_back(&v);
+  const size_t shown = std::min<size_t>(3, largest.size());
+  std::partial_sort(largest.begin(), largest.begin() + shown, largest.end(),
+                    [](const auto* a, const auto* b) { return a->num_elements > b->num_elements; });
+  std::vector<std::string> names;
+  for (size_t i = 0; i < shown; ++i) {
+    names.push_back(absl::StrCat(largest[i]->what, ": ", largest[i]->num_elements,
+                                 " parameters"));
+  }
+  return errors::ResourceExhausted(
+      "model '", config.type, "' cannot fit in memory: ", trainable ? "training" : "running",
+      " it needs at least ", HumanBytes(e.bytes), " for its ", e.parameters,
+      " fixed-size parameters (", e.detail, "), but this machine has ",
+      HumanBytes(static_cast<double>(memory_bytes)),
+      " of physical memory. The largest: ", absl::StrJoin(names, "; "),
+      ". Make them smaller (features' vocabulary_size and dim, model.embedding_dim, "
+      "hidden_units, bottom_units, cross_layers), use hash_table features, or train "
+      "with parameter servers (docs/distributed.md)");
 }
 
 std::vector<std::string> ModelTypes() {

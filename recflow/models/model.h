@@ -70,6 +70,12 @@
 
 namespace recflow::models {
 
+// The most layers one MLP (hidden_units, bottom_units, attention_units) or
+// dcn_v2's cross_layers may have. CTR models use a handful; each layer adds
+// dozens of graph nodes (forward, gradients, optimizer), so 100000 layers
+// would take minutes and gigabytes to build before the first step.
+inline constexpr int64_t kMaxLayers = 1024;
+
 // How a weight starts. `type`:
 //   zeros, constant (value), uniform U(-limit, limit), normal N(mean, stddev),
 //   truncated_normal (N(mean, stddev) cut at two stddevs, TensorFlow's),
@@ -233,6 +239,15 @@ struct Model {
   std::vector<Output> embedding_variables;  // tables (variables or hash tables)
   std::vector<Output> dense_variables;      // every other trainable variable
   int64_t num_parameters = 0;               // fixed-size parameters (tables included)
+  // Every fixed-size variable (hash tables are not: they grow with the
+  // data), for the memory estimate.
+  struct VariableSize {
+    std::string name;      // the variable's node name
+    std::string what;      // what it is, naming the config keys that size it
+    int64_t num_elements;  // its parameters
+    bool embedding;        // trained by the embedding optimizer
+  };
+  std::vector<VariableSize> variable_sizes;
   // Model-specific outputs for serving_default beside probabilities and
   // logits (two_tower: "score" = <u, v>), and extra signatures by name.
   std::map<std::string, Output> outputs;
@@ -253,7 +268,10 @@ ModelConfig WithDefaults(const ModelConfig& c);
 
 // Builds the model under `scope`. InvalidArgument naming the field for a
 // config that cannot be built (unknown type, no features, a sparse feature
-// with neither vocabulary_size nor hash_table, dim <= 0, ...).
+// with neither vocabulary_size nor hash_table, dim <= 0, more than
+// kMaxLayers layers, a table or a parameter count that overflows int64,
+// ...). Building allocates no parameter: CheckModelFitsMemory can refuse a
+// model that would not fit before a session initializes it.
 absl::StatusOr<Model> BuildModel(const Scope& scope, const ModelConfig& config,
                                  const ModelInputs& inputs, const BuildOptions& options = {});
 
@@ -265,6 +283,28 @@ absl::StatusOr<Model> BuildModel(const Scope& scope, const ModelConfig& config,
 // features' ids and row_splits).
 std::map<std::string, train::ExportSignature> ServingSignatures(
     const ModelConfig& config, const ModelInputs& inputs, const Model& model);
+
+// The memory a model's fixed-size parameters take in one process, estimated
+// from Model::variable_sizes before any is allocated: 4 bytes per float32
+// weight, plus (trainable) 4 per slot of its group's optimizer (sgd 0,
+// adagrad 1, adam 2, ftrl 2) and 4 for the dense gradient of each dense
+// parameter. A lower bound: hash tables (they grow with the data), the
+// activations of a batch, the input pipeline and the runtime come on top.
+struct MemoryEstimate {
+  int64_t parameters = 0;
+  double bytes = 0;  // double: a huge config must not overflow the estimate
+  std::string detail;  // "10 parameters x (4 bytes + 8 for adam's slots) + ..."
+};
+MemoryEstimate EstimateParameterMemory(const ModelConfig& config, const Model& model,
+                                       bool trainable);
+
+// ResourceExhausted when EstimateParameterMemory exceeds `memory_bytes` (the
+// machine's, PhysicalMemoryBytes()), naming the estimate, the memory and the
+// largest variables with the config keys that size them; OK when
+// memory_bytes is 0 (unknown). For a model that one process holds whole
+// (local training, evaluation), not for a ps-distributed one.
+absl::Status CheckModelFitsMemory(const ModelConfig& config, const Model& model, bool trainable,
+                                  int64_t memory_bytes);
 
 // The model types BuildModel knows.
 std::vector<std::string> ModelTypes();

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "recflow/core/fingerprint.h"
 #include "recflow/core/mutex.h"
 #include "recflow/core/status.h"
@@ -111,7 +112,28 @@ Output ModelBuilder::NewVariable(const Scope& s, absl::string_view name,
                                  const std::vector<int64_t>& shape,
                                  const InitializerConfig& initializer,
                                  bool embedding,
-                                 std::optional<std::pair<int64_t, int64_t>> scale_shape) {
+                                 std::optional<std::pair<int64_t, int64_t>> scale_shape,
+                                 std::string what) {
+  // The parameter count, checked: a config's sizes are the user's, and a
+  // wrapped count would be reported as a small model.
+  const std::string shape_text = absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+  const bool default_what = what.empty();
+  if (default_what) what = absl::StrCat("variable '", name, "' ", shape_text);
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || __builtin_mul_overflow(n, d, &n)) {
+      s.UpdateStatus(errors::InvalidArgument(
+          what, " has more parameters than fit in int64; make the sizes that set it smaller"));
+      return Output();
+    }
+  }
+  int64_t total = 0;
+  if (__builtin_add_overflow(num_parameters_, n, &total)) {
+    s.UpdateStatus(errors::InvalidArgument(
+        "the model's parameter count overflows int64 at ", what, " (", n, " parameters, after ",
+        num_parameters_, "); make the model smaller"));
+    return Output();
+  }
   const TensorShape tshape(absl::MakeConstSpan(shape));
   // seed2: a fingerprint of the sub-scope's prefix (the name of a throwaway
   // op in it) and the variable's name.
@@ -129,9 +151,9 @@ Output ModelBuilder::NewVariable(const Scope& s, absl::string_view name,
       train::Variable(s, name, PartialShape(absl::MakeConstSpan(shape)),
                       DT_FLOAT, initial, {.use_resource = true});
   if (!var.valid()) return var;
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  num_parameters_ += n;
+  num_parameters_ = total;
+  if (default_what) what = absl::StrCat("variable '", var.node()->name(), "' ", shape_text);
+  variable_sizes_.push_back({var.node()->name(), std::move(what), n, embedding});
   if (embedding) {
     embedding_variables_.push_back(var);
   } else {
@@ -180,9 +202,15 @@ absl::StatusOr<Output> ModelBuilder::Table(int t, absl::string_view group,
     embedding_variables_.push_back(table);
   } else {
     // One more row for the missing id (HasMissingId: t is not a sequence).
+    // (CheckConfig made sure the row count does not overflow.)
     const int64_t rows = feature.vocabulary_size + (HasMissingId(t) ? 1 : 0);
-    table = NewVariable(s, feature.name, {rows, dim}, TableInitializer(t, group),
-                        /*embedding=*/true);
+    table = NewVariable(
+        s, feature.name, {rows, dim}, TableInitializer(t, group),
+        /*embedding=*/true, std::nullopt,
+        absl::StrCat("the ", group, " table of sparse feature '", feature.name, "' [",
+                     rows, ", ", dim, "] (its vocabulary_size",
+                     HasMissingId(t) ? " + 1 missing-id row" : "", " x ",
+                     dim == 1 ? "1: first-order weights" : "dim", ")"));
   }
   RETURN_IF_ERROR(scope_.status());
   tables_.emplace(key, table);

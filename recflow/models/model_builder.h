@@ -147,16 +147,21 @@ class ModelBuilder {
     return regularized_weights_;
   }
   int64_t num_parameters() const { return num_parameters_; }
+  const std::vector<Model::VariableSize>& variable_sizes() const { return variable_sizes_; }
 
  private:
   // A variable initialized by `initializer`, recorded as an embedding
   // variable (trained by the embedding optimizer) or a dense one.
   // `scale_shape` ([rows, dim]) is what the initializer's scale refers to
-  // (default: the variable's first and last dimensions).
+  // (default: the variable's first and last dimensions); `what` describes
+  // it in messages (default: its name and shape). A shape or a model whose
+  // parameter count overflows int64 sets an InvalidArgument on `s` and
+  // returns an invalid Output.
   Output NewVariable(const Scope& s, absl::string_view name,
                      const std::vector<int64_t>& shape,
                      const InitializerConfig& initializer, bool embedding,
-                     std::optional<std::pair<int64_t, int64_t>> scale_shape = std::nullopt);
+                     std::optional<std::pair<int64_t, int64_t>> scale_shape = std::nullopt,
+                     std::string what = "");
   // The [rows, dim] of the first fixed embedding table ([1, embedding_dim]
   // without one): the scale of the kernels that take the embeddings'
   // initializer.
@@ -188,6 +193,7 @@ class ModelBuilder {
   std::vector<Output> dense_variables_;
   std::vector<Output> regularized_weights_;
   int64_t num_parameters_ = 0;
+  std::vector<Model::VariableSize> variable_sizes_;
 };
 
 // --- The registry

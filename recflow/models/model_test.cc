@@ -675,6 +675,75 @@ TEST(ModelNumParametersTest, CountsTablesAndLayers) {
   EXPECT_EQ(m->num_parameters, tables + (in * 8 + 8) + (8 * 4 + 4) + (4 + 1));
 }
 
+// Issue 22: `vocabulary_size: 2^63-1` was reported as a model of 142885
+// parameters (the count wrapped), and 100,000 hidden units ran for minutes
+// to 7.6 GB before failing. Counts are checked, and a model that cannot fit
+// the machine is refused before anything is allocated.
+TEST(ModelSizeTest, ParameterCountsThatOverflowAreRefused) {
+  ModelConfig c = SmallConfig("mlp");
+  c.sparse_features[0].vocabulary_size = std::numeric_limits<int64_t>::max();
+  ExpectInvalid(c, "sparse_features[0] (C1).vocabulary_size 9223372036854775807 + 1 "
+                   "missing-id row overflows int64");
+  c = SmallConfig("mlp");
+  c.sparse_features[0].vocabulary_size = int64_t{1} << 62;
+  ExpectInvalid(c, "the embedding table of sparse feature 'C1' [4611686018427387905, 4] (its "
+                   "vocabulary_size + 1 missing-id row x dim) has more parameters than fit in "
+                   "int64");
+  c = SmallConfig("mlp");
+  c.sparse_features[0].vocabulary_size = int64_t{1} << 60;
+  c.sparse_features[1].vocabulary_size = int64_t{1} << 60;
+  ExpectInvalid(c, "the model's parameter count overflows int64 at the embedding table of "
+                   "sparse feature 'C2'");
+  c = SmallConfig("mlp");
+  c.hidden_units = {int64_t{1} << 40, int64_t{1} << 40};
+  ExpectInvalid(c, "[1099511627776, 1099511627776] has more parameters than fit in int64");
+  c = SmallConfig("mlp");
+  c.hidden_units.assign(kMaxLayers + 1, 1);
+  ExpectInvalid(c, "hidden_units has 1025 layers; at most 1024");
+  c = SmallConfig("dcn_v2");
+  c.cross_layers = 100000;
+  ExpectInvalid(c, "cross_layers is 100000; at most 1024");
+}
+
+TEST(ModelSizeTest, MemoryEstimateCountsWeightsSlotsAndGradients) {
+  ModelConfig c = SmallConfig("lr");  // adagrad tables, adam dense weights
+  Scope root = Scope::NewRootScope();
+  auto m = BuildModel(root, c, Placeholders(root, c));
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->variable_sizes.size(), 5u);
+  // Tables 51 + 41 + 31 (weight + accumulator); w 2, b 1 (weight, m, v,
+  // gradient).
+  MemoryEstimate e = EstimateParameterMemory(c, *m, /*trainable=*/true);
+  EXPECT_EQ(e.parameters, m->num_parameters);
+  EXPECT_DOUBLE_EQ(e.bytes, 123 * 4 * 2 + 3 * 4 * 4);
+  EXPECT_THAT(e.detail, HasSubstr("123 embedding parameters x (4 bytes + 4 for adagrad's slots)"));
+  EXPECT_THAT(e.detail, HasSubstr("3 dense parameters x (4 bytes + 8 for adam's slots + 4 for "
+                                  "the gradient)"));
+  EXPECT_DOUBLE_EQ(EstimateParameterMemory(c, *m, /*trainable=*/false).bytes, 126 * 4);
+  EXPECT_TRUE(CheckModelFitsMemory(c, *m, true, 1032).ok());
+  absl::Status s = CheckModelFitsMemory(c, *m, true, 1031);
+  EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;
+  EXPECT_TRUE(CheckModelFitsMemory(c, *m, true, 0).ok());  // unknown memory
+}
+
+TEST(ModelSizeTest, AModelThatCannotFitIsRefusedNamingTheLargest) {
+  ModelConfig c = SmallConfig("mlp");
+  c.hidden_units = {100000, 100000};
+  Scope root = Scope::NewRootScope();
+  auto m = BuildModel(root, c, Placeholders(root, c));  // allocates nothing
+  ASSERT_TRUE(m.ok()) << m.status();
+  const absl::Status s =
+      CheckModelFitsMemory(c, *m, /*trainable=*/true, int64_t{16} * 1000 * 1000 * 1000);
+  EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;
+  const std::string msg(s.message());
+  EXPECT_THAT(msg, HasSubstr("model 'mlp' cannot fit in memory: training it needs at least "
+                             "160.0 GB for its 10001700493 fixed-size parameters"));
+  EXPECT_THAT(msg, HasSubstr("but this machine has 16.0 GB of physical memory"));
+  EXPECT_THAT(msg, HasSubstr("The largest: variable '"));
+  EXPECT_THAT(msg, HasSubstr("/kernel' [100000, 100000]: 10000000000 parameters"));
+  EXPECT_THAT(msg, HasSubstr("hidden_units"));
+}
+
 TEST(ModelOptimizerTest, EveryOptimizerAndScheduleTrains) {
   struct Case {
     std::string type, schedule;
