@@ -44,6 +44,7 @@ PY
 
 mkdir -p "$TMP/models/h2"
 cp -r "$HPT" "$TMP/models/h2/123"
+SERVE_H2=(--model_base_path="$TMP/models/h2" --rest_api_port=auto --port=0)
 "$RECFLOW" serve --model_name=half_plus_two --model_base_path="$TMP/models/h2" \
   --rest_api_port=auto --port=0 --file_system_poll_wait_seconds=0.2 \
   >"$TMP/out" 2>"$TMP/err" &
@@ -125,6 +126,28 @@ printf 'max_batch_size { value: 0 }\n' >"$TMP/batching.config"
 expect_fail bad_batching "max_batch_size must be >= 1" --model_base_path="$TMP/models/h2" \
   --batching_parameters_file="$TMP/batching.config" --port=auto
 expect_fail bad_port "--port must be a port" --model_base_path="$TMP/models/h2" --port=x
+
+# Thread counts are bounded up front, naming the flag; a thread that cannot
+# start is an error (exit 1), never an abort.
+expect_fail rest_threads "--rest_api_num_threads is 100000; must be between 0 and 4096" \
+  "${SERVE_H2[@]}" --rest_api_num_threads=100000
+expect_fail intra_threads "--tensorflow_intra_op_parallelism is 1000000; must be between 0 and 4096" \
+  "${SERVE_H2[@]}" --tensorflow_intra_op_parallelism=1000000
+expect_fail inter_threads "--tensorflow_inter_op_parallelism is 5000" \
+  "${SERVE_H2[@]}" --tensorflow_inter_op_parallelism=5000
+expect_fail grpc_threads "--grpc_max_threads is 99999" \
+  --model_base_path="$TMP/models/h2" --port=auto --grpc_max_threads=99999
+printf 'num_batch_threads { value: 100000 }\n' >"$TMP/threads.config"
+expect_fail batch_threads "num_batch_threads is 100000; must be between 1 and 4096" \
+  "${SERVE_H2[@]}" --batching_parameters_file="$TMP/threads.config"
+# A 32 TiB default stack: no thread can start, as under a process limit.
+# (OPENBLAS_NUM_THREADS=1: OpenBLAS starts its own threads when it is
+# loaded, and raises SIGINT when it cannot.)
+out=$( (ulimit -s 34359738368 &&
+  OPENBLAS_NUM_THREADS=1 timeout 20 "$RECFLOW" serve "${SERVE_H2[@]}") 2>&1)
+rc=$?
+check no_threads_exit "^1$" "$rc"
+check no_threads_message "^error: .*cannot start thread" "$out"
 
 echo "serve_test: $pass passed, $fails failed"
 [[ $fails -eq 0 ]]

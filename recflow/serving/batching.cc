@@ -41,12 +41,9 @@ absl::StatusOr<BatchingOptions> BatchingOptionsFromProto(
   if (params.has_max_enqueued_batches())
     options.max_enqueued_batches = params.max_enqueued_batches().value();
   if (params.has_num_batch_threads()) {
-    if (params.num_batch_threads().value() < 1 ||
-        params.num_batch_threads().value() > 4096) {
-      return errors::InvalidArgument(
-          "batching parameters: num_batch_threads must be in [1, 4096], got ",
-          params.num_batch_threads().value());
-    }
+    RETURN_IF_ERROR(
+        ValidateThreadCount("batching parameters: num_batch_threads",
+                            params.num_batch_threads().value()));
     options.num_batch_threads =
         static_cast<int>(params.num_batch_threads().value());
   }
@@ -77,11 +74,8 @@ absl::Status Validate(const BatchingOptions& o) {
         "batching parameters: max_enqueued_batches must be >= 1, got ",
         o.max_enqueued_batches);
   }
-  if (o.num_batch_threads < 0) {
-    return errors::InvalidArgument(
-        "batching parameters: num_batch_threads must be >= 1, got ",
-        o.num_batch_threads);
-  }
+  RETURN_IF_ERROR(ValidateThreadCount("batching parameters: num_batch_threads",
+                                      o.num_batch_threads, /*min_threads=*/0));
   const auto& sizes = o.allowed_batch_sizes;
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (sizes[i] < 1 || (i > 0 && sizes[i] <= sizes[i - 1])) {
@@ -226,7 +220,21 @@ bool BatchScheduler::Batchable(const Tensors& inputs, int64_t* rows) {
 absl::StatusOr<std::unique_ptr<BatchScheduler>> BatchScheduler::Create(
     const BatchingOptions& options) {
   RETURN_IF_ERROR(Validate(options));
-  return std::unique_ptr<BatchScheduler>(new BatchScheduler(options));
+  std::unique_ptr<BatchScheduler> scheduler(new BatchScheduler(options));
+  const int n = options.num_batch_threads > 0 ? options.num_batch_threads
+                                              : NumSchedulableCPUs();
+  for (int i = 0; i < n; ++i) {
+    absl::StatusOr<std::thread> t =
+        StartThread("batch_worker", [s = scheduler.get()] { s->WorkerLoop(); });
+    if (!t.ok()) {
+      // The destructor stops and joins the threads started so far.
+      return errors::Annotate(
+          t.status(), absl::StrCat("batch scheduler started ", i, " of ", n,
+                                   " threads (num_batch_threads)"));
+    }
+    scheduler->threads_.push_back(std::move(*t));
+  }
+  return scheduler;
 }
 
 BatchScheduler::BatchScheduler(const BatchingOptions& options)
@@ -240,9 +248,6 @@ BatchScheduler::BatchScheduler(const BatchingOptions& options)
         "recflow_serving_batch_queue_depth",
         "Requests waiting in the batch queues.", {"model"});
   }
-  const int n = options_.num_batch_threads > 0 ? options_.num_batch_threads
-                                               : NumSchedulableCPUs();
-  for (int i = 0; i < n; ++i) threads_.emplace_back([this] { WorkerLoop(); });
 }
 
 BatchScheduler::~BatchScheduler() {

@@ -96,7 +96,8 @@ class BatchScheduler {
   using RunFn = std::function<absl::StatusOr<Tensors>(const Tensors& inputs)>;
 
   // InvalidArgument when the options are inconsistent (see
-  // BatchingOptionsFromProto).
+  // BatchingOptionsFromProto); ResourceExhausted when a batch thread cannot
+  // start.
   static absl::StatusOr<std::unique_ptr<BatchScheduler>> Create(
       const BatchingOptions& options);
   ~BatchScheduler();

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "recflow/core/status.h"
+#include "recflow/core/thread_test_util.h"
 
 namespace recflow::serving {
 namespace {
@@ -360,6 +361,30 @@ TEST(BatchSchedulerTest, OptionsFromProtoAreValidated) {
   bad.max_batch_size = 0;
   EXPECT_THAT(BatchScheduler::Create(bad).status().message(),
               HasSubstr("max_batch_size must be >= 1"));
+}
+
+TEST(BatchSchedulerTest, ThreadCountsAreBoundedAndThreadFailuresAreStatuses) {
+  tensorflow::serving::BatchingParameters p;
+  p.mutable_num_batch_threads()->set_value(100000);
+  auto o = BatchingOptionsFromProto(p);
+  EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      o.status().message(),
+      HasSubstr("num_batch_threads is 100000; must be between 1 and 4096"));
+  BatchingOptions options;
+  options.num_batch_threads = 5000;
+  EXPECT_THAT(BatchScheduler::Create(options).status().message(),
+              HasSubstr("num_batch_threads is 5000"));
+
+  options.num_batch_threads = 2;
+  absl::StatusOr<std::unique_ptr<BatchScheduler>> scheduler;
+  {
+    ScopedThreadCreationFailure no_threads;
+    scheduler = BatchScheduler::Create(options);
+  }
+  EXPECT_EQ(scheduler.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(scheduler.status().message(),
+              HasSubstr("batch scheduler started 0 of 2 threads"));
 }
 
 TEST(BatchSchedulerTest, ConcatRowsCopiesAndPads) {

@@ -23,6 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "recflow/core/logging.h"
 #include "recflow/core/status.h"
+#include "recflow/core/threadpool.h"
 
 namespace recflow::serving {
 namespace {
@@ -425,10 +426,8 @@ HttpServer::HttpServer(const HttpServerOptions& options, Handler handler)
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(
     const HttpServerOptions& options, Handler handler) {
-  if (options.num_threads < 1) {
-    return errors::InvalidArgument("HttpServerOptions.num_threads must be >= 1, got ",
-                                   options.num_threads);
-  }
+  RETURN_IF_ERROR(ValidateThreadCount("HttpServerOptions.num_threads",
+                                      options.num_threads));
   if (options.port < 0 || options.port > 65535) {
     return errors::InvalidArgument("HttpServerOptions.port must be in [0, 65535], got ",
                                    options.port);
@@ -444,7 +443,16 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(
   std::unique_ptr<HttpServer> server(new HttpServer(options, std::move(handler)));
   RETURN_IF_ERROR(server->Listen());
   for (int i = 0; i < options.num_threads; ++i) {
-    server->workers_.emplace_back([s = server.get()] { s->WorkerLoop(); });
+    absl::StatusOr<std::thread> worker =
+        StartThread("http_worker", [s = server.get()] { s->WorkerLoop(); });
+    if (!worker.ok()) {
+      server->Stop();  // joins the workers started so far
+      return errors::Annotate(
+          worker.status(),
+          absl::StrCat("HTTP server started ", i, " of ", options.num_threads,
+                       " worker threads"));
+    }
+    server->workers_.push_back(std::move(*worker));
   }
   return server;
 }

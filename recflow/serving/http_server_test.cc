@@ -1,5 +1,6 @@
 #include "recflow/serving/http_server.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "recflow/core/mutex.h"
+#include "recflow/core/thread_test_util.h"
 #include "recflow/serving/http_test_client.h"
 
 namespace recflow::serving {
@@ -438,6 +440,24 @@ TEST(HttpServerTest, BadOptionsAndBusyPort) {
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_NE(second.status().message().find(absl::StrCat(first->port())),
             std::string::npos);
+}
+
+TEST(HttpServerTest, ThreadCountIsBoundedAndThreadFailureIsAStatus) {
+  HttpServerOptions options;
+  options.num_threads = 100000;
+  auto server = HttpServer::Create(options, Echo);
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(server.status().message()),
+              ::testing::HasSubstr(
+                  "num_threads is 100000; must be between 1 and 4096"));
+  options.num_threads = 3;
+  {
+    ScopedThreadCreationFailure no_threads;
+    server = HttpServer::Create(options, Echo);
+  }
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(server.status().message()),
+              ::testing::HasSubstr("started 0 of 3 worker threads"));
 }
 
 TEST(HttpServerTest, JsonStringEscaping) {

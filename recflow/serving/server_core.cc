@@ -16,6 +16,7 @@
 #include "recflow/core/logging.h"
 #include "recflow/core/record_io.h"
 #include "recflow/core/status.h"
+#include "recflow/core/threadpool.h"
 #include "recflow/framework/partial_shape.h"
 #include "recflow/framework/tensor_util.h"
 #include "recflow/proto/serving_prediction_log.pb.h"
@@ -243,7 +244,8 @@ absl::Status ServerCore::Init() {
     }
   }
   if (options_.file_system_poll_wait_seconds > 0) {
-    poll_thread_ = std::thread([this] { PollLoop(); });
+    ASSIGN_OR_RETURN(poll_thread_,
+                     StartThread("model_poll", [this] { PollLoop(); }));
   }
   return absl::OkStatus();
 }

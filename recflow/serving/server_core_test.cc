@@ -9,6 +9,7 @@
 
 #include "google/protobuf/text_format.h"
 #include "recflow/core/env.h"
+#include "recflow/core/thread_test_util.h"
 #include "recflow/framework/tensor_util.h"
 #include "recflow/proto/serving_prediction_log.pb.h"
 #include "recflow/serving/server_core_test_util.h"
@@ -408,6 +409,19 @@ TEST(ServerCoreTest, ConfigErrors) {
   EXPECT_THAT(create(config).message(), HasSubstr("empty name"));
   config.mutable_custom_model_config();
   EXPECT_EQ(create(config).code(), absl::StatusCode::kUnimplemented);
+}
+
+TEST(ServerCoreTest, PollThreadFailureIsAStatus) {
+  ServerCoreOptions options = Options("m", FreshDir("poll_thread"));
+  options.file_system_poll_wait_seconds = 1;
+  absl::StatusOr<std::unique_ptr<ServerCore>> core;
+  {
+    ScopedThreadCreationFailure no_threads;
+    core = ServerCore::Create(options);
+  }
+  EXPECT_EQ(core.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(core.status().message(),
+              HasSubstr("cannot start thread 'model_poll'"));
 }
 
 TEST(ServerCoreTest, ReadsTfServingConfigFiles) {
