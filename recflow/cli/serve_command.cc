@@ -147,6 +147,7 @@ absl::Status Serve(const ServeFlags& f) {
     grpc_options.host = f.host;
     grpc_options.port = grpc_port;
     grpc_options.num_threads = grpc_threads;
+    grpc_options.limits = options.request_limits;  // as warm-up records
     serving::ServerCore* core_ptr = core.get();
     grpc_options.reload_config = [core_ptr](const tensorflow::serving::ModelServerConfig& c) {
       return core_ptr->ReloadConfig(c);

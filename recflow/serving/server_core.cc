@@ -18,8 +18,8 @@
 #include "recflow/core/status.h"
 #include "recflow/core/threadpool.h"
 #include "recflow/framework/partial_shape.h"
-#include "recflow/framework/tensor_util.h"
 #include "recflow/proto/serving_prediction_log.pb.h"
+#include "recflow/serving/prediction_api_proto.h"
 
 namespace recflow::serving {
 
@@ -76,9 +76,12 @@ ExampleInput FromProto(const tensorflow::serving::Input& proto) {
   return input;
 }
 
-// A made-up input for `info` (warm-up): unknown dims are 1, values zero or
-// empty strings.
-absl::StatusOr<Tensor> MakeWarmupTensor(const tensorflow::TensorInfo& info) {
+// A made-up input `key` for `info` (warm-up): unknown dims are 1, values
+// zero or empty strings; within `limits` like any request.
+absl::StatusOr<Tensor> MakeWarmupTensor(const std::string& key,
+                                        const tensorflow::TensorInfo& info,
+                                        const ProtoLimits& limits,
+                                        int64_t* request_bytes) {
   std::vector<int64_t> dims;
   if (!info.has_tensor_shape() || info.tensor_shape().unknown_rank()) {
     dims = {1};
@@ -86,12 +89,14 @@ absl::StatusOr<Tensor> MakeWarmupTensor(const tensorflow::TensorInfo& info) {
     for (const auto& d : info.tensor_shape().dim())
       dims.push_back(d.size() < 0 ? 1 : d.size());
   }
-  ASSIGN_OR_RETURN(TensorShape shape, TensorShape::Build(dims));
   const DataType dtype = static_cast<DataType>(info.dtype());
   if (dtype == DT_RESOURCE || dtype == DT_VARIANT || dtype == DT_INVALID) {
     return errors::Unimplemented("cannot make a ", DataTypeString(dtype),
                                  " warm-up input");
   }
+  RETURN_IF_ERROR(CheckTensorLimits(key, dtype, dims, /*string_bytes=*/0,
+                                    limits, request_bytes));
+  ASSIGN_OR_RETURN(TensorShape shape, TensorShape::Build(dims));
   ASSIGN_OR_RETURN(Tensor t, Tensor::Create(dtype, shape));
   if (dtype != DT_STRING && t.NumElements() > 0) {
     std::memset(t.raw_data(), 0, t.TotalBytes());
@@ -505,8 +510,10 @@ absl::Status ServerCore::WarmUp(const Servable& servable) {
           servable.bundle.meta_graph_def.signature_def().at(sig_name);
       std::map<std::string, Tensor> inputs;
       absl::Status s;
+      int64_t request_bytes = 0;
       for (const auto& [key, info] : sig.inputs()) {
-        auto t = MakeWarmupTensor(info);
+        auto t = MakeWarmupTensor(key, info, options_.request_limits,
+                                  &request_bytes);
         if (!t.ok()) {
           s = t.status();
           break;
@@ -551,21 +558,26 @@ absl::Status ServerCore::WarmUp(const Servable& servable) {
       return errors::Annotate(
           st, absl::StrCat("warm-up file '", path, "' record ", n));
     };
+    // A predict log's inputs are decoded once, under the request limits.
+    PredictRequest predict;
+    if (log.has_predict_log()) {
+      const auto& req = log.predict_log().request();
+      predict.model_spec = FromProto(req.model_spec());
+      int64_t request_bytes = 0;
+      for (const auto& [key, proto] : req.inputs()) {
+        auto t = TensorFromRequestProto(key, proto, options_.request_limits,
+                                        &request_bytes);
+        if (!t.ok()) return where(t.status());
+        predict.inputs.emplace(key, std::move(*t));
+      }
+      predict.output_filter.assign(req.output_filter().begin(),
+                                   req.output_filter().end());
+    }
     for (int r = 0; r < std::max(1, options_.warmup_replays); ++r) {
       absl::Status run;
       if (log.has_predict_log()) {
-        const auto& req = log.predict_log().request();
-        PredictRequest request;
-        request.model_spec = FromProto(req.model_spec());
-        for (const auto& [key, proto] : req.inputs()) {
-          auto t = TensorFromProto(proto);
-          if (!t.ok()) return where(t.status());
-          request.inputs.emplace(key, std::move(*t));
-        }
-        request.output_filter.assign(req.output_filter().begin(),
-                                     req.output_filter().end());
         PredictResponse response;
-        run = DoPredict(request, &response, false, handle);
+        run = DoPredict(predict, &response, false, handle);
       } else if (log.has_classify_log()) {
         const auto& req = log.classify_log().request();
         ClassifyRequest request;

@@ -48,11 +48,13 @@
 // format), up to max_warmup_records of its predict / classify / regress
 // logs are replayed against the new version, each `warmup_replays` times;
 // any failure (unreadable file, corrupt record, an unsupported log kind,
-// a request that fails) fails the version. Without that file, one request
-// per signature is generated from the signature's TensorInfos (unknown dims
-// = 1; zeros, or empty strings, i.e. empty serialized tf.Examples) and run
-// to build the executors; a generated request that fails is logged but does
-// not fail the version (the model may legitimately reject made-up inputs).
+// an input over request_limits, a request that fails) fails the version.
+// Without that file, one request per signature is generated from the
+// signature's TensorInfos (unknown dims = 1; zeros, or empty strings, i.e.
+// empty serialized tf.Examples) and run to build the executors; a generated
+// request that fails (or whose declared shapes exceed request_limits) is logged
+// but does not fail the version (the model may legitimately reject made-up
+// inputs).
 //
 // Requests. Predict runs any signature (default serving_default), whatever
 // its method, with RunSignature's input checks, through the batch scheduler
@@ -105,6 +107,7 @@
 #include "recflow/serving/batching.h"
 #include "recflow/serving/metrics.h"
 #include "recflow/serving/prediction_api.h"
+#include "recflow/serving/prediction_api_proto.h"
 #include "recflow/serving/saved_model_bundle.h"
 
 namespace recflow::serving {
@@ -119,6 +122,11 @@ struct ServerCoreOptions {
   // Batch requests through a shared BatchScheduler.
   bool enable_batching = false;
   tensorflow::serving::BatchingParameters batching_parameters;
+  // Limits on the tensors the core decodes or makes up itself (warm-up
+  // records and generated warm-up requests). The gRPC front end takes its
+  // own copy (GrpcServerOptions::limits); `recflow serve` sets both from
+  // one value so that every path applies the same limits.
+  ProtoLimits request_limits;
   // Warm-up (see the top of this file). TF Serving's limits.
   int max_warmup_records = 1000;
   int warmup_replays = 1;

@@ -11,6 +11,7 @@
 #include "recflow/core/env.h"
 #include "recflow/core/thread_test_util.h"
 #include "recflow/framework/tensor_util.h"
+#include "recflow/proto/saved_model.pb.h"
 #include "recflow/proto/serving_prediction_log.pb.h"
 #include "recflow/serving/server_core_test_util.h"
 
@@ -545,6 +546,55 @@ TEST(ServerCoreTest, WarmupFileIsReplayedAndFailuresFailTheVersion) {
   EXPECT_THAT(core->MetricsText(),
               HasSubstr("recflow_serving_load_failures{model=\"m\","
                         "stage=\"warmup\"} 4"));
+}
+
+// Issue 22 item 7: a ~40-byte warm-up record declaring x as [2147483648, 1]
+// with no values (TensorProto fills the shape with zeros) must not make the
+// server allocate 8 GiB: warm-up records get the limits of gRPC requests.
+TEST(ServerCoreTest, WarmupRecordsAndGeneratedRequestsAreBounded) {
+  const std::string base = FreshDir("warmup_limits");
+  tensorflow::serving::PredictionLog log;
+  auto* request = log.mutable_predict_log()->mutable_request();
+  request->mutable_model_spec()->set_name("m");
+  tensorflow::TensorProto& x = (*request->mutable_inputs())["x"];
+  x.set_dtype(tensorflow::DT_FLOAT);
+  x.mutable_tensor_shape()->add_dim()->set_size(int64_t{1} << 31);
+  x.mutable_tensor_shape()->add_dim()->set_size(1);
+  ASSERT_LT(log.ByteSizeLong(), 48u);
+  ASSERT_TRUE(
+      WriteAffineModel(base + "/1", 1.f, 0.f,
+                       {{"tf_serving_warmup_requests",
+                         testutil::TfRecords({log.SerializeAsString()})}})
+          .ok());
+  // Without a warm-up file, the requests made up from a signature that
+  // declares a fixed huge shape are skipped (logged), the version serves.
+  ASSERT_TRUE(WriteAffineModel(base + "/2", 1.f, 0.f).ok());
+  const std::string pb = base + "/2/saved_model.pb";
+  tensorflow::SavedModel sm;
+  std::string bytes;
+  ASSERT_TRUE(ReadFileToString(Env::Default(), pb, &bytes).ok());
+  ASSERT_TRUE(sm.ParseFromString(bytes));
+  auto* shape = (*sm.mutable_meta_graphs(0)->mutable_signature_def())["scalar"]
+                    .mutable_inputs()
+                    ->at("x")
+                    .mutable_tensor_shape();
+  shape->mutable_dim(0)->set_size(int64_t{1} << 31);
+  ASSERT_TRUE(
+      WriteStringToFile(Env::Default(), pb, sm.SerializeAsString()).ok());
+
+  ServerCoreOptions options = Options("m", base);
+  options.model_server_config.mutable_model_config_list()
+      ->mutable_config(0)
+      ->mutable_model_version_policy()
+      ->mutable_all();
+  auto core = MustCreate(options);
+  ASSERT_NE(core, nullptr);
+  EXPECT_THAT(core->AvailableVersions("m"), ElementsAre(2));
+  const absl::Status s = Statuses(core.get(), "m")[1].status;
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.message(), HasSubstr("warming up version 1 of model 'm'"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("input 'x' has shape [2147483648,1]: over the limit"));
 }
 
 TEST(ServerCoreTest, ReloadConfigAddsKeepsAndDropsModels) {
