@@ -184,6 +184,9 @@ absl::Status Serve(const ServeFlags& f) {
   sigwait(&signals, &sig);
   std::printf("received %s; shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
   std::fflush(stdout);
+  // Requests waiting for a batch are run now: the front ends' Stop waits
+  // for the requests in flight, which must not wait out a batch timeout.
+  core->StopBatching();
   if (rest != nullptr) rest->Stop();
   if (grpc != nullptr) grpc->Stop();
   rest.reset();

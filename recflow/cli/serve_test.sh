@@ -149,5 +149,46 @@ rc=$?
 check no_threads_exit "^1$" "$rc"
 check no_threads_message "^error: .*cannot start thread" "$out"
 
+# An absurd batch timeout is refused at load, naming the field; a request
+# waiting for its batch is answered at once on SIGTERM, and the server exits
+# without waiting out the timeout (issue 22 item 8).
+printf 'batch_timeout_micros { value: 9223372036854775807 }\n' >"$TMP/forever.config"
+expect_fail batch_timeout "batch_timeout_micros is 9223372036854775807; must be between 0 and 60000000" \
+  "${SERVE_H2[@]}" --batching_parameters_file="$TMP/forever.config"
+printf 'batch_timeout_micros { value: 59000000 }\nmax_batch_size { value: 64 }\n' >"$TMP/slow.config"
+"$RECFLOW" serve "${SERVE_H2[@]}" --batching_parameters_file="$TMP/slow.config" \
+  >"$TMP/out2" 2>"$TMP/err2" &
+SERVER_PID=$!
+for _ in $(seq 100); do
+  grep -q "^serving model" "$TMP/out2" && break
+  sleep 0.1
+done
+URL2=$(grep -oE "http://127.0.0.1:[0-9]+" "$TMP/out2" | head -1)
+http POST "$URL2/v1/models/default:predict" '{"instances": [1.0, 2.0]}' >"$TMP/pending" &
+PREDICT_PID=$!
+for _ in $(seq 100); do
+  http GET "$URL2/monitoring/prometheus/metrics" |
+    grep -q 'recflow_serving_batch_queue_depth{model="default"} 1' && break
+  sleep 0.1
+done
+check batch_pending 'recflow_serving_batch_queue_depth\{model="default"\} 1' \
+  "$(http GET "$URL2/monitoring/prometheus/metrics")"
+kill -TERM "$SERVER_PID"
+for _ in $(seq 50); do
+  kill -0 "$SERVER_PID" 2>/dev/null || break
+  sleep 0.1
+done
+if kill -0 "$SERVER_PID" 2>/dev/null; then
+  echo "FAIL batch_sigterm: the server did not exit within 5 s of SIGTERM"
+  fails=$((fails + 1))
+  kill -KILL "$SERVER_PID"
+else
+  wait "$SERVER_PID"
+  check batch_sigterm_exit "^0$" "$?"
+fi
+SERVER_PID=
+wait "$PREDICT_PID"
+check batch_flushed '^200 \{"predictions": \[2.5, 3.0\]\}' "$(cat "$TMP/pending")"
+
 echo "serve_test: $pass passed, $fails failed"
 [[ $fails -eq 0 ]]

@@ -265,6 +265,10 @@ ServerCore::~ServerCore() {
   batcher_.reset();
 }
 
+void ServerCore::StopBatching() {
+  if (batcher_ != nullptr) batcher_->Shutdown();
+}
+
 void ServerCore::PollLoop() {
   const auto wait = std::chrono::microseconds(
       static_cast<int64_t>(options_.file_system_poll_wait_seconds * 1e6));

@@ -190,6 +190,13 @@ class ServerCore : public PredictionApi {
   // with polling.
   absl::Status ReloadConfig(const tensorflow::serving::ModelServerConfig& config);
 
+  // Stops batching: requests waiting in the batch queues are run now,
+  // without waiting for batch_timeout_micros, and later requests run
+  // unbatched (BatchScheduler::Shutdown). A server calls it first when it
+  // shuts down, before stopping its front ends, so that their requests in
+  // flight are answered promptly. Idempotent; no-op without batching.
+  void StopBatching();
+
   // The configured model names, sorted.
   std::vector<std::string> ModelNames() const;
   // The available versions of `model`, ascending (empty if unknown).
