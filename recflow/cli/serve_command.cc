@@ -75,6 +75,7 @@ struct ServeFlags {
   std::string batching_parameters_file, monitoring_config_file;
   std::string poll_wait = "1", intra_op = "0", inter_op = "0";
   std::string rest_threads = "0", rest_timeout_ms = "30000", grpc_threads = "0";
+  std::string rest_idle_ms = "15000";
   bool enable_batching = false, fail_if_zero = false;
 };
 
@@ -125,6 +126,8 @@ absl::Status Serve(const ServeFlags& f) {
   ASSIGN_OR_RETURN(int grpc_threads, ParseThreads("grpc_max_threads", f.grpc_threads));
   ASSIGN_OR_RETURN(int64_t rest_timeout,
                    ParseMillis("rest_api_timeout_in_ms", f.rest_timeout_ms));
+  ASSIGN_OR_RETURN(int64_t rest_idle,
+                   ParseMillis("rest_api_idle_timeout_in_ms", f.rest_idle_ms));
   if (grpc_port < 0 && rest_port < 0) {
     return errors::InvalidArgument("both --port and --rest_api_port are 0: nothing to listen on");
   }
@@ -162,6 +165,7 @@ absl::Status Serve(const ServeFlags& f) {
     http.port = rest_port;
     if (rest_threads > 0) http.num_threads = rest_threads;
     http.request_timeout_ms = rest_timeout;
+    http.idle_timeout_ms = rest_idle;
     ASSIGN_OR_RETURN(rest, serving::RestServer::Create(core.get(), http));
     urls.push_back(absl::StrCat("http://", f.host, ":", rest->port()));
   }
@@ -229,6 +233,9 @@ int ServeCommand(const Args& args) {
                "most gRPC calls served at once, at most 4096 (0: gRPC's default)"},
               {"rest_api_timeout_in_ms", &f.rest_timeout_ms, nullptr,
                "time allowed to receive a REST request (default 30000)"},
+              {"rest_api_idle_timeout_in_ms", &f.rest_idle_ms, nullptr,
+               "a REST connection with no request in progress is closed after this long "
+               "(default 15000)"},
               {"fail_if_zero_versions_at_startup", nullptr, &f.fail_if_zero,
                "exit when a model has no version on disk"},
           },

@@ -149,6 +149,9 @@ rc=$?
 check no_threads_exit "^1$" "$rc"
 check no_threads_message "^error: .*cannot start thread" "$out"
 
+expect_fail idle_timeout "--rest_api_idle_timeout_in_ms is 0; must be between 1 and 86400000" \
+  "${SERVE_H2[@]}" --rest_api_idle_timeout_in_ms=0
+
 # An absurd batch timeout is refused at load, naming the field; a request
 # waiting for its batch is answered at once on SIGTERM, and the server exits
 # without waiting out the timeout (issue 22 item 8).
@@ -157,13 +160,24 @@ expect_fail batch_timeout "batch_timeout_micros is 9223372036854775807; must be 
   "${SERVE_H2[@]}" --batching_parameters_file="$TMP/forever.config"
 printf 'batch_timeout_micros { value: 59000000 }\nmax_batch_size { value: 64 }\n' >"$TMP/slow.config"
 "$RECFLOW" serve "${SERVE_H2[@]}" --batching_parameters_file="$TMP/slow.config" \
-  >"$TMP/out2" 2>"$TMP/err2" &
+  --rest_api_idle_timeout_in_ms=300 >"$TMP/out2" 2>"$TMP/err2" &
 SERVER_PID=$!
 for _ in $(seq 100); do
   grep -q "^serving model" "$TMP/out2" && break
   sleep 0.1
 done
 URL2=$(grep -oE "http://127.0.0.1:[0-9]+" "$TMP/out2" | head -1)
+# --rest_api_idle_timeout_in_ms: a connection that sends nothing is closed.
+check idle_closed "^closed$" "$(python3 - "${URL2##*:}" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.settimeout(10)
+try:
+    print("closed" if s.recv(1) == b"" else "data")
+except socket.timeout:
+    print("still open 10 s later")
+PY
+)"
 http POST "$URL2/v1/models/default:predict" '{"instances": [1.0, 2.0]}' >"$TMP/pending" &
 PREDICT_PID=$!
 for _ in $(seq 100); do

@@ -534,9 +534,12 @@ void HttpServer::Stop() {
 }
 
 void HttpServer::WorkerLoop() {
-  epoll_event events[8];
+  // One event at a time: a handler may block (batching), and every event
+  // this thread had taken would wait for it (EPOLLONESHOT gives them to no
+  // other thread), so a request could wait behind another's batch.
+  epoll_event events[1];
   while (!stopping_.load(std::memory_order_relaxed)) {
-    int n = epoll_wait(epoll_fd_, events, 8, static_cast<int>(kReapIntervalMs));
+    int n = epoll_wait(epoll_fd_, events, 1, static_cast<int>(kReapIntervalMs));
     if (n < 0 && errno != EINTR) {
       LOG(ERROR) << "HTTP server epoll_wait: " << std::strerror(errno);
       return;
@@ -573,7 +576,8 @@ void HttpServer::AcceptAll() {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     MutexLock lock(&mu_);
-    if (static_cast<int>(connections_.size()) >= options_.max_connections) {
+    if (static_cast<int>(connections_.size()) >= options_.max_connections &&
+        !EvictOldestIdleLocked()) {
       HttpResponse r = HttpResponse::JsonError(
           503, absl::StrCat("the server has its maximum of ",
                             options_.max_connections,
@@ -615,6 +619,32 @@ void HttpServer::CloseConnection(uint64_t id) {
   buffered_body_bytes_ -= c->reserved;
   c->reserved = 0;
   connections_.erase(it);
+}
+
+bool HttpServer::EvictOldestIdleLocked() {
+  auto oldest = connections_.end();
+  for (auto it = connections_.begin(); it != connections_.end(); ++it) {
+    const Connection& c = *it->second;
+    // Idle: no worker on it and no byte of a request buffered.
+    if (c.busy || c.request_start_ms != 0 || c.headers_done || !c.in.empty()) {
+      continue;
+    }
+    // Ties go to the lower id: the connection accepted first.
+    if (oldest == connections_.end() ||
+        c.last_active_ms < oldest->second->last_active_ms) {
+      oldest = it;
+    }
+  }
+  if (oldest == connections_.end()) return false;
+  Connection* c = oldest->second.get();
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
+  close(c->fd);
+  c->fd = -1;
+  buffered_body_bytes_ -= c->reserved;
+  c->reserved = 0;
+  connections_.erase(oldest);
+  ++evicted_;
+  return true;
 }
 
 void HttpServer::ReapExpired() {

@@ -339,19 +339,58 @@ TEST(HttpServerTest, RequestTimeoutIs408AndIdleConnectionsClose) {
   EXPECT_TRUE(idle.ReadsEof());
 }
 
-TEST(HttpServerTest, MaxConnectionsGives503) {
+// Every connection in a request: a new one gets 503.
+TEST(HttpServerTest, MaxConnectionsGives503WhenNoneIsIdle) {
   HttpServerOptions options;
   options.max_connections = 2;
-  auto server = StartServer(options);
+  options.num_threads = 3;
+  std::atomic<int> entered{0};
+  Notification release;
+  auto server = StartServer(options, [&](const HttpRequest&) {
+    ++entered;
+    release.WaitForNotification();
+    return HttpResponse::Text(200, "ok");
+  });
   TestClient a(server->port()), b(server->port());
   a.Send(Get("/a"));
   b.Send(Get("/b"));
-  ASSERT_TRUE(a.Read().ok);
-  ASSERT_TRUE(b.Read().ok);
+  while (entered.load() < 2)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   TestClient c(server->port());
   TestResponse r = c.Read();
   ASSERT_TRUE(r.ok);
   EXPECT_EQ(r.status, 503);
+  EXPECT_NE(r.body.find("maximum of 2 connections"), std::string::npos)
+      << r.body;
+  release.Notify();
+  EXPECT_EQ(a.Read().status, 200);
+  EXPECT_EQ(b.Read().status, 200);
+  EXPECT_EQ(server->connections_evicted(), 0);
+}
+
+// Issue 22 item 9: idle sockets held by one client filled the connection
+// table and the requests of other clients were refused. A full table closes
+// the connection idle the longest instead.
+TEST(HttpServerTest, FullTableEvictsTheOldestIdleConnection) {
+  HttpServerOptions options;
+  options.max_connections = 3;
+  auto server = StartServer(options);
+  // Three sockets that connect and never send a byte, accepted in order.
+  std::vector<std::unique_ptr<TestClient>> idle;
+  for (int i = 0; i < 3; ++i) {
+    idle.push_back(std::make_unique<TestClient>(server->port()));
+    ASSERT_TRUE(idle.back()->connected());
+  }
+  // A well-behaved client on a new connection is answered.
+  TestResponse r = HttpCall(server->port(), "GET", "/fresh");
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "GET /fresh  - ");
+  EXPECT_EQ(server->connections_evicted(), 1);
+  EXPECT_TRUE(idle[0]->ReadsEof());  // the oldest idle one was closed
+  // The others still work.
+  idle[1]->Send(Get("/still"));
+  EXPECT_EQ(idle[1]->Read().body, "GET /still  - ");
 }
 
 TEST(HttpServerTest, ConcurrentClients) {
