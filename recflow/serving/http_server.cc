@@ -323,6 +323,17 @@ namespace {
 
 enum class ParseState { kIncomplete, kComplete, kError };
 
+// Note [bare LF]. RFC 9112 ends every line with CRLF, and lets a recipient
+// accept a bare LF as the end of the request line and of header fields
+// (section 2.2), as libevent's evhttp (TF Serving's HTTP server) does. We do
+// too, for compatibility with hand-written clients; a bare CR is refused
+// (it is a control character in a header value). In a chunked body every
+// line (chunk sizes, the CRLF after each chunk's data, trailers) must end
+// with CRLF, and a bare LF is a 400: the framing decides where a request
+// ends, proxies disagree on bare LF there (a request-smuggling vector), and
+// no client in use sends it. libevent accepts bare LF in chunked framing
+// too; this is a deliberate difference.
+
 // Parses the request line and headers in `text` (without the blank line).
 absl::Status ParseHead(absl::string_view text, HttpRequest* req,
                        ProtocolError* err) {
@@ -814,6 +825,7 @@ void HttpServer::ServeConnection(uint64_t id) {
       return ParseState::kComplete;
     }
     // Chunked: chunk-size [; ext] CRLF data CRLF ... 0 CRLF trailers CRLF.
+    // Every line of the framing must end with CRLF: Note [bare LF].
     while (true) {
       size_t eol = c.in.find('\n', c.chunk_pos);
       if (eol == std::string::npos) {
@@ -824,7 +836,13 @@ void HttpServer::ServeConnection(uint64_t id) {
         break;
       }
       absl::string_view line(c.in.data() + c.chunk_pos, eol - c.chunk_pos);
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      if (line.empty() || line.back() != '\r') {
+        *err = {400, absl::StrCat("a line of the chunked body (", Quote(line),
+                                  ") ends with a bare LF; chunked framing "
+                                  "needs CRLF")};
+        return ParseState::kError;
+      }
+      line.remove_suffix(1);
       if (c.chunk_trailers) {
         c.chunk_pos = eol + 1;
         if (line.empty()) {
@@ -864,14 +882,15 @@ void HttpServer::ServeConnection(uint64_t id) {
         return ParseState::kError;
       }
       size_t data = eol + 1;
-      if (c.in.size() < data + size + 1) break;  // wait for data + LF
       size_t after = data + size;
-      size_t crlf_len = c.in[after] == '\r' ? 2 : 1;
-      if (c.in.size() < after + crlf_len) break;
-      if (c.in[after + crlf_len - 1] != '\n') {
+      if (c.in.size() < after + 1) break;  // wait for the data
+      if (c.in[after] != '\r' ||
+          (c.in.size() > after + 1 && c.in[after + 1] != '\n')) {
         *err = {400, "chunk data is not followed by CRLF"};
         return ParseState::kError;
       }
+      if (c.in.size() < after + 2) break;
+      const size_t crlf_len = 2;
       if (buffered_body_bytes_.fetch_add(size) + static_cast<int64_t>(size) >
           options_.max_buffered_body_bytes) {
         buffered_body_bytes_ -= size;

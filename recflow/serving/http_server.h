@@ -28,8 +28,12 @@
 // bodies by Content-Length or `Transfer-Encoding: chunked` (decoded; trailers
 // ignored); "Expect: 100-continue" gets "100 Continue" before the body is
 // read, or the final error status at once when the body would be refused.
+// A bare LF ends the request line and header lines as CRLF does (RFC 9112
+// allows it; TF Serving's libevent server does it); the lines of a chunked
+// body must end with CRLF (Note [bare LF] in http_server.cc).
 // Errors the server answers itself (then closes the connection):
-//   400  malformed request line, header line, Content-Length or chunk
+//   400  malformed request line, header line, Content-Length or chunk (a
+//        bare LF in chunked framing)
 //   408  a request not complete within request_timeout_ms
 //   413  Content-Length (or the chunked body so far) over max_body_bytes;
 //        the body is not read

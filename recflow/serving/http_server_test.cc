@@ -186,6 +186,44 @@ TEST(HttpServerTest, BadChunkSizeIs400) {
   EXPECT_NE(r.body.find("chunk size"), std::string::npos) << r.body;
 }
 
+// Note [bare LF] in http_server.cc: a bare LF ends the request line and
+// header fields (RFC 9112 section 2.2 allows it; libevent, TF Serving's
+// server, does it) ...
+TEST(HttpServerTest, BareLfIsAcceptedInRequestLineAndHeaders) {
+  auto server = StartServer();
+  TestClient c(server->port());
+  c.Send("GET /lf?q=1 HTTP/1.1\nHost: x\nX-Test: v\n\n");
+  TestResponse r = c.Read();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "GET /lf q=1 v ");
+  // A bare CR is not a line end: it is refused.
+  c.Send("GET /cr HTTP/1.1\r\nX-Test: a\rb\r\n\r\n");
+  EXPECT_EQ(c.Read().status, 400);
+}
+
+// ... but a chunked body's framing must use CRLF: a bare LF there is a 400.
+TEST(HttpServerTest, BareLfInChunkedFramingIs400) {
+  auto server = StartServer();
+  const std::string head =
+      "POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (const std::string& body : {std::string("5\nhello\r\n0\r\n\r\n"),
+                                  std::string("5\r\nhello\n0\r\n\r\n"),
+                                  std::string("5;ext\nhello\r\n0\r\n\r\n"),
+                                  std::string("5\r\nhello\r\n0\n\r\n"),
+                                  std::string("5\r\nhello\r\n0\r\n\n")}) {
+    TestClient c(server->port());
+    c.Send(head + body);
+    TestResponse r = c.Read();
+    ASSERT_TRUE(r.ok) << body;
+    EXPECT_EQ(r.status, 400) << body;
+    EXPECT_NE(r.body.find("CRLF"), std::string::npos) << r.body;
+  }
+  TestClient ok(server->port());
+  ok.Send(head + "5\r\nhello\r\n0\r\n\r\n");
+  EXPECT_EQ(ok.Read().body, "POST /c  - hello");
+}
+
 TEST(HttpServerTest, UnknownTransferCodingIs501) {
   auto server = StartServer();
   TestClient c(server->port());
