@@ -59,16 +59,17 @@
 // Requests. Predict runs any signature (default serving_default), whatever
 // its method, with RunSignature's input checks, through the batch scheduler
 // when batching is enabled, and returns the outputs in output_filter (all
-// when empty). Classify / Regress need a signature whose method is
-// tensorflow/serving/classify / regress (FailedPrecondition otherwise) with
-// exactly one DT_STRING input; each example is serialized and, with a
-// context, the context is serialized ONCE and its bytes are prepended to
-// every example's bytes. Protobuf parsing merges concatenated messages, so
-// the model's ParseExample sees context + example features with the
-// example's value winning on a name clash (for repeated feature lists the
-// map entry is replaced, not appended). Classify reads outputs "classes"
-// (DT_STRING) and/or "scores" (DT_FLOAT), each [N, K] (or [N]); Regress reads
-// "outputs" [N] or [N, 1] (DT_FLOAT).
+// when empty; an alias that names no output of the signature, or is given
+// twice, is InvalidArgument with TF Serving's message). Classify / Regress need
+// a signature whose method is tensorflow/serving/classify / regress
+// (FailedPrecondition otherwise) with exactly one DT_STRING input; each example
+// is serialized and, with a context, the context is serialized ONCE and its
+// bytes are prepended to every example's bytes. Protobuf parsing merges
+// concatenated messages, so the model's ParseExample sees context + example
+// features with the example's value winning on a name clash (for repeated
+// feature lists the map entry is replaced, not appended). Classify reads
+// outputs "classes" (DT_STRING) and/or "scores" (DT_FLOAT), each [N, K] (or
+// [N]); Regress reads "outputs" [N] or [N, 1] (DT_FLOAT).
 //
 // Errors (codes as prediction_api.h lists): an unknown model, version,
 // label or signature is NotFound naming it and listing what exists.

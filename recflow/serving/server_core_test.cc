@@ -199,7 +199,8 @@ TEST(ServerCoreTest, MetadataAndErrorsNameTheCulprit) {
   expect(absl::StatusCode::kNotFound, "serving_default");
   request.model_spec.signature_name = "";
   request.output_filter = {"w"};
-  expect(absl::StatusCode::kNotFound, "no output 'w'");
+  expect(absl::StatusCode::kInvalidArgument,
+         "output tensor alias not found in signature: w");
   request.output_filter = {};
   request.inputs["x"] = Tensor::FromVector<int32_t>({1}, {1});
   expect(absl::StatusCode::kInvalidArgument, "input 'x' must be float");
@@ -410,6 +411,32 @@ TEST(ServerCoreTest, ConfigErrors) {
   EXPECT_THAT(create(config).message(), HasSubstr("empty name"));
   config.mutable_custom_model_config();
   EXPECT_EQ(create(config).code(), absl::StatusCode::kUnimplemented);
+}
+
+// An output_filter naming no output, or one twice, is refused as TF Serving
+// refuses it (INVALID_ARGUMENT, its messages).
+TEST(ServerCoreTest, OutputFilterIsChecked) {
+  const std::string base = FreshDir("output_filter");
+  ASSERT_TRUE(WriteAffineModel(base + "/1", 2.f, 1.f).ok());
+  auto core = MustCreate(Options("m", base));
+  ASSERT_NE(core, nullptr);
+  PredictRequest request;
+  request.model_spec.name = "m";
+  request.inputs["x"] = Tensor::FromVector<float>({1.f, 2.f}, {2});
+  PredictResponse response;
+  request.output_filter = {"nope"};
+  absl::Status s = core->Predict(request, &response);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "output tensor alias not found in signature: nope Outputs expected "
+            "to be in the set {y}.");
+  request.output_filter = {"y", "y"};
+  s = core->Predict(request, &response);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "duplicate output tensor alias: y");
+  request.output_filter = {"y"};
+  ASSERT_TRUE(core->Predict(request, &response).ok());
+  EXPECT_EQ(response.outputs.size(), 1u);
 }
 
 TEST(ServerCoreTest, PollThreadFailureIsAStatus) {
