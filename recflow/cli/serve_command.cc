@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -87,8 +88,8 @@ absl::Status Serve(const ServeFlags& f) {
       return errors::InvalidArgument(
           "give either --model_config_file or --model_base_path, not both");
     }
-    RETURN_IF_ERROR(
-        serving::ReadTextProtoFile(env, f.model_config_file, &options.model_server_config));
+    RETURN_IF_ERROR(serving::ReadModelServerConfigFile(env, f.model_config_file,
+                                                       &options.model_server_config));
   } else if (!f.model_base_path.empty()) {
     options.model_server_config =
         serving::SingleModelConfig(f.model_name, f.model_base_path);
@@ -97,9 +98,13 @@ absl::Status Serve(const ServeFlags& f) {
         "nothing to serve: give --model_base_path (with --model_name) or "
         "--model_config_file");
   }
-  if (!absl::SimpleAtod(f.poll_wait, &options.file_system_poll_wait_seconds)) {
+  double& poll = options.file_system_poll_wait_seconds;
+  if (!absl::SimpleAtod(f.poll_wait, &poll) || !std::isfinite(poll) ||
+      poll > serving::kMaxPollWaitSeconds) {
     return errors::InvalidArgument(
-        "--file_system_poll_wait_seconds must be a number, got '", f.poll_wait, "'");
+        "--file_system_poll_wait_seconds must be a number of seconds, at most ",
+        static_cast<int64_t>(serving::kMaxPollWaitSeconds),
+        " (<= 0: load once, never poll), got '", f.poll_wait, "'");
   }
   options.fail_if_zero_versions_at_startup = f.fail_if_zero;
   options.enable_batching = f.enable_batching || !f.batching_parameters_file.empty();

@@ -126,6 +126,16 @@ printf 'max_batch_size { value: 0 }\n' >"$TMP/batching.config"
 expect_fail bad_batching "max_batch_size must be >= 1" --model_base_path="$TMP/models/h2" \
   --batching_parameters_file="$TMP/batching.config" --port=auto
 expect_fail bad_port "--port must be a port" --model_base_path="$TMP/models/h2" --port=x
+expect_fail poll_nan "--file_system_poll_wait_seconds must be a number of seconds" \
+  "${SERVE_H2[@]}" --file_system_poll_wait_seconds=nan
+printf 'model_config_list {\n  config {\n    name: "m" base_path: "%s"\n    model_version_policy { latest { num_versions: 0 } }\n  }\n}\n' \
+  "$TMP/models/h2" >"$TMP/zero.config"
+expect_fail num_versions_0 "zero.config' line 4: model 'm' has model_version_policy \{ latest \{ num_versions: 0 \} \}" \
+  --model_config_file="$TMP/zero.config" --rest_api_port=auto --port=0
+printf 'model_config_list {\n  config {\n    name: "m" base_path: "%s"\n    model_version_policy { specific { versions: -5 } }\n  }\n}\n' \
+  "$TMP/models/h2" >"$TMP/negative.config"
+expect_fail negative_version "model 'm' has model_version_policy \{ specific \{ versions: -5 \} \}" \
+  --model_config_file="$TMP/negative.config" --rest_api_port=auto --port=0
 
 # Thread counts are bounded up front, naming the flag; a thread that cannot
 # start is an error (exit 1), never an abort.

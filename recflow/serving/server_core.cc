@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <set>
 #include <utility>
@@ -116,17 +117,70 @@ tensorflow::serving::ModelServerConfig SingleModelConfig(
   return config;
 }
 
-absl::Status ReadTextProtoFile(Env* env, const std::string& path,
-                               google::protobuf::Message* message) {
+namespace {
+
+absl::Status ParseTextProtoFile(
+    Env* env, const std::string& path, google::protobuf::Message* message,
+    google::protobuf::TextFormat::ParseInfoTree* locations) {
   std::string text;
   RETURN_IF_ERROR(ReadFileToString(env, path, &text, uint64_t{64} << 20));
   google::protobuf::TextFormat::Parser parser;
   CollectErrors errors_seen;
   parser.RecordErrorsTo(&errors_seen);
+  if (locations != nullptr) parser.WriteLocationsTo(locations);
   if (!parser.ParseFromString(text, message)) {
     return errors::InvalidArgument("cannot parse '", path, "' as a text ",
                                    message->GetTypeName(), ": ",
                                    errors_seen.first());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ReadTextProtoFile(Env* env, const std::string& path,
+                               google::protobuf::Message* message) {
+  return ParseTextProtoFile(env, path, message, nullptr);
+}
+
+absl::Status ReadModelServerConfigFile(
+    Env* env, const std::string& path,
+    tensorflow::serving::ModelServerConfig* config) {
+  using google::protobuf::TextFormat;
+  TextFormat::ParseInfoTree root;
+  RETURN_IF_ERROR(ParseTextProtoFile(env, path, config, &root));
+  // proto3 cannot tell `num_versions: 0` from no num_versions once parsed
+  // (both read as the default, 1, as in TF Serving); the text can.
+  auto field = [](const google::protobuf::Descriptor* d, const char* name) {
+    return d->FindFieldByName(name);
+  };
+  const TextFormat::ParseInfoTree* list = root.GetTreeForNested(
+      field(tensorflow::serving::ModelServerConfig::descriptor(),
+            "model_config_list"),
+      -1);
+  if (list == nullptr) return absl::OkStatus();
+  const auto* config_field =
+      field(tensorflow::serving::ModelConfigList::descriptor(), "config");
+  const auto* policy_field = field(
+      tensorflow::serving::ModelConfig::descriptor(), "model_version_policy");
+  const auto* policy_type = policy_field->message_type();
+  const auto* latest_field = field(policy_type, "latest");
+  const auto* num_field = field(latest_field->message_type(), "num_versions");
+  for (int i = 0; i < config->model_config_list().config_size(); ++i) {
+    const auto& mc = config->model_config_list().config(i);
+    const TextFormat::ParseInfoTree* t =
+        list->GetTreeForNested(config_field, i);
+    if (t != nullptr) t = t->GetTreeForNested(policy_field, -1);
+    if (t != nullptr) t = t->GetTreeForNested(latest_field, -1);
+    if (t == nullptr) continue;
+    const int line = t->GetLocation(num_field, -1).line;
+    if (line >= 0 && mc.model_version_policy().latest().num_versions() == 0) {
+      return errors::InvalidArgument(
+          "'", path, "' line ", line + 1, ": model '", mc.name(),
+          "' has model_version_policy { latest { num_versions: 0 } }, which "
+          "would serve no version; give at least 1 (or leave num_versions "
+          "out: the default is 1)");
+    }
   }
   return absl::OkStatus();
 }
@@ -204,6 +258,14 @@ absl::StatusOr<ServerCore::ModelMap> ServerCore::BuildModels(
           "model server config: model '", mc.name(),
           "' has a specific version policy with no versions");
     }
+    for (int64_t v : policy.specific().versions()) {
+      if (v < 0) {
+        return errors::InvalidArgument(
+            "model server config: model '", mc.name(),
+            "' has model_version_policy { specific { versions: ", v,
+            " } }; versions are directory numbers, >= 0");
+      }
+    }
     absl::Status dir = options_.env->IsDirectory(mc.base_path());
     if (!dir.ok()) {
       return errors::Annotate(dir, absl::StrCat("model '", mc.name(),
@@ -217,6 +279,11 @@ absl::StatusOr<ServerCore::ModelMap> ServerCore::BuildModels(
         return errors::InvalidArgument("model server config: model '",
                                        mc.name(), "' has an empty label");
       }
+      if (version < 0) {
+        return errors::InvalidArgument(
+            "model server config: model '", mc.name(), "' label '", label,
+            "' points to version ", version, "; versions are >= 0");
+      }
       model->labels[label] = version;
     }
     models[mc.name()] = std::move(model);
@@ -225,6 +292,14 @@ absl::StatusOr<ServerCore::ModelMap> ServerCore::BuildModels(
 }
 
 absl::Status ServerCore::Init() {
+  const double poll = options_.file_system_poll_wait_seconds;
+  if (!std::isfinite(poll) || poll > kMaxPollWaitSeconds) {
+    return errors::InvalidArgument("file_system_poll_wait_seconds is ", poll,
+                                   "; must be a number of at "
+                                   "most ",
+                                   static_cast<int64_t>(kMaxPollWaitSeconds),
+                                   " seconds (<= 0: load once, never poll)");
+  }
   ASSIGN_OR_RETURN(ModelMap models, BuildModels(options_.model_server_config));
   {
     MutexLock lock(&models_mu_);

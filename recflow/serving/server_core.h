@@ -36,12 +36,13 @@
 // disappears from disk is unloaded.
 //
 // Startup. Create() fails on a malformed config (InvalidArgument naming the
-// model and field), on a base path that does not exist or is not a
-// directory (NotFound / InvalidArgument naming it), and, with
-// fail_if_zero_versions_at_startup, when a model has no version on disk.
-// Otherwise it succeeds even if no version loaded: such a model answers
-// Unavailable ("model M has no available version ...") and GetModelStatus
-// shows each version's error, and later versions are picked up by polling.
+// model and field: a negative version in a specific policy or a label, ...), on
+// a base path that does not exist or is not a directory (NotFound /
+// InvalidArgument naming it), and, with fail_if_zero_versions_at_startup, when
+// a model has no version on disk. Otherwise it succeeds even if no version
+// loaded: such a model answers Unavailable ("model M has no available version
+// ...") and GetModelStatus shows each version's error, and later versions are
+// picked up by polling.
 //
 // Warm-up. When a version has assets.extra/tf_serving_warmup_requests (a
 // TFRecord file of tensorflow.serving.PredictionLog protos, TF Serving's
@@ -92,8 +93,8 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -113,11 +114,16 @@
 
 namespace recflow::serving {
 
+// The longest poll interval accepted: TF Serving's flag is an int32 number
+// of seconds.
+inline constexpr double kMaxPollWaitSeconds = 2147483647;
+
 struct ServerCoreOptions {
   // model_config_list with one entry per model (see SingleModelConfig).
   tensorflow::serving::ModelServerConfig model_server_config;
   // Seconds between polls of the base paths (fractions allowed); <= 0 loads
-  // once in Create and never polls.
+  // once in Create and never polls. NaN, infinities and values above
+  // kMaxPollWaitSeconds are refused.
   double file_system_poll_wait_seconds = 1;
   bool fail_if_zero_versions_at_startup = false;
   // Batch requests through a shared BatchScheduler.
@@ -148,6 +154,16 @@ tensorflow::serving::ModelServerConfig SingleModelConfig(
 // naming the file, line and column of a syntax error or unknown field.
 absl::Status ReadTextProtoFile(Env* env, const std::string& path,
                                google::protobuf::Message* message);
+
+// ReadTextProtoFile for a --model_config_file, which also refuses what the
+// parsed proto can no longer show: an explicit `num_versions: 0` in a latest
+// policy (InvalidArgument naming the file, line and model). TF Serving reads
+// it as 1, as it reads an absent num_versions; written out, it can only be a
+// mistake. (Over gRPC, HandleReloadConfigRequest's binary config cannot tell
+// the two apart: there 0 means the default, 1.)
+absl::Status ReadModelServerConfigFile(
+    Env* env, const std::string& path,
+    tensorflow::serving::ModelServerConfig* config);
 
 // RunSignature (saved_model_bundle.h) with TF Serving's leniency on
 // shapes (RunSignatureOptions::accept_omitted_ones).

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <thread>
 
 #include "google/protobuf/text_format.h"
@@ -411,6 +412,69 @@ TEST(ServerCoreTest, ConfigErrors) {
   EXPECT_THAT(create(config).message(), HasSubstr("empty name"));
   config.mutable_custom_model_config();
   EXPECT_EQ(create(config).code(), absl::StatusCode::kUnimplemented);
+
+  // Issue 22: versions that no directory can have, and a poll interval that
+  // is not a number, are refused instead of silently serving nothing.
+  config = SingleModelConfig("m", base);
+  auto* mc = config.mutable_model_config_list()->mutable_config(0);
+  mc->mutable_model_version_policy()->mutable_specific()->add_versions(3);
+  mc->mutable_model_version_policy()->mutable_specific()->add_versions(-5);
+  s = create(config);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("model 'm' has model_version_policy { "
+                                     "specific { versions: -5 } }"));
+  config = SingleModelConfig("m", base);
+  (*config.mutable_model_config_list()
+        ->mutable_config(0)
+        ->mutable_version_labels())["stable"] = -1;
+  EXPECT_THAT(create(config).message(),
+              HasSubstr("label 'stable' points to version -1"));
+  for (double poll : {std::nan(""), HUGE_VAL, -HUGE_VAL, 1e300}) {
+    ServerCoreOptions options;
+    options.model_server_config = SingleModelConfig("m", base);
+    options.file_system_poll_wait_seconds = poll;
+    s = ServerCore::Create(options).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << poll;
+    EXPECT_THAT(s.message(), HasSubstr("file_system_poll_wait_seconds is "))
+        << poll;
+  }
+}
+
+TEST(ServerCoreTest, ModelConfigFileRefusesAnExplicitZeroNumVersions) {
+  const std::string path = FreshDir("num_versions") + "/models.config";
+  tensorflow::serving::ModelServerConfig config;
+  auto read = [&](const std::string& text) {
+    EXPECT_TRUE(WriteStringToFile(Env::Default(), path, text).ok());
+    config.Clear();
+    return ReadModelServerConfigFile(Env::Default(), path, &config);
+  };
+  absl::Status s = read(
+      "model_config_list {\n"
+      "  config { name: 'a' base_path: '/a' }\n"
+      "  config {\n"
+      "    name: 'b' base_path: '/b'\n"
+      "    model_version_policy { latest { num_versions: 0 } }\n"
+      "  }\n"
+      "}\n");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr(path + "' line 5: model 'b' has "
+                                            "model_version_policy { latest { "
+                                            "num_versions: 0 } }"));
+  // An absent num_versions is the default, 1, as in TF Serving.
+  EXPECT_TRUE(read("model_config_list { config { name: 'a' base_path: '/a' "
+                   "model_version_policy { latest {} } } }")
+                  .ok());
+  EXPECT_TRUE(read("model_config_list { config { name: 'a' base_path: '/a' "
+                   "model_version_policy { latest { num_versions: 3 } } } }")
+                  .ok());
+  EXPECT_EQ(config.model_config_list()
+                .config(0)
+                .model_version_policy()
+                .latest()
+                .num_versions(),
+            3u);
+  EXPECT_THAT(read("model_config_list { config { nme: 'a' } }").message(),
+              HasSubstr("nme"));
 }
 
 // An output_filter naming no output, or one twice, is refused as TF Serving
