@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "recflow/cli/commands.h"
 #include "recflow/core/env.h"
 #include "recflow/core/status.h"
+#include "recflow/core/threadpool.h"
 #include "recflow/serving/grpc_server.h"
 #include "recflow/serving/rest_api.h"
 #include "recflow/serving/server_core.h"
@@ -41,8 +43,8 @@ absl::StatusOr<int> ParsePort(const std::string& flag, const std::string& value)
   return port == 0 ? -1 : port;
 }
 
-absl::StatusOr<int> ParseInt(const std::string& flag, const std::string& value) {
-  int v = 0;
+absl::StatusOr<int64_t> ParseInt(const std::string& flag, const std::string& value) {
+  int64_t v = 0;
   if (!absl::SimpleAtoi(value, &v) || v < 0) {
     return errors::InvalidArgument("--", flag, " must be a non-negative integer, got '",
                                    value, "'");
@@ -50,12 +52,31 @@ absl::StatusOr<int> ParseInt(const std::string& flag, const std::string& value) 
   return v;
 }
 
+// A thread-count flag: 0 picks the default (returned as 0), else 1..kMaxThreads.
+absl::StatusOr<int> ParseThreads(const std::string& flag, const std::string& value) {
+  ASSIGN_OR_RETURN(int64_t n, ParseInt(flag, value));
+  if (n != 0) RETURN_IF_ERROR(ValidateThreadCount(absl::StrCat("--", flag), n, 0));
+  return static_cast<int>(n);
+}
+
+// A time flag in milliseconds: 1 .. one day.
+absl::StatusOr<int64_t> ParseMillis(const std::string& flag, const std::string& value) {
+  constexpr int64_t kDayMs = int64_t{24} * 3600 * 1000;
+  ASSIGN_OR_RETURN(int64_t ms, ParseInt(flag, value));
+  if (ms < 1 || ms > kDayMs) {
+    return errors::InvalidArgument("--", flag, " is ", ms, "; must be between 1 and ", kDayMs,
+                                   " (one day)");
+  }
+  return ms;
+}
+
 struct ServeFlags {
   std::string port = "8500", rest_api_port = "0", host = "127.0.0.1";
   std::string model_name = "default", model_base_path, model_config_file;
   std::string batching_parameters_file, monitoring_config_file;
   std::string poll_wait = "1", intra_op = "0", inter_op = "0";
-  std::string rest_threads = "0", rest_timeout_ms = "30000";
+  std::string rest_threads = "0", rest_timeout_ms = "30000", grpc_threads = "0";
+  std::string rest_idle_ms = "15000";
   bool enable_batching = false, fail_if_zero = false;
 };
 
@@ -67,8 +88,8 @@ absl::Status Serve(const ServeFlags& f) {
       return errors::InvalidArgument(
           "give either --model_config_file or --model_base_path, not both");
     }
-    RETURN_IF_ERROR(
-        serving::ReadTextProtoFile(env, f.model_config_file, &options.model_server_config));
+    RETURN_IF_ERROR(serving::ReadModelServerConfigFile(env, f.model_config_file,
+                                                       &options.model_server_config));
   } else if (!f.model_base_path.empty()) {
     options.model_server_config =
         serving::SingleModelConfig(f.model_name, f.model_base_path);
@@ -77,9 +98,13 @@ absl::Status Serve(const ServeFlags& f) {
         "nothing to serve: give --model_base_path (with --model_name) or "
         "--model_config_file");
   }
-  if (!absl::SimpleAtod(f.poll_wait, &options.file_system_poll_wait_seconds)) {
+  double& poll = options.file_system_poll_wait_seconds;
+  if (!absl::SimpleAtod(f.poll_wait, &poll) || !std::isfinite(poll) ||
+      poll > serving::kMaxPollWaitSeconds) {
     return errors::InvalidArgument(
-        "--file_system_poll_wait_seconds must be a number, got '", f.poll_wait, "'");
+        "--file_system_poll_wait_seconds must be a number of seconds, at most ",
+        static_cast<int64_t>(serving::kMaxPollWaitSeconds),
+        " (<= 0: load once, never poll), got '", f.poll_wait, "'");
   }
   options.fail_if_zero_versions_at_startup = f.fail_if_zero;
   options.enable_batching = f.enable_batching || !f.batching_parameters_file.empty();
@@ -97,13 +122,17 @@ absl::Status Serve(const ServeFlags& f) {
     }
   }
   ASSIGN_OR_RETURN(options.session.intra_op_threads,
-                   ParseInt("tensorflow_intra_op_parallelism", f.intra_op));
+                   ParseThreads("tensorflow_intra_op_parallelism", f.intra_op));
   ASSIGN_OR_RETURN(options.session.inter_op_threads,
-                   ParseInt("tensorflow_inter_op_parallelism", f.inter_op));
+                   ParseThreads("tensorflow_inter_op_parallelism", f.inter_op));
   ASSIGN_OR_RETURN(int grpc_port, ParsePort("port", f.port));
   ASSIGN_OR_RETURN(int rest_port, ParsePort("rest_api_port", f.rest_api_port));
-  ASSIGN_OR_RETURN(int rest_threads, ParseInt("rest_api_num_threads", f.rest_threads));
-  ASSIGN_OR_RETURN(int rest_timeout, ParseInt("rest_api_timeout_in_ms", f.rest_timeout_ms));
+  ASSIGN_OR_RETURN(int rest_threads, ParseThreads("rest_api_num_threads", f.rest_threads));
+  ASSIGN_OR_RETURN(int grpc_threads, ParseThreads("grpc_max_threads", f.grpc_threads));
+  ASSIGN_OR_RETURN(int64_t rest_timeout,
+                   ParseMillis("rest_api_timeout_in_ms", f.rest_timeout_ms));
+  ASSIGN_OR_RETURN(int64_t rest_idle,
+                   ParseMillis("rest_api_idle_timeout_in_ms", f.rest_idle_ms));
   if (grpc_port < 0 && rest_port < 0) {
     return errors::InvalidArgument("both --port and --rest_api_port are 0: nothing to listen on");
   }
@@ -125,6 +154,8 @@ absl::Status Serve(const ServeFlags& f) {
     serving::GrpcServerOptions grpc_options;
     grpc_options.host = f.host;
     grpc_options.port = grpc_port;
+    grpc_options.num_threads = grpc_threads;
+    grpc_options.limits = options.request_limits;  // as warm-up records
     serving::ServerCore* core_ptr = core.get();
     grpc_options.reload_config = [core_ptr](const tensorflow::serving::ModelServerConfig& c) {
       return core_ptr->ReloadConfig(c);
@@ -139,6 +170,7 @@ absl::Status Serve(const ServeFlags& f) {
     http.port = rest_port;
     if (rest_threads > 0) http.num_threads = rest_threads;
     http.request_timeout_ms = rest_timeout;
+    http.idle_timeout_ms = rest_idle;
     ASSIGN_OR_RETURN(rest, serving::RestServer::Create(core.get(), http));
     urls.push_back(absl::StrCat("http://", f.host, ":", rest->port()));
   }
@@ -161,6 +193,9 @@ absl::Status Serve(const ServeFlags& f) {
   sigwait(&signals, &sig);
   std::printf("received %s; shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
   std::fflush(stdout);
+  // Requests waiting for a batch are run now: the front ends' Stop waits
+  // for the requests in flight, which must not wait out a batch timeout.
+  core->StopBatching();
   if (rest != nullptr) rest->Stop();
   if (grpc != nullptr) grpc->Stop();
   rest.reset();
@@ -194,13 +229,18 @@ int ServeCommand(const Args& args) {
               {"monitoring_config_file", &f.monitoring_config_file, nullptr,
                "text MonitoringConfig (metrics: /monitoring/prometheus/metrics)"},
               {"tensorflow_intra_op_parallelism", &f.intra_op, nullptr,
-               "threads one kernel may use (0: one per CPU)"},
+               "threads one kernel may use, at most 4096 (0: one per CPU)"},
               {"tensorflow_inter_op_parallelism", &f.inter_op, nullptr,
-               "threads running independent nodes (0: one per CPU)"},
+               "threads running independent nodes, at most 4096 (0: one per CPU)"},
               {"rest_api_num_threads", &f.rest_threads, nullptr,
-               "HTTP worker threads (0: the server's default)"},
+               "HTTP worker threads, at most 4096 (0: the server's default, 4)"},
+              {"grpc_max_threads", &f.grpc_threads, nullptr,
+               "most gRPC calls served at once, at most 4096 (0: gRPC's default)"},
               {"rest_api_timeout_in_ms", &f.rest_timeout_ms, nullptr,
                "time allowed to receive a REST request (default 30000)"},
+              {"rest_api_idle_timeout_in_ms", &f.rest_idle_ms, nullptr,
+               "a REST connection with no request in progress is closed after this long "
+               "(default 15000)"},
               {"fail_if_zero_versions_at_startup", nullptr, &f.fail_if_zero,
                "exit when a model has no version on disk"},
           },

@@ -44,6 +44,7 @@ PY
 
 mkdir -p "$TMP/models/h2"
 cp -r "$HPT" "$TMP/models/h2/123"
+SERVE_H2=(--model_base_path="$TMP/models/h2" --rest_api_port=auto --port=0)
 "$RECFLOW" serve --model_name=half_plus_two --model_base_path="$TMP/models/h2" \
   --rest_api_port=auto --port=0 --file_system_poll_wait_seconds=0.2 \
   >"$TMP/out" 2>"$TMP/err" &
@@ -125,6 +126,93 @@ printf 'max_batch_size { value: 0 }\n' >"$TMP/batching.config"
 expect_fail bad_batching "max_batch_size must be >= 1" --model_base_path="$TMP/models/h2" \
   --batching_parameters_file="$TMP/batching.config" --port=auto
 expect_fail bad_port "--port must be a port" --model_base_path="$TMP/models/h2" --port=x
+expect_fail poll_nan "--file_system_poll_wait_seconds must be a number of seconds" \
+  "${SERVE_H2[@]}" --file_system_poll_wait_seconds=nan
+printf 'model_config_list {\n  config {\n    name: "m" base_path: "%s"\n    model_version_policy { latest { num_versions: 0 } }\n  }\n}\n' \
+  "$TMP/models/h2" >"$TMP/zero.config"
+expect_fail num_versions_0 "zero.config' line 4: model 'm' has model_version_policy \{ latest \{ num_versions: 0 \} \}" \
+  --model_config_file="$TMP/zero.config" --rest_api_port=auto --port=0
+printf 'model_config_list {\n  config {\n    name: "m" base_path: "%s"\n    model_version_policy { specific { versions: -5 } }\n  }\n}\n' \
+  "$TMP/models/h2" >"$TMP/negative.config"
+expect_fail negative_version "model 'm' has model_version_policy \{ specific \{ versions: -5 \} \}" \
+  --model_config_file="$TMP/negative.config" --rest_api_port=auto --port=0
+
+# Thread counts are bounded up front, naming the flag; a thread that cannot
+# start is an error (exit 1), never an abort.
+expect_fail rest_threads "--rest_api_num_threads is 100000; must be between 0 and 4096" \
+  "${SERVE_H2[@]}" --rest_api_num_threads=100000
+expect_fail intra_threads "--tensorflow_intra_op_parallelism is 1000000; must be between 0 and 4096" \
+  "${SERVE_H2[@]}" --tensorflow_intra_op_parallelism=1000000
+expect_fail inter_threads "--tensorflow_inter_op_parallelism is 5000" \
+  "${SERVE_H2[@]}" --tensorflow_inter_op_parallelism=5000
+expect_fail grpc_threads "--grpc_max_threads is 99999" \
+  --model_base_path="$TMP/models/h2" --port=auto --grpc_max_threads=99999
+printf 'num_batch_threads { value: 100000 }\n' >"$TMP/threads.config"
+expect_fail batch_threads "num_batch_threads is 100000; must be between 1 and 4096" \
+  "${SERVE_H2[@]}" --batching_parameters_file="$TMP/threads.config"
+# A 32 TiB default stack: no thread can start, as under a process limit.
+# (OPENBLAS_NUM_THREADS=1: OpenBLAS starts its own threads when it is
+# loaded, and raises SIGINT when it cannot.)
+out=$( (ulimit -s 34359738368 &&
+  OPENBLAS_NUM_THREADS=1 timeout 20 "$RECFLOW" serve "${SERVE_H2[@]}") 2>&1)
+rc=$?
+check no_threads_exit "^1$" "$rc"
+check no_threads_message "^error: .*cannot start thread" "$out"
+
+expect_fail idle_timeout "--rest_api_idle_timeout_in_ms is 0; must be between 1 and 86400000" \
+  "${SERVE_H2[@]}" --rest_api_idle_timeout_in_ms=0
+
+# An absurd batch timeout is refused at load, naming the field; a request
+# waiting for its batch is answered at once on SIGTERM, and the server exits
+# without waiting out the timeout (issue 22 item 8).
+printf 'batch_timeout_micros { value: 9223372036854775807 }\n' >"$TMP/forever.config"
+expect_fail batch_timeout "batch_timeout_micros is 9223372036854775807; must be between 0 and 60000000" \
+  "${SERVE_H2[@]}" --batching_parameters_file="$TMP/forever.config"
+printf 'batch_timeout_micros { value: 59000000 }\nmax_batch_size { value: 64 }\n' >"$TMP/slow.config"
+"$RECFLOW" serve "${SERVE_H2[@]}" --batching_parameters_file="$TMP/slow.config" \
+  --rest_api_idle_timeout_in_ms=300 >"$TMP/out2" 2>"$TMP/err2" &
+SERVER_PID=$!
+for _ in $(seq 100); do
+  grep -q "^serving model" "$TMP/out2" && break
+  sleep 0.1
+done
+URL2=$(grep -oE "http://127.0.0.1:[0-9]+" "$TMP/out2" | head -1)
+# --rest_api_idle_timeout_in_ms: a connection that sends nothing is closed.
+check idle_closed "^closed$" "$(python3 - "${URL2##*:}" <<'PY'
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.settimeout(10)
+try:
+    print("closed" if s.recv(1) == b"" else "data")
+except socket.timeout:
+    print("still open 10 s later")
+PY
+)"
+http POST "$URL2/v1/models/default:predict" '{"instances": [1.0, 2.0]}' >"$TMP/pending" &
+PREDICT_PID=$!
+for _ in $(seq 100); do
+  http GET "$URL2/monitoring/prometheus/metrics" |
+    grep -q 'recflow_serving_batch_queue_depth{model="default"} 1' && break
+  sleep 0.1
+done
+check batch_pending 'recflow_serving_batch_queue_depth\{model="default"\} 1' \
+  "$(http GET "$URL2/monitoring/prometheus/metrics")"
+kill -TERM "$SERVER_PID"
+for _ in $(seq 50); do
+  kill -0 "$SERVER_PID" 2>/dev/null || break
+  sleep 0.1
+done
+if kill -0 "$SERVER_PID" 2>/dev/null; then
+  echo "FAIL batch_sigterm: the server did not exit within 5 s of SIGTERM"
+  fails=$((fails + 1))
+  kill -KILL "$SERVER_PID"
+else
+  wait "$SERVER_PID"
+  check batch_sigterm_exit "^0$" "$?"
+fi
+SERVER_PID=
+wait "$PREDICT_PID"
+check batch_flushed '^200 \{"predictions": \[2.5, 3.0\]\}' "$(cat "$TMP/pending")"
 
 echo "serve_test: $pass passed, $fails failed"
 [[ $fails -eq 0 ]]

@@ -41,12 +41,9 @@ absl::StatusOr<BatchingOptions> BatchingOptionsFromProto(
   if (params.has_max_enqueued_batches())
     options.max_enqueued_batches = params.max_enqueued_batches().value();
   if (params.has_num_batch_threads()) {
-    if (params.num_batch_threads().value() < 1 ||
-        params.num_batch_threads().value() > 4096) {
-      return errors::InvalidArgument(
-          "batching parameters: num_batch_threads must be in [1, 4096], got ",
-          params.num_batch_threads().value());
-    }
+    RETURN_IF_ERROR(
+        ValidateThreadCount("batching parameters: num_batch_threads",
+                            params.num_batch_threads().value()));
     options.num_batch_threads =
         static_cast<int>(params.num_batch_threads().value());
   }
@@ -67,21 +64,20 @@ absl::Status Validate(const BatchingOptions& o) {
         "batching parameters: max_batch_size must be >= 1, got ",
         o.max_batch_size);
   }
-  if (o.batch_timeout_micros < 0) {
+  if (o.batch_timeout_micros < 0 ||
+      o.batch_timeout_micros > kMaxBatchTimeoutMicros) {
     return errors::InvalidArgument(
-        "batching parameters: batch_timeout_micros must be >= 0, got ",
-        o.batch_timeout_micros);
+        "batching parameters: batch_timeout_micros is ", o.batch_timeout_micros,
+        "; must be between 0 and ", kMaxBatchTimeoutMicros,
+        " (one minute; a batch waits at most this long for more requests)");
   }
   if (o.max_enqueued_batches < 1) {
     return errors::InvalidArgument(
         "batching parameters: max_enqueued_batches must be >= 1, got ",
         o.max_enqueued_batches);
   }
-  if (o.num_batch_threads < 0) {
-    return errors::InvalidArgument(
-        "batching parameters: num_batch_threads must be >= 1, got ",
-        o.num_batch_threads);
-  }
+  RETURN_IF_ERROR(ValidateThreadCount("batching parameters: num_batch_threads",
+                                      o.num_batch_threads, /*min_threads=*/0));
   const auto& sizes = o.allowed_batch_sizes;
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (sizes[i] < 1 || (i > 0 && sizes[i] <= sizes[i - 1])) {
@@ -226,7 +222,21 @@ bool BatchScheduler::Batchable(const Tensors& inputs, int64_t* rows) {
 absl::StatusOr<std::unique_ptr<BatchScheduler>> BatchScheduler::Create(
     const BatchingOptions& options) {
   RETURN_IF_ERROR(Validate(options));
-  return std::unique_ptr<BatchScheduler>(new BatchScheduler(options));
+  std::unique_ptr<BatchScheduler> scheduler(new BatchScheduler(options));
+  const int n = options.num_batch_threads > 0 ? options.num_batch_threads
+                                              : NumSchedulableCPUs();
+  for (int i = 0; i < n; ++i) {
+    absl::StatusOr<std::thread> t =
+        StartThread("batch_worker", [s = scheduler.get()] { s->WorkerLoop(); });
+    if (!t.ok()) {
+      // The destructor stops and joins the threads started so far.
+      return errors::Annotate(
+          t.status(), absl::StrCat("batch scheduler started ", i, " of ", n,
+                                   " threads (num_batch_threads)"));
+    }
+    scheduler->threads_.push_back(std::move(*t));
+  }
+  return scheduler;
 }
 
 BatchScheduler::BatchScheduler(const BatchingOptions& options)
@@ -240,19 +250,12 @@ BatchScheduler::BatchScheduler(const BatchingOptions& options)
         "recflow_serving_batch_queue_depth",
         "Requests waiting in the batch queues.", {"model"});
   }
-  const int n = options_.num_batch_threads > 0 ? options_.num_batch_threads
-                                               : NumSchedulableCPUs();
-  for (int i = 0; i < n; ++i) threads_.emplace_back([this] { WorkerLoop(); });
 }
 
 BatchScheduler::~BatchScheduler() {
-  {
-    MutexLock lock(&mu_);
-    stop_ = true;
-  }
-  cv_.notify_all();
-  for (auto& t : threads_) t.join();
-  // Workers drain ready batches before exiting; anything left is failed.
+  Shutdown();
+  // Workers drain every queued batch before exiting; anything left (there is
+  // nothing when every worker started) is failed.
   MutexLock lock(&mu_);
   for (auto& [key, queue] : queues_) {
     for (auto& batch : queue.batches) {
@@ -265,6 +268,18 @@ BatchScheduler::~BatchScheduler() {
     }
   }
   queues_.clear();
+}
+
+void BatchScheduler::Shutdown() {
+  {
+    MutexLock lock(&mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  MutexLock lock(&join_mu_);
+  for (auto& t : threads_) {
+    if (t.joinable()) t.join();
+  }
 }
 
 void BatchScheduler::AddQueueDepth(const std::string& model, double delta) {
@@ -292,34 +307,37 @@ absl::StatusOr<BatchScheduler::Tensors> BatchScheduler::Run(
   Task task;
   task.inputs = &inputs;
   task.rows = rows;
-  task.run = std::move(run);
+  bool enqueued = false;
   {
     MutexLock lock(&mu_);
-    if (stop_) {
-      return errors::Unavailable("the batch scheduler is shutting down");
-    }
-    Queue& q = queues_[queue + ShapeKey(inputs)];
-    q.model = model;
-    if (q.batches.empty() ||
-        q.batches.back()->rows + rows > options_.max_batch_size) {
-      if (static_cast<int64_t>(q.batches.size()) >=
-          options_.max_enqueued_batches) {
-        return errors::Unavailable("batch queue full for model ", model, ": ",
-                                   q.batches.size(),
-                                   " batches enqueued (max_enqueued_batches=",
-                                   options_.max_enqueued_batches, ")");
+    if (!stop_) {
+      Queue& q = queues_[queue + ShapeKey(inputs)];
+      q.model = model;
+      if (q.batches.empty() ||
+          q.batches.back()->rows + rows > options_.max_batch_size) {
+        if (static_cast<int64_t>(q.batches.size()) >=
+            options_.max_enqueued_batches) {
+          return errors::Unavailable("batch queue full for model ", model, ": ",
+                                     q.batches.size(),
+                                     " batches enqueued (max_enqueued_batches=",
+                                     options_.max_enqueued_batches, ")");
+        }
+        auto batch = std::make_unique<Batch>();
+        batch->model = model;
+        batch->open_micros = options_.env->NowMicros();
+        q.batches.push_back(std::move(batch));
       }
-      auto batch = std::make_unique<Batch>();
-      batch->model = model;
-      batch->open_micros = options_.env->NowMicros();
-      q.batches.push_back(std::move(batch));
+      task.run = std::move(run);
+      Batch* batch = q.batches.back().get();
+      batch->tasks.push_back(&task);
+      batch->rows += rows;
+      // Under mu_, so it always precedes the worker's decrement.
+      AddQueueDepth(model, 1);
+      enqueued = true;
     }
-    Batch* batch = q.batches.back().get();
-    batch->tasks.push_back(&task);
-    batch->rows += rows;
-    // Under mu_, so it always precedes the worker's decrement.
-    AddQueueDepth(model, 1);
   }
+  // Shut down: nobody waits for a batch to fill any more; run it now.
+  if (!enqueued) return run(inputs);
   cv_.notify_all();
   task.done.WaitForNotification();
   if (!task.status.ok()) return task.status;

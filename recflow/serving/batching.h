@@ -47,8 +47,13 @@
 // recflow_serving_batch_size{model} (rows per run, before padding) and gauge
 // recflow_serving_batch_queue_depth{model} (tasks waiting).
 //
-// Thread-safe. The destructor fails tasks still queued with Unavailable and
-// joins the batch threads; REQUIRES: no Run call starts after it begins.
+// Shutdown. Shutdown() runs every queued batch at once, without waiting for
+// its timeout, and joins the batch threads; Run calls made after it began
+// run at once, unbatched. A server calls it first when it stops, so that
+// requests waiting for a batch are answered instead of holding the
+// shutdown up for batch_timeout_micros. The destructor calls it.
+//
+// Thread-safe. REQUIRES: no Run call starts after the destructor begins.
 #ifndef RECFLOW_SERVING_BATCHING_H_
 #define RECFLOW_SERVING_BATCHING_H_
 
@@ -71,10 +76,15 @@
 
 namespace recflow::serving {
 
+// The longest batch_timeout_micros accepted: one minute. TF Serving sets no
+// bound; its examples use a few milliseconds. A batch that waits longer than
+// any client would is a mistake (e.g. 9223372036854775807 meaning "never").
+inline constexpr int64_t kMaxBatchTimeoutMicros = 60'000'000;
+
 struct BatchingOptions {
   // Defaults are TF Serving's SharedBatchScheduler defaults.
   int64_t max_batch_size = 1000;
-  int64_t batch_timeout_micros = 0;
+  int64_t batch_timeout_micros = 0;  // 0 .. kMaxBatchTimeoutMicros
   int64_t max_enqueued_batches = 10;
   int num_batch_threads = 0;  // 0: one per schedulable CPU
   // Increasing; the last must equal max_batch_size. Empty: no padding.
@@ -85,8 +95,9 @@ struct BatchingOptions {
 
 // Options from TF Serving's BatchingParameters (unset fields keep the
 // defaults above). InvalidArgument naming the field for a value out of
-// range, allowed_batch_sizes not increasing or not ending at
-// max_batch_size; Unimplemented for pad_variable_length_inputs.
+// range (num_batch_threads above kMaxThreads, batch_timeout_micros above
+// kMaxBatchTimeoutMicros, ...), allowed_batch_sizes not increasing or not
+// ending at max_batch_size; Unimplemented for pad_variable_length_inputs.
 absl::StatusOr<BatchingOptions> BatchingOptionsFromProto(
     const tensorflow::serving::BatchingParameters& params);
 
@@ -96,10 +107,16 @@ class BatchScheduler {
   using RunFn = std::function<absl::StatusOr<Tensors>(const Tensors& inputs)>;
 
   // InvalidArgument when the options are inconsistent (see
-  // BatchingOptionsFromProto).
+  // BatchingOptionsFromProto); ResourceExhausted when a batch thread cannot
+  // start.
   static absl::StatusOr<std::unique_ptr<BatchScheduler>> Create(
       const BatchingOptions& options);
   ~BatchScheduler();
+
+  // Runs the queued batches now and joins the batch threads (see the top of
+  // this file). Idempotent; may be called from any thread but a batch
+  // thread.
+  void Shutdown();
 
   // Runs `inputs` as part of a batch (see the top of this file); blocks until
   // its outputs are ready. `model` names the model in errors and metrics.
@@ -134,7 +151,8 @@ class BatchScheduler {
   std::condition_variable cv_;  // batches added, or stopping
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::map<std::string, Queue> queues_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::thread> threads_;
+  Mutex join_mu_;                     // serializes Shutdown's joins
+  std::vector<std::thread> threads_;  // filled by Create, joined by Shutdown
 };
 
 // Concatenates tensors of one dtype along dim 0, then repeats the first

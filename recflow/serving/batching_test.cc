@@ -5,10 +5,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <functional>
+#include <limits>
 #include <random>
 #include <thread>
 
 #include "recflow/core/status.h"
+#include "recflow/core/thread_test_util.h"
 
 namespace recflow::serving {
 namespace {
@@ -360,6 +364,77 @@ TEST(BatchSchedulerTest, OptionsFromProtoAreValidated) {
   bad.max_batch_size = 0;
   EXPECT_THAT(BatchScheduler::Create(bad).status().message(),
               HasSubstr("max_batch_size must be >= 1"));
+}
+
+TEST(BatchSchedulerTest, ThreadCountsAreBoundedAndThreadFailuresAreStatuses) {
+  tensorflow::serving::BatchingParameters p;
+  p.mutable_num_batch_threads()->set_value(100000);
+  auto o = BatchingOptionsFromProto(p);
+  EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      o.status().message(),
+      HasSubstr("num_batch_threads is 100000; must be between 1 and 4096"));
+  BatchingOptions options;
+  options.num_batch_threads = 5000;
+  EXPECT_THAT(BatchScheduler::Create(options).status().message(),
+              HasSubstr("num_batch_threads is 5000"));
+
+  options.num_batch_threads = 2;
+  absl::StatusOr<std::unique_ptr<BatchScheduler>> scheduler;
+  {
+    ScopedThreadCreationFailure no_threads;
+    scheduler = BatchScheduler::Create(options);
+  }
+  EXPECT_EQ(scheduler.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(scheduler.status().message(),
+              HasSubstr("batch scheduler started 0 of 2 threads"));
+}
+
+// Issue 22 item 8: a batch timeout of 2^63-1 us left a request unanswered
+// forever; it is refused, and Shutdown answers the queued requests at once
+// instead of after the timeout.
+TEST(BatchSchedulerTest, TimeoutIsBoundedAndShutdownRunsQueuedBatches) {
+  tensorflow::serving::BatchingParameters p;
+  p.mutable_batch_timeout_micros()->set_value(
+      std::numeric_limits<int64_t>::max());
+  auto o = BatchingOptionsFromProto(p);
+  ASSERT_TRUE(o.ok());
+  auto bad = BatchScheduler::Create(*o);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("batch_timeout_micros is 9223372036854775807; must be "
+                        "between 0 and 60000000"));
+
+  BatchingOptions options;
+  options.batch_timeout_micros = kMaxBatchTimeoutMicros;
+  options.max_batch_size = 100;
+  options.num_batch_threads = 1;
+  MetricsRegistry metrics;
+  options.metrics = &metrics;
+  auto scheduler = BatchScheduler::Create(options);
+  ASSERT_TRUE(scheduler.ok()) << scheduler.status();
+  Model model;
+  const Tensors in = Inputs(3, 2);
+  absl::StatusOr<Tensors> out;
+  std::thread caller(
+      [&] { out = (*scheduler)->Run("q", "m", in, std::ref(model)); });
+  // Wait until the request sits in its batch, which would wait a minute.
+  Gauge* depth =
+      metrics.AddGauge("recflow_serving_batch_queue_depth", "", {"model"});
+  while (depth->Value({"m"}) < 1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  (*scheduler)->Shutdown();
+  caller.join();
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(Matches(in, *out));
+  // After Shutdown, requests run at once, unbatched.
+  out = (*scheduler)->Run("q", "m", in, std::ref(model));
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(Matches(in, *out));
+  (*scheduler)->Shutdown();  // idempotent
+  MutexLock lock(&model.mu);
+  EXPECT_THAT(model.sizes, ElementsAre(2, 2));
 }
 
 TEST(BatchSchedulerTest, ConcatRowsCopiesAndPads) {

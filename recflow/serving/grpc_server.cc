@@ -4,6 +4,7 @@
 #include <climits>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -11,6 +12,7 @@
 #include "grpcpp/resource_quota.h"
 #include "recflow/core/mutex.h"
 #include "recflow/core/status.h"
+#include "recflow/core/threadpool.h"
 #include "recflow/serving/model_service.grpc.pb.h"
 #include "recflow/serving/prediction_service.grpc.pb.h"
 
@@ -177,6 +179,17 @@ class GrpcServer::Impl {
     if (started_)
       return errors::FailedPrecondition("GrpcServer already started");
     const std::string address = HostPort(options_.host, options_.port);
+    // gRPC aborts (an internal assertion) when it cannot start the threads
+    // of its sync server. It cannot be told to fail instead; refusing to
+    // start when no thread can start at all (a process or PID limit is
+    // reached) turns the common case into an error. Checked before any
+    // gRPC object exists: gRPC's own init and shutdown start threads too.
+    absl::StatusOr<std::thread> probe = StartThread("grpc_probe", [] {});
+    if (!probe.ok()) {
+      return errors::Annotate(probe.status(),
+                              absl::StrCat("gRPC server on ", address));
+    }
+    probe->join();
     grpc::ServerBuilder builder;
     int selected_port = 0;
     builder.AddListeningPort(address, grpc::InsecureServerCredentials(),
@@ -274,10 +287,8 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(
                                    options.max_receive_message_bytes,
                                    " must be positive");
   }
-  if (options.num_threads < 0) {
-    return errors::InvalidArgument("GrpcServer: num_threads ",
-                                   options.num_threads, " is negative");
-  }
+  RETURN_IF_ERROR(ValidateThreadCount("GrpcServerOptions.num_threads",
+                                      options.num_threads, /*min_threads=*/0));
   if (options.limits.max_tensor_elements <= 0) {
     return errors::InvalidArgument("GrpcServer: max_tensor_elements ",
                                    options.limits.max_tensor_elements,

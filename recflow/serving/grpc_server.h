@@ -61,8 +61,8 @@ struct GrpcServerOptions {
   // Largest response sent; -1: unlimited (a response is as big as the
   // model makes it).
   int64_t max_send_message_bytes = -1;
-  // Most threads serving calls at once; 0: gRPC's default (grows with
-  // load).
+  // Most threads serving calls at once (--grpc_max_threads), 0..kMaxThreads
+  // (threadpool.h); 0: gRPC's default (grows with load).
   int num_threads = 0;
   // Per-tensor element limit for Predict inputs.
   ProtoLimits limits;
@@ -90,7 +90,9 @@ class GrpcServer {
 
   // Binds host:port and starts serving. Unavailable naming the address when
   // it cannot be bound (e.g. the port is taken); FailedPrecondition when
-  // already started.
+  // already started; ResourceExhausted when no thread can be started (gRPC
+  // itself aborts when it cannot start its threads, so Start checks first;
+  // a limit reached while gRPC starts them still aborts).
   absl::Status Start();
 
   // The bound port (the OS's pick for port 0); 0 before Start().

@@ -17,6 +17,7 @@
 #include "grpcpp/grpcpp.h"
 #include "recflow/core/mutex.h"
 #include "recflow/core/status.h"
+#include "recflow/core/thread_test_util.h"
 #include "recflow/framework/tensor_util.h"
 #include "recflow/proto/model_server_config.pb.h"
 #include "recflow/serving/model_service.grpc.pb.h"
@@ -662,8 +663,27 @@ TEST_F(GrpcServerTest, StartAndOptionErrors) {
   bad.max_receive_message_bytes = 0;
   EXPECT_EQ(GrpcServer::Create(bad, &api_).status().code(),
             absl::StatusCode::kInvalidArgument);
+  bad = {};
+  bad.num_threads = 100000;
+  EXPECT_THAT(GrpcServer::Create(bad, &api_).status().message(),
+              HasSubstr("num_threads is 100000; must be between 0 and 4096"));
   EXPECT_EQ(GrpcServer::Create({}, nullptr).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// gRPC aborts when it cannot start its threads; Start refuses first.
+TEST(GrpcServerThreadsTest, StartWithoutThreadsIsAStatus) {
+  FakeApi api;
+  auto server = GrpcServer::Create({}, &api);
+  ASSERT_TRUE(server.ok());
+  absl::Status s;
+  {
+    ScopedThreadCreationFailure no_threads;
+    s = (*server)->Start();
+  }
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.message(), HasSubstr("gRPC server on 127.0.0.1:0"));
+  EXPECT_THAT(s.message(), HasSubstr("cannot start thread"));
 }
 
 // End to end: TF Serving's own test model through ServerCore, called with

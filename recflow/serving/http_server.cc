@@ -23,6 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "recflow/core/logging.h"
 #include "recflow/core/status.h"
+#include "recflow/core/threadpool.h"
 
 namespace recflow::serving {
 namespace {
@@ -322,6 +323,17 @@ namespace {
 
 enum class ParseState { kIncomplete, kComplete, kError };
 
+// Note [bare LF]. RFC 9112 ends every line with CRLF, and lets a recipient
+// accept a bare LF as the end of the request line and of header fields
+// (section 2.2), as libevent's evhttp (TF Serving's HTTP server) does. We do
+// too, for compatibility with hand-written clients; a bare CR is refused
+// (it is a control character in a header value). In a chunked body every
+// line (chunk sizes, the CRLF after each chunk's data, trailers) must end
+// with CRLF, and a bare LF is a 400: the framing decides where a request
+// ends, proxies disagree on bare LF there (a request-smuggling vector), and
+// no client in use sends it. libevent accepts bare LF in chunked framing
+// too; this is a deliberate difference.
+
 // Parses the request line and headers in `text` (without the blank line).
 absl::Status ParseHead(absl::string_view text, HttpRequest* req,
                        ProtocolError* err) {
@@ -425,10 +437,8 @@ HttpServer::HttpServer(const HttpServerOptions& options, Handler handler)
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(
     const HttpServerOptions& options, Handler handler) {
-  if (options.num_threads < 1) {
-    return errors::InvalidArgument("HttpServerOptions.num_threads must be >= 1, got ",
-                                   options.num_threads);
-  }
+  RETURN_IF_ERROR(ValidateThreadCount("HttpServerOptions.num_threads",
+                                      options.num_threads));
   if (options.port < 0 || options.port > 65535) {
     return errors::InvalidArgument("HttpServerOptions.port must be in [0, 65535], got ",
                                    options.port);
@@ -444,7 +454,16 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(
   std::unique_ptr<HttpServer> server(new HttpServer(options, std::move(handler)));
   RETURN_IF_ERROR(server->Listen());
   for (int i = 0; i < options.num_threads; ++i) {
-    server->workers_.emplace_back([s = server.get()] { s->WorkerLoop(); });
+    absl::StatusOr<std::thread> worker =
+        StartThread("http_worker", [s = server.get()] { s->WorkerLoop(); });
+    if (!worker.ok()) {
+      server->Stop();  // joins the workers started so far
+      return errors::Annotate(
+          worker.status(),
+          absl::StrCat("HTTP server started ", i, " of ", options.num_threads,
+                       " worker threads"));
+    }
+    server->workers_.push_back(std::move(*worker));
   }
   return server;
 }
@@ -526,9 +545,12 @@ void HttpServer::Stop() {
 }
 
 void HttpServer::WorkerLoop() {
-  epoll_event events[8];
+  // One event at a time: a handler may block (batching), and every event
+  // this thread had taken would wait for it (EPOLLONESHOT gives them to no
+  // other thread), so a request could wait behind another's batch.
+  epoll_event events[1];
   while (!stopping_.load(std::memory_order_relaxed)) {
-    int n = epoll_wait(epoll_fd_, events, 8, static_cast<int>(kReapIntervalMs));
+    int n = epoll_wait(epoll_fd_, events, 1, static_cast<int>(kReapIntervalMs));
     if (n < 0 && errno != EINTR) {
       LOG(ERROR) << "HTTP server epoll_wait: " << std::strerror(errno);
       return;
@@ -565,7 +587,8 @@ void HttpServer::AcceptAll() {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     MutexLock lock(&mu_);
-    if (static_cast<int>(connections_.size()) >= options_.max_connections) {
+    if (static_cast<int>(connections_.size()) >= options_.max_connections &&
+        !EvictOldestIdleLocked()) {
       HttpResponse r = HttpResponse::JsonError(
           503, absl::StrCat("the server has its maximum of ",
                             options_.max_connections,
@@ -607,6 +630,32 @@ void HttpServer::CloseConnection(uint64_t id) {
   buffered_body_bytes_ -= c->reserved;
   c->reserved = 0;
   connections_.erase(it);
+}
+
+bool HttpServer::EvictOldestIdleLocked() {
+  auto oldest = connections_.end();
+  for (auto it = connections_.begin(); it != connections_.end(); ++it) {
+    const Connection& c = *it->second;
+    // Idle: no worker on it and no byte of a request buffered.
+    if (c.busy || c.request_start_ms != 0 || c.headers_done || !c.in.empty()) {
+      continue;
+    }
+    // Ties go to the lower id: the connection accepted first.
+    if (oldest == connections_.end() ||
+        c.last_active_ms < oldest->second->last_active_ms) {
+      oldest = it;
+    }
+  }
+  if (oldest == connections_.end()) return false;
+  Connection* c = oldest->second.get();
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
+  close(c->fd);
+  c->fd = -1;
+  buffered_body_bytes_ -= c->reserved;
+  c->reserved = 0;
+  connections_.erase(oldest);
+  ++evicted_;
+  return true;
 }
 
 void HttpServer::ReapExpired() {
@@ -776,6 +825,7 @@ void HttpServer::ServeConnection(uint64_t id) {
       return ParseState::kComplete;
     }
     // Chunked: chunk-size [; ext] CRLF data CRLF ... 0 CRLF trailers CRLF.
+    // Every line of the framing must end with CRLF: Note [bare LF].
     while (true) {
       size_t eol = c.in.find('\n', c.chunk_pos);
       if (eol == std::string::npos) {
@@ -786,7 +836,13 @@ void HttpServer::ServeConnection(uint64_t id) {
         break;
       }
       absl::string_view line(c.in.data() + c.chunk_pos, eol - c.chunk_pos);
-      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      if (line.empty() || line.back() != '\r') {
+        *err = {400, absl::StrCat("a line of the chunked body (", Quote(line),
+                                  ") ends with a bare LF; chunked framing "
+                                  "needs CRLF")};
+        return ParseState::kError;
+      }
+      line.remove_suffix(1);
       if (c.chunk_trailers) {
         c.chunk_pos = eol + 1;
         if (line.empty()) {
@@ -826,14 +882,15 @@ void HttpServer::ServeConnection(uint64_t id) {
         return ParseState::kError;
       }
       size_t data = eol + 1;
-      if (c.in.size() < data + size + 1) break;  // wait for data + LF
       size_t after = data + size;
-      size_t crlf_len = c.in[after] == '\r' ? 2 : 1;
-      if (c.in.size() < after + crlf_len) break;
-      if (c.in[after + crlf_len - 1] != '\n') {
+      if (c.in.size() < after + 1) break;  // wait for the data
+      if (c.in[after] != '\r' ||
+          (c.in.size() > after + 1 && c.in[after + 1] != '\n')) {
         *err = {400, "chunk data is not followed by CRLF"};
         return ParseState::kError;
       }
+      if (c.in.size() < after + 2) break;
+      const size_t crlf_len = 2;
       if (buffered_body_bytes_.fetch_add(size) + static_cast<int64_t>(size) >
           options_.max_buffered_body_bytes) {
         buffered_body_bytes_ -= size;

@@ -28,8 +28,12 @@
 // bodies by Content-Length or `Transfer-Encoding: chunked` (decoded; trailers
 // ignored); "Expect: 100-continue" gets "100 Continue" before the body is
 // read, or the final error status at once when the body would be refused.
+// A bare LF ends the request line and header lines as CRLF does (RFC 9112
+// allows it; TF Serving's libevent server does it); the lines of a chunked
+// body must end with CRLF (Note [bare LF] in http_server.cc).
 // Errors the server answers itself (then closes the connection):
-//   400  malformed request line, header line, Content-Length or chunk
+//   400  malformed request line, header line, Content-Length or chunk (a
+//        bare LF in chunked framing)
 //   408  a request not complete within request_timeout_ms
 //   413  Content-Length (or the chunked body so far) over max_body_bytes;
 //        the body is not read
@@ -38,7 +42,8 @@
 //        or a transfer coding other than chunked
 //   505  an HTTP version other than 1.0 / 1.1
 //   417  an Expect header other than 100-continue
-//   503  over max_connections or over max_buffered_body_bytes
+//   503  over max_connections with no idle connection to close, or over
+//        max_buffered_body_bytes
 // Error bodies are JSON: {"error": "..."} (TF Serving's error shape).
 //
 // Thread-safety: the handler is called concurrently from the worker
@@ -72,7 +77,10 @@ struct HttpServerOptions {
   int port = 0;  // 0: the OS picks a free port (see HttpServer::port()).
   // Worker threads = the most requests whose handlers run at once.
   int num_threads = 4;
-  // Open connections; a connection beyond gets 503 and is closed.
+  // Open connections. When a new one arrives and the table is full, the
+  // connection idle the longest (open, with no request in progress) is
+  // closed to make room; only when every connection is in a request does
+  // the new one get 503 and is closed.
   int max_connections = 1024;
   // Request line + headers (bytes, including CRLFs).
   int64_t max_header_bytes = 64 << 10;
@@ -81,9 +89,11 @@ struct HttpServerOptions {
   int64_t max_body_bytes = 64LL << 20;
   // Sum of the bodies being received or handled across all connections.
   int64_t max_buffered_body_bytes = 1LL << 30;
-  // A keep-alive connection with no request in progress is closed after
-  // this long without a byte.
-  int64_t idle_timeout_ms = 60'000;
+  // A connection with no request in progress is closed after this long
+  // without a byte (--rest_api_idle_timeout_in_ms). 15 s: long enough for a
+  // client to reuse its connection between requests of a burst, short
+  // enough that idle connections do not pile up to max_connections.
+  int64_t idle_timeout_ms = 15'000;
   // A request must arrive completely within this long after its first
   // byte (bounds slowloris clients); 408 and close otherwise. Also the
   // limit for writing a response to a client that does not read.
@@ -153,6 +163,8 @@ class HttpServer {
 
   // Counters for tests and metrics.
   int64_t connections_accepted() const { return accepted_.load(); }
+  // Idle connections closed to make room for a new one (max_connections).
+  int64_t connections_evicted() const { return evicted_.load(); }
   int64_t requests_handled() const { return requests_.load(); }
 
   // Implementation details follow.
@@ -166,6 +178,8 @@ class HttpServer {
   void ServeConnection(uint64_t id);
   void CloseConnection(uint64_t id);
   void ReapExpired();
+  // Closes the connection idle longest; false when none is idle.
+  bool EvictOldestIdleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const HttpServerOptions options_;
   const Handler handler_;
@@ -175,6 +189,7 @@ class HttpServer {
   int port_ = 0;
   std::atomic<bool> stopping_{false};
   std::atomic<int64_t> accepted_{0};
+  std::atomic<int64_t> evicted_{0};
   std::atomic<int64_t> requests_{0};
   std::atomic<int64_t> buffered_body_bytes_{0};
   std::atomic<int64_t> last_reap_ms_{0};

@@ -1,5 +1,6 @@
 #include "recflow/serving/http_server.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "recflow/core/mutex.h"
+#include "recflow/core/thread_test_util.h"
 #include "recflow/serving/http_test_client.h"
 
 namespace recflow::serving {
@@ -184,6 +186,44 @@ TEST(HttpServerTest, BadChunkSizeIs400) {
   EXPECT_NE(r.body.find("chunk size"), std::string::npos) << r.body;
 }
 
+// Note [bare LF] in http_server.cc: a bare LF ends the request line and
+// header fields (RFC 9112 section 2.2 allows it; libevent, TF Serving's
+// server, does it) ...
+TEST(HttpServerTest, BareLfIsAcceptedInRequestLineAndHeaders) {
+  auto server = StartServer();
+  TestClient c(server->port());
+  c.Send("GET /lf?q=1 HTTP/1.1\nHost: x\nX-Test: v\n\n");
+  TestResponse r = c.Read();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "GET /lf q=1 v ");
+  // A bare CR is not a line end: it is refused.
+  c.Send("GET /cr HTTP/1.1\r\nX-Test: a\rb\r\n\r\n");
+  EXPECT_EQ(c.Read().status, 400);
+}
+
+// ... but a chunked body's framing must use CRLF: a bare LF there is a 400.
+TEST(HttpServerTest, BareLfInChunkedFramingIs400) {
+  auto server = StartServer();
+  const std::string head =
+      "POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+  for (const std::string& body : {std::string("5\nhello\r\n0\r\n\r\n"),
+                                  std::string("5\r\nhello\n0\r\n\r\n"),
+                                  std::string("5;ext\nhello\r\n0\r\n\r\n"),
+                                  std::string("5\r\nhello\r\n0\n\r\n"),
+                                  std::string("5\r\nhello\r\n0\r\n\n")}) {
+    TestClient c(server->port());
+    c.Send(head + body);
+    TestResponse r = c.Read();
+    ASSERT_TRUE(r.ok) << body;
+    EXPECT_EQ(r.status, 400) << body;
+    EXPECT_NE(r.body.find("CRLF"), std::string::npos) << r.body;
+  }
+  TestClient ok(server->port());
+  ok.Send(head + "5\r\nhello\r\n0\r\n\r\n");
+  EXPECT_EQ(ok.Read().body, "POST /c  - hello");
+}
+
 TEST(HttpServerTest, UnknownTransferCodingIs501) {
   auto server = StartServer();
   TestClient c(server->port());
@@ -337,19 +377,58 @@ TEST(HttpServerTest, RequestTimeoutIs408AndIdleConnectionsClose) {
   EXPECT_TRUE(idle.ReadsEof());
 }
 
-TEST(HttpServerTest, MaxConnectionsGives503) {
+// Every connection in a request: a new one gets 503.
+TEST(HttpServerTest, MaxConnectionsGives503WhenNoneIsIdle) {
   HttpServerOptions options;
   options.max_connections = 2;
-  auto server = StartServer(options);
+  options.num_threads = 3;
+  std::atomic<int> entered{0};
+  Notification release;
+  auto server = StartServer(options, [&](const HttpRequest&) {
+    ++entered;
+    release.WaitForNotification();
+    return HttpResponse::Text(200, "ok");
+  });
   TestClient a(server->port()), b(server->port());
   a.Send(Get("/a"));
   b.Send(Get("/b"));
-  ASSERT_TRUE(a.Read().ok);
-  ASSERT_TRUE(b.Read().ok);
+  while (entered.load() < 2)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   TestClient c(server->port());
   TestResponse r = c.Read();
   ASSERT_TRUE(r.ok);
   EXPECT_EQ(r.status, 503);
+  EXPECT_NE(r.body.find("maximum of 2 connections"), std::string::npos)
+      << r.body;
+  release.Notify();
+  EXPECT_EQ(a.Read().status, 200);
+  EXPECT_EQ(b.Read().status, 200);
+  EXPECT_EQ(server->connections_evicted(), 0);
+}
+
+// Issue 22 item 9: idle sockets held by one client filled the connection
+// table and the requests of other clients were refused. A full table closes
+// the connection idle the longest instead.
+TEST(HttpServerTest, FullTableEvictsTheOldestIdleConnection) {
+  HttpServerOptions options;
+  options.max_connections = 3;
+  auto server = StartServer(options);
+  // Three sockets that connect and never send a byte, accepted in order.
+  std::vector<std::unique_ptr<TestClient>> idle;
+  for (int i = 0; i < 3; ++i) {
+    idle.push_back(std::make_unique<TestClient>(server->port()));
+    ASSERT_TRUE(idle.back()->connected());
+  }
+  // A well-behaved client on a new connection is answered.
+  TestResponse r = HttpCall(server->port(), "GET", "/fresh");
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "GET /fresh  - ");
+  EXPECT_EQ(server->connections_evicted(), 1);
+  EXPECT_TRUE(idle[0]->ReadsEof());  // the oldest idle one was closed
+  // The others still work.
+  idle[1]->Send(Get("/still"));
+  EXPECT_EQ(idle[1]->Read().body, "GET /still  - ");
 }
 
 TEST(HttpServerTest, ConcurrentClients) {
@@ -438,6 +517,24 @@ TEST(HttpServerTest, BadOptionsAndBusyPort) {
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_NE(second.status().message().find(absl::StrCat(first->port())),
             std::string::npos);
+}
+
+TEST(HttpServerTest, ThreadCountIsBoundedAndThreadFailureIsAStatus) {
+  HttpServerOptions options;
+  options.num_threads = 100000;
+  auto server = HttpServer::Create(options, Echo);
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(server.status().message()),
+              ::testing::HasSubstr(
+                  "num_threads is 100000; must be between 1 and 4096"));
+  options.num_threads = 3;
+  {
+    ScopedThreadCreationFailure no_threads;
+    server = HttpServer::Create(options, Echo);
+  }
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(std::string(server.status().message()),
+              ::testing::HasSubstr("started 0 of 3 worker threads"));
 }
 
 TEST(HttpServerTest, JsonStringEscaping) {

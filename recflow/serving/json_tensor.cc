@@ -199,32 +199,47 @@ absl::Status TypeError(const Value& v, DataType dtype) {
                                  DataTypeString(dtype));
 }
 
-template <typename T>
-absl::Status ToFloating(const Value& v, DataType dtype, T* out) {
+// TF Serving's rule for a JSON number read as a floating dtype: refused when
+// it is outside the dtype's range (1e300 as float, 70000 as half) or an
+// integer beyond the dtype's exact integers (16777217 as float); otherwise it
+// rounds to the nearest value of the dtype, as any float parser does (0.1;
+// 1e-46 -> 0 as float, as TF Serving reads it; a double cannot even tell
+// 1e-400 from 0 once parsed). NaN and infinities pass. `digits` and `max`
+// are the dtype's significand bits and largest finite value.
+absl::Status CheckFloating(const Value& v, DataType dtype, int digits,
+                           double max) {
   if (!v.IsNumber()) return TypeError(v, dtype);
-  // As TF Serving: an integer beyond the type's exact range, or a double
-  // outside float's range, cannot convert without loss.
-  constexpr int64_t kMaxExact = (int64_t{1} << std::numeric_limits<T>::digits) - 1;
+  const int64_t max_exact = (int64_t{1} << digits) - 1;
   const double d = v.GetDouble();
   bool lossless = true;
   if (v.IsUint64() && !v.IsInt64()) {
-    lossless = v.GetUint64() <= static_cast<uint64_t>(kMaxExact);
+    lossless = v.GetUint64() <= static_cast<uint64_t>(max_exact);
   } else if (v.IsInt64()) {
-    int64_t i = v.GetInt64();
-    lossless = i >= -kMaxExact && i <= kMaxExact;
+    const int64_t i = v.GetInt64();
+    lossless = i >= -max_exact && i <= max_exact;
   } else if (std::isfinite(d)) {
-    lossless = d <= std::numeric_limits<T>::max() &&
-               d >= std::numeric_limits<T>::lowest();
+    lossless = d <= max && d >= -max;
   }
   if (!lossless) {
     return errors::InvalidArgument("cannot convert JSON value ", Show(v), " to ",
                                    DataTypeString(dtype),
                                    " without loss of precision");
   }
-  *out = static_cast<T>(d);
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status ToFloating(const Value& v, DataType dtype, T* out) {
+  RETURN_IF_ERROR(CheckFloating(v, dtype, std::numeric_limits<T>::digits,
+                                std::numeric_limits<T>::max()));
+  *out = static_cast<T>(v.GetDouble());
   if (v.IsInt64() && !v.IsDouble()) *out = static_cast<T>(v.GetInt64());
   return absl::OkStatus();
 }
+
+// Half and bfloat16 go through float, with their own range and precision.
+constexpr double kHalfMax = 65504;
+constexpr double kBfloat16Max = 3.3895313892515355e38;
 
 template <typename T>
 absl::Status ToInteger(const Value& v, DataType dtype, T* out) {
@@ -269,15 +284,13 @@ absl::Status SetElement(const Value& v, const JsonLimits& limits, Tensor* t,
     case DT_DOUBLE:
       return ToFloating(v, dtype, &t->data<double>()[index]);
     case DT_HALF: {
-      float f;
-      RETURN_IF_ERROR(ToFloating(v, dtype, &f));
-      t->data<half>()[index] = half(f);
+      RETURN_IF_ERROR(CheckFloating(v, dtype, 11, kHalfMax));
+      t->data<half>()[index] = half(static_cast<float>(v.GetDouble()));
       return absl::OkStatus();
     }
     case DT_BFLOAT16: {
-      float f;
-      RETURN_IF_ERROR(ToFloating(v, dtype, &f));
-      t->data<bfloat16>()[index] = bfloat16(f);
+      RETURN_IF_ERROR(CheckFloating(v, dtype, 8, kBfloat16Max));
+      t->data<bfloat16>()[index] = bfloat16(static_cast<float>(v.GetDouble()));
       return absl::OkStatus();
     }
     case DT_INT8: return ToInteger(v, dtype, &t->data<int8_t>()[index]);

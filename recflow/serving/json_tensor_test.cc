@@ -115,6 +115,47 @@ TEST(JsonTensorTest, RowFormatNamedInputsWithStringsAndB64) {
                            Tensor::FromVector<bool>({true, false}, {2})));
 }
 
+// Issue 22: "refused when it does not fit without loss" is TF Serving's
+// rule, stated exactly: a value beyond the dtype's range, or an integer
+// beyond its exact integers, is refused; anything else rounds to nearest
+// (1e-46 is 0 as a float, as in TF Serving). Half and bfloat16 check their
+// own range and precision (70000 as half used to become infinity).
+TEST(JsonTensorTest, FloatingValuesRoundOrAreRefusedOutsideTheRange) {
+  Parsed p = Parse(R"({"instances": [1e-46, -1e-46, 1e-40, 0.1, 3.4e38]})",
+                   Sig({{"x", DT_FLOAT}}));
+  ASSERT_TRUE(p.status.ok()) << p.status;
+  const float* x = p.request.inputs.at("x").data<float>();
+  EXPECT_EQ(x[0], 0.f);
+  EXPECT_TRUE(std::signbit(x[1]) && x[1] == 0.f);
+  EXPECT_GT(x[2], 0.f);  // a subnormal float
+  EXPECT_EQ(x[3], 0.1f);
+  EXPECT_EQ(x[4], 3.4e38f);
+  ExpectError(Parse(R"({"instances": [3.5e38]})", Sig({{"x", DT_FLOAT}})),
+              "to float without loss");
+
+  auto half_sig = Sig({{"h", DT_HALF}});
+  p = Parse(R"({"instances": [65504.0, -2047, 0.5, 1e-10]})", half_sig);
+  ASSERT_TRUE(p.status.ok()) << p.status;
+  const half* h = p.request.inputs.at("h").data<half>();
+  EXPECT_EQ(static_cast<float>(h[0]), 65504.f);
+  EXPECT_EQ(static_cast<float>(h[1]), -2047.f);
+  EXPECT_EQ(static_cast<float>(h[2]), 0.5f);
+  EXPECT_EQ(static_cast<float>(h[3]), 0.f);
+  ExpectError(Parse(R"({"instances": [70000.0]})", half_sig),
+              "to half without loss");
+  ExpectError(Parse(R"({"instances": [2049]})", half_sig),
+              "to half without loss");
+  auto bf16_sig = Sig({{"b", DT_BFLOAT16}});
+  ExpectError(Parse(R"({"instances": [3.4e38]})", bf16_sig),
+              "to bfloat16 without loss");
+  ExpectError(Parse(R"({"instances": [256]})", bf16_sig),
+              "to bfloat16 without loss");
+  p = Parse(R"({"instances": [255, 1.5]})", bf16_sig);
+  ASSERT_TRUE(p.status.ok()) << p.status;
+  EXPECT_EQ(static_cast<float>(p.request.inputs.at("b").data<bfloat16>()[0]),
+            255.f);
+}
+
 TEST(JsonTensorTest, RowFormatErrorsNameInputAndInstance) {
   auto sig = Sig({{"x", DT_FLOAT}});
   ExpectError(Parse(R"({"instances": [[1, 2], [3]]})", sig), "input 'x', instance 1");

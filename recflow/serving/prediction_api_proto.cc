@@ -1,41 +1,19 @@
 #include "recflow/serving/prediction_api_proto.h"
 
+#include <algorithm>
+#include <limits>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "recflow/core/dtype.h"
 #include "recflow/core/status.h"
 #include "recflow/framework/tensor_util.h"
 
 namespace recflow::serving {
 namespace {
-
-// The element count a TensorProto declares, checked against the limit
-// before TensorFromProto allocates it. Negative or unknown dims are left to
-// TensorFromProto, which names them.
-absl::Status CheckElementCount(const std::string& key,
-                               const tensorflow::TensorProto& proto,
-                               const ProtoLimits& limits) {
-  int64_t n = 1;
-  for (const auto& dim : proto.tensor_shape().dim()) {
-    if (dim.size() < 0) return absl::OkStatus();
-    if (dim.size() != 0 && n > limits.max_tensor_elements / dim.size()) {
-      n = limits.max_tensor_elements + 1;  // saturate: over the limit anyway
-    } else {
-      n *= dim.size();
-    }
-  }
-  if (n > limits.max_tensor_elements) {
-    std::string dims;
-    for (const auto& dim : proto.tensor_shape().dim()) {
-      absl::StrAppend(&dims, dims.empty() ? "" : ",", dim.size());
-    }
-    return errors::ResourceExhausted(
-        "input '", key, "' has shape [", dims, "]: over the limit of ",
-        limits.max_tensor_elements, " elements per tensor");
-  }
-  return absl::OkStatus();
-}
 
 template <typename T, typename Field>
 void AddAll(const Tensor& tensor, Field* field) {
@@ -51,7 +29,89 @@ void AddAllAs(const Tensor& tensor, Field* field) {
     field->Add(static_cast<typename Field::value_type>(v));
 }
 
+// a + b, or INT64_MAX when it would overflow (both >= 0).
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  return a > std::numeric_limits<int64_t>::max() - b
+             ? std::numeric_limits<int64_t>::max()
+             : a + b;
+}
+
+// a * b, or INT64_MAX when it would overflow (both >= 0).
+int64_t SaturatingMul(int64_t a, int64_t b) {
+  if (a != 0 && b > std::numeric_limits<int64_t>::max() / a) {
+    return std::numeric_limits<int64_t>::max();
+  }
+  return a * b;
+}
+
 }  // namespace
+
+absl::Status CheckTensorLimits(const std::string& key, DataType dtype,
+                               absl::Span<const int64_t> dims,
+                               int64_t string_bytes, const ProtoLimits& limits,
+                               int64_t* request_bytes) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0) return absl::OkStatus();
+    n = SaturatingMul(n, d);
+  }
+  auto shape = [&] { return absl::StrCat("[", absl::StrJoin(dims, ","), "]"); };
+  if (n > limits.max_tensor_elements) {
+    return errors::ResourceExhausted(
+        "input '", key, "' has shape ", shape(), ": over the limit of ",
+        limits.max_tensor_elements, " elements per tensor");
+  }
+  const int64_t bytes = SaturatingAdd(
+      SaturatingMul(n, static_cast<int64_t>(ElementStorageSize(dtype))),
+      string_bytes);
+  const int64_t total =
+      SaturatingAdd(request_bytes != nullptr ? *request_bytes : 0, bytes);
+  if (total > limits.max_request_bytes) {
+    return errors::ResourceExhausted(
+        "input '", key, "' (", DataTypeString(dtype), " ", shape(), ") takes ",
+        bytes, " bytes decoded, which brings the request over the limit of ",
+        limits.max_request_bytes, " bytes of input tensors");
+  }
+  if (request_bytes != nullptr) *request_bytes = total;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> TensorFromRequestProto(
+    const std::string& key, const tensorflow::TensorProto& proto,
+    const ProtoLimits& limits, int64_t* request_bytes) {
+  std::vector<int64_t> dims;
+  dims.reserve(proto.tensor_shape().dim_size());
+  for (const auto& d : proto.tensor_shape().dim()) dims.push_back(d.size());
+  int64_t string_bytes = 0;
+  const DataType dtype = static_cast<DataType>(proto.dtype());
+  if (dtype == DT_STRING && proto.string_val_size() > 0) {
+    // A shorter string_val repeats its last string over the rest.
+    int64_t n = 1;
+    for (int64_t d : dims) n = SaturatingMul(n, d < 0 ? 0 : d);
+    for (const std::string& v : proto.string_val()) {
+      string_bytes =
+          SaturatingAdd(string_bytes, static_cast<int64_t>(v.size()));
+    }
+    const int64_t repeats = std::max<int64_t>(0, n - proto.string_val_size());
+    string_bytes = SaturatingAdd(
+        string_bytes,
+        SaturatingMul(
+            repeats,
+            static_cast<int64_t>(
+                proto.string_val(proto.string_val_size() - 1).size())));
+  }
+  if (!proto.tensor_shape().unknown_rank()) {
+    RETURN_IF_ERROR(CheckTensorLimits(key, dtype, dims, string_bytes, limits,
+                                      request_bytes));
+  }
+  absl::StatusOr<Tensor> tensor = TensorFromProto(proto);
+  if (!tensor.ok()) {
+    return absl::Status(
+        tensor.status().code(),
+        absl::StrCat("input '", key, "': ", tensor.status().message()));
+  }
+  return tensor;
+}
 
 void ModelSpecFromProto(const tensorflow::serving::ModelSpec& proto,
                         ModelSpec* spec) {
@@ -160,15 +220,12 @@ absl::Status PredictRequestFromProto(
   }
   ModelSpecFromProto(proto.model_spec(), &request->model_spec);
   request->inputs.clear();
+  int64_t request_bytes = 0;
   for (const auto& [key, tensor_proto] : proto.inputs()) {
-    RETURN_IF_ERROR(CheckElementCount(key, tensor_proto, limits));
-    absl::StatusOr<Tensor> tensor = TensorFromProto(tensor_proto);
-    if (!tensor.ok()) {
-      return absl::Status(
-          tensor.status().code(),
-          absl::StrCat("input '", key, "': ", tensor.status().message()));
-    }
-    request->inputs.emplace(key, *std::move(tensor));
+    ASSIGN_OR_RETURN(
+        Tensor tensor,
+        TensorFromRequestProto(key, tensor_proto, limits, &request_bytes));
+    request->inputs.emplace(key, std::move(tensor));
   }
   request->output_filter.assign(proto.output_filter().begin(),
                                 proto.output_filter().end());

@@ -15,10 +15,10 @@
 // A proto from a request is untrusted: every *FromProto checks it and
 // returns InvalidArgument naming the field at fault (a missing model_spec,
 // an input tensor whose bytes do not match its dtype and shape, an Input
-// with no examples), or ResourceExhausted for a tensor over
-// ProtoLimits::max_tensor_elements. The checks TF Serving makes in its
-// front end are made here with the same outcome; the rest (unknown model,
-// signature, input key, ...) are the PredictionApi's.
+// with no examples), or ResourceExhausted for tensors over ProtoLimits.
+// The checks TF Serving makes in its front end are made here with the same
+// outcome; the rest (unknown model, signature, input key, ...) are the
+// PredictionApi's.
 //
 // Thread-safe: free functions without shared state.
 #ifndef RECFLOW_SERVING_PREDICTION_API_PROTO_H_
@@ -27,6 +27,9 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "recflow/core/tensor.h"
 #include "recflow/proto/serving_classification.pb.h"
 #include "recflow/proto/serving_get_model_metadata.pb.h"
 #include "recflow/proto/serving_get_model_status.pb.h"
@@ -43,13 +46,41 @@ inline constexpr char kSignatureDefField[] = "signature_def";
 inline constexpr char kSignatureDefMapTypeUrl[] =
     "type.googleapis.com/tensorflow.serving.SignatureDefMap";
 
+// Limits on the tensors a request decodes, checked from the declared dtype
+// and shape BEFORE anything is allocated: a TensorProto's typed fields
+// repeat their last value (an empty list means zeros), so a 40-byte proto
+// can declare [2147483648, 1] and cost gigabytes once decoded. Every path
+// of the model server that decodes a TensorProto from outside (gRPC
+// Predict, warm-up records) or makes up a tensor from a signature (the
+// generated warm-up requests) applies them, through CheckTensorLimits.
 struct ProtoLimits {
-  // Most elements one input tensor may declare (its shape's product),
-  // checked before anything is allocated. 2^27 = 128M elements (512 MiB of
-  // floats): far above any real request, far below what would exhaust the
-  // machine.
+  // Most elements one input tensor may declare (its shape's product).
+  // 2^27 = 128M elements (512 MiB of floats): far above any real request,
+  // far below what would exhaust the machine.
   int64_t max_tensor_elements = int64_t{1} << 27;
+  // Most bytes the decoded input tensors of one request may take together:
+  // elements x their size in a Tensor (sizeof(std::string) plus the string's
+  // bytes for DT_STRING, repeated values counted each time). 1 GiB.
+  int64_t max_request_bytes = int64_t{1} << 30;
 };
+
+// Whether a tensor named `key` of `dtype` and `dims` fits `limits`:
+// ResourceExhausted naming the key, its shape and the limit otherwise.
+// `string_bytes` is the bytes of its string elements (DT_STRING; 0
+// otherwise). `*request_bytes` (may be null) accumulates the decoded bytes
+// across one request's tensors, for limits.max_request_bytes. Negative dims
+// are let through (the decoder names them).
+absl::Status CheckTensorLimits(const std::string& key, DataType dtype,
+                               absl::Span<const int64_t> dims,
+                               int64_t string_bytes, const ProtoLimits& limits,
+                               int64_t* request_bytes);
+
+// The one way the model server decodes a TensorProto from outside (a gRPC
+// request, a warm-up record): CheckTensorLimits, then TensorFromProto
+// (framework/tensor_util.h). Errors name the input `key`.
+absl::StatusOr<Tensor> TensorFromRequestProto(
+    const std::string& key, const tensorflow::TensorProto& proto,
+    const ProtoLimits& limits, int64_t* request_bytes);
 
 struct TensorEncoding {
   // false (TF Serving's default): typed fields (float_val, int64_val, ...),
@@ -76,7 +107,7 @@ void StatusToProto(const absl::Status& status,
 
 // Predict. InvalidArgument for a missing model_spec or an input tensor that
 // does not decode (the message names the input key); ResourceExhausted for
-// a tensor over limits.max_tensor_elements.
+// inputs over `limits` (TensorFromRequestProto).
 absl::Status PredictRequestFromProto(
     const tensorflow::serving::PredictRequest& proto, const ProtoLimits& limits,
     PredictRequest* request);

@@ -262,6 +262,43 @@ TEST(ApiProtoTest, PredictRequestChecks) {
   EXPECT_THAT(s.message(), HasSubstr("dtype"));
 }
 
+// Byte limits count what the decoded tensors take, repeated values included:
+// a short string_val repeats its last string over the whole shape.
+TEST(ApiProtoTest, RequestByteLimitCountsDecodedBytes) {
+  ProtoLimits limits;
+  limits.max_request_bytes = 1 << 20;
+  tensorflow::TensorProto s;
+  s.set_dtype(tensorflow::DT_STRING);
+  s.mutable_tensor_shape()->add_dim()->set_size(1024);
+  s.add_string_val(std::string(2000, 'a'));  // 1024 x 2000 bytes decoded
+  int64_t used = 0;
+  auto t = TensorFromRequestProto("s", s, limits, &used);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(t.status().message(), HasSubstr("input 's' (string [1024])"));
+  EXPECT_THAT(t.status().message(), HasSubstr("limit of 1048576 bytes"));
+  EXPECT_EQ(used, 0);
+
+  // Two float inputs of 600 KiB each: the second brings the request over.
+  tensorflow::TensorProto f;
+  f.set_dtype(tensorflow::DT_FLOAT);
+  f.mutable_tensor_shape()->add_dim()->set_size(600 << 8);
+  t = TensorFromRequestProto("a", f, limits, &used);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(used, 600 << 10);
+  t = TensorFromRequestProto("b", f, limits, &used);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(t.status().message(), HasSubstr("input 'b'"));
+
+  // Element counts saturate instead of wrapping around.
+  EXPECT_EQ(CheckTensorLimits("w", DT_DOUBLE, {int64_t{1} << 62, 4, 4}, 0, {},
+                              nullptr)
+                .code(),
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(
+      CheckTensorLimits("z", DT_DOUBLE, {int64_t{1} << 62, 0}, 0, {}, nullptr)
+          .ok());
+}
+
 TEST(ApiProtoTest, ExampleInputIsMovedAndChecked) {
   tfs::Input input;
   ExampleInput out;

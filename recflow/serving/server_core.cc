@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <set>
 #include <utility>
@@ -16,9 +17,10 @@
 #include "recflow/core/logging.h"
 #include "recflow/core/record_io.h"
 #include "recflow/core/status.h"
+#include "recflow/core/threadpool.h"
 #include "recflow/framework/partial_shape.h"
-#include "recflow/framework/tensor_util.h"
 #include "recflow/proto/serving_prediction_log.pb.h"
+#include "recflow/serving/prediction_api_proto.h"
 
 namespace recflow::serving {
 
@@ -75,9 +77,12 @@ ExampleInput FromProto(const tensorflow::serving::Input& proto) {
   return input;
 }
 
-// A made-up input for `info` (warm-up): unknown dims are 1, values zero or
-// empty strings.
-absl::StatusOr<Tensor> MakeWarmupTensor(const tensorflow::TensorInfo& info) {
+// A made-up input `key` for `info` (warm-up): unknown dims are 1, values
+// zero or empty strings; within `limits` like any request.
+absl::StatusOr<Tensor> MakeWarmupTensor(const std::string& key,
+                                        const tensorflow::TensorInfo& info,
+                                        const ProtoLimits& limits,
+                                        int64_t* request_bytes) {
   std::vector<int64_t> dims;
   if (!info.has_tensor_shape() || info.tensor_shape().unknown_rank()) {
     dims = {1};
@@ -85,12 +90,14 @@ absl::StatusOr<Tensor> MakeWarmupTensor(const tensorflow::TensorInfo& info) {
     for (const auto& d : info.tensor_shape().dim())
       dims.push_back(d.size() < 0 ? 1 : d.size());
   }
-  ASSIGN_OR_RETURN(TensorShape shape, TensorShape::Build(dims));
   const DataType dtype = static_cast<DataType>(info.dtype());
   if (dtype == DT_RESOURCE || dtype == DT_VARIANT || dtype == DT_INVALID) {
     return errors::Unimplemented("cannot make a ", DataTypeString(dtype),
                                  " warm-up input");
   }
+  RETURN_IF_ERROR(CheckTensorLimits(key, dtype, dims, /*string_bytes=*/0,
+                                    limits, request_bytes));
+  ASSIGN_OR_RETURN(TensorShape shape, TensorShape::Build(dims));
   ASSIGN_OR_RETURN(Tensor t, Tensor::Create(dtype, shape));
   if (dtype != DT_STRING && t.NumElements() > 0) {
     std::memset(t.raw_data(), 0, t.TotalBytes());
@@ -110,17 +117,70 @@ tensorflow::serving::ModelServerConfig SingleModelConfig(
   return config;
 }
 
-absl::Status ReadTextProtoFile(Env* env, const std::string& path,
-                               google::protobuf::Message* message) {
+namespace {
+
+absl::Status ParseTextProtoFile(
+    Env* env, const std::string& path, google::protobuf::Message* message,
+    google::protobuf::TextFormat::ParseInfoTree* locations) {
   std::string text;
   RETURN_IF_ERROR(ReadFileToString(env, path, &text, uint64_t{64} << 20));
   google::protobuf::TextFormat::Parser parser;
   CollectErrors errors_seen;
   parser.RecordErrorsTo(&errors_seen);
+  if (locations != nullptr) parser.WriteLocationsTo(locations);
   if (!parser.ParseFromString(text, message)) {
     return errors::InvalidArgument("cannot parse '", path, "' as a text ",
                                    message->GetTypeName(), ": ",
                                    errors_seen.first());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ReadTextProtoFile(Env* env, const std::string& path,
+                               google::protobuf::Message* message) {
+  return ParseTextProtoFile(env, path, message, nullptr);
+}
+
+absl::Status ReadModelServerConfigFile(
+    Env* env, const std::string& path,
+    tensorflow::serving::ModelServerConfig* config) {
+  using google::protobuf::TextFormat;
+  TextFormat::ParseInfoTree root;
+  RETURN_IF_ERROR(ParseTextProtoFile(env, path, config, &root));
+  // proto3 cannot tell `num_versions: 0` from no num_versions once parsed
+  // (both read as the default, 1, as in TF Serving); the text can.
+  auto field = [](const google::protobuf::Descriptor* d, const char* name) {
+    return d->FindFieldByName(name);
+  };
+  const TextFormat::ParseInfoTree* list = root.GetTreeForNested(
+      field(tensorflow::serving::ModelServerConfig::descriptor(),
+            "model_config_list"),
+      -1);
+  if (list == nullptr) return absl::OkStatus();
+  const auto* config_field =
+      field(tensorflow::serving::ModelConfigList::descriptor(), "config");
+  const auto* policy_field = field(
+      tensorflow::serving::ModelConfig::descriptor(), "model_version_policy");
+  const auto* policy_type = policy_field->message_type();
+  const auto* latest_field = field(policy_type, "latest");
+  const auto* num_field = field(latest_field->message_type(), "num_versions");
+  for (int i = 0; i < config->model_config_list().config_size(); ++i) {
+    const auto& mc = config->model_config_list().config(i);
+    const TextFormat::ParseInfoTree* t =
+        list->GetTreeForNested(config_field, i);
+    if (t != nullptr) t = t->GetTreeForNested(policy_field, -1);
+    if (t != nullptr) t = t->GetTreeForNested(latest_field, -1);
+    if (t == nullptr) continue;
+    const int line = t->GetLocation(num_field, -1).line;
+    if (line >= 0 && mc.model_version_policy().latest().num_versions() == 0) {
+      return errors::InvalidArgument(
+          "'", path, "' line ", line + 1, ": model '", mc.name(),
+          "' has model_version_policy { latest { num_versions: 0 } }, which "
+          "would serve no version; give at least 1 (or leave num_versions "
+          "out: the default is 1)");
+    }
   }
   return absl::OkStatus();
 }
@@ -198,6 +258,14 @@ absl::StatusOr<ServerCore::ModelMap> ServerCore::BuildModels(
           "model server config: model '", mc.name(),
           "' has a specific version policy with no versions");
     }
+    for (int64_t v : policy.specific().versions()) {
+      if (v < 0) {
+        return errors::InvalidArgument(
+            "model server config: model '", mc.name(),
+            "' has model_version_policy { specific { versions: ", v,
+            " } }; versions are directory numbers, >= 0");
+      }
+    }
     absl::Status dir = options_.env->IsDirectory(mc.base_path());
     if (!dir.ok()) {
       return errors::Annotate(dir, absl::StrCat("model '", mc.name(),
@@ -211,6 +279,11 @@ absl::StatusOr<ServerCore::ModelMap> ServerCore::BuildModels(
         return errors::InvalidArgument("model server config: model '",
                                        mc.name(), "' has an empty label");
       }
+      if (version < 0) {
+        return errors::InvalidArgument(
+            "model server config: model '", mc.name(), "' label '", label,
+            "' points to version ", version, "; versions are >= 0");
+      }
       model->labels[label] = version;
     }
     models[mc.name()] = std::move(model);
@@ -219,6 +292,14 @@ absl::StatusOr<ServerCore::ModelMap> ServerCore::BuildModels(
 }
 
 absl::Status ServerCore::Init() {
+  const double poll = options_.file_system_poll_wait_seconds;
+  if (!std::isfinite(poll) || poll > kMaxPollWaitSeconds) {
+    return errors::InvalidArgument("file_system_poll_wait_seconds is ", poll,
+                                   "; must be a number of at "
+                                   "most ",
+                                   static_cast<int64_t>(kMaxPollWaitSeconds),
+                                   " seconds (<= 0: load once, never poll)");
+  }
   ASSIGN_OR_RETURN(ModelMap models, BuildModels(options_.model_server_config));
   {
     MutexLock lock(&models_mu_);
@@ -243,7 +324,8 @@ absl::Status ServerCore::Init() {
     }
   }
   if (options_.file_system_poll_wait_seconds > 0) {
-    poll_thread_ = std::thread([this] { PollLoop(); });
+    ASSIGN_OR_RETURN(poll_thread_,
+                     StartThread("model_poll", [this] { PollLoop(); }));
   }
   return absl::OkStatus();
 }
@@ -256,6 +338,10 @@ ServerCore::~ServerCore() {
   stop_cv_.notify_all();
   if (poll_thread_.joinable()) poll_thread_.join();
   batcher_.reset();
+}
+
+void ServerCore::StopBatching() {
+  if (batcher_ != nullptr) batcher_->Shutdown();
 }
 
 void ServerCore::PollLoop() {
@@ -503,8 +589,10 @@ absl::Status ServerCore::WarmUp(const Servable& servable) {
           servable.bundle.meta_graph_def.signature_def().at(sig_name);
       std::map<std::string, Tensor> inputs;
       absl::Status s;
+      int64_t request_bytes = 0;
       for (const auto& [key, info] : sig.inputs()) {
-        auto t = MakeWarmupTensor(info);
+        auto t = MakeWarmupTensor(key, info, options_.request_limits,
+                                  &request_bytes);
         if (!t.ok()) {
           s = t.status();
           break;
@@ -549,21 +637,26 @@ absl::Status ServerCore::WarmUp(const Servable& servable) {
       return errors::Annotate(
           st, absl::StrCat("warm-up file '", path, "' record ", n));
     };
+    // A predict log's inputs are decoded once, under the request limits.
+    PredictRequest predict;
+    if (log.has_predict_log()) {
+      const auto& req = log.predict_log().request();
+      predict.model_spec = FromProto(req.model_spec());
+      int64_t request_bytes = 0;
+      for (const auto& [key, proto] : req.inputs()) {
+        auto t = TensorFromRequestProto(key, proto, options_.request_limits,
+                                        &request_bytes);
+        if (!t.ok()) return where(t.status());
+        predict.inputs.emplace(key, std::move(*t));
+      }
+      predict.output_filter.assign(req.output_filter().begin(),
+                                   req.output_filter().end());
+    }
     for (int r = 0; r < std::max(1, options_.warmup_replays); ++r) {
       absl::Status run;
       if (log.has_predict_log()) {
-        const auto& req = log.predict_log().request();
-        PredictRequest request;
-        request.model_spec = FromProto(req.model_spec());
-        for (const auto& [key, proto] : req.inputs()) {
-          auto t = TensorFromProto(proto);
-          if (!t.ok()) return where(t.status());
-          request.inputs.emplace(key, std::move(*t));
-        }
-        request.output_filter.assign(req.output_filter().begin(),
-                                     req.output_filter().end());
         PredictResponse response;
-        run = DoPredict(request, &response, false, handle);
+        run = DoPredict(predict, &response, false, handle);
       } else if (log.has_classify_log()) {
         const auto& req = log.classify_log().request();
         ClassifyRequest request;

@@ -36,37 +36,41 @@
 // disappears from disk is unloaded.
 //
 // Startup. Create() fails on a malformed config (InvalidArgument naming the
-// model and field), on a base path that does not exist or is not a
-// directory (NotFound / InvalidArgument naming it), and, with
-// fail_if_zero_versions_at_startup, when a model has no version on disk.
-// Otherwise it succeeds even if no version loaded: such a model answers
-// Unavailable ("model M has no available version ...") and GetModelStatus
-// shows each version's error, and later versions are picked up by polling.
+// model and field: a negative version in a specific policy or a label, ...), on
+// a base path that does not exist or is not a directory (NotFound /
+// InvalidArgument naming it), and, with fail_if_zero_versions_at_startup, when
+// a model has no version on disk. Otherwise it succeeds even if no version
+// loaded: such a model answers Unavailable ("model M has no available version
+// ...") and GetModelStatus shows each version's error, and later versions are
+// picked up by polling.
 //
 // Warm-up. When a version has assets.extra/tf_serving_warmup_requests (a
 // TFRecord file of tensorflow.serving.PredictionLog protos, TF Serving's
 // format), up to max_warmup_records of its predict / classify / regress
 // logs are replayed against the new version, each `warmup_replays` times;
 // any failure (unreadable file, corrupt record, an unsupported log kind,
-// a request that fails) fails the version. Without that file, one request
-// per signature is generated from the signature's TensorInfos (unknown dims
-// = 1; zeros, or empty strings, i.e. empty serialized tf.Examples) and run
-// to build the executors; a generated request that fails is logged but does
-// not fail the version (the model may legitimately reject made-up inputs).
+// an input over request_limits, a request that fails) fails the version.
+// Without that file, one request per signature is generated from the
+// signature's TensorInfos (unknown dims = 1; zeros, or empty strings, i.e.
+// empty serialized tf.Examples) and run to build the executors; a generated
+// request that fails (or whose declared shapes exceed request_limits) is logged
+// but does not fail the version (the model may legitimately reject made-up
+// inputs).
 //
 // Requests. Predict runs any signature (default serving_default), whatever
 // its method, with RunSignature's input checks, through the batch scheduler
 // when batching is enabled, and returns the outputs in output_filter (all
-// when empty). Classify / Regress need a signature whose method is
-// tensorflow/serving/classify / regress (FailedPrecondition otherwise) with
-// exactly one DT_STRING input; each example is serialized and, with a
-// context, the context is serialized ONCE and its bytes are prepended to
-// every example's bytes. Protobuf parsing merges concatenated messages, so
-// the model's ParseExample sees context + example features with the
-// example's value winning on a name clash (for repeated feature lists the
-// map entry is replaced, not appended). Classify reads outputs "classes"
-// (DT_STRING) and/or "scores" (DT_FLOAT), each [N, K] (or [N]); Regress reads
-// "outputs" [N] or [N, 1] (DT_FLOAT).
+// when empty; an alias that names no output of the signature, or is given
+// twice, is InvalidArgument with TF Serving's message). Classify / Regress need
+// a signature whose method is tensorflow/serving/classify / regress
+// (FailedPrecondition otherwise) with exactly one DT_STRING input; each example
+// is serialized and, with a context, the context is serialized ONCE and its
+// bytes are prepended to every example's bytes. Protobuf parsing merges
+// concatenated messages, so the model's ParseExample sees context + example
+// features with the example's value winning on a name clash (for repeated
+// feature lists the map entry is replaced, not appended). Classify reads
+// outputs "classes" (DT_STRING) and/or "scores" (DT_FLOAT), each [N, K] (or
+// [N]); Regress reads "outputs" [N] or [N, 1] (DT_FLOAT).
 //
 // Errors (codes as prediction_api.h lists): an unknown model, version,
 // label or signature is NotFound naming it and listing what exists.
@@ -89,8 +93,8 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
-#include <set>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -105,20 +109,31 @@
 #include "recflow/serving/batching.h"
 #include "recflow/serving/metrics.h"
 #include "recflow/serving/prediction_api.h"
+#include "recflow/serving/prediction_api_proto.h"
 #include "recflow/serving/saved_model_bundle.h"
 
 namespace recflow::serving {
+
+// The longest poll interval accepted: TF Serving's flag is an int32 number
+// of seconds.
+inline constexpr double kMaxPollWaitSeconds = 2147483647;
 
 struct ServerCoreOptions {
   // model_config_list with one entry per model (see SingleModelConfig).
   tensorflow::serving::ModelServerConfig model_server_config;
   // Seconds between polls of the base paths (fractions allowed); <= 0 loads
-  // once in Create and never polls.
+  // once in Create and never polls. NaN, infinities and values above
+  // kMaxPollWaitSeconds are refused.
   double file_system_poll_wait_seconds = 1;
   bool fail_if_zero_versions_at_startup = false;
   // Batch requests through a shared BatchScheduler.
   bool enable_batching = false;
   tensorflow::serving::BatchingParameters batching_parameters;
+  // Limits on the tensors the core decodes or makes up itself (warm-up
+  // records and generated warm-up requests). The gRPC front end takes its
+  // own copy (GrpcServerOptions::limits); `recflow serve` sets both from
+  // one value so that every path applies the same limits.
+  ProtoLimits request_limits;
   // Warm-up (see the top of this file). TF Serving's limits.
   int max_warmup_records = 1000;
   int warmup_replays = 1;
@@ -139,6 +154,16 @@ tensorflow::serving::ModelServerConfig SingleModelConfig(
 // naming the file, line and column of a syntax error or unknown field.
 absl::Status ReadTextProtoFile(Env* env, const std::string& path,
                                google::protobuf::Message* message);
+
+// ReadTextProtoFile for a --model_config_file, which also refuses what the
+// parsed proto can no longer show: an explicit `num_versions: 0` in a latest
+// policy (InvalidArgument naming the file, line and model). TF Serving reads
+// it as 1, as it reads an absent num_versions; written out, it can only be a
+// mistake. (Over gRPC, HandleReloadConfigRequest's binary config cannot tell
+// the two apart: there 0 means the default, 1.)
+absl::Status ReadModelServerConfigFile(
+    Env* env, const std::string& path,
+    tensorflow::serving::ModelServerConfig* config);
 
 // RunSignature (saved_model_bundle.h) with TF Serving's leniency on
 // shapes (RunSignatureOptions::accept_omitted_ones).
@@ -181,6 +206,13 @@ class ServerCore : public PredictionApi {
   // On a config error nothing changes (errors as for Create). Serialized
   // with polling.
   absl::Status ReloadConfig(const tensorflow::serving::ModelServerConfig& config);
+
+  // Stops batching: requests waiting in the batch queues are run now,
+  // without waiting for batch_timeout_micros, and later requests run
+  // unbatched (BatchScheduler::Shutdown). A server calls it first when it
+  // shuts down, before stopping its front ends, so that their requests in
+  // flight are answered promptly. Idempotent; no-op without batching.
+  void StopBatching();
 
   // The configured model names, sorted.
   std::vector<std::string> ModelNames() const;

@@ -2,6 +2,7 @@
 // running signatures (through the batch scheduler when enabled), and the
 // PredictionApi methods. Loading and polling are in server_core.cc.
 #include <algorithm>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -166,6 +167,33 @@ void ServerCore::Record(const std::string& api, const ModelSpec& spec,
   }
 }
 
+namespace {
+
+// TF Serving's checks of a Predict output_filter, with its codes and
+// messages (predict_util.cc): every alias must name an output of the
+// signature, once.
+absl::Status CheckOutputFilter(const tensorflow::SignatureDef& sig,
+                               const std::vector<std::string>& output_filter) {
+  std::set<std::string> seen;
+  for (const std::string& alias : output_filter) {
+    if (!sig.outputs().contains(alias)) {
+      std::vector<std::string> keys;
+      for (const auto& [key, info] : sig.outputs()) keys.push_back(key);
+      std::sort(keys.begin(), keys.end());
+      return errors::InvalidArgument(
+          "output tensor alias not found in signature: ", alias,
+          " Outputs expected to be in the set {", absl::StrJoin(keys, ","),
+          "}.");
+    }
+    if (!seen.insert(alias).second) {
+      return errors::InvalidArgument("duplicate output tensor alias: ", alias);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status ServerCore::DoPredict(const PredictRequest& request,
                                    PredictResponse* response, bool batch,
                                    std::shared_ptr<const Servable> servable) {
@@ -173,6 +201,12 @@ absl::Status ServerCore::DoPredict(const PredictRequest& request,
     ASSIGN_OR_RETURN(servable, Resolve(request.model_spec));
   }
   const std::string signature = SignatureName(request.model_spec);
+  if (!request.output_filter.empty()) {
+    ASSIGN_OR_RETURN(
+        const tensorflow::SignatureDef* sig,
+        checkpoint::FindSignature(servable->bundle.meta_graph_def, signature));
+    RETURN_IF_ERROR(CheckOutputFilter(*sig, request.output_filter));
+  }
   ASSIGN_OR_RETURN(auto outputs, Run(servable, signature, request.inputs,
                                      request.output_filter, batch));
   response->model_spec = ModelSpec{servable->model, servable->version, "",

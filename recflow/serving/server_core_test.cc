@@ -5,11 +5,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <thread>
 
 #include "google/protobuf/text_format.h"
 #include "recflow/core/env.h"
+#include "recflow/core/thread_test_util.h"
 #include "recflow/framework/tensor_util.h"
+#include "recflow/proto/saved_model.pb.h"
 #include "recflow/proto/serving_prediction_log.pb.h"
 #include "recflow/serving/server_core_test_util.h"
 
@@ -197,7 +200,8 @@ TEST(ServerCoreTest, MetadataAndErrorsNameTheCulprit) {
   expect(absl::StatusCode::kNotFound, "serving_default");
   request.model_spec.signature_name = "";
   request.output_filter = {"w"};
-  expect(absl::StatusCode::kNotFound, "no output 'w'");
+  expect(absl::StatusCode::kInvalidArgument,
+         "output tensor alias not found in signature: w");
   request.output_filter = {};
   request.inputs["x"] = Tensor::FromVector<int32_t>({1}, {1});
   expect(absl::StatusCode::kInvalidArgument, "input 'x' must be float");
@@ -408,6 +412,108 @@ TEST(ServerCoreTest, ConfigErrors) {
   EXPECT_THAT(create(config).message(), HasSubstr("empty name"));
   config.mutable_custom_model_config();
   EXPECT_EQ(create(config).code(), absl::StatusCode::kUnimplemented);
+
+  // Issue 22: versions that no directory can have, and a poll interval that
+  // is not a number, are refused instead of silently serving nothing.
+  config = SingleModelConfig("m", base);
+  auto* mc = config.mutable_model_config_list()->mutable_config(0);
+  mc->mutable_model_version_policy()->mutable_specific()->add_versions(3);
+  mc->mutable_model_version_policy()->mutable_specific()->add_versions(-5);
+  s = create(config);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("model 'm' has model_version_policy { "
+                                     "specific { versions: -5 } }"));
+  config = SingleModelConfig("m", base);
+  (*config.mutable_model_config_list()
+        ->mutable_config(0)
+        ->mutable_version_labels())["stable"] = -1;
+  EXPECT_THAT(create(config).message(),
+              HasSubstr("label 'stable' points to version -1"));
+  for (double poll : {std::nan(""), HUGE_VAL, -HUGE_VAL, 1e300}) {
+    ServerCoreOptions options;
+    options.model_server_config = SingleModelConfig("m", base);
+    options.file_system_poll_wait_seconds = poll;
+    s = ServerCore::Create(options).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << poll;
+    EXPECT_THAT(s.message(), HasSubstr("file_system_poll_wait_seconds is "))
+        << poll;
+  }
+}
+
+TEST(ServerCoreTest, ModelConfigFileRefusesAnExplicitZeroNumVersions) {
+  const std::string path = FreshDir("num_versions") + "/models.config";
+  tensorflow::serving::ModelServerConfig config;
+  auto read = [&](const std::string& text) {
+    EXPECT_TRUE(WriteStringToFile(Env::Default(), path, text).ok());
+    config.Clear();
+    return ReadModelServerConfigFile(Env::Default(), path, &config);
+  };
+  absl::Status s = read(
+      "model_config_list {\n"
+      "  config { name: 'a' base_path: '/a' }\n"
+      "  config {\n"
+      "    name: 'b' base_path: '/b'\n"
+      "    model_version_policy { latest { num_versions: 0 } }\n"
+      "  }\n"
+      "}\n");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr(path + "' line 5: model 'b' has "
+                                            "model_version_policy { latest { "
+                                            "num_versions: 0 } }"));
+  // An absent num_versions is the default, 1, as in TF Serving.
+  EXPECT_TRUE(read("model_config_list { config { name: 'a' base_path: '/a' "
+                   "model_version_policy { latest {} } } }")
+                  .ok());
+  EXPECT_TRUE(read("model_config_list { config { name: 'a' base_path: '/a' "
+                   "model_version_policy { latest { num_versions: 3 } } } }")
+                  .ok());
+  EXPECT_EQ(config.model_config_list()
+                .config(0)
+                .model_version_policy()
+                .latest()
+                .num_versions(),
+            3u);
+  EXPECT_THAT(read("model_config_list { config { nme: 'a' } }").message(),
+              HasSubstr("nme"));
+}
+
+// An output_filter naming no output, or one twice, is refused as TF Serving
+// refuses it (INVALID_ARGUMENT, its messages).
+TEST(ServerCoreTest, OutputFilterIsChecked) {
+  const std::string base = FreshDir("output_filter");
+  ASSERT_TRUE(WriteAffineModel(base + "/1", 2.f, 1.f).ok());
+  auto core = MustCreate(Options("m", base));
+  ASSERT_NE(core, nullptr);
+  PredictRequest request;
+  request.model_spec.name = "m";
+  request.inputs["x"] = Tensor::FromVector<float>({1.f, 2.f}, {2});
+  PredictResponse response;
+  request.output_filter = {"nope"};
+  absl::Status s = core->Predict(request, &response);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "output tensor alias not found in signature: nope Outputs expected "
+            "to be in the set {y}.");
+  request.output_filter = {"y", "y"};
+  s = core->Predict(request, &response);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "duplicate output tensor alias: y");
+  request.output_filter = {"y"};
+  ASSERT_TRUE(core->Predict(request, &response).ok());
+  EXPECT_EQ(response.outputs.size(), 1u);
+}
+
+TEST(ServerCoreTest, PollThreadFailureIsAStatus) {
+  ServerCoreOptions options = Options("m", FreshDir("poll_thread"));
+  options.file_system_poll_wait_seconds = 1;
+  absl::StatusOr<std::unique_ptr<ServerCore>> core;
+  {
+    ScopedThreadCreationFailure no_threads;
+    core = ServerCore::Create(options);
+  }
+  EXPECT_EQ(core.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(core.status().message(),
+              HasSubstr("cannot start thread 'model_poll'"));
 }
 
 TEST(ServerCoreTest, ReadsTfServingConfigFiles) {
@@ -531,6 +637,55 @@ TEST(ServerCoreTest, WarmupFileIsReplayedAndFailuresFailTheVersion) {
   EXPECT_THAT(core->MetricsText(),
               HasSubstr("recflow_serving_load_failures{model=\"m\","
                         "stage=\"warmup\"} 4"));
+}
+
+// Issue 22 item 7: a ~40-byte warm-up record declaring x as [2147483648, 1]
+// with no values (TensorProto fills the shape with zeros) must not make the
+// server allocate 8 GiB: warm-up records get the limits of gRPC requests.
+TEST(ServerCoreTest, WarmupRecordsAndGeneratedRequestsAreBounded) {
+  const std::string base = FreshDir("warmup_limits");
+  tensorflow::serving::PredictionLog log;
+  auto* request = log.mutable_predict_log()->mutable_request();
+  request->mutable_model_spec()->set_name("m");
+  tensorflow::TensorProto& x = (*request->mutable_inputs())["x"];
+  x.set_dtype(tensorflow::DT_FLOAT);
+  x.mutable_tensor_shape()->add_dim()->set_size(int64_t{1} << 31);
+  x.mutable_tensor_shape()->add_dim()->set_size(1);
+  ASSERT_LT(log.ByteSizeLong(), 48u);
+  ASSERT_TRUE(
+      WriteAffineModel(base + "/1", 1.f, 0.f,
+                       {{"tf_serving_warmup_requests",
+                         testutil::TfRecords({log.SerializeAsString()})}})
+          .ok());
+  // Without a warm-up file, the requests made up from a signature that
+  // declares a fixed huge shape are skipped (logged), the version serves.
+  ASSERT_TRUE(WriteAffineModel(base + "/2", 1.f, 0.f).ok());
+  const std::string pb = base + "/2/saved_model.pb";
+  tensorflow::SavedModel sm;
+  std::string bytes;
+  ASSERT_TRUE(ReadFileToString(Env::Default(), pb, &bytes).ok());
+  ASSERT_TRUE(sm.ParseFromString(bytes));
+  auto* shape = (*sm.mutable_meta_graphs(0)->mutable_signature_def())["scalar"]
+                    .mutable_inputs()
+                    ->at("x")
+                    .mutable_tensor_shape();
+  shape->mutable_dim(0)->set_size(int64_t{1} << 31);
+  ASSERT_TRUE(
+      WriteStringToFile(Env::Default(), pb, sm.SerializeAsString()).ok());
+
+  ServerCoreOptions options = Options("m", base);
+  options.model_server_config.mutable_model_config_list()
+      ->mutable_config(0)
+      ->mutable_model_version_policy()
+      ->mutable_all();
+  auto core = MustCreate(options);
+  ASSERT_NE(core, nullptr);
+  EXPECT_THAT(core->AvailableVersions("m"), ElementsAre(2));
+  const absl::Status s = Statuses(core.get(), "m")[1].status;
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.message(), HasSubstr("warming up version 1 of model 'm'"));
+  EXPECT_THAT(s.message(),
+              HasSubstr("input 'x' has shape [2147483648,1]: over the limit"));
 }
 
 TEST(ServerCoreTest, ReloadConfigAddsKeepsAndDropsModels) {
