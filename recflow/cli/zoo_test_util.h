@@ -74,10 +74,9 @@ struct Examples {
         ids.insert(ids.end(), feature[i].begin(), feature[i].end());
         splits.push_back(static_cast<int64_t>(ids.size()));
       }
-      data::SparseBatch s;
+      data::SparseBatch& s = b.sparse.emplace_back();
       s.ids = Tensor::FromVector<int64_t>(absl::MakeConstSpan(ids));
       s.row_splits = Tensor::FromVector<int64_t>(absl::MakeConstSpan(splits));
-      b.sparse.push_back(std::move(s));
     }
     return b;
   }
