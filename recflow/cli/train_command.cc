@@ -31,6 +31,7 @@
 #include "recflow/ops/array_ops.h"
 #include "recflow/ops/data_ops.h"
 #include "recflow/runtime/session.h"
+#include "recflow/train/global_step.h"
 #include "recflow/train/hooks.h"
 #include "recflow/train/metrics.h"
 #include "recflow/train/monitored_session.h"
@@ -49,7 +50,9 @@ constexpr char kTrainUsage[] =
     "Resumes from the newest checkpoint in --model_dir (model, optimizer state and the\n"
     "position in the data), saves checkpoints there, writes TensorBoard events there, shows\n"
     "progress on stderr, evaluates on the eval data (every eval.every_steps and at the end)\n"
-    "and prints test AUC and logloss. --data / --eval_data / --steps override the config.\n\n"
+    "and prints test AUC and logloss. --data / --eval_data / --steps override the config.\n"
+    "A run already at its last step does nothing. A run that stops on an error saves its\n"
+    "last completed step first (not after a NaN loss: the last good checkpoint stays).\n\n"
     "Distributed (docs/distributed.md): with TF_CONFIG set (or --job_name and the host lists),\n"
     "this process is one task of a cluster: a ps serves its share of the model, the chief\n"
     "initializes, trains, checkpoints into --model_dir (shared by all tasks) and evaluates,\n"
@@ -337,10 +340,55 @@ absl::Status WriteRunConfig(const models::RunConfig& config, const std::string& 
 
 namespace {
 
+// True (after saying so) when the newest checkpoint of model_dir is at or
+// past train.steps already: a finished run started again does nothing, as
+// tf.estimator's train(max_steps) does. Problems finding or reading the
+// checkpoint are left to the restore, which reports them.
+bool AlreadyTrained(const models::RunConfig& config, const std::string& model_dir) {
+  if (config.train.steps <= 0) return false;
+  auto latest = checkpoint::FindLatestCheckpoint(Env::Default(), model_dir);
+  if (!latest.ok()) return false;
+  auto step = train::CheckpointGlobalStep(Env::Default(), latest->prefix);
+  if (!step.ok() || *step < config.train.steps) return false;
+  if (!latest->recovery.empty()) std::fprintf(stderr, "warning: %s\n", latest->recovery.c_str());
+  std::printf("nothing to do: %s is at global step %lld, train.steps is %lld (raise --steps to "
+              "train further)\n",
+              latest->prefix.c_str(), static_cast<long long>(*step),
+              static_cast<long long>(config.train.steps));
+  return true;
+}
+
+// The error of a run that stopped on `error`, with what became of its
+// progress (MonitoredSession::Close has run; Note [Saving after a failure]
+// in monitored_session.h).
+absl::Status StoppedRun(const absl::Status& error, const absl::Status& close,
+                        const train::MonitoredSession& sess, const std::string& newest_before) {
+  const std::vector<std::string> ckpts =
+      sess.saver() != nullptr ? sess.saver()->checkpoints() : std::vector<std::string>();
+  const std::string newest = ckpts.empty() ? "" : ckpts.back();
+  std::string what;
+  if (sess.state_unsafe_to_save()) {
+    what = absl::StrCat("the model after that step was not saved (its variables may hold NaN "
+                        "or Inf); ",
+                        newest.empty() ? "no checkpoint was written before it"
+                                       : "the last good checkpoint is " + newest);
+  } else if (!close.ok()) {
+    what = absl::StrCat("saving the last completed step failed too: ", close.message());
+  } else if (newest != newest_before) {
+    what = absl::StrCat("saved ", newest,
+                        " (the last completed step); run the same command to resume from it");
+  } else if (!newest.empty()) {
+    what = absl::StrCat("the newest checkpoint ", newest, " holds every completed step");
+  }
+  if (what.empty()) return error;
+  return absl::Status(error.code(), absl::StrCat(error.message(), "\n  ", what));
+}
+
 absl::Status RunTrain(models::RunConfig config, const std::string& model_dir) {
   if (config.data.train.empty()) {
     return errors::InvalidArgument(config.path, ": data.train is empty; set it or pass --data");
   }
+  if (AlreadyTrained(config, model_dir)) return absl::OkStatus();
   ASSIGN_OR_RETURN(Pipeline p, MakeParser(config));
   ASSIGN_OR_RETURN(data::Dataset train_ds,
                    MakeDataset(config, p, config.data.train, config.train.epochs));
@@ -407,10 +455,23 @@ absl::Status RunTrain(models::RunConfig config, const std::string& model_dir) {
         }));
   }
   ASSIGN_OR_RETURN(auto sess, train::MonitoredSession::Create(opts, g.graph_def, std::move(hooks)));
+  if (!sess->restore_recovery().empty()) {
+    std::fprintf(stderr, "warning: %s\n", sess->restore_recovery().c_str());
+  }
   if (!sess->restored_from().empty()) {
     std::fprintf(stderr, "resumed from %s (step %lld)\n", sess->restored_from().c_str(),
                  static_cast<long long>(sess->global_step()));
   }
+  if (sess->stopped_before_first_step()) {
+    std::printf("nothing to do: the model is at global step %lld, train.steps is %lld\n",
+                static_cast<long long>(sess->global_step()),
+                static_cast<long long>(config.train.steps));
+    return sess->Close();
+  }
+  const std::string newest_before =
+      sess->saver() != nullptr && !sess->saver()->checkpoints().empty()
+          ? sess->saver()->checkpoints().back()
+          : "";
   const int64_t start_step = sess->global_step();
   const auto start = Clock::now();
   std::vector<Tensor> out;
@@ -422,9 +483,25 @@ absl::Status RunTrain(models::RunConfig config, const std::string& model_dir) {
   const int64_t steps = sess->global_step() - start_step;
   const double secs = std::chrono::duration<double>(Clock::now() - start).count();
   ReportSkippedRecords(p);
-  if (!status.ok() && !absl::IsOutOfRange(status)) return status;
+  if (!status.ok() && !absl::IsOutOfRange(status)) {
+    // Keep what a checkpoint can keep before reporting the error.
+    const absl::Status closed = sess->Close();
+    return StoppedRun(status, closed, *sess, newest_before);
+  }
   RETURN_IF_ERROR(sess->Close());
   RETURN_IF_ERROR(writer->Close());
+  if (sess->steps_run() == 0) {
+    // The input ended before the first step.
+    if (sess->restored_from().empty()) {
+      return errors::InvalidArgument("the training data ", config.data.train,
+                                     " has no example (its files are empty)");
+    }
+    std::printf("nothing to do: %s (global step %lld) has already read its train.epochs "
+                "(%lld) epoch(s) of %s\n",
+                sess->restored_from().c_str(), static_cast<long long>(sess->global_step()),
+                static_cast<long long>(config.train.epochs), config.data.train.c_str());
+    return absl::OkStatus();
+  }
   std::printf("trained %lld steps (%lld examples) in %.1f s: %.0f examples/s; model in %s\n",
               static_cast<long long>(steps), static_cast<long long>(steps * config.train.batch_size),
               secs, secs > 0 ? steps * config.train.batch_size / secs : 0.0, model_dir.c_str());
@@ -444,7 +521,10 @@ absl::Status RunEval(models::RunConfig config, const std::string& model_dir, int
   config.train.shuffle_buffer = 0;
   ASSIGN_OR_RETURN(data::Dataset ds, MakeDataset(config, p, config.data.eval, 1));
   ASSIGN_OR_RETURN(BuiltGraph g, BuildGraph(config, p, /*trainable=*/false));
-  ASSIGN_OR_RETURN(std::string latest, checkpoint::LatestCheckpoint(Env::Default(), model_dir));
+  ASSIGN_OR_RETURN(checkpoint::LatestCheckpointInfo found,
+                   checkpoint::FindLatestCheckpoint(Env::Default(), model_dir));
+  if (!found.recovery.empty()) std::fprintf(stderr, "warning: %s\n", found.recovery.c_str());
+  const std::string& latest = found.prefix;
   SessionOptions so;
   so.inter_op_threads = so.intra_op_threads = config.train.threads;
   ASSIGN_OR_RETURN(auto session, Session::Create(so, g.graph_def));
