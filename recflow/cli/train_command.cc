@@ -147,6 +147,7 @@ absl::StatusOr<Pipeline> MakeParser(const models::RunConfig& config) {
     }
   }
   Pipeline p;
+  ASSIGN_OR_RETURN(p.quiet_parser, data::CriteoParser::Create(o));
   p.stats = std::make_shared<data::DataStats>();
   o.bad_records.stats = p.stats;
   ASSIGN_OR_RETURN(auto parser, data::CriteoParser::Create(o));
@@ -172,6 +173,7 @@ absl::StatusOr<data::Dataset> MakeDataset(const models::RunConfig& config, const
   ASSIGN_OR_RETURN(std::vector<std::string> files, data::ListFiles(nullptr, list));
   data::TextLineOptions tl;
   tl.lines_per_element = config.train.batch_size;
+  tl.emit_origin = true;  // bad lines are reported as path:LINE, and counted per file
   int threads = config.data.parse_threads;
   if (threads <= 0) threads = std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)));
   // Workers' shares: whole files when there are enough of them, else every
@@ -180,8 +182,15 @@ absl::StatusOr<data::Dataset> MakeDataset(const models::RunConfig& config, const
   data::Dataset ds = data::Dataset::TextLine(
       files, by_file ? data::ShardOptions{num_shards, shard_index} : data::ShardOptions{}, tl);
   if (num_shards > 1 && !by_file) ds = ds.Shard(num_shards, shard_index);
-  ds = ds.Map(data::ParseFn(p.parser), threads, p.schema.dtypes(),
-              ComponentShapes(p.schema));
+  std::vector<DataType> dtypes = p.schema.dtypes();
+  std::vector<PartialShape> shapes = ComponentShapes(p.schema);
+  dtypes.insert(dtypes.end(), {DT_STRING, DT_INT64});
+  shapes.insert(shapes.end(), {PartialShape({-1}), PartialShape({-1, 2})});
+  ds = ds.Map(CountingParseFn(p.parser, p.quiet_parser), threads, dtypes, shapes);
+  ds = CheckedBatches(ds, {.whole_files = num_shards <= 1 || by_file,
+                           .data_name = "the data " + patterns,
+                           .records = p.stats,
+                           .batches = p.batches});
   if (config.train.shuffle_buffer > 0) {
     ds = ds.Shuffle(config.train.shuffle_buffer, config.model.seed);
   }
@@ -317,11 +326,19 @@ std::string OracleNote(const std::string& data_pattern) {
   return absl::StrFormat("  (oracle: AUC %.4f, logloss %.4f)", a, l);
 }
 
+std::string SkippedBatchesNote(const Pipeline& p) {
+  const int64_t n = p.batches != nullptr ? p.batches->empty_batches.load() : 0;
+  if (n == 0) return "";
+  return absl::StrCat(n, n == 1 ? " batch" : " batches", " of only bad lines skipped");
+}
+
 void ReportSkippedRecords(const Pipeline& p) {
-  if (p.stats == nullptr || p.stats->records_skipped() == 0) return;
-  std::fprintf(stderr, "\ninput: %s (bad lines are skipped and counted; "
+  const std::string batches = SkippedBatchesNote(p);
+  if ((p.stats == nullptr || p.stats->records_skipped() == 0) && batches.empty()) return;
+  std::fprintf(stderr, "\ninput: %s%s%s (bad lines are skipped and counted; "
                        "docs/formats/text.md, \"Bad records\")\n",
-               p.stats->Summary().c_str());
+               p.stats != nullptr ? p.stats->Summary().c_str() : "",
+               batches.empty() ? "" : "; ", batches.c_str());
 }
 
 absl::Status WriteRunConfig(const models::RunConfig& config, const std::string& model_dir) {
@@ -427,7 +444,8 @@ absl::Status RunTrain(models::RunConfig config, const std::string& model_dir) {
       .batch_size = config.train.batch_size,
       .total_steps = config.train.steps,
       .loss_tensor = "loss:0",
-      .every_secs = config.train.log_every_secs}));
+      .every_secs = config.train.log_every_secs,
+      .note = [&p] { return SkippedBatchesNote(p); }}));
   if (config.train.summary_every_steps > 0) {
     hooks.push_back(std::make_unique<train::SummarySaverHook>(
         writer.get(), train::SummaryOptions{.every_steps = config.train.summary_every_steps,
