@@ -22,6 +22,7 @@
 #include "recflow/cli/train_pipeline.h"
 #include "recflow/core/env.h"
 #include "recflow/core/status.h"
+#include "recflow/core/threadpool.h"
 #include "recflow/data/dataset.h"
 #include "recflow/data/iterator_resource.h"
 #include "recflow/data/text_parsers.h"
@@ -607,6 +608,12 @@ int TrainCommand(const Args& args) {
   }
   if (!threads.empty() && !absl::SimpleAtoi(threads, &config->train.threads)) {
     std::cerr << "error: --threads: not a number: " << threads << "\n";
+    return 2;
+  }
+  // 0: one per core. Every task of a cluster takes this flag too.
+  if (absl::Status s = ValidateThreadCount("--threads", config->train.threads, 0);
+      !threads.empty() && !s.ok()) {
+    std::cerr << "error: " << s.message() << "\n";
     return 2;
   }
   if (model_dir.empty()) model_dir = "model";
