@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -36,11 +37,12 @@ std::vector<std::string> PathComponents(absl::string_view path) {
   return out;
 }
 
-// The absolute form of `dir`, from the working directory when relative.
-std::string AbsoluteDir(const std::string& dir) {
+// The absolute form of `dir`, from the working directory when relative;
+// nullopt when the working directory is unknown.
+std::optional<std::string> AbsoluteDir(const std::string& dir) {
   if (absl::StartsWith(dir, "/")) return dir;
   std::string cwd(4096, '\0');
-  if (getcwd(cwd.data(), cwd.size()) == nullptr) return "";
+  if (getcwd(cwd.data(), cwd.size()) == nullptr) return std::nullopt;
   cwd.resize(strlen(cwd.c_str()));
   return JoinPath(cwd, dir);
 }
@@ -98,7 +100,9 @@ std::optional<std::string> CheckpointPathInDir(const std::string& dir, const std
   if (path.empty()) return std::nullopt;
   std::vector<std::string> parts;
   if (absl::StartsWith(path, "/")) {
-    const std::vector<std::string> base = PathComponents(AbsoluteDir(dir));
+    const std::optional<std::string> abs_dir = AbsoluteDir(dir);
+    if (!abs_dir.has_value()) return std::nullopt;  // cannot tell: not inside
+    const std::vector<std::string> base = PathComponents(*abs_dir);
     parts = PathComponents(path);
     if (parts.size() <= base.size() || !std::equal(base.begin(), base.end(), parts.begin())) {
       return std::nullopt;
@@ -148,7 +152,7 @@ absl::StatusOr<std::vector<std::pair<int64_t, std::string>>> ListCheckpoints(
     if (!absl::StartsWith(child, head) || !absl::EndsWith(child, tail)) continue;
     const std::string digits = child.substr(head.size(), child.size() - head.size() - tail.size());
     int64_t step = 0;
-    if (digits.empty() || !std::all_of(digits.begin(), digits.end(), ::isdigit) ||
+    if (digits.empty() || !std::all_of(digits.begin(), digits.end(), absl::ascii_isdigit) ||
         !absl::SimpleAtoi(digits, &step)) {
       continue;
     }

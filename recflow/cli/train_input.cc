@@ -117,7 +117,9 @@ absl::Status CheckedBatchesIterator::GetNext(data::Element* out, bool* end_of_se
     RETURN_IF_ERROR(input_->GetNext(&e, &end));
     if (end) {
       RETURN_IF_ERROR(FinishFile(""));
-      if (pass_lines_ > 0 && pass_good_ == 0) {
+      // With whole files, a pass without a good line had a file without one,
+      // reported above.
+      if (!ds_->options().whole_files && pass_lines_ > 0 && pass_good_ == 0) {
         const auto& stats = ds_->options().records;
         pass_lines_ = 0;  // reported once
         return errors::InvalidArgument(
