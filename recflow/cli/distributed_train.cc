@@ -464,11 +464,13 @@ absl::Status RunWorker(const models::RunConfig& config, const std::string& model
   } else {
     ASSIGN_OR_RETURN(step, worker->FetchGlobalStep());
   }
-  // A job that trained no step (restarted at its end) saves and evaluates
-  // nothing.
-  const bool trained = step != start_step;
-  if (trained && last_save != step) RETURN_IF_ERROR(save(step).status());
-  if (trained && eval_ds.has_value()) RETURN_IF_ERROR(evaluate(step));
+  // The final checkpoint, unless one of this step exists. A job restarted
+  // at its end (its newest checkpoint at the last step, no step since)
+  // saves and evaluates nothing; a chief restarted while the workers
+  // finished the job still saves what they trained.
+  const bool nothing_new = step == start_step && step == last_save;
+  if (last_save != step) RETURN_IF_ERROR(save(step).status());
+  if (!nothing_new && eval_ds.has_value()) RETURN_IF_ERROR(evaluate(step));
   for (int ps = 0; ps < client.num_ps(); ++ps) {
     client.Leave(ps, index).IgnoreError();
     absl::Status s = client.Shutdown(ps, "the chief finished the job");
