@@ -312,67 +312,68 @@ absl::Status RunWorker(const models::RunConfig& config, const std::string& model
   bool finished_by_ps = false, nan_loss = false;
   const bool tty = isatty(STDERR_FILENO);
   auto train_loop = [&]() -> absl::Status {
-  while (config.train.steps <= 0 || step < config.train.steps) {
-    data::Element e;
-    bool end = false;
-    RETURN_IF_ERROR(iter.GetNext(&e, &end));
-    if (end) break;
-    auto r = worker->TrainStep(e);
-    if (!r.ok() && absl::IsOutOfRange(r.status())) {
-      finished_by_ps = true;  // the chief ended the job
-      break;
-    }
-    RETURN_IF_ERROR(r.status());
-    if (!std::isfinite(r->loss)) {
-      nan_loss = true;
-      return errors::InvalidArgument("NaN or Inf loss (", r->loss, ") at global step ",
-                                     r->global_step, " on ", TaskName(cluster),
-                                     "; stopping without saving over the last checkpoint");
-    }
-    step = r->global_step;
-    ++my_steps;
-    if (Since(last_position) >= 5) {
-      RETURN_IF_ERROR(save_position());
-      last_position = Clock::now();
-    }
-    if (Since(last_log) >= config.train.log_every_secs) {
-      const double secs = Since(start);
-      const auto& st = worker->stats();
-      std::fprintf(stderr, "%sstep %lld  loss %.4f  %.0f examples/s (this worker)  %.0f KB/step "
-                           "on the wire (%.2fx the minimum)%s",
-                   tty ? "\r" : "", static_cast<long long>(step), r->loss,
-                   my_steps * config.train.batch_size / std::max(secs, 1e-9),
-                   (st.bytes_sent + st.bytes_received) / 1e3 / std::max<int64_t>(st.steps, 1),
-                   st.minimum_bytes > 0
-                       ? double(st.bytes_sent + st.bytes_received) / st.minimum_bytes
-                       : 0.0,
-                   tty ? "   " : "\n");
-      last_log = Clock::now();
-    }
-    if (!chief) continue;
-    if (config.train.summary_every_steps > 0 &&
-        step - last_summary >= config.train.summary_every_steps) {
-      RETURN_IF_ERROR(writer->AddScalar("loss", step, r->loss));
-      last_summary = step;
-    }
-    if ((config.train.save_steps > 0 && step - std::max(last_save, start_step) >= config.train.save_steps) ||
-        (config.train.save_secs > 0 && Since(last_save_time) >= config.train.save_secs)) {
-      absl::Status saved = save(step).status();
-      if (!saved.ok()) {
-        // Training goes on; the next save tries again.
-        std::fprintf(stderr, "\nwarning: no checkpoint at step %lld: %s\n",
-                     static_cast<long long>(step), std::string(saved.message()).c_str());
+    while (config.train.steps <= 0 || step < config.train.steps) {
+      data::Element e;
+      bool end = false;
+      RETURN_IF_ERROR(iter.GetNext(&e, &end));
+      if (end) break;
+      auto r = worker->TrainStep(e);
+      if (!r.ok() && absl::IsOutOfRange(r.status())) {
+        finished_by_ps = true;  // the chief ended the job
+        break;
       }
-      last_save = step;
-      last_save_time = Clock::now();
+      RETURN_IF_ERROR(r.status());
+      if (!std::isfinite(r->loss)) {
+        nan_loss = true;
+        return errors::InvalidArgument("NaN or Inf loss (", r->loss, ") at global step ",
+                                       r->global_step, " on ", TaskName(cluster),
+                                       "; stopping without saving over the last checkpoint");
+      }
+      step = r->global_step;
+      ++my_steps;
+      if (Since(last_position) >= 5) {
+        RETURN_IF_ERROR(save_position());
+        last_position = Clock::now();
+      }
+      if (Since(last_log) >= config.train.log_every_secs) {
+        const double secs = Since(start);
+        const auto& st = worker->stats();
+        std::fprintf(stderr, "%sstep %lld  loss %.4f  %.0f examples/s (this worker)  %.0f KB/step "
+                             "on the wire (%.2fx the minimum)%s",
+                     tty ? "\r" : "", static_cast<long long>(step), r->loss,
+                     my_steps * config.train.batch_size / std::max(secs, 1e-9),
+                     (st.bytes_sent + st.bytes_received) / 1e3 / std::max<int64_t>(st.steps, 1),
+                     st.minimum_bytes > 0
+                         ? double(st.bytes_sent + st.bytes_received) / st.minimum_bytes
+                         : 0.0,
+                     tty ? "   " : "\n");
+        last_log = Clock::now();
+      }
+      if (!chief) continue;
+      if (config.train.summary_every_steps > 0 &&
+          step - last_summary >= config.train.summary_every_steps) {
+        RETURN_IF_ERROR(writer->AddScalar("loss", step, r->loss));
+        last_summary = step;
+      }
+      if ((config.train.save_steps > 0 &&
+           step - std::max(last_save, start_step) >= config.train.save_steps) ||
+          (config.train.save_secs > 0 && Since(last_save_time) >= config.train.save_secs)) {
+        absl::Status saved = save(step).status();
+        if (!saved.ok()) {
+          // Training goes on; the next save tries again.
+          std::fprintf(stderr, "\nwarning: no checkpoint at step %lld: %s\n",
+                       static_cast<long long>(step), std::string(saved.message()).c_str());
+        }
+        last_save = step;
+        last_save_time = Clock::now();
+      }
+      if (eval_ds.has_value() && config.train.eval_every_steps > 0 &&
+          step - last_eval_step >= config.train.eval_every_steps) {
+        RETURN_IF_ERROR(evaluate(step));
+        last_eval_step = step;
+      }
     }
-    if (eval_ds.has_value() && config.train.eval_every_steps > 0 &&
-        step - last_eval_step >= config.train.eval_every_steps) {
-      RETURN_IF_ERROR(evaluate(step));
-      last_eval_step = step;
-    }
-  }
-  return absl::OkStatus();
+    return absl::OkStatus();
   };
   if (absl::Status s = train_loop(); !s.ok()) {
     ReportSkippedRecords(p);

@@ -29,8 +29,8 @@ class CheckedBatchesDataset;
 class CheckedBatchesIterator : public data::IteratorBase {
  public:
   CheckedBatchesIterator(std::shared_ptr<const CheckedBatchesDataset> ds,
-                         std::shared_ptr<const data::IteratorContext> ctx, const std::string& prefix,
-                         std::unique_ptr<data::IteratorBase> input)
+                         std::shared_ptr<const data::IteratorContext> ctx,
+                         const std::string& prefix, std::unique_ptr<data::IteratorBase> input)
       : IteratorBase(std::move(ctx), prefix), ds_(std::move(ds)), input_(std::move(input)) {}
 
   absl::Status GetNext(data::Element* out, bool* end_of_sequence) override;
@@ -130,8 +130,8 @@ absl::Status CheckedBatchesIterator::GetNext(data::Element* out, bool* end_of_se
       *end_of_sequence = true;
       return absl::OkStatus();
     }
-    if (e.size() < 3 || e[e.size() - 2].dtype() != DT_STRING ||
-        e.back().dtype() != DT_INT64 || e.back().NumElements() != 2 * e[e.size() - 2].NumElements()) {
+    if (e.size() < 3 || e[e.size() - 2].dtype() != DT_STRING || e.back().dtype() != DT_INT64 ||
+        e.back().NumElements() != 2 * e[e.size() - 2].NumElements()) {
       return errors::Internal("CheckedBatches: the parse step did not add per-file counts");
     }
     const Tensor paths = e[e.size() - 2], counts = e.back();
