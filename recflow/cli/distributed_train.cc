@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -36,6 +37,34 @@ double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
+// The signal a ps stops on (0: none yet). Written by the handler only.
+volatile std::sig_atomic_t g_shutdown_signal = 0;
+extern "C" void OnShutdownSignal(int sig) { g_shutdown_signal = sig; }
+
+// Catches SIGINT and SIGTERM while alive (one per process).
+class ScopedShutdownSignals {
+ public:
+  ScopedShutdownSignals() {
+    struct sigaction action = {};
+    action.sa_handler = OnShutdownSignal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &old_int_);
+    sigaction(SIGTERM, &action, &old_term_);
+  }
+  ~ScopedShutdownSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  // "SIGINT", "SIGTERM" or "" (none received yet).
+  std::string received() const {
+    const int sig = g_shutdown_signal;
+    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "";
+  }
+
+ private:
+  struct sigaction old_int_, old_term_;
+};
+
 std::string TaskName(const distributed::ClusterConfig& c) {
   return absl::StrCat(c.task.job, " ", c.task.index);
 }
@@ -51,12 +80,12 @@ absl::Status RunPs(const models::RunConfig& config, const distributed::ClusterCo
   o.round_timeout = absl::Seconds(flags.sync_round_timeout_secs);
   o.partition_bytes = flags.partition_bytes;
   o.session.inter_op_threads = o.session.intra_op_threads = config.train.threads;
-  // The signals are waited for below; threads started from here inherit the mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // SIGINT and SIGTERM are caught (a handler, not a blocked mask waited
+  // for: threads started before this point, such as OpenBLAS's at load
+  // time, do not block them, and the kernel may deliver a signal to any of
+  // them, whose default action ended the process: exit 143 without the
+  // shutdown below). The previous handlers come back when the ps ends.
+  ScopedShutdownSignals signals;
   ASSIGN_OR_RETURN(auto ps, distributed::PsServer::Create(g.graph_def, o));
   ASSIGN_OR_RETURN(std::string listen, cluster.cluster.ListenAddress(cluster.task));
   ASSIGN_OR_RETURN(auto server, distributed::PsGrpcServer::Start(ps.get(), listen));
@@ -73,9 +102,8 @@ absl::Status RunPs(const models::RunConfig& config, const distributed::ClusterCo
   // A signal's name once SIGINT or SIGTERM came ("" until then).
   std::string signalled;
   auto poll_signal = [&](long nanos) {
-    timespec wait = {0, nanos};
-    const int sig = sigtimedwait(&signals, nullptr, &wait);
-    if (sig == SIGINT || sig == SIGTERM) signalled = sig == SIGINT ? "SIGINT" : "SIGTERM";
+    absl::SleepFor(absl::Nanoseconds(nanos));
+    signalled = signals.received();
   };
   while (!ps->WaitForShutdown(absl::Milliseconds(10))) {
     poll_signal(200 * 1000 * 1000);

@@ -96,7 +96,8 @@ absl::Status CheckedBatchesIterator::FinishFile(const std::string& next) {
     s = errors::InvalidArgument(
         "data file ", file_, " has no good line: its ", file_lines_,
         " line(s) are all bad records", stats != nullptr ? " (" + stats->Summary() + ")" : "",
-        "; fix or remove it (docs/formats/text.md, \"Bad records\")");
+        "; fix it, or empty it (a checkpoint holds positions by file index; "
+        "docs/formats/text.md, \"Bad records\")");
   }
   file_ = next;
   file_lines_ = file_good_ = 0;
