@@ -11,8 +11,6 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/str_cat.h"
-#include "google/protobuf/io/tokenizer.h"
-#include "google/protobuf/text_format.h"
 #include "recflow/core/fingerprint.h"
 #include "recflow/core/status.h"
 #include "recflow/framework/resource_var.h"
@@ -218,6 +216,7 @@ absl::StatusOr<std::unique_ptr<Saver>> Saver::Create(SaverOptions options,
   if (threads > 1) {
     ASSIGN_OR_RETURN(saver->pool_, ThreadPool::Create("ckpt_restore", threads));
   }
+  if (!saver->options_.adopt_directory) return saver;
   ASSIGN_OR_RETURN(RetainedCheckpoints retained,
                    AdoptCheckpointDir(env, dir, saver->options_.basename));
   {
@@ -448,23 +447,35 @@ absl::StatusOr<RetainedCheckpoints> AdoptCheckpointDir(Env* env, const std::stri
       env->DeleteFile(JoinPath(dir, child)).IgnoreError();
     }
   }
-  // Continue the retention list of an earlier run.
-  RetainedCheckpoints retained;
+  // Continue the retention list of an earlier run: the state file's, when
+  // it is usable; else (no state file, or a damaged one: FindLatestCheckpoint
+  // then resumes from the newest intact checkpoint) the checkpoints in the
+  // directory, oldest first. Paths outside the directory are never taken
+  // (retention would delete their files).
+  std::vector<std::string> prefixes;
   auto state = ReadCheckpointState(env, dir);
-  if (state.ok()) {
+  std::optional<std::string> newest;
+  if (state.ok()) newest = CheckpointPathInDir(dir, state->model_checkpoint_path());
+  if (newest.has_value() && env->FileExists(MetaFilename(*newest))) {
     for (const std::string& path : state->all_model_checkpoint_paths()) {
-      const std::string prefix = Resolve(dir, path);
-      if (!env->FileExists(MetaFilename(prefix))) continue;
-      retained.prefixes.push_back(prefix);
-      // A delta's chain, so retention keeps what it needs. An unreadable
-      // bundle is kept as if full; restoring it reports the problem.
-      auto reader = BundleReader::Open(env, prefix);
-      if (!reader.ok()) continue;
-      auto info = ReadDeltaInfo(**reader);
-      if (info.ok() && info->has_value()) retained.deps[prefix] = (*info)->chain;
+      std::optional<std::string> prefix = CheckpointPathInDir(dir, path);
+      if (prefix.has_value() && env->FileExists(MetaFilename(*prefix))) {
+        prefixes.push_back(*prefix);
+      }
     }
-  } else if (!absl::IsNotFound(state.status())) {
-    return state.status();
+  } else {
+    ASSIGN_OR_RETURN(auto listed, ListCheckpoints(env, dir, basename));
+    for (auto& [step, prefix] : listed) prefixes.push_back(std::move(prefix));
+  }
+  RetainedCheckpoints retained;
+  for (const std::string& prefix : prefixes) {
+    retained.prefixes.push_back(prefix);
+    // A delta's chain, so retention keeps what it needs. An unreadable
+    // bundle is kept as if full; restoring it reports the problem.
+    auto reader = BundleReader::Open(env, prefix);
+    if (!reader.ok()) continue;
+    auto info = ReadDeltaInfo(**reader);
+    if (info.ok() && info->has_value()) retained.deps[prefix] = (*info)->chain;
   }
   return retained;
 }
@@ -527,57 +538,6 @@ void DeleteCheckpointFiles(Env* env, const std::string& prefix) {
   for (const std::string& child : *children) {
     if (absl::StartsWith(child, data)) env->DeleteFile(JoinPath(dir, child)).IgnoreError();
   }
-}
-
-// --- State file ------------------------------------------------------------------
-
-absl::StatusOr<tensorflow::CheckpointState> ReadCheckpointState(Env* env,
-                                                                const std::string& dir) {
-  const std::string path = JoinPath(dir, kCheckpointStateFilename);
-  std::string text;
-  absl::Status s = ReadFileToString(env, path, &text, uint64_t{64} << 20);
-  if (!s.ok()) {
-    if (absl::IsNotFound(s)) return errors::NotFound("no checkpoint state file ", path);
-    return s;
-  }
-  tensorflow::CheckpointState state;
-  // Collects the parser's complaint instead of letting it log.
-  class Errors : public google::protobuf::io::ErrorCollector {
-   public:
-    void AddError(int line, int column, const std::string& message) override {
-      if (first.empty()) first = absl::StrCat(line + 1, ":", column + 1, ": ", message);
-    }
-    std::string first;
-  } collector;
-  google::protobuf::TextFormat::Parser parser;
-  parser.RecordErrorsTo(&collector);
-  if (!parser.ParseFromString(text, &state)) {
-    return errors::DataLoss("checkpoint state file ", path,
-                            " is not a CheckpointState in text format: ", collector.first);
-  }
-  return state;
-}
-
-absl::Status WriteCheckpointState(Env* env, const std::string& dir,
-                                  const tensorflow::CheckpointState& state) {
-  std::string text;
-  if (!google::protobuf::TextFormat::PrintToString(state, &text)) {
-    return errors::Internal("cannot print the checkpoint state");
-  }
-  return WriteStringToFileAtomically(env, JoinPath(dir, kCheckpointStateFilename), text);
-}
-
-absl::StatusOr<std::string> LatestCheckpoint(Env* env, const std::string& dir) {
-  ASSIGN_OR_RETURN(tensorflow::CheckpointState state, ReadCheckpointState(env, dir));
-  if (state.model_checkpoint_path().empty()) {
-    return errors::NotFound("checkpoint state in ", dir, " names no checkpoint");
-  }
-  const std::string prefix = Resolve(dir, state.model_checkpoint_path());
-  if (!env->FileExists(MetaFilename(prefix))) {
-    return errors::NotFound("checkpoint state in ", dir, " names ", prefix,
-                            ", which has no index file");
-  }
-  return prefix;
 }
 
 }  // namespace recflow::checkpoint

@@ -7,6 +7,7 @@
 //   ASSIGN_OR_RETURN(std::string path, saver->Save(step));  // /ckpt/model.ckpt-<step>
 //   ...
 //   ASSIGN_OR_RETURN(std::string latest, LatestCheckpoint(Env::Default(), "/ckpt"));
+//   // (or FindLatestCheckpoint, checkpoint_state.h, to report a recovery)
 //   RETURN_IF_ERROR(saver->Restore(latest));
 //
 // What is saved: a list of Saveables, each a name (its key in the bundle)
@@ -58,6 +59,7 @@
 #include "absl/status/statusor.h"
 #include "recflow/checkpoint/bundle_reader.h"
 #include "recflow/checkpoint/bundle_writer.h"
+#include "recflow/checkpoint/checkpoint_state.h"
 #include "recflow/core/env.h"
 #include "recflow/core/mutex.h"
 #include "recflow/core/tensor.h"
@@ -156,6 +158,11 @@ struct SaverOptions {
   // and the first after a Restore are full.
   int full_every_n_saves = 1;
   int64_t full_every_seconds = 0;
+  // Saver::Create cleans up the directory and adopts its retained list
+  // (AdoptCheckpointDir). False for a Saver that only restores (evaluation,
+  // export): it leaves the directory alone, so it may read checkpoints while
+  // the process that owns the directory is saving into it.
+  bool adopt_directory = true;
 };
 
 // Note [Incremental checkpoints]
@@ -182,9 +189,9 @@ inline constexpr char kCheckpointMetaKey[] = "_recflow/checkpoint_meta";
 class Saver {
  public:
   // InvalidArgument for an empty directory or duplicate saveable names.
-  // Adopts the retained list of an existing state file in the directory
-  // (those of its checkpoints that still exist) and removes temporary
-  // files left by crashed saves.
+  // Unless options.adopt_directory is false, adopts the checkpoints the
+  // directory retains and removes temporary files left by crashed saves
+  // (AdoptCheckpointDir).
   static absl::StatusOr<std::unique_ptr<Saver>> Create(SaverOptions options,
                                                        std::vector<Saveable> saveables);
 
@@ -249,10 +256,12 @@ struct RetainedCheckpoints {
 
 // What Saver::Create does to a directory (which must exist): removes the
 // temporary files crashed saves left there ("BASENAME-*" files containing
-// ".tempstate", and "checkpoint.tmp.*"), and returns the retained list of
-// its state file (the listed checkpoints that still have an index, with
-// their delta chains). Empty when there is no state file; DataLoss when it
-// does not parse.
+// ".tempstate", and "checkpoint.tmp.*"), and returns the checkpoints it
+// retains, with their delta chains: those its state file lists that are in
+// the directory and still have an index, when the state file is usable (it
+// parses and names a checkpoint there with an index); else (no state file,
+// or a damaged one, from which FindLatestCheckpoint recovers) every
+// BASENAME-STEP with an index, oldest first (ListCheckpoints).
 absl::StatusOr<RetainedCheckpoints> AdoptCheckpointDir(Env* env, const std::string& dir,
                                                        const std::string& basename);
 // Adds the just-written checkpoint `prefix` as the newest (a delta when
@@ -272,24 +281,6 @@ tensorflow::CheckpointState MakeCheckpointState(const std::string& dir, const st
 // Deletes the files of the bundle at `prefix`, its index first (so a
 // half-deleted checkpoint is never listed or loadable). Best effort.
 void DeleteCheckpointFiles(Env* env, const std::string& prefix);
-
-// --- The `checkpoint` state file --------------------------------------------
-
-inline constexpr char kCheckpointStateFilename[] = "checkpoint";
-
-// Reads DIR/checkpoint (protobuf text, as TensorFlow writes it). Relative
-// paths are kept as written. NotFound when there is no state file;
-// DataLoss when it does not parse.
-absl::StatusOr<tensorflow::CheckpointState> ReadCheckpointState(Env* env,
-                                                                const std::string& dir);
-// Replaces DIR/checkpoint atomically.
-absl::Status WriteCheckpointState(Env* env, const std::string& dir,
-                                  const tensorflow::CheckpointState& state);
-
-// The prefix of the newest checkpoint in `dir` per its state file, made
-// absolute when relative (tf.train.latest_checkpoint). NotFound when there
-// is no state file or the checkpoint it names has no index.
-absl::StatusOr<std::string> LatestCheckpoint(Env* env, const std::string& dir);
 
 }  // namespace recflow::checkpoint
 

@@ -139,8 +139,15 @@ TEST(SaverTest, ReadsTensorFlowStateFiles) {
                                 "all_model_checkpoint_timestamps: 1700000100.25\n"
                                 "last_preserved_timestamp: 1699999999.0\n")
                   .ok());
-  EXPECT_TRUE(absl::IsNotFound(LatestCheckpoint(&env, "/d").status()));  // no index
-  ASSERT_TRUE(WriteStringToFile(&env, "/d/ckpt-2.index", "x").ok());
+  // It names a checkpoint that is not there, and there is no other: an
+  // error (checkpoint_state.h), never "no checkpoint".
+  EXPECT_TRUE(absl::IsDataLoss(LatestCheckpoint(&env, "/d").status()));
+  {
+    auto writer = BundleWriter::Create(&env, "/d/ckpt-2");
+    ASSERT_TRUE(writer.ok());
+    ASSERT_TRUE((*writer)->Add("global_step", Tensor::Scalar<int64_t>(2)).ok());
+    ASSERT_TRUE((*writer)->Finish().ok());
+  }
   EXPECT_EQ(LatestCheckpoint(&env, "/d").value(), "/d/ckpt-2");
   auto state = ReadCheckpointState(&env, "/d");
   ASSERT_TRUE(state.ok());

@@ -5,8 +5,10 @@
 //   merge --out PREFIX IN1 [IN2 ...] [--allow_overwrite] [--max_shard_bytes N]
 //   diff A B [--atol X]
 //
-// A directory argument resolves through its `checkpoint` state file
-// (LatestCheckpoint); "P.index" is accepted for the prefix P.
+// A directory argument resolves to the checkpoint training would resume
+// from (checkpoint::FindLatestCheckpoint: its `checkpoint` state file, or
+// the newest intact checkpoint when that file is damaged, with a warning);
+// "P.index" is accepted for the prefix P.
 //
 // Exit codes: inspect and merge: 0 ok, 1 the work failed (unreadable or
 // corrupt bundle, output exists), 2 bad command line. diff: 0 equal,
@@ -49,7 +51,8 @@ constexpr char kUsage[] =
     "       recflow ckpt diff A B [--atol X]\n"
     "\n"
     "Tensor-bundle checkpoints (recflow's and TensorFlow's V2). A directory resolves\n"
-    "through its 'checkpoint' state file to the latest checkpoint.\n\n";
+    "to the checkpoint training would resume from: the one its 'checkpoint' state file\n"
+    "names, or the newest intact one when that file is damaged (with a warning).\n\n";
 
 // Below this many data bytes, inspect checks every crc without --verify.
 constexpr uint64_t kCheapVerifyBytes = 64ull << 20;
@@ -74,12 +77,11 @@ std::string HumanBytes(uint64_t b) {
 // A checkpoint argument: a directory (its latest checkpoint), "P.index" or P.
 absl::StatusOr<std::string> ResolvePrefix(Env* env, std::string arg) {
   if (env->IsDirectory(arg).ok()) {
-    auto latest = checkpoint::LatestCheckpoint(env, arg);
-    if (!latest.ok()) {
-      return errors::NotFound("'", arg, "' is a directory without a usable checkpoint state file: ",
-                              latest.status().message());
-    }
-    return *latest;
+    // The checkpoint train, eval and export would use (checkpoint_state.h).
+    ASSIGN_OR_RETURN(checkpoint::LatestCheckpointInfo found,
+                     checkpoint::FindLatestCheckpoint(env, arg));
+    if (!found.recovery.empty()) std::cerr << "warning: " << found.recovery << "\n";
+    return found.prefix;
   }
   if (absl::EndsWith(arg, ".index") && env->FileExists(arg)) {
     arg.resize(arg.size() - strlen(".index"));

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
 #include <string>
@@ -149,7 +150,16 @@ TEST_F(CkptCommandTest, InspectDirectoryUsesStateFile) {
   std::filesystem::create_directory(Path("empty"));
   const Result e = RunRecflow("ckpt inspect " + Path("empty"));
   EXPECT_EQ(e.rc, 1);
-  EXPECT_THAT(e.out, HasSubstr("without a usable checkpoint state file"));
+  EXPECT_THAT(e.out, HasSubstr("no checkpoint in " + Path("empty")));
+  // A damaged state file: the checkpoint training would resume from (the
+  // newest intact one), with a warning; before: "names no checkpoint".
+  for (const std::string text : {"", "model_checkpoint_path: \"/etc/passwd\"\n", "{{"}) {
+    std::ofstream(Path("checkpoint")) << text;
+    const Result d = RunRecflow("ckpt inspect " + dir_);
+    EXPECT_EQ(d.rc, 0) << d.out;
+    EXPECT_THAT(d.out, HasSubstr("warning: checkpoint state file"));
+    EXPECT_THAT(d.out, HasSubstr("using " + Path("model.ckpt-9") + ", the newest intact"));
+  }
 }
 
 TEST_F(CkptCommandTest, InspectTensorFlowBundle) {

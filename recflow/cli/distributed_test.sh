@@ -213,5 +213,94 @@ expect_error bad_index "index" '{"cluster": {"worker": ["127.0.0.1:1"], "ps": ["
 expect_error bad_backups "backup_workers" '{"cluster": {"worker": ["127.0.0.1:1"], "ps": ["127.0.0.1:2"]}, "task": {"type": "worker", "index": 0}}' --sync --backup_workers 1
 expect_error sync_no_cluster "need a cluster" "" --sync
 
+# 6. Issue 22, with one ps and a chief on a small log.
+"$RECFLOW" gen-data --rows 3000 --test_rows 300 --seed 7 --out "$TMP/small" >/dev/null 2>&1 ||
+  fail "gen-data small"
+cat >"$TMP/small.yaml" <<CONFIG
+model: {type: fm, embedding_dim: 4, seed: 1}
+features:
+  dense: 13
+  sparse: 26
+  sparse_defaults: {hash_table: true}
+data: {train: $TMP/small/train-*.tsv, parse_threads: 1}
+train: {batch_size: 100, epochs: 100, threads: 1, log_every_secs: 0.2}
+checkpoint: {save_steps: 10, save_secs: 0}
+CONFIG
+ckpts() { ls "$1" 2>/dev/null | sed -n 's/^model.ckpt-\([0-9]*\).index$/\1/p' | sort -n | tr '\n' ' '; }
+declare -A SMALL_PID
+small_cluster() {  # small_cluster NAME [train flags...]: ps 0 and the chief on fresh ports
+  local name=$1
+  shift
+  read -r c0 s0 <<<"$(free_ports 2)"
+  local cluster="\"cluster\": {\"chief\": [\"127.0.0.1:$c0\"], \"ps\": [\"127.0.0.1:$s0\"]}"
+  for t in "ps 0" "chief 0"; do
+    read -r job index <<<"$t"
+    TF_CONFIG="{$cluster, \"task\": {\"type\": \"$job\", \"index\": $index}}" \
+      "$RECFLOW" train --config "$TMP/small.yaml" --model_dir "$TMP/$name" "$@" \
+      >>"$TMP/$name.$job.out" 2>>"$TMP/$name.$job.err" &
+    SMALL_PID[$job]=$!
+    PIDS+=($!)
+  done
+}
+small_wait() {  # small_wait NAME: both tasks end (at most 60 s each), exit 0
+  local name=$1 task
+  for task in chief ps; do
+    local deadline=$((SECONDS + 60))
+    while kill -0 "${SMALL_PID[$task]}" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
+    kill -KILL "${SMALL_PID[$task]}" 2>/dev/null
+    wait "${SMALL_PID[$task]}" || fail "$name: $task exited with an error: $(tail -3 "$TMP/$name.$task.err")"
+  done
+}
+# Restarted at its last step: nothing to do, no ckpt-21 (item 5).
+small_cluster i5 --steps 20
+small_wait i5
+[[ "$(ckpts "$TMP/i5")" == "10 20 " ]] || fail "i5: checkpoints '$(ckpts "$TMP/i5")'"
+small_cluster i5 --steps 20
+small_wait i5
+grep -q "^chief 0: nothing to do: the model is at global step 20, train.steps is 20" "$TMP/i5.chief.out" ||
+  fail "i5: the restarted chief did not say it had nothing to do: $(tail -3 "$TMP/i5.chief.out")"
+[[ "$(ckpts "$TMP/i5")" == "10 20 " ]] || fail "i5 again: checkpoints '$(ckpts "$TMP/i5")', expected 10 20"
+# A damaged state file: the chief restores the newest intact checkpoint and
+# says so, never a fresh cluster (item 6).
+: >"$TMP/i5/checkpoint"
+small_cluster i5 --steps 30
+small_wait i5
+grep -q "warning: checkpoint state file .*names no checkpoint; using .*model.ckpt-20" "$TMP/i5.chief.err" ||
+  fail "i6: no recovery warning: $(grep -v '^step' "$TMP/i5.chief.err" | tail -3)"
+grep -q "from global step 20 to 30" "$TMP/i5.chief.err" ||
+  fail "i6: the chief did not resume at step 20: $(grep -v '^step' "$TMP/i5.chief.err" | tail -3)"
+[[ "$(ckpts "$TMP/i5")" == "10 20 30 " ]] || fail "i6: checkpoints '$(ckpts "$TMP/i5")'"
+# A ps whose chief died ends promptly on SIGTERM (item 11; it lingered 60 s
+# waiting for the dead chief to leave; 30 s is far above a prompt stop).
+small_cluster i11 --steps 1000000
+for _ in $(seq 300); do grep -qE "^step [0-9]+" "$TMP/i11.chief.err" 2>/dev/null && break; sleep 0.1; done
+kill -KILL "${SMALL_PID[chief]}" 2>/dev/null
+wait "${SMALL_PID[chief]}" 2>/dev/null
+kill -TERM "${SMALL_PID[ps]}"
+deadline=$((SECONDS + 30))
+while kill -0 "${SMALL_PID[ps]}" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
+if kill -0 "${SMALL_PID[ps]}" 2>/dev/null; then
+  fail "i11: the ps still runs 30 s after SIGTERM: $(tail -2 "$TMP/i11.ps.err")"
+  kill -KILL "${SMALL_PID[ps]}"
+fi
+wait "${SMALL_PID[ps]}" || fail "i11: the ps exited with an error after SIGTERM: $(tail -2 "$TMP/i11.ps.err")"
+grep -q "ps task 0: SIGTERM: stopping now" "$TMP/i11.ps.err" || fail "i11: $(tail -2 "$TMP/i11.ps.err")"
+# A chief that stops on a data error saves its steps first (item 4).
+for i in $(seq 30); do echo "garbage $i"; done >"$TMP/z_bad.tsv"
+sed -i 's/save_steps: 10/save_steps: 0/; s/epochs: 100/epochs: 1/' "$TMP/small.yaml"
+small_cluster i4 --data "$(ls "$TMP"/small/train-*.tsv),$TMP/z_bad.tsv"
+wait "${SMALL_PID[chief]}" && fail "i4: the chief succeeded on a file of bad lines"
+grep -q "z_bad.tsv has no good line" "$TMP/i4.chief.err" || fail "i4: $(tail -3 "$TMP/i4.chief.err")"
+grep -qE "^  saved .*i4/model.ckpt-30 \(the last completed step\)" "$TMP/i4.chief.err" ||
+  fail "i4: the chief did not save its steps: $(tail -3 "$TMP/i4.chief.err")"
+kill -TERM "${SMALL_PID[ps]}" 2>/dev/null
+wait "${SMALL_PID[ps]}" 2>/dev/null
+# Thread counts are bounded (item 2).
+out=$(TF_CONFIG='{"cluster": {"chief": ["127.0.0.1:1"], "ps": ["127.0.0.1:2"]}, "task": {"type": "ps", "index": 0}}' \
+  timeout 20 "$RECFLOW" train --config "$TMP/small.yaml" --model_dir "$TMP/bad" --threads 100000 2>&1)
+rc=$?
+[[ $rc -eq 2 ]] && grep -q -- "--threads is 100000; must be between 0 and 4096" <<<"$out" ||
+  fail "threads_bound: exit $rc: $out"
+
 echo "distributed_test: single $single, async $async (eval $eval_auc), sync $sync_auc, after faults $faults_auc; $fails failures"
 [[ $fails -eq 0 ]]

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -36,6 +37,34 @@ double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
+// The signal a ps stops on (0: none yet). Written by the handler only.
+volatile std::sig_atomic_t g_shutdown_signal = 0;
+extern "C" void OnShutdownSignal(int sig) { g_shutdown_signal = sig; }
+
+// Catches SIGINT and SIGTERM while alive (one per process).
+class ScopedShutdownSignals {
+ public:
+  ScopedShutdownSignals() {
+    struct sigaction action = {};
+    action.sa_handler = OnShutdownSignal;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &old_int_);
+    sigaction(SIGTERM, &action, &old_term_);
+  }
+  ~ScopedShutdownSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  // "SIGINT", "SIGTERM" or "" (none received yet).
+  std::string received() const {
+    const int sig = g_shutdown_signal;
+    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "";
+  }
+
+ private:
+  struct sigaction old_int_, old_term_;
+};
+
 std::string TaskName(const distributed::ClusterConfig& c) {
   return absl::StrCat(c.task.job, " ", c.task.index);
 }
@@ -51,12 +80,12 @@ absl::Status RunPs(const models::RunConfig& config, const distributed::ClusterCo
   o.round_timeout = absl::Seconds(flags.sync_round_timeout_secs);
   o.partition_bytes = flags.partition_bytes;
   o.session.inter_op_threads = o.session.intra_op_threads = config.train.threads;
-  // The signals are waited for below; threads started from here inherit the mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // SIGINT and SIGTERM are caught (a handler, not a blocked mask waited
+  // for: threads started before this point, such as OpenBLAS's at load
+  // time, do not block them, and the kernel may deliver a signal to any of
+  // them, whose default action ended the process: exit 143 without the
+  // shutdown below). The previous handlers come back when the ps ends.
+  ScopedShutdownSignals signals;
   ASSIGN_OR_RETURN(auto ps, distributed::PsServer::Create(g.graph_def, o));
   ASSIGN_OR_RETURN(std::string listen, cluster.cluster.ListenAddress(cluster.task));
   ASSIGN_OR_RETURN(auto server, distributed::PsGrpcServer::Start(ps.get(), listen));
@@ -70,20 +99,37 @@ absl::Status RunPs(const models::RunConfig& config, const distributed::ClusterCo
                ps->plan().BytesPerPs()[o.task_index] / 1e6, ps->plan().tables.size(),
                o.sync ? absl::StrFormat("; sync rounds of %d", o.replicas_to_aggregate).c_str()
                       : "; asynchronous");
+  // A signal's name once SIGINT or SIGTERM came ("" until then).
+  std::string signalled;
+  auto poll_signal = [&](long nanos) {
+    absl::SleepFor(absl::Nanoseconds(nanos));
+    signalled = signals.received();
+  };
   while (!ps->WaitForShutdown(absl::Milliseconds(10))) {
-    timespec wait = {0, 200 * 1000 * 1000};
-    const int sig = sigtimedwait(&signals, nullptr, &wait);
-    if (sig == SIGINT || sig == SIGTERM) {
-      ps->Shutdown(sig == SIGINT ? "SIGINT" : "SIGTERM");
-    }
+    poll_signal(200 * 1000 * 1000);
+    if (!signalled.empty()) ps->Shutdown(signalled);
   }
-  // Linger (up to a minute) until every worker left or was told the job is
-  // finished, so one cut off at the end does not retry against a closed
-  // port; an evaluator polls too.
-  const auto linger = Clock::now();
-  absl::SleepFor(absl::Seconds(1));
-  while (!ps->AllWorkersGone() && Since(linger) < 60) absl::SleepFor(absl::Milliseconds(100));
-  absl::SleepFor(absl::Seconds(1));
+  if (signalled.empty()) {
+    // The chief ended the job. Linger (up to a minute) until every worker
+    // left or was told the job is finished, so one cut off at the end does
+    // not retry against a closed port; an evaluator polls too. A signal
+    // ends the wait at once.
+    const auto linger = Clock::now();
+    while (signalled.empty() && Since(linger) < 1) poll_signal(100 * 1000 * 1000);
+    while (signalled.empty() && !ps->AllWorkersGone() && Since(linger) < 60) {
+      poll_signal(100 * 1000 * 1000);
+    }
+    while (signalled.empty() && Since(linger) < 2) poll_signal(100 * 1000 * 1000);
+  }
+  if (!signalled.empty()) {
+    // Stopped from outside (a scheduler's SIGTERM, Ctrl-C): no linger. The
+    // model a ps holds is in the chief's checkpoints (a restarted ps is
+    // restored from the newest); what it must finish is the calls in
+    // progress, say its part of a checkpoint being written, which Stop
+    // waits for.
+    std::fprintf(stderr, "ps task %d: %s: stopping now (calls in progress finish first)\n",
+                 o.task_index, signalled.c_str());
+  }
   server->Stop();
   distributed::StatusResponse st;
   RETURN_IF_ERROR(ps->GetStatus(&st));
@@ -136,9 +182,13 @@ absl::Status RunWorker(const models::RunConfig& config, const std::string& model
   wo.sync_round_timeout = absl::Seconds(flags.sync_round_timeout_secs);
   wo.partition_bytes = flags.partition_bytes;
   wo.max_staleness = flags.max_staleness >= 0 ? flags.max_staleness : num_workers;
-  wo.latest_checkpoint = [model_dir]() {
-    auto latest = checkpoint::LatestCheckpoint(Env::Default(), model_dir);
-    return latest.ok() ? *latest : std::string();
+  // The checkpoint a ps that restarted mid-job is restored from: the one
+  // any restart would use (checkpoint_state.h).
+  wo.latest_checkpoint = [model_dir]() -> absl::StatusOr<std::string> {
+    auto latest = checkpoint::FindLatestCheckpoint(Env::Default(), model_dir);
+    if (absl::IsNotFound(latest.status())) return std::string();
+    RETURN_IF_ERROR(latest.status());
+    return latest->prefix;
   };
   ASSIGN_OR_RETURN(auto worker, distributed::Worker::Create(session.get(), &client, wo));
   // The task's own server (health checks), on its address in the cluster.
@@ -149,6 +199,7 @@ absl::Status RunWorker(const models::RunConfig& config, const std::string& model
   }
 
   std::unique_ptr<distributed::ClusterCheckpointer> ckpt;
+  std::string latest;  // chief: the checkpoint the cluster started from
   std::unique_ptr<train::SummaryWriter> writer;
   std::optional<data::Dataset> eval_ds;
   if (chief) {
@@ -157,7 +208,14 @@ absl::Status RunWorker(const models::RunConfig& config, const std::string& model
     co.directory = model_dir;
     co.max_to_keep = config.train.keep;
     ASSIGN_OR_RETURN(ckpt, distributed::ClusterCheckpointer::Create(co));
-    const std::string latest = wo.latest_checkpoint();
+    // Never a fresh start beside checkpoints: a state file that cannot be
+    // used is recovered from (and said so) or an error.
+    auto found = checkpoint::FindLatestCheckpoint(Env::Default(), model_dir);
+    if (!found.ok() && !absl::IsNotFound(found.status())) return found.status();
+    if (found.ok() && !found->recovery.empty()) {
+      std::fprintf(stderr, "warning: %s\n", found->recovery.c_str());
+    }
+    latest = found.ok() ? found->prefix : "";
     RETURN_IF_ERROR(worker->StartCluster(latest));
     ASSIGN_OR_RETURN(writer, train::SummaryWriter::Create(Env::Default(), model_dir));
     RETURN_IF_ERROR(writer->AddGraph(g.graph_def));
@@ -215,10 +273,11 @@ absl::Status RunWorker(const models::RunConfig& config, const std::string& model
                    : absl::StrCat("for ", config.train.epochs, " epoch(s) of its data").c_str());
 
   // A save that fails (a ps restarting) is retried a few times: the chief
-  // re-initializes a restarted ps from the last checkpoint first.
-  auto save = [&](int64_t at) -> absl::Status {
+  // re-initializes a restarted ps from the last checkpoint first. Returns
+  // the checkpoint's prefix.
+  auto save = [&](int64_t at, int attempts = 5) -> absl::StatusOr<std::string> {
     absl::Status s;
-    for (int attempt = 0; attempt < 5; ++attempt) {
+    for (int attempt = 0; attempt < attempts; ++attempt) {
       if (attempt > 0) {
         std::fprintf(stderr, "\nwarning: checkpoint at step %lld failed: %s; retrying\n",
                      static_cast<long long>(at), std::string(s.message()).c_str());
@@ -238,7 +297,7 @@ absl::Status RunWorker(const models::RunConfig& config, const std::string& model
       s = prefix.status();
       if (s.ok()) {
         std::fprintf(stderr, "\nsaved %s (%.1f s)\n", prefix->c_str(), Since(t0));
-        return s;
+        return prefix;
       }
     }
     return s;
@@ -264,73 +323,107 @@ absl::Status RunWorker(const models::RunConfig& config, const std::string& model
   // The step of the newest checkpoint (-1: none), so that the end saves
   // unless a checkpoint of the final step exists already.
   int64_t last_save = -1;
-  if (chief) {
-    const std::string latest = wo.latest_checkpoint();
-    if (!latest.empty() && !absl::SimpleAtoi(latest.substr(latest.rfind('-') + 1), &last_save)) {
-      last_save = -1;
-    }
+  if (chief && !latest.empty() &&
+      !absl::SimpleAtoi(latest.substr(latest.rfind('-') + 1), &last_save)) {
+    last_save = -1;
+  }
+  if (config.train.steps > 0 && step >= config.train.steps) {
+    // Started again at (or past) its last step: nothing to train. The chief
+    // still ends the job below, so that the ps tasks and workers stop.
+    std::printf("%s: nothing to do: the model is at global step %lld, train.steps is %lld%s\n",
+                TaskName(cluster).c_str(), static_cast<long long>(step),
+                static_cast<long long>(config.train.steps),
+                chief && !latest.empty() ? (" (" + latest + ")").c_str() : "");
+    std::fflush(stdout);
   }
   int64_t last_eval_step = step, last_summary = step, my_steps = 0;
-  bool finished_by_ps = false;
+  bool finished_by_ps = false, nan_loss = false;
   const bool tty = isatty(STDERR_FILENO);
-  while (config.train.steps <= 0 || step < config.train.steps) {
-    data::Element e;
-    bool end = false;
-    RETURN_IF_ERROR(iter.GetNext(&e, &end));
-    if (end) break;
-    auto r = worker->TrainStep(e);
-    if (!r.ok() && absl::IsOutOfRange(r.status())) {
-      finished_by_ps = true;  // the chief ended the job
-      break;
-    }
-    RETURN_IF_ERROR(r.status());
-    if (!std::isfinite(r->loss)) {
-      return errors::InvalidArgument("NaN or Inf loss (", r->loss, ") at global step ",
-                                     r->global_step, " on ", TaskName(cluster),
-                                     "; stopping without saving over the last checkpoint");
-    }
-    step = r->global_step;
-    ++my_steps;
-    if (Since(last_position) >= 5) {
-      RETURN_IF_ERROR(save_position());
-      last_position = Clock::now();
-    }
-    if (Since(last_log) >= config.train.log_every_secs) {
-      const double secs = Since(start);
-      const auto& st = worker->stats();
-      std::fprintf(stderr, "%sstep %lld  loss %.4f  %.0f examples/s (this worker)  %.0f KB/step "
-                           "on the wire (%.2fx the minimum)%s",
-                   tty ? "\r" : "", static_cast<long long>(step), r->loss,
-                   my_steps * config.train.batch_size / std::max(secs, 1e-9),
-                   (st.bytes_sent + st.bytes_received) / 1e3 / std::max<int64_t>(st.steps, 1),
-                   st.minimum_bytes > 0
-                       ? double(st.bytes_sent + st.bytes_received) / st.minimum_bytes
-                       : 0.0,
-                   tty ? "   " : "\n");
-      last_log = Clock::now();
-    }
-    if (!chief) continue;
-    if (config.train.summary_every_steps > 0 &&
-        step - last_summary >= config.train.summary_every_steps) {
-      RETURN_IF_ERROR(writer->AddScalar("loss", step, r->loss));
-      last_summary = step;
-    }
-    if ((config.train.save_steps > 0 && step - std::max(last_save, start_step) >= config.train.save_steps) ||
-        (config.train.save_secs > 0 && Since(last_save_time) >= config.train.save_secs)) {
-      absl::Status saved = save(step);
-      if (!saved.ok()) {
-        // Training goes on; the next save tries again.
-        std::fprintf(stderr, "\nwarning: no checkpoint at step %lld: %s\n",
-                     static_cast<long long>(step), std::string(saved.message()).c_str());
+  auto train_loop = [&]() -> absl::Status {
+    while (config.train.steps <= 0 || step < config.train.steps) {
+      data::Element e;
+      bool end = false;
+      RETURN_IF_ERROR(iter.GetNext(&e, &end));
+      if (end) break;
+      auto r = worker->TrainStep(e);
+      if (!r.ok() && absl::IsOutOfRange(r.status())) {
+        finished_by_ps = true;  // the chief ended the job
+        break;
       }
-      last_save = step;
-      last_save_time = Clock::now();
+      RETURN_IF_ERROR(r.status());
+      if (!std::isfinite(r->loss)) {
+        nan_loss = true;
+        return errors::InvalidArgument("NaN or Inf loss (", r->loss, ") at global step ",
+                                       r->global_step, " on ", TaskName(cluster),
+                                       "; stopping without saving over the last checkpoint");
+      }
+      step = r->global_step;
+      ++my_steps;
+      if (Since(last_position) >= 5) {
+        RETURN_IF_ERROR(save_position());
+        last_position = Clock::now();
+      }
+      if (Since(last_log) >= config.train.log_every_secs) {
+        const double secs = Since(start);
+        const auto& st = worker->stats();
+        std::fprintf(stderr, "%sstep %lld  loss %.4f  %.0f examples/s (this worker)  %.0f KB/step "
+                             "on the wire (%.2fx the minimum)%s",
+                     tty ? "\r" : "", static_cast<long long>(step), r->loss,
+                     my_steps * config.train.batch_size / std::max(secs, 1e-9),
+                     (st.bytes_sent + st.bytes_received) / 1e3 / std::max<int64_t>(st.steps, 1),
+                     st.minimum_bytes > 0
+                         ? double(st.bytes_sent + st.bytes_received) / st.minimum_bytes
+                         : 0.0,
+                     tty ? "   " : "\n");
+        last_log = Clock::now();
+      }
+      if (!chief) continue;
+      if (config.train.summary_every_steps > 0 &&
+          step - last_summary >= config.train.summary_every_steps) {
+        RETURN_IF_ERROR(writer->AddScalar("loss", step, r->loss));
+        last_summary = step;
+      }
+      if ((config.train.save_steps > 0 &&
+           step - std::max(last_save, start_step) >= config.train.save_steps) ||
+          (config.train.save_secs > 0 && Since(last_save_time) >= config.train.save_secs)) {
+        absl::Status saved = save(step).status();
+        if (!saved.ok()) {
+          // Training goes on; the next save tries again.
+          std::fprintf(stderr, "\nwarning: no checkpoint at step %lld: %s\n",
+                       static_cast<long long>(step), std::string(saved.message()).c_str());
+        }
+        last_save = step;
+        last_save_time = Clock::now();
+      }
+      if (eval_ds.has_value() && config.train.eval_every_steps > 0 &&
+          step - last_eval_step >= config.train.eval_every_steps) {
+        RETURN_IF_ERROR(evaluate(step));
+        last_eval_step = step;
+      }
     }
-    if (eval_ds.has_value() && config.train.eval_every_steps > 0 &&
-        step - last_eval_step >= config.train.eval_every_steps) {
-      RETURN_IF_ERROR(evaluate(step));
-      last_eval_step = step;
+    return absl::OkStatus();
+  };
+  if (absl::Status s = train_loop(); !s.ok()) {
+    ReportSkippedRecords(p);
+    // Keep what a checkpoint can keep (train/monitored_session.h, Note
+    // [Saving after a failure]): not after a NaN (the ps tasks may hold it),
+    // else the chief saves the model as it is (one attempt: the ps tasks
+    // may be what failed) and every task its data position.
+    if (nan_loss) return s;
+    std::string what;
+    if (absl::Status p = save_position(); !p.ok()) {
+      what = absl::StrCat("; saving the data position failed too: ", p.message());
     }
+    const int64_t now = chief ? worker->FetchGlobalStep().value_or(step) : step;
+    if (chief && now != last_save) {
+      absl::StatusOr<std::string> saved = save(now, /*attempts=*/1);
+      absl::StrAppend(&what, saved.ok() ? absl::StrCat("\n  saved ", *saved,
+                                                       " (the last completed step); run the "
+                                                       "same command to resume from it")
+                                        : absl::StrCat("\n  saving the model failed too: ",
+                                                       saved.status().message()));
+    }
+    return absl::Status(s.code(), absl::StrCat(s.message(), what));
   }
   const double secs = Since(start);
   ReportSkippedRecords(p);
@@ -400,8 +493,13 @@ absl::Status RunWorker(const models::RunConfig& config, const std::string& model
   } else {
     ASSIGN_OR_RETURN(step, worker->FetchGlobalStep());
   }
-  if (last_save != step) RETURN_IF_ERROR(save(step));
-  if (eval_ds.has_value()) RETURN_IF_ERROR(evaluate(step));
+  // The final checkpoint, unless one of this step exists. A job restarted
+  // at its end (its newest checkpoint at the last step, no step since)
+  // saves and evaluates nothing; a chief restarted while the workers
+  // finished the job still saves what they trained.
+  const bool nothing_new = step == start_step && step == last_save;
+  if (last_save != step) RETURN_IF_ERROR(save(step).status());
+  if (!nothing_new && eval_ds.has_value()) RETURN_IF_ERROR(evaluate(step));
   for (int ps = 0; ps < client.num_ps(); ++ps) {
     client.Leave(ps, index).IgnoreError();
     absl::Status s = client.Shutdown(ps, "the chief finished the job");
@@ -434,11 +532,19 @@ absl::Status RunEvaluator(const models::RunConfig& config, const std::string& mo
   RETURN_IF_ERROR(Env::Default()->RecursivelyCreateDir(model_dir + "/eval"));
   ASSIGN_OR_RETURN(auto writer, train::SummaryWriter::Create(Env::Default(), model_dir + "/eval"));
   distributed::PsClient client(cluster.ps_addresses());
-  std::string last;
+  std::string last, last_recovery;
   bool finished = false;
   auto gone_since = Clock::now();
   for (;;) {
-    auto latest = checkpoint::LatestCheckpoint(Env::Default(), model_dir);
+    // The checkpoint a restart would use (checkpoint_state.h); a recovery is
+    // said once.
+    auto found = checkpoint::FindLatestCheckpoint(Env::Default(), model_dir);
+    if (found.ok() && found->recovery != last_recovery) {
+      last_recovery = found->recovery;
+      if (!last_recovery.empty()) std::fprintf(stderr, "warning: %s\n", last_recovery.c_str());
+    }
+    const absl::StatusOr<std::string> latest =
+        found.ok() ? absl::StatusOr<std::string>(found->prefix) : found.status();
     if (latest.ok() && *latest != last) {
       SessionOptions so;
       so.inter_op_threads = so.intra_op_threads = config.train.threads;

@@ -31,7 +31,10 @@ constexpr char kUsage[] =
 
 absl::Status RunExport(const models::RunConfig& config, const std::string& model_dir,
                        const std::string& export_dir) {
-  ASSIGN_OR_RETURN(std::string latest, checkpoint::LatestCheckpoint(Env::Default(), model_dir));
+  ASSIGN_OR_RETURN(checkpoint::LatestCheckpointInfo found,
+                   checkpoint::FindLatestCheckpoint(Env::Default(), model_dir));
+  if (!found.recovery.empty()) std::fprintf(stderr, "warning: %s\n", found.recovery.c_str());
+  const std::string& latest = found.prefix;
   Scope root = Scope::NewRootScope();
   models::ModelInputs in = models::Placeholders(root, config.model);
   ASSIGN_OR_RETURN(models::Model m,

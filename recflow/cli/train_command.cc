@@ -33,6 +33,7 @@
 #include "recflow/ops/array_ops.h"
 #include "recflow/ops/data_ops.h"
 #include "recflow/runtime/session.h"
+#include "recflow/train/global_step.h"
 #include "recflow/train/hooks.h"
 #include "recflow/train/metrics.h"
 #include "recflow/train/monitored_session.h"
@@ -51,7 +52,9 @@ constexpr char kTrainUsage[] =
     "Resumes from the newest checkpoint in --model_dir (model, optimizer state and the\n"
     "position in the data), saves checkpoints there, writes TensorBoard events there, shows\n"
     "progress on stderr, evaluates on the eval data (every eval.every_steps and at the end)\n"
-    "and prints test AUC and logloss. --data / --eval_data / --steps override the config.\n\n"
+    "and prints test AUC and logloss. --data / --eval_data / --steps override the config.\n"
+    "A run already at its last step does nothing. A run that stops on an error saves its\n"
+    "last completed step first (not after a NaN loss: the last good checkpoint stays).\n\n"
     "Distributed (docs/distributed.md): with TF_CONFIG set (or --job_name and the host lists),\n"
     "this process is one task of a cluster: a ps serves its share of the model, the chief\n"
     "initializes, trains, checkpoints into --model_dir (shared by all tasks) and evaluates,\n"
@@ -146,6 +149,7 @@ absl::StatusOr<Pipeline> MakeParser(const models::RunConfig& config) {
     }
   }
   Pipeline p;
+  ASSIGN_OR_RETURN(p.quiet_parser, data::CriteoParser::Create(o));
   p.stats = std::make_shared<data::DataStats>();
   o.bad_records.stats = p.stats;
   ASSIGN_OR_RETURN(auto parser, data::CriteoParser::Create(o));
@@ -171,6 +175,7 @@ absl::StatusOr<data::Dataset> MakeDataset(const models::RunConfig& config, const
   ASSIGN_OR_RETURN(std::vector<std::string> files, data::ListFiles(nullptr, list));
   data::TextLineOptions tl;
   tl.lines_per_element = config.train.batch_size;
+  tl.emit_origin = true;  // bad lines are reported as path:LINE, and counted per file
   int threads = config.data.parse_threads;
   if (threads <= 0) threads = static_cast<int>(std::min<int64_t>(NumSchedulableCPUs(), kMaxThreads));
   // Workers' shares: whole files when there are enough of them, else every
@@ -179,8 +184,15 @@ absl::StatusOr<data::Dataset> MakeDataset(const models::RunConfig& config, const
   data::Dataset ds = data::Dataset::TextLine(
       files, by_file ? data::ShardOptions{num_shards, shard_index} : data::ShardOptions{}, tl);
   if (num_shards > 1 && !by_file) ds = ds.Shard(num_shards, shard_index);
-  ds = ds.Map(data::ParseFn(p.parser), threads, p.schema.dtypes(),
-              ComponentShapes(p.schema));
+  std::vector<DataType> dtypes = p.schema.dtypes();
+  std::vector<PartialShape> shapes = ComponentShapes(p.schema);
+  dtypes.insert(dtypes.end(), {DT_STRING, DT_INT64});
+  shapes.insert(shapes.end(), {PartialShape({-1}), PartialShape({-1, 2})});
+  ds = ds.Map(CountingParseFn(p.parser, p.quiet_parser), threads, dtypes, shapes);
+  ds = CheckedBatches(ds, {.whole_files = num_shards <= 1 || by_file,
+                           .data_name = "the data " + patterns,
+                           .records = p.stats,
+                           .batches = p.batches});
   if (config.train.shuffle_buffer > 0) {
     ds = ds.Shuffle(config.train.shuffle_buffer, config.model.seed);
   }
@@ -316,11 +328,19 @@ std::string OracleNote(const std::string& data_pattern) {
   return absl::StrFormat("  (oracle: AUC %.4f, logloss %.4f)", a, l);
 }
 
+std::string SkippedBatchesNote(const Pipeline& p) {
+  const int64_t n = p.batches != nullptr ? p.batches->empty_batches.load() : 0;
+  if (n == 0) return "";
+  return absl::StrCat(n, n == 1 ? " batch" : " batches", " of only bad lines skipped");
+}
+
 void ReportSkippedRecords(const Pipeline& p) {
-  if (p.stats == nullptr || p.stats->records_skipped() == 0) return;
-  std::fprintf(stderr, "\ninput: %s (bad lines are skipped and counted; "
+  const std::string batches = SkippedBatchesNote(p);
+  if ((p.stats == nullptr || p.stats->records_skipped() == 0) && batches.empty()) return;
+  std::fprintf(stderr, "\ninput: %s%s%s (bad lines are skipped and counted; "
                        "docs/formats/text.md, \"Bad records\")\n",
-               p.stats->Summary().c_str());
+               p.stats != nullptr ? p.stats->Summary().c_str() : "",
+               batches.empty() ? "" : "; ", batches.c_str());
 }
 
 absl::Status WriteRunConfig(const models::RunConfig& config, const std::string& model_dir) {
@@ -339,10 +359,55 @@ absl::Status WriteRunConfig(const models::RunConfig& config, const std::string& 
 
 namespace {
 
+// True (after saying so) when the newest checkpoint of model_dir is at or
+// past train.steps already: a finished run started again does nothing, as
+// tf.estimator's train(max_steps) does. Problems finding or reading the
+// checkpoint are left to the restore, which reports them.
+bool AlreadyTrained(const models::RunConfig& config, const std::string& model_dir) {
+  if (config.train.steps <= 0) return false;
+  auto latest = checkpoint::FindLatestCheckpoint(Env::Default(), model_dir);
+  if (!latest.ok()) return false;
+  auto step = train::CheckpointGlobalStep(Env::Default(), latest->prefix);
+  if (!step.ok() || *step < config.train.steps) return false;
+  if (!latest->recovery.empty()) std::fprintf(stderr, "warning: %s\n", latest->recovery.c_str());
+  std::printf("nothing to do: %s is at global step %lld, train.steps is %lld (raise --steps to "
+              "train further)\n",
+              latest->prefix.c_str(), static_cast<long long>(*step),
+              static_cast<long long>(config.train.steps));
+  return true;
+}
+
+// The error of a run that stopped on `error`, with what became of its
+// progress (MonitoredSession::Close has run; Note [Saving after a failure]
+// in monitored_session.h).
+absl::Status StoppedRun(const absl::Status& error, const absl::Status& close,
+                        const train::MonitoredSession& sess, const std::string& newest_before) {
+  const std::vector<std::string> ckpts =
+      sess.saver() != nullptr ? sess.saver()->checkpoints() : std::vector<std::string>();
+  const std::string newest = ckpts.empty() ? "" : ckpts.back();
+  std::string what;
+  if (sess.state_unsafe_to_save()) {
+    what = absl::StrCat("the model after that step was not saved (its variables may hold NaN "
+                        "or Inf); ",
+                        newest.empty() ? "no checkpoint was written before it"
+                                       : "the last good checkpoint is " + newest);
+  } else if (!close.ok()) {
+    what = absl::StrCat("saving the last completed step failed too: ", close.message());
+  } else if (newest != newest_before) {
+    what = absl::StrCat("saved ", newest,
+                        " (the last completed step); run the same command to resume from it");
+  } else if (!newest.empty()) {
+    what = absl::StrCat("the newest checkpoint ", newest, " holds every completed step");
+  }
+  if (what.empty()) return error;
+  return absl::Status(error.code(), absl::StrCat(error.message(), "\n  ", what));
+}
+
 absl::Status RunTrain(models::RunConfig config, const std::string& model_dir) {
   if (config.data.train.empty()) {
     return errors::InvalidArgument(config.path, ": data.train is empty; set it or pass --data");
   }
+  if (AlreadyTrained(config, model_dir)) return absl::OkStatus();
   ASSIGN_OR_RETURN(Pipeline p, MakeParser(config));
   ASSIGN_OR_RETURN(data::Dataset train_ds,
                    MakeDataset(config, p, config.data.train, config.train.epochs));
@@ -386,7 +451,8 @@ absl::Status RunTrain(models::RunConfig config, const std::string& model_dir) {
       .batch_size = config.train.batch_size,
       .total_steps = config.train.steps,
       .loss_tensor = "loss:0",
-      .every_secs = config.train.log_every_secs}));
+      .every_secs = config.train.log_every_secs,
+      .note = [&p] { return SkippedBatchesNote(p); }}));
   if (config.train.summary_every_steps > 0) {
     hooks.push_back(std::make_unique<train::SummarySaverHook>(
         writer.get(), train::SummaryOptions{.every_steps = config.train.summary_every_steps,
@@ -414,10 +480,23 @@ absl::Status RunTrain(models::RunConfig config, const std::string& model_dir) {
         }));
   }
   ASSIGN_OR_RETURN(auto sess, train::MonitoredSession::Create(opts, g.graph_def, std::move(hooks)));
+  if (!sess->restore_recovery().empty()) {
+    std::fprintf(stderr, "warning: %s\n", sess->restore_recovery().c_str());
+  }
   if (!sess->restored_from().empty()) {
     std::fprintf(stderr, "resumed from %s (step %lld)\n", sess->restored_from().c_str(),
                  static_cast<long long>(sess->global_step()));
   }
+  if (sess->stopped_before_first_step()) {
+    std::printf("nothing to do: the model is at global step %lld, train.steps is %lld\n",
+                static_cast<long long>(sess->global_step()),
+                static_cast<long long>(config.train.steps));
+    return sess->Close();
+  }
+  const std::string newest_before =
+      sess->saver() != nullptr && !sess->saver()->checkpoints().empty()
+          ? sess->saver()->checkpoints().back()
+          : "";
   const int64_t start_step = sess->global_step();
   const auto start = Clock::now();
   std::vector<Tensor> out;
@@ -429,9 +508,25 @@ absl::Status RunTrain(models::RunConfig config, const std::string& model_dir) {
   const int64_t steps = sess->global_step() - start_step;
   const double secs = std::chrono::duration<double>(Clock::now() - start).count();
   ReportSkippedRecords(p);
-  if (!status.ok() && !absl::IsOutOfRange(status)) return status;
+  if (!status.ok() && !absl::IsOutOfRange(status)) {
+    // Keep what a checkpoint can keep before reporting the error.
+    const absl::Status closed = sess->Close();
+    return StoppedRun(status, closed, *sess, newest_before);
+  }
   RETURN_IF_ERROR(sess->Close());
   RETURN_IF_ERROR(writer->Close());
+  if (sess->steps_run() == 0) {
+    // The input ended before the first step.
+    if (sess->restored_from().empty()) {
+      return errors::InvalidArgument("the training data ", config.data.train,
+                                     " has no example (its files are empty)");
+    }
+    std::printf("nothing to do: %s (global step %lld) has already read its train.epochs "
+                "(%lld) epoch(s) of %s\n",
+                sess->restored_from().c_str(), static_cast<long long>(sess->global_step()),
+                static_cast<long long>(config.train.epochs), config.data.train.c_str());
+    return absl::OkStatus();
+  }
   std::printf("trained %lld steps (%lld examples) in %.1f s: %.0f examples/s; model in %s\n",
               static_cast<long long>(steps), static_cast<long long>(steps * config.train.batch_size),
               secs, secs > 0 ? steps * config.train.batch_size / secs : 0.0, model_dir.c_str());
@@ -455,7 +550,10 @@ absl::Status RunEval(models::RunConfig config, const std::string& model_dir, int
       models::CheckModelFitsMemory(config.model, g.model, /*trainable=*/false,
                                    PhysicalMemoryBytes()),
       config.path));
-  ASSIGN_OR_RETURN(std::string latest, checkpoint::LatestCheckpoint(Env::Default(), model_dir));
+  ASSIGN_OR_RETURN(checkpoint::LatestCheckpointInfo found,
+                   checkpoint::FindLatestCheckpoint(Env::Default(), model_dir));
+  if (!found.recovery.empty()) std::fprintf(stderr, "warning: %s\n", found.recovery.c_str());
+  const std::string& latest = found.prefix;
   SessionOptions so;
   so.inter_op_threads = so.intra_op_threads = config.train.threads;
   ASSIGN_OR_RETURN(auto session, Session::Create(so, g.graph_def));
@@ -529,6 +627,12 @@ int TrainCommand(const Args& args) {
       return 2;
     }
     config->train.threads = static_cast<int>(n);
+  }
+  // 0: one per core. Every task of a cluster takes this flag too.
+  if (absl::Status s = ValidateThreadCount("--threads", config->train.threads, 0);
+      !threads.empty() && !s.ok()) {
+    std::cerr << "error: " << s.message() << "\n";
+    return 2;
   }
   if (model_dir.empty()) model_dir = "model";
   // A cluster task when TF_CONFIG or --job_name says so.

@@ -133,5 +133,102 @@ expect_error gen_data_history_field "--history_field must be a categorical field
 expect_error gen_data_history_tfrecord "histories are written only in the criteo format" \
   "$RECFLOW" gen-data --rows 10 --history 3 --format tfrecord --out "$TMP/b7"
 
+# 6. Issue 22, on a small log: bad data, restarts and damaged state files.
+"$RECFLOW" gen-data --rows 2000 --test_rows 300 --seed 6 --out "$TMP/small" >/dev/null 2>&1 ||
+  fail "gen-data small"
+cat >"$TMP/small.yaml" <<EOF
+model: {type: fm, embedding_dim: 4, seed: 1}
+features:
+  dense: 13
+  sparse: 26
+  sparse_defaults: {vocabulary_size: 1000}
+data: {train: $TMP/small/train-*.tsv, eval: $TMP/small/test-*.tsv, parse_threads: 1}
+train: {batch_size: 100, epochs: 5, threads: 1, log_every_secs: 100}
+checkpoint: {save_steps: 10, save_secs: 0}
+EOF
+good=$(ls "$TMP"/small/train-*.tsv)
+ckpts() { ls "$1" 2>/dev/null | sed -n 's/^model.ckpt-\([0-9]*\).index$/\1/p' | sort -n | tr '\n' ' '; }
+expect_ok() {  # expect_ok NAME REGEX CMD...: exit 0 and the output matches
+  local name=$1 regex=$2
+  shift 2
+  local out rc
+  out=$("$@" 2>&1)
+  rc=$?
+  if [[ $rc -ne 0 ]] || ! grep -qE -- "$regex" <<<"$out"; then
+    fail "$name: exit $rc, output: $(tail -4 <<<"$out")"
+  fi
+}
+# A file whose last lines are all bad: their batch is skipped and counted
+# (was: "NaN loss at step 3", exit 1, no checkpoint).
+sed 's/epochs: 5/epochs: 1/' "$TMP/small.yaml" >"$TMP/small1.yaml"
+{ head -250 "$good"; for i in $(seq 150); do echo "garbage line $i"; done; } >"$TMP/tail_bad.tsv"
+expect_ok tail_bad_lines "1 batch of only bad lines skipped" \
+  "$RECFLOW" train --config "$TMP/small1.yaml" --data "$TMP/tail_bad.tsv" --eval_data "$good" \
+  --model_dir "$TMP/i4a"
+[[ "$(ckpts "$TMP/i4a")" == "3 " ]] || fail "tail_bad_lines: checkpoints '$(ckpts "$TMP/i4a")', expected 3"
+# A file without a good line is an error naming it (was: "NaN loss at step 1").
+for i in $(seq 30); do echo "garbage $i"; done >"$TMP/all_bad.tsv"
+expect_error all_bad_file "data file .*all_bad.tsv has no good line: its 30 line\(s\) are all bad" \
+  "$RECFLOW" train --config "$TMP/small.yaml" --data "$TMP/all_bad.tsv" --model_dir "$TMP/i4b"
+# ... also after good files (no checkpoint by then): the steps done are
+# saved, past that file, so the same command then has nothing left to do.
+cp "$TMP/all_bad.tsv" "$TMP/z_all_bad.tsv"
+sed 's/save_steps: 10/save_steps: 0/' "$TMP/small1.yaml" >"$TMP/small1_nosave.yaml"
+out=$("$RECFLOW" train --config "$TMP/small1_nosave.yaml" --data "$good,$TMP/z_all_bad.tsv" \
+  --model_dir "$TMP/i4c" 2>&1)
+rc=$?
+if [[ $rc -ne 1 ]] || ! grep -q "z_all_bad.tsv has no good line" <<<"$out" ||
+  ! grep -qE "^  saved .*i4c/model.ckpt-20 \(the last completed step\)" <<<"$out"; then
+  fail "bad_file_last: exit $rc, output: $(tail -3 <<<"$out")"
+fi
+[[ "$(ckpts "$TMP/i4c")" == "20 " ]] || fail "bad_file_last: checkpoints '$(ckpts "$TMP/i4c")', expected 20"
+expect_ok bad_file_last_rerun "nothing to do: .*model.ckpt-20 \(global step 20\) has already read" \
+  "$RECFLOW" train --config "$TMP/small1_nosave.yaml" --data "$good,$TMP/z_all_bad.tsv" --model_dir "$TMP/i4c"
+# A NaN loss keeps the last good checkpoint and says so.
+sed -e 's/save_steps: 10/save_steps: 1/' \
+  -e 's/^model: .*/&\noptimizer: {embedding: {type: sgd, learning_rate: 1e38}, dense: {type: sgd, learning_rate: 1e38}}/' \
+  "$TMP/small.yaml" >"$TMP/nan.yaml"
+expect_error nan_keeps_last_good "not saved .*the last good checkpoint is .*i4d/model.ckpt-1$" \
+  "$RECFLOW" train --config "$TMP/nan.yaml" --model_dir "$TMP/i4d"
+[[ "$(ckpts "$TMP/i4d")" == "1 " ]] || fail "nan: checkpoints '$(ckpts "$TMP/i4d")', expected 1"
+
+# Restarted at its last step: nothing to do (was: one more step, ckpt-21).
+expect_ok steps_first "trained 20 steps" "$RECFLOW" train --config "$TMP/small.yaml" --steps 20 --model_dir "$TMP/i5"
+for again in 1 2; do
+  expect_ok "steps_again_$again" "^nothing to do: .*model.ckpt-20 is at global step 20, train.steps is 20" \
+    "$RECFLOW" train --config "$TMP/small.yaml" --steps 20 --model_dir "$TMP/i5"
+done
+[[ "$(ckpts "$TMP/i5")" == "10 20 " ]] || fail "steps: checkpoints '$(ckpts "$TMP/i5")', expected 10 20"
+expect_ok steps_more "resumed from .*model.ckpt-20 \(step 20\)" \
+  "$RECFLOW" train --config "$TMP/small.yaml" --steps 25 --model_dir "$TMP/i5"
+[[ "$(ckpts "$TMP/i5")" == "10 20 25 " ]] || fail "steps 25: checkpoints '$(ckpts "$TMP/i5")'"
+
+# A damaged `checkpoint` state file: train resumes from the newest intact
+# checkpoint (was: from step 0, listing the old ones under its own), and
+# eval, export and ckpt inspect use the same one (was: "names no checkpoint").
+for kind in empty garbage missing outside; do
+  d="$TMP/i6_$kind"
+  cp -r "$TMP/i5" "$d" && rm -f "$d"/model.ckpt-25.*
+  case $kind in
+    empty) : >"$d/checkpoint" ;;
+    garbage) echo 'model_checkpoint_path: 12 {' >"$d/checkpoint" ;;
+    missing) echo 'model_checkpoint_path: "model.ckpt-30"' >"$d/checkpoint" ;;
+    outside) echo 'model_checkpoint_path: "/etc/passwd"' >"$d/checkpoint" ;;
+  esac
+  expect_ok "state_$kind: inspect" "warning: .*using .*i6_$kind/model.ckpt-20, the newest intact" \
+    "$RECFLOW" ckpt inspect "$d"
+  expect_ok "state_$kind: eval" "^checkpoint .*i6_$kind/model.ckpt-20" "$RECFLOW" eval --model_dir "$d" --batches 1
+  expect_ok "state_$kind: export" "^exported .*i6_$kind/model.ckpt-20" \
+    "$RECFLOW" export --model_dir "$d" --export_dir "$d.export"
+  expect_ok "state_$kind: train" "resumed from .*i6_$kind/model.ckpt-20 \(step 20\)" \
+    "$RECFLOW" train --config "$TMP/small.yaml" --steps 30 --model_dir "$d"
+  [[ "$(ckpts "$d")" == "10 20 30 " ]] || fail "state_$kind: checkpoints '$(ckpts "$d")'"
+done
+# ... and with no intact checkpoint to fall back on, an error, not a fresh start.
+rm -f "$TMP/i6_empty"/model.ckpt-* && : >"$TMP/i6_empty/checkpoint"
+expect_error state_nothing_to_recover "names no checkpoint; and .* holds no intact checkpoint" \
+  "$RECFLOW" train --config "$TMP/small.yaml" --steps 30 --model_dir "$TMP/i6_empty"
+[[ -z "$(ckpts "$TMP/i6_empty")" ]] || fail "state_nothing_to_recover trained: $(ckpts "$TMP/i6_empty")"
+
 echo "train_test: uninterrupted AUC $full_auc, resumed AUC $resumed_auc, eval AUC $eval_auc, din AUC ${din_auc:-none}; $fails failures"
 [[ $fails -eq 0 ]]

@@ -1,7 +1,6 @@
 #include "recflow/distributed/cluster_checkpoint.h"
 
 #include <random>
-#include <thread>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -10,6 +9,7 @@
 #include "recflow/checkpoint/bundle_format.h"
 #include "recflow/checkpoint/bundle_reader.h"
 #include "recflow/core/status.h"
+#include "recflow/distributed/task_threads.h"
 
 namespace recflow::distributed {
 namespace {
@@ -88,23 +88,18 @@ absl::StatusOr<std::string> ClusterCheckpointer::Save(int64_t step, int num_part
   } remove_temp{env, temp_dir};
 
   std::vector<std::string> part_prefixes(num_parts);
-  std::vector<absl::Status> status(num_parts);
-  {
-    std::vector<std::thread> threads;
-    threads.reserve(num_parts);
-    for (int p = 0; p < num_parts; ++p) {
-      part_prefixes[p] = JoinPath(temp_dir, absl::StrCat("part-", p));
-      threads.emplace_back([&, p]() {
+  for (int p = 0; p < num_parts; ++p) {
+    part_prefixes[p] = JoinPath(temp_dir, absl::StrCat("part-", p));
+  }
+  const std::vector<absl::Status> status =
+      RunOnThreads("rf_ckpt_part", num_parts, [&](int p) -> absl::Status {
         absl::Status s = write_part(p, part_prefixes[p]);
         if (s.ok() && !env->FileExists(checkpoint::MetaFilename(part_prefixes[p]))) {
           s = errors::DataLoss("reported success but there is no bundle at ", part_prefixes[p],
                                " (no index file)");
         }
-        status[p] = std::move(s);
+        return s;
       });
-    }
-    for (std::thread& t : threads) t.join();
-  }
   for (int p = 0; p < num_parts; ++p) {
     if (!status[p].ok()) {
       return errors::Annotate(status[p], absl::StrCat("cluster checkpoint ", prefix, ": part ",

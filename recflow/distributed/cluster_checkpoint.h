@@ -16,7 +16,8 @@
 // Save(step, n, write_part), in this order:
 //   1. creates DIR/BASENAME-STEP_temp_<random>/ and calls write_part(p,
 //      DIR/BASENAME-STEP_temp_<random>/part-<p>) for every p in [0, n), each
-//      on its own thread, and waits for all of them. A part's callback must
+//      on its own thread (RunOnThreads: on the calling thread when no thread
+//      can be started), and waits for all of them. A part's callback must
 //      return only once a complete bundle (index included) is at its
 //      part_prefix, e.g. written with a BundleWriter or a checkpoint::Saver
 //      whose saveables name their keys uniquely across parts;

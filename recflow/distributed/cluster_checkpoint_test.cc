@@ -17,6 +17,7 @@
 #include "recflow/checkpoint/bundle_reader.h"
 #include "recflow/checkpoint/bundle_writer.h"
 #include "recflow/core/mem_env.h"
+#include "recflow/core/thread_test_util.h"
 #include "recflow/embedding/embedding_resource.h"
 #include "recflow/train/table_saveable.h"
 
@@ -129,6 +130,26 @@ TEST(ClusterCheckpointerTest, PartsWrittenInParallelMergeIntoOneBundle) {
   }
   EXPECT_FALSE(HasTempLeftovers(&env));
   EXPECT_EQ((*ckpt)->checkpoints(), std::vector<std::string>{*prefix});
+}
+
+// Issue 22: when no thread can be started (a thread or PID limit), a save
+// still writes every part, on the calling thread (before: std::system_error
+// escaped std::thread and aborted the chief).
+TEST(ClusterCheckpointerTest, SavesWhenNoThreadCanStart) {
+  MemEnv env;
+  auto ckpt = ClusterCheckpointer::Create(Opts(&env));
+  ASSERT_TRUE(ckpt.ok()) << ckpt.status();
+  absl::StatusOr<std::string> prefix;
+  {
+    ScopedThreadCreationFailure no_threads;
+    prefix = (*ckpt)->Save(3, 3, Writer(&env, 3));
+  }
+  ASSERT_TRUE(prefix.ok()) << prefix.status();
+  auto reader = checkpoint::BundleReader::Open(&env, *prefix);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  for (int p = 0; p < 3; ++p) {
+    for (const auto& [name, t] : PartTensors(3, p)) EXPECT_TRUE((*reader)->Contains(name)) << name;
+  }
 }
 
 TEST(ClusterCheckpointerTest, RetentionKeepsTheNewest) {

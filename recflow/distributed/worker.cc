@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "recflow/core/logging.h"
 #include "recflow/core/status.h"
+#include "recflow/distributed/task_threads.h"
 #include "recflow/distributed/wire.h"
 #include "recflow/embedding/embedding_resource.h"
 #include "recflow/framework/resource_var.h"
@@ -33,14 +33,10 @@ bool Retriable(const absl::Status& s) {
          absl::IsAborted(s) || absl::IsCancelled(s);
 }
 
-// Runs fn(ps) for every ps on its own thread; the first error wins.
+// Runs fn(ps) for every ps on its own thread (RunOnThreads); the first
+// error wins.
 absl::Status ForEachPs(int num_ps, const std::function<absl::Status(int)>& fn) {
-  if (num_ps == 1) return fn(0);
-  std::vector<absl::Status> status(num_ps);
-  std::vector<std::thread> threads;
-  for (int p = 0; p < num_ps; ++p) threads.emplace_back([&, p] { status[p] = fn(p); });
-  for (std::thread& t : threads) t.join();
-  for (absl::Status& s : status) RETURN_IF_ERROR(s);
+  for (absl::Status& s : RunOnThreads("rf_ps_call", num_ps, fn)) RETURN_IF_ERROR(s);
   return absl::OkStatus();
 }
 
@@ -93,9 +89,13 @@ absl::Status Worker::Retry(const std::string& what, int ps,
     if (NotInitialized(s) && options_.is_chief) {
       InitRequest req;
       req.set_only_if_uninitialized(true);
-      if (options_.latest_checkpoint) req.set_checkpoint_prefix(options_.latest_checkpoint());
+      absl::StatusOr<std::string> latest =
+          options_.latest_checkpoint ? options_.latest_checkpoint() : std::string();
+      if (latest.ok()) req.set_checkpoint_prefix(*latest);
       InitResponse resp;
-      absl::Status init = client_->Init(ps, req, &resp);
+      // Never a fresh ps beside a trained cluster because the checkpoint
+      // directory could not be read.
+      absl::Status init = latest.ok() ? client_->Init(ps, req, &resp) : latest.status();
       LOG(INFO) << "ps task " << ps << " restarted: "
                 << (init.ok() ? (resp.initialized_now()
                                      ? "initialized it " + (req.checkpoint_prefix().empty()

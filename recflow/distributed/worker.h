@@ -74,8 +74,9 @@ struct WorkerOptions {
   int max_staleness = 0;
   absl::Duration init_wait = absl::Minutes(10);
   // The chief: the checkpoint a ps found uninitialized mid-training (it
-  // restarted) is restored from ("" when there is none yet).
-  std::function<std::string()> latest_checkpoint;
+  // restarted) is restored from ("" when there is none yet). An error
+  // leaves that ps uninitialized (the call is retried; the error is logged).
+  std::function<absl::StatusOr<std::string>()> latest_checkpoint;
 };
 
 class Worker {

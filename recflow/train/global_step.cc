@@ -1,5 +1,7 @@
 #include "recflow/train/global_step.h"
 
+#include "recflow/checkpoint/bundle_reader.h"
+#include "recflow/checkpoint/saver.h"
 #include "recflow/core/status.h"
 #include "recflow/framework/attr_value_util.h"
 #include "recflow/ops/array_ops.h"
@@ -55,6 +57,16 @@ Output IncrementGlobalStep(const Scope& scope, const Output& global_step) {
   Output one = dtype == DT_INT32 ? ops::Const(sub, int32_t{1})
                                  : ops::Const(sub, int64_t{1});
   return AssignAddValue(scope, global_step, one);
+}
+
+absl::StatusOr<int64_t> CheckpointGlobalStep(Env* env, const std::string& prefix) {
+  ASSIGN_OR_RETURN(auto reader, checkpoint::BundleReader::Open(env, prefix));
+  ASSIGN_OR_RETURN(Tensor t, checkpoint::ReadTensorOrParts(*reader, "global_step"));
+  if (t.NumElements() == 1 && t.dtype() == DT_INT64) return t.flat<int64_t>()[0];
+  if (t.NumElements() == 1 && t.dtype() == DT_INT32) return int64_t{t.flat<int32_t>()[0]};
+  return errors::InvalidArgument("checkpoint ", prefix, ": 'global_step' is ",
+                                 DataTypeString(t.dtype()), " ", t.shape().DebugString(),
+                                 "; expected an integer scalar");
 }
 
 }  // namespace recflow::train

@@ -8,7 +8,11 @@
 #ifndef RECFLOW_TRAIN_GLOBAL_STEP_H_
 #define RECFLOW_TRAIN_GLOBAL_STEP_H_
 
+#include <cstdint>
+#include <string>
+
 #include "absl/status/statusor.h"
+#include "recflow/core/env.h"
 #include "recflow/framework/graph.h"
 #include "recflow/framework/scope.h"
 #include "recflow/train/variables.h"
@@ -28,6 +32,14 @@ Output GetOrCreateGlobalStep(const Scope& scope,
                              const VariableOptions& options = {});
 // global_step += 1; returns the increment node (a target).
 Output IncrementGlobalStep(const Scope& scope, const Output& global_step);
+
+// The global step a checkpoint holds: its int64 or int32 scalar
+// "global_step" (TensorFlow's name), read from the bundle at `prefix`
+// without restoring anything (tf.train.load_variable(prefix,
+// "global_step")). NotFound when the bundle has no such tensor (a delta
+// that did not rewrite it, a checkpoint of a graph without one);
+// InvalidArgument when it is not an integer scalar.
+absl::StatusOr<int64_t> CheckpointGlobalStep(Env* env, const std::string& prefix);
 
 }  // namespace recflow::train
 

@@ -52,7 +52,8 @@ std::string FormatDuration(double secs) {
 // --- StopAtStepHook -----------------------------------------------------------
 
 absl::Status StopAtStepHook::AfterCreateSession(Session*, int64_t global_step) {
-  if (num_steps_ >= 0) last_step_ = StepOf(global_step, 0) + num_steps_;
+  start_step_ = StepOf(global_step, 0);
+  if (num_steps_ >= 0) last_step_ = start_step_ + num_steps_;
   return absl::OkStatus();
 }
 
@@ -110,7 +111,7 @@ absl::Status NanLossHook::AfterRun(SessionRunContext* context, const RunValues& 
   if (std::isfinite(loss)) return absl::OkStatus();
   const std::string msg = absl::StrCat(std::isnan(loss) ? "NaN" : "infinite", " loss at step ",
                                        context->global_step(), ": ", loss_tensor_, " = ", loss);
-  context->RequestStop();
+  context->RequestStopKeepingLastCheckpoint();
   if (fail_on_nan_) return errors::InvalidArgument(msg);
   std::fprintf(stderr, "%s; stopping\n", msg.c_str());
   return absl::OkStatus();
@@ -180,6 +181,9 @@ void ProgressHook::Print(int64_t step, bool final) {
   }
   std::string line = FormatLine(step, options_.total_steps, options_.batch_size > 0 ? rate_ : 0,
                                 have_loss_, loss_, eta, terminal_);
+  if (options_.note) {
+    if (std::string note = options_.note(); !note.empty()) absl::StrAppend(&line, "  (", note, ")");
+  }
   if (terminal_) {
     std::fprintf(options_.out, "\r%s\x1b[K%s", line.c_str(), final ? "\n" : "");
   } else {

@@ -39,6 +39,10 @@ class StopAtStepHook : public SessionRunHook {
   static StopAtStepHook NumSteps(int64_t num_steps) { return StopAtStepHook(num_steps, -1); }
 
   absl::Status AfterCreateSession(Session* session, int64_t global_step) override;
+  // A session that starts at or past the last step runs no step (a run
+  // resumed from its final checkpoint does nothing, as tf.estimator's
+  // train(max_steps) skips training then).
+  bool StopBeforeFirstStep() const override { return start_step_ >= last_step_; }
   absl::Status AfterRun(SessionRunContext* context, const RunValues& values) override;
   int64_t last_step() const { return last_step_; }
 
@@ -47,6 +51,7 @@ class StopAtStepHook : public SessionRunHook {
       : num_steps_(num_steps), last_step_(last_step) {}
   int64_t num_steps_;
   int64_t last_step_;
+  int64_t start_step_ = 0;
   int64_t runs_ = 0;
 };
 
@@ -75,7 +80,9 @@ class NanLossHook : public SessionRunHook {
  public:
   // `loss_tensor`: "loss:0". With fail_on_nan, the step returns
   // InvalidArgument("NaN loss at step N: loss = nan"); otherwise it only
-  // requests a stop (and logs the same line to stderr).
+  // requests a stop (and logs the same line to stderr). Either way the
+  // state after that step is never saved: the last good checkpoint stays
+  // the newest (SessionRunContext::RequestStopKeepingLastCheckpoint).
   explicit NanLossHook(std::string loss_tensor, bool fail_on_nan = true)
       : loss_tensor_(std::move(loss_tensor)), fail_on_nan_(fail_on_nan) {}
   absl::Status BeforeRun(SessionRunContext* context, RunArgs* args) override;
@@ -92,6 +99,9 @@ struct ProgressOptions {
   std::string loss_tensor;       // shown when set
   double every_secs = 1.0;       // refresh period
   std::FILE* out = stderr;       // where the line goes
+  // Appended to every line when it returns a non-empty string (say, "3
+  // empty batches skipped"). Called from the training thread.
+  std::function<std::string()> note;
   // Terminal mode (one line rewritten in place, with a bar) or log mode
   // (one line per period). Default: terminal when `out` is a TTY.
   enum class Mode { kAuto, kTerminal, kLog } mode = Mode::kAuto;

@@ -100,6 +100,7 @@ absl::Status RestoreModel(Session* session, const std::string& dir, const std::s
   }
   checkpoint::SaverOptions so;
   so.directory = dir;
+  so.adopt_directory = false;  // the trainer may be saving there
   ASSIGN_OR_RETURN(auto saver, checkpoint::Saver::Create(so, std::move(model)));
   return saver->Restore(prefix);
 }
@@ -142,6 +143,7 @@ absl::StatusOr<std::unique_ptr<MonitoredSession>> MonitoredSession::Create(
         options.is_chief) {
       hooks.push_back(std::make_unique<CheckpointSaverHook>(
           ms->saver_.get(), options.save_checkpoint_steps, options.save_checkpoint_secs));
+      ms->checkpoint_saver_hook_ = hooks.back().get();
     }
   }
   ms->hooks_ = std::move(hooks);
@@ -150,13 +152,15 @@ absl::StatusOr<std::unique_ptr<MonitoredSession>> MonitoredSession::Create(
   if (options.is_chief) {
     bool restored = false;
     if (ms->saver_ != nullptr) {
-      auto latest = checkpoint::LatestCheckpoint(Env::Default(), options.checkpoint_dir);
+      auto latest = checkpoint::FindLatestCheckpoint(Env::Default(), options.checkpoint_dir,
+                                                     ms->saver_->options().basename);
       if (latest.ok()) {
-        RETURN_IF_ERROR(ms->saver_->Restore(*latest));
-        ms->restored_from_ = *latest;
+        RETURN_IF_ERROR(ms->saver_->Restore(latest->prefix));
+        ms->restored_from_ = latest->prefix;
+        ms->restore_recovery_ = latest->recovery;
         restored = true;
       } else if (!absl::IsNotFound(latest.status())) {
-        return latest.status();
+        return latest.status();  // never a fresh start beside checkpoints
       }
     }
     if (!restored) {
@@ -171,6 +175,9 @@ absl::StatusOr<std::unique_ptr<MonitoredSession>> MonitoredSession::Create(
   ASSIGN_OR_RETURN(ms->global_step_, ms->ReadGlobalStep());
   for (auto& hook : ms->hooks_) {
     RETURN_IF_ERROR(hook->AfterCreateSession(ms->session_.get(), ms->global_step_));
+  }
+  for (auto& hook : ms->hooks_) {
+    if (hook->StopBeforeFirstStep()) ms->should_stop_ = ms->stopped_before_first_step_ = true;
   }
   ms->started_ = true;
   return ms;
@@ -202,7 +209,10 @@ absl::Status MonitoredSession::Run(const FeedList& feeds, const std::vector<std:
   RunArgs all{feeds, fetches, targets, false};
   std::vector<size_t> offsets(hooks_.size());
   for (size_t i = 0; i < hooks_.size(); ++i) {
-    RETURN_IF_ERROR(hooks_[i]->BeforeRun(&ctx, &extra[i]));
+    if (absl::Status hs = hooks_[i]->BeforeRun(&ctx, &extra[i]); !hs.ok()) {
+      should_stop_ = failed_ = true;
+      return hs;
+    }
     offsets[i] = all.fetches.size();
     for (auto& f : extra[i].feeds) all.feeds.push_back(f);
     for (auto& f : extra[i].fetches) all.fetches.push_back(f);
@@ -223,21 +233,32 @@ absl::Status MonitoredSession::Run(const FeedList& feeds, const std::vector<std:
     should_stop_ = failed_ = true;
     return s;
   }
-  ASSIGN_OR_RETURN(global_step_, ReadGlobalStep());
+  absl::StatusOr<int64_t> step = ReadGlobalStep();
+  if (!step.ok()) {
+    should_stop_ = failed_ = true;
+    return step.status();
+  }
+  global_step_ = *step;
   ctx.global_step_ = global_step_;
   outputs->assign(results.begin(), results.begin() + fetches.size());
   for (size_t i = 0; i < hooks_.size(); ++i) {
+    // The state after a step a hook found unsafe (a NaN loss) is never
+    // saved, not even by the periodic rule (the session's saver hook comes
+    // after the caller's hooks).
+    if (unsafe_ && hooks_[i].get() == checkpoint_saver_hook_) continue;
     RunValues values;
     values.results.assign(results.begin() + offsets[i],
                           results.begin() + offsets[i] + extra[i].fetches.size());
     values.metadata = all.trace ? &metadata : nullptr;
     absl::Status hs = hooks_[i]->AfterRun(&ctx, values);
+    unsafe_ |= ctx.keep_last_checkpoint_;
     if (!hs.ok()) {
       should_stop_ = failed_ = true;
       return hs;
     }
   }
   if (ctx.stop_requested()) should_stop_ = true;
+  ++steps_run_;
   return absl::OkStatus();
 }
 
@@ -245,7 +266,15 @@ absl::Status MonitoredSession::Close() {
   if (closed_) return absl::OkStatus();
   closed_ = true;
   should_stop_ = true;
-  if (failed_ || !started_) return absl::OkStatus();  // no final save of a failed run
+  // Note [Saving after a failure].
+  if (!started_ || unsafe_) return absl::OkStatus();
+  if (failed_) {
+    if (checkpoint_saver_hook_ == nullptr) return absl::OkStatus();
+    // The step the variables hold now (a failed step may have moved it).
+    const int64_t step = ReadGlobalStep().value_or(global_step_);
+    return checkpoint_saver_hook_->End(session_.get(), step);
+  }
+  if (steps_run_ == 0) return absl::OkStatus();  // nothing happened: nothing to end
   absl::Status first;
   for (auto& hook : hooks_) {
     absl::Status s = hook->End(session_.get(), global_step_);

@@ -30,12 +30,32 @@
 // fetched values and may request a stop. End of input (OutOfRange, e.g.
 // IteratorGetNext past the last element) stops the session: ShouldStop()
 // becomes true and Run returns that status.
+// A hook may stop the session before its first step (StopBeforeFirstStep:
+// a restored run already at StopAtStepHook's last step): ShouldStop() is
+// true right after Create. A session that completed no step (stopped
+// before it, or its input ended at once: a restored run whose epochs are
+// read) runs no End at Close: nothing happened, nothing is saved or
+// evaluated.
 // Close(): hooks' End(session) (the checkpoint saver saves the final step),
-// then the session is closed. After a failed step (any error but end of
-// input, including a hook's, e.g. a NaN loss) Close skips the hooks' End,
-// so a broken model is never saved over the last good checkpoint; a
-// failed Create runs no End either. Not thread-safe: one training loop per
-// MonitoredSession.
+// then the session is closed. After a failure, Close keeps what a
+// checkpoint can keep (Note [Saving after a failure]). A failed Create
+// runs no End. Not thread-safe: one training loop per MonitoredSession.
+//
+// Note [Saving after a failure]
+// TensorFlow's MonitoredSession runs no hook's end() after an exception, so
+// everything since the last periodic checkpoint is lost. Here, after a
+// failed step or hook (any error but the end of input), Close runs only the
+// checkpoint saver's End: the state after the last completed step is saved
+// (unless a checkpoint of that step exists), so a run that stops on a data
+// error, an evaluation error or a failed kernel resumes where it stopped.
+// The failed step itself was cut short: a step that fails in its input
+// (IteratorGetNext, the first node) applied nothing; one that fails in a
+// kernel after some optimizer updates ran keeps those, as an asynchronous
+// ps update would. The exception is a hook that marks the state unsafe
+// (SessionRunContext::RequestStopKeepingLastCheckpoint; NanLossHook does on
+// a NaN or infinite loss: the step's update has already applied NaN
+// gradients): then Close saves nothing and runs no End, and the last good
+// checkpoint stays the newest.
 #ifndef RECFLOW_TRAIN_MONITORED_SESSION_H_
 #define RECFLOW_TRAIN_MONITORED_SESSION_H_
 
@@ -81,6 +101,10 @@ class SessionRunContext {
   // when the graph has none).
   int64_t global_step() const { return global_step_; }
   void RequestStop() { stop_requested_ = true; }
+  // Stops, and the state after this step must never be saved (it may hold
+  // NaNs): Close saves nothing and runs no End (Note [Saving after a
+  // failure]).
+  void RequestStopKeepingLastCheckpoint() { stop_requested_ = keep_last_checkpoint_ = true; }
   bool stop_requested() const { return stop_requested_; }
 
  private:
@@ -88,6 +112,7 @@ class SessionRunContext {
   Session* session_;
   int64_t global_step_;
   bool stop_requested_ = false;
+  bool keep_last_checkpoint_ = false;
 };
 
 // A hook around the training loop (tf.train.SessionRunHook). An error from
@@ -99,6 +124,9 @@ class SessionRunHook {
   virtual absl::Status AfterCreateSession(Session* session, int64_t global_step) {
     return absl::OkStatus();
   }
+  // Asked after AfterCreateSession: true stops the session before any step
+  // (ShouldStop() is then true at once, and Close runs no End).
+  virtual bool StopBeforeFirstStep() const { return false; }
   virtual absl::Status BeforeRun(SessionRunContext* context, RunArgs* args) {
     return absl::OkStatus();
   }
@@ -144,8 +172,8 @@ class MonitoredSession {
   absl::Status Run(const FeedList& feeds, const std::vector<std::string>& fetches,
                    const std::vector<std::string>& targets, std::vector<Tensor>* outputs);
   bool ShouldStop() const { return should_stop_; }
-  // Runs the hooks' End once (unless a step failed). Idempotent; the
-  // destructor calls it.
+  // Runs the hooks' End once, or after a failure what Note [Saving after a
+  // failure] says. Idempotent; the destructor calls it.
   absl::Status Close();
 
   Session* session() const { return session_.get(); }
@@ -153,6 +181,18 @@ class MonitoredSession {
   checkpoint::Saver* saver() const { return saver_.get(); }
   // The checkpoint restored by Create ("" when none was).
   const std::string& restored_from() const { return restored_from_; }
+  // Non-empty when the directory's `checkpoint` state file could not be
+  // used and restored_from() is the newest intact checkpoint found instead:
+  // why (checkpoint::FindLatestCheckpoint's recovery line), for the caller
+  // to show.
+  const std::string& restore_recovery() const { return restore_recovery_; }
+  // True when a hook marked the state after a step as never to be saved
+  // (a NaN loss; Note [Saving after a failure]).
+  bool state_unsafe_to_save() const { return unsafe_; }
+  // True when a hook stopped the session before its first step.
+  bool stopped_before_first_step() const { return stopped_before_first_step_; }
+  // Steps completed by Run in this session.
+  int64_t steps_run() const { return steps_run_; }
   // The global step as of the last step (-1 when the graph has none).
   int64_t global_step() const { return global_step_; }
 
@@ -165,11 +205,16 @@ class MonitoredSession {
   std::vector<std::unique_ptr<SessionRunHook>> hooks_;
   std::string global_step_tensor_;  // "" when the graph has none
   std::string restored_from_;
+  std::string restore_recovery_;
+  SessionRunHook* checkpoint_saver_hook_ = nullptr;  // in hooks_; null without a saver
   int64_t global_step_ = -1;
   bool should_stop_ = false;
   bool closed_ = false;
   bool started_ = false;  // Create completed
+  bool stopped_before_first_step_ = false;
+  int64_t steps_run_ = 0;  // completed Run calls
   bool failed_ = false;   // a step or hook failed (not end of input)
+  bool unsafe_ = false;   // a hook asked to keep the last checkpoint (NaN)
 };
 
 // The saveables of a graph held in `session`: every variable created by

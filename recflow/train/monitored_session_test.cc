@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -219,6 +220,186 @@ TEST(MonitoredSessionTest, BadCheckpointDirIsAClearError) {
   // A failed Create saves nothing.
   std::ifstream none(dir + "/model.ckpt-0.index");
   EXPECT_FALSE(none.good());
+}
+
+// A run restarted at its last step does nothing: no step, no End, no new
+// checkpoint (before: it trained one more step and saved model.ckpt-13).
+TEST(MonitoredSessionTest, RestartAtTheLastStepRunsNoStep) {
+  const std::string dir = MakeTempDir();
+  const tensorflow::GraphDef def = TrainGraph();
+  const std::string train = TrainTarget(def);
+  MonitoredSessionOptions opts;
+  opts.checkpoint_dir = dir;
+  opts.save_checkpoint_secs = 0;
+  opts.setup = RegisterInput;
+  for (int run = 0; run < 3; ++run) {
+    std::vector<std::unique_ptr<SessionRunHook>> hooks;
+    hooks.push_back(std::make_unique<StopAtStepHook>(StopAtStepHook::LastStep(12)));
+    int64_t evaluations = 0;
+    hooks.push_back(std::make_unique<EvaluationHook>(0, [&](Session*, int64_t) {
+      ++evaluations;
+      return absl::OkStatus();
+    }));
+    auto ms = MonitoredSession::Create(opts, def, std::move(hooks));
+    ASSERT_TRUE(ms.ok()) << ms.status();
+    int runs = 0;
+    std::vector<Tensor> out;
+    while (!(*ms)->ShouldStop()) {
+      ASSERT_TRUE((*ms)->Run({}, {}, {train}, &out).ok());
+      ++runs;
+    }
+    EXPECT_EQ(runs, run == 0 ? 12 : 0) << "run " << run;
+    EXPECT_EQ((*ms)->stopped_before_first_step(), run > 0);
+    EXPECT_EQ((*ms)->global_step(), 12);
+    ASSERT_TRUE((*ms)->Close().ok());
+    EXPECT_EQ(evaluations, run == 0 ? 1 : 0) << "run " << run;
+    EXPECT_THAT((*ms)->saver()->checkpoints().back(), HasSubstr("model.ckpt-12"));
+  }
+  std::ifstream overshoot(dir + "/model.ckpt-13.index");
+  EXPECT_FALSE(overshoot.good());
+}
+
+// A step that fails (here: its input) keeps the completed steps: Close saves
+// them, and the resumed run continues after the failing batch.
+TEST(MonitoredSessionTest, FailedInputStepSavesTheCompletedSteps) {
+  const std::string dir = MakeTempDir();
+  const tensorflow::GraphDef def = TrainGraph();
+  const std::string train = TrainTarget(def);
+  MonitoredSessionOptions opts;
+  opts.checkpoint_dir = dir;
+  opts.save_checkpoint_secs = 0;  // no periodic checkpoint: only Close saves
+  opts.setup = [](Session* s) {
+    data::Dataset ds = data::Dataset::Range(400).Batch(4).Map(
+        [](data::Element e) -> absl::StatusOr<data::Element> {
+          if (e[0].flat<int64_t>()[0] == 12) return errors::DataLoss("bad batch at 12");
+          return e;
+        },
+        1, {DT_INT64}, {PartialShape({-1})});
+    return data::RegisterIterator(s->device()->resource_manager(), "", "input", ds);
+  };
+  float w_after_3 = 0;
+  {
+    auto ms = MonitoredSession::Create(opts, def);
+    ASSERT_TRUE(ms.ok()) << ms.status();
+    std::vector<Tensor> out;
+    for (int i = 0; i < 3; ++i) {
+      absl::Status s = (*ms)->Run({}, {}, {train}, &out);
+      ASSERT_TRUE(s.ok()) << s;
+    }
+    w_after_3 = ReadW(ms->get());
+    absl::Status s = (*ms)->Run({}, {}, {train}, &out);
+    EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+    EXPECT_TRUE((*ms)->ShouldStop());
+    EXPECT_FALSE((*ms)->state_unsafe_to_save());
+    ASSERT_TRUE((*ms)->Close().ok());
+    ASSERT_EQ((*ms)->saver()->checkpoints().size(), 1u);
+    EXPECT_THAT((*ms)->saver()->checkpoints().back(), HasSubstr("model.ckpt-3"));
+  }
+  auto ms = MonitoredSession::Create(opts, def);
+  ASSERT_TRUE(ms.ok()) << ms.status();
+  EXPECT_EQ((*ms)->global_step(), 3);
+  EXPECT_EQ(ReadW(ms->get()), w_after_3);
+  std::vector<Tensor> out;
+  ASSERT_TRUE((*ms)->Run({}, {"next:0"}, {train}, &out).ok());
+  EXPECT_EQ(out[0].flat<int64_t>()[0], 16);  // the batch after the bad one
+}
+
+// An error of a hook after a completed step keeps that step too.
+TEST(MonitoredSessionTest, FailedHookSavesTheCompletedStep) {
+  const std::string dir = MakeTempDir();
+  const tensorflow::GraphDef def = TrainGraph(/*with_iterator=*/false);
+  MonitoredSessionOptions opts;
+  opts.checkpoint_dir = dir;
+  opts.save_checkpoint_secs = 0;
+  std::vector<std::unique_ptr<SessionRunHook>> hooks;
+  hooks.push_back(std::make_unique<EvaluationHook>(2, [](Session*, int64_t) {
+    return errors::Unavailable("eval data went away");
+  }));
+  auto ms = MonitoredSession::Create(opts, def, std::move(hooks));
+  ASSERT_TRUE(ms.ok()) << ms.status();
+  std::vector<Tensor> out;
+  const std::string train = TrainTarget(def);
+  const FeedList x = {{"x", Tensor::FromVector<float>({1, 2})}};
+  ASSERT_TRUE((*ms)->Run(x, {}, {train}, &out).ok());
+  EXPECT_TRUE(absl::IsUnavailable((*ms)->Run(x, {}, {train}, &out)));
+  ASSERT_TRUE((*ms)->Close().ok());
+  EXPECT_THAT((*ms)->saver()->checkpoints(), testing::ElementsAre(HasSubstr("model.ckpt-2")));
+}
+
+// A NaN loss keeps the last good checkpoint, whether it fails the step or
+// only stops the loop.
+TEST(MonitoredSessionTest, NanLossNeverSavesEvenWhenOnlyStopping) {
+  for (bool fail : {true, false}) {
+    const std::string dir = MakeTempDir();
+    const tensorflow::GraphDef def = TrainGraph(/*with_iterator=*/false);
+    MonitoredSessionOptions opts;
+    opts.checkpoint_dir = dir;
+    opts.save_checkpoint_steps = 1;
+    opts.save_checkpoint_secs = 0;
+    std::vector<std::unique_ptr<SessionRunHook>> hooks;
+    hooks.push_back(std::make_unique<NanLossHook>("loss:0", fail));
+    auto ms = MonitoredSession::Create(opts, def, std::move(hooks));
+    ASSERT_TRUE(ms.ok()) << ms.status();
+    std::vector<Tensor> out;
+    const std::string train = TrainTarget(def);
+    ASSERT_TRUE((*ms)->Run({{"x", Tensor::FromVector<float>({1})}}, {}, {train}, &out).ok());
+    absl::Status s = (*ms)->Run({{"x", Tensor::FromVector<float>({NAN})}}, {}, {train}, &out);
+    EXPECT_EQ(s.ok(), !fail) << s;
+    EXPECT_TRUE((*ms)->ShouldStop());
+    EXPECT_TRUE((*ms)->state_unsafe_to_save());
+    ASSERT_TRUE((*ms)->Close().ok());
+    // Saved at step 1 by the every-step rule (which runs after the NaN
+    // guard: hooks added by the session come last); never at step 2.
+    EXPECT_THAT((*ms)->saver()->checkpoints(), testing::ElementsAre(HasSubstr("model.ckpt-1")))
+        << "fail_on_nan " << fail;
+  }
+}
+
+// A damaged `checkpoint` state file beside intact checkpoints: the newest
+// intact one is restored and the recovery reported; training never starts
+// over from step 0 (before: a fresh start that then listed the old
+// checkpoints under its own).
+TEST(MonitoredSessionTest, DamagedStateFileResumesFromTheNewestIntactCheckpoint) {
+  const std::string dir = MakeTempDir();
+  const tensorflow::GraphDef def = TrainGraph();
+  const std::string train = TrainTarget(def);
+  MonitoredSessionOptions opts;
+  opts.checkpoint_dir = dir;
+  opts.save_checkpoint_steps = 5;
+  opts.save_checkpoint_secs = 0;
+  opts.setup = RegisterInput;
+  auto train_to = [&](int64_t last, std::string* recovery) -> int64_t {
+    std::vector<std::unique_ptr<SessionRunHook>> hooks;
+    hooks.push_back(std::make_unique<StopAtStepHook>(StopAtStepHook::LastStep(last)));
+    auto ms = MonitoredSession::Create(opts, def, std::move(hooks));
+    EXPECT_TRUE(ms.ok()) << ms.status();
+    if (!ms.ok()) return -1;
+    if (recovery != nullptr) *recovery = (*ms)->restore_recovery();
+    const int64_t start = (*ms)->global_step();
+    std::vector<Tensor> out;
+    while (!(*ms)->ShouldStop()) EXPECT_TRUE((*ms)->Run({}, {}, {train}, &out).ok());
+    EXPECT_TRUE((*ms)->Close().ok());
+    return start;
+  };
+  train_to(10, nullptr);
+  for (const std::string text : {"", "model_checkpoint_path: \"/etc/passwd\"\n", "{{",
+                                 "model_checkpoint_path: \"model.ckpt-99\"\n"}) {
+    std::ofstream(dir + "/checkpoint") << text;
+    std::string recovery;
+    const int64_t start = train_to(10 + 5, &recovery);
+    EXPECT_GE(start, 10) << "started over with state file '" << text << "'";
+    EXPECT_THAT(recovery, HasSubstr("the newest intact checkpoint")) << text;
+  }
+  // Garbage and nothing to recover: an error, not a fresh start.
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().filename().string().rfind("model.ckpt-", 0) == 0) {
+      std::filesystem::remove(entry.path());
+    }
+  }
+  std::ofstream(dir + "/checkpoint") << "model_checkpoint_path: \"model.ckpt-10\"\n";
+  auto ms = MonitoredSession::Create(opts, def);
+  ASSERT_FALSE(ms.ok());
+  EXPECT_TRUE(absl::IsDataLoss(ms.status())) << ms.status();
 }
 
 // A hash embedding table trained through MonitoredSession is checkpointed
