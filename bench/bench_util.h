@@ -6,11 +6,18 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "recflow/core/tensor.h"
 
 namespace recflow::bench {
@@ -52,13 +59,118 @@ inline const char* EnvOr(const char* name, const char* fallback) {
   return v != nullptr ? v : fallback;
 }
 
-// True when `arg` is "--name=value"; *value receives the value.
-inline bool ParseFlag(absl::string_view arg, absl::string_view name, absl::string_view* value) {
-  const std::string prefix = absl::StrCat("--", name, "=");
-  if (arg.size() < prefix.size() || arg.substr(0, prefix.size()) != prefix) return false;
-  *value = arg.substr(prefix.size());
-  return true;
-}
+// The command-line flags of a bench binary, --name=value (and a bare
+// --name for a switch): each flag is registered with where its value goes
+// and which values it accepts, then Parse reads argv. Not thread-safe; one
+// per main().
+//
+//   FlagParser flags;
+//   flags.String("case", &f.bench_case)
+//       .Number("threads", &f.threads, Positive())
+//       .List("levels", &f.levels, Positive())
+//       .Switch("quick", &f.quick);
+//   absl::Status s = flags.Parse(argc, argv);  // "bad flag '--threads=0'"
+class FlagParser {
+ public:
+  // Accepts values > 0 / >= 0 (for Number and List).
+  static constexpr auto Positive() {
+    return [](auto v) { return v > 0; };
+  }
+  static constexpr auto NonNegative() {
+    return [](auto v) { return v >= 0; };
+  }
+
+  // --name=TEXT.
+  FlagParser& String(absl::string_view name, std::string* dst) {
+    return Custom(name, [dst](absl::string_view v) {
+      *dst = std::string(v);
+      return true;
+    });
+  }
+  // --name=N: an integer for an integer *dst, else a floating-point number;
+  // refused unless ok(N) (when ok is given).
+  template <typename T>
+  FlagParser& Number(absl::string_view name, T* dst,
+                     std::type_identity_t<std::function<bool(T)>> ok = nullptr) {
+    return Custom(name, [dst, ok](absl::string_view v) {
+      T n{};
+      if (!ParseNumber(v, &n) || (ok && !ok(n))) return false;
+      *dst = n;
+      return true;
+    });
+  }
+  // --name=A,B,C: numbers as Number takes them (empty items skipped); the
+  // list replaces *dst.
+  template <typename T>
+  FlagParser& List(absl::string_view name, std::vector<T>* dst,
+                   std::type_identity_t<std::function<bool(T)>> ok = nullptr) {
+    return Custom(name, [dst, ok](absl::string_view v) {
+      std::vector<T> list;
+      for (absl::string_view part : absl::StrSplit(v, ',', absl::SkipEmpty())) {
+        T n{};
+        if (!ParseNumber(part, &n) || (ok && !ok(n))) return false;
+        list.push_back(n);
+      }
+      *dst = std::move(list);
+      return true;
+    });
+  }
+  // A bare --name sets *dst.
+  FlagParser& Switch(absl::string_view name, bool* dst) {
+    switches_.emplace_back(std::string(name), dst);
+    return *this;
+  }
+  // --name=TEXT handed to parse, which returns false for a bad value.
+  FlagParser& Custom(absl::string_view name, std::function<bool(absl::string_view)> parse) {
+    flags_.emplace_back(std::string(name), std::move(parse));
+    return *this;
+  }
+
+  // Reads argv[1..argc). InvalidArgument "bad flag '--x=y'" for a flag that
+  // is not registered or a value that is refused.
+  absl::Status Parse(int argc, char** argv) const {
+    for (int i = 1; i < argc; ++i) {
+      if (!ParseOne(argv[i])) {
+        return absl::InvalidArgumentError(absl::StrCat("bad flag '", argv[i], "'"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  template <typename T>
+  static bool ParseNumber(absl::string_view v, T* out) {
+    if constexpr (std::is_floating_point_v<T>) {
+      double d = 0;
+      if (!absl::SimpleAtod(v, &d)) return false;
+      *out = static_cast<T>(d);
+      return true;
+    } else {
+      return absl::SimpleAtoi(v, out);
+    }
+  }
+
+  bool ParseOne(absl::string_view arg) const {
+    if (!absl::ConsumePrefix(&arg, "--")) return false;
+    const size_t eq = arg.find('=');
+    if (eq == absl::string_view::npos) {
+      for (const auto& [name, dst] : switches_) {
+        if (arg == name) {
+          *dst = true;
+          return true;
+        }
+      }
+      return false;
+    }
+    for (const auto& [name, parse] : flags_) {
+      if (arg.substr(0, eq) == name) return parse(arg.substr(eq + 1));
+    }
+    return false;
+  }
+
+  std::vector<std::pair<std::string, std::function<bool(absl::string_view)>>> flags_;
+  std::vector<std::pair<std::string, bool*>> switches_;
+};
 
 }  // namespace recflow::bench
 

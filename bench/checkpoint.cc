@@ -74,8 +74,8 @@
 namespace recflow {
 namespace {
 
+using bench::FlagParser;
 using bench::Gen;
-using bench::ParseFlag;
 
 constexpr int64_t kDim = 16;
 constexpr int64_t kBytesPerRow = 8 + 4 * kDim + 4 * kDim + 8 + 8;  // 152
@@ -440,33 +440,23 @@ absl::Status CheckFreeSpace(const std::string& dir, uint64_t need) {
 
 int Main(int argc, char** argv) {
   Flags f;
-  for (int i = 1; i < argc; ++i) {
-    absl::string_view arg = argv[i], v;
-    bool ok = true;
-    if (ParseFlag(arg, "case", &v)) {
-      f.bench_case = std::string(v);
-    } else if (ParseFlag(arg, "dir", &v)) {
-      f.dir = std::string(v);
-    } else if (ParseFlag(arg, "size_gb", &v)) {
-      ok = absl::SimpleAtod(v, &f.size_gb) && f.size_gb > 0 && f.size_gb < 1000;
-    } else if (ParseFlag(arg, "bytes", &v)) {
-      ok = absl::SimpleAtoi(v, &f.bytes) && f.bytes > 0;
-    } else if (ParseFlag(arg, "threads", &v)) {
-      ok = absl::SimpleAtoi(v, &f.threads) && f.threads > 0;
-    } else if (ParseFlag(arg, "io_mb", &v)) {
-      ok = absl::SimpleAtoi(v, &f.io_mb) && f.io_mb > 0 && f.io_mb <= 1024;
-    } else if (ParseFlag(arg, "direct_io", &v)) {
-      ok = v == "0" || v == "1";
-      f.direct_io = v == "1";
-    } else if (arg == "--quick") {
-      f.quick = true;
-    } else {
-      ok = false;
-    }
-    if (!ok) {
-      std::fprintf(stderr, "bench_checkpoint: bad flag '%s'\n", argv[i]);
-      return 2;
-    }
+  const auto positive = FlagParser::Positive();
+  FlagParser flags;
+  flags.String("case", &f.bench_case)
+      .String("dir", &f.dir)
+      .Number("size_gb", &f.size_gb, [](double v) { return v > 0 && v < 1000; })
+      .Number("bytes", &f.bytes, positive)
+      .Number("threads", &f.threads, positive)
+      .Number("io_mb", &f.io_mb, [](int v) { return v > 0 && v <= 1024; })
+      .Custom("direct_io",
+              [&](absl::string_view v) {
+                f.direct_io = v == "1";
+                return v == "0" || v == "1";
+              })
+      .Switch("quick", &f.quick);
+  if (absl::Status s = flags.Parse(argc, argv); !s.ok()) {
+    std::fprintf(stderr, "bench_checkpoint: %s\n", std::string(s.message()).c_str());
+    return 2;
   }
   std::string tmp;
   if (f.quick) {

@@ -59,9 +59,9 @@
 namespace recflow {
 namespace {
 
+using bench::FlagParser;
 using bench::Fmt;
 using bench::Median;
-using bench::ParseFlag;
 using data::Batch;
 using data::Element;
 
@@ -413,32 +413,20 @@ absl::Status Run(const Flags& flags) {
 
 int Main(int argc, char** argv) {
   Flags flags;
-  for (int i = 1; i < argc; ++i) {
-    absl::string_view arg = argv[i], v;
-    bool ok = true;
-    if (ParseFlag(arg, "case", &v)) {
-      flags.bench_case = std::string(v);
-    } else if (ParseFlag(arg, "path", &v)) {
-      flags.path = std::string(v);
-    } else if (ParseFlag(arg, "rows", &v)) {
-      ok = absl::SimpleAtoi(v, &flags.rows) && flags.rows > 0;
-    } else if (ParseFlag(arg, "seed", &v)) {
-      ok = absl::SimpleAtoi(v, &flags.seed);
-    } else if (ParseFlag(arg, "threads", &v)) {
-      ok = absl::SimpleAtoi(v, &flags.threads) && flags.threads > 0;
-    } else if (ParseFlag(arg, "batch", &v)) {
-      ok = absl::SimpleAtoi(v, &flags.batch) && flags.batch > 0;
-    } else if (ParseFlag(arg, "samples", &v)) {
-      ok = absl::SimpleAtoi(v, &flags.samples) && flags.samples > 0;
-    } else if (ParseFlag(arg, "modes", &v)) {
-      flags.modes = std::string(v);
-    } else {
-      ok = false;
-    }
-    if (!ok) {
-      std::fprintf(stderr, "bench_data_pipeline: bad flag '%s'\n", argv[i]);
-      return 2;
-    }
+  const auto positive = FlagParser::Positive();
+  FlagParser parser;
+  parser.String("case", &flags.bench_case)
+      .String("path", &flags.path)
+      .Number("rows", &flags.rows, positive)
+      .Number("seed", &flags.seed)
+      .Number("threads", &flags.threads, positive)
+      .Number("batch", &flags.batch, positive)
+      .Number("samples", &flags.samples, positive)
+      .String("modes", &flags.modes);
+  if (absl::Status s = parser.Parse(argc, argv); !s.ok()) {
+    std::fprintf(stderr, "bench_data_pipeline: %s\n",
+                 std::string(s.message()).c_str());
+    return 2;
   }
   if (flags.path.empty()) {
     std::fprintf(stderr, "bench_data_pipeline: --path is required\n");

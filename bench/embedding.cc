@@ -480,50 +480,24 @@ absl::Status Lookups(const Flags& f, const std::vector<std::vector<std::vector<i
 
 absl::Status Main(int argc, char** argv) {
   Flags f;
-  for (int i = 1; i < argc; ++i) {
-    absl::string_view a = argv[i], v;
-    auto num = [&](auto* out) -> absl::Status {
-      if (!absl::SimpleAtoi(v, out)) {
-        return absl::InvalidArgumentError(absl::StrCat("bad number in ", a));
-      }
-      return absl::OkStatus();
-    };
-    if (bench::ParseFlag(a, "case", &v)) {
-      f.bench_case = std::string(v);
-    } else if (bench::ParseFlag(a, "out", &v)) {
-      f.out = std::string(v);
-    } else if (bench::ParseFlag(a, "ids", &v)) {
-      f.ids = std::string(v);
-    } else if (bench::ParseFlag(a, "mode", &v)) {
-      f.mode = std::string(v);
-    } else if (bench::ParseFlag(a, "dump", &v)) {
-      f.dump = std::string(v);
-    } else if (bench::ParseFlag(a, "steps", &v)) {
-      RETURN_IF_ERROR(num(&f.steps));
-    } else if (bench::ParseFlag(a, "fields", &v)) {
-      RETURN_IF_ERROR(num(&f.fields));
-    } else if (bench::ParseFlag(a, "batch", &v)) {
-      RETURN_IF_ERROR(num(&f.batch));
-    } else if (bench::ParseFlag(a, "rows", &v)) {
-      RETURN_IF_ERROR(num(&f.rows));
-    } else if (bench::ParseFlag(a, "seed", &v)) {
-      RETURN_IF_ERROR(num(&f.seed));
-    } else if (bench::ParseFlag(a, "zipf", &v)) {
-      if (!absl::SimpleAtod(v, &f.zipf)) return absl::InvalidArgumentError("bad --zipf");
-    } else if (bench::ParseFlag(a, "threads", &v)) {
-      RETURN_IF_ERROR(num(&f.threads));
-    } else if (bench::ParseFlag(a, "intra_threads", &v)) {
-      RETURN_IF_ERROR(num(&f.intra_threads));
-    } else if (bench::ParseFlag(a, "warmup", &v)) {
-      RETURN_IF_ERROR(num(&f.warmup));
-    } else if (bench::ParseFlag(a, "samples", &v)) {
-      RETURN_IF_ERROR(num(&f.samples));
-    } else if (bench::ParseFlag(a, "iters", &v)) {
-      RETURN_IF_ERROR(num(&f.iters));
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("unknown flag ", a));
-    }
-  }
+  bench::FlagParser flags;
+  flags.String("case", &f.bench_case)
+      .String("out", &f.out)
+      .String("ids", &f.ids)
+      .String("mode", &f.mode)
+      .String("dump", &f.dump)
+      .Number("steps", &f.steps)
+      .Number("fields", &f.fields)
+      .Number("batch", &f.batch)
+      .Number("rows", &f.rows)
+      .Number("seed", &f.seed)
+      .Number("zipf", &f.zipf)
+      .Number("threads", &f.threads)
+      .Number("intra_threads", &f.intra_threads)
+      .Number("warmup", &f.warmup)
+      .Number("samples", &f.samples)
+      .Number("iters", &f.iters);
+  RETURN_IF_ERROR(flags.Parse(argc, argv));
   if (f.threads < 1 || f.samples < 1 || f.iters < 1 || f.batch < 1 || f.fields < 2 ||
       f.rows < 1) {
     return absl::InvalidArgumentError("--threads, --samples, --iters, --batch, --rows must be "

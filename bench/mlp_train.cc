@@ -76,11 +76,11 @@ namespace recflow {
 namespace {
 
 using bench::EnvOr;
+using bench::FlagParser;
 using bench::Fmt;
 using bench::Gen;
 using bench::GenTensor;
 using bench::Median;
-using bench::ParseFlag;
 
 struct Flags {
   std::string bench_case = "train";
@@ -337,50 +337,31 @@ absl::Status RunPeak(const Flags& flags) {
 
 int Main(int argc, char** argv) {
   Flags flags;
-  for (int i = 1; i < argc; ++i) {
-    absl::string_view arg = argv[i], v;
-    bool ok = true;
-    if (ParseFlag(arg, "case", &v)) {
-      flags.bench_case = std::string(v);
-    } else if (ParseFlag(arg, "threads", &v)) {
-      ok = absl::SimpleAtoi(v, &flags.threads) && flags.threads > 0;
-    } else if (ParseFlag(arg, "samples", &v)) {
-      ok = absl::SimpleAtoi(v, &flags.samples) && flags.samples > 0;
-    } else if (ParseFlag(arg, "steps", &v)) {
-      ok = absl::SimpleAtoi(v, &flags.steps) && flags.steps > 0;
-    } else if (ParseFlag(arg, "warmup", &v)) {
-      ok = absl::SimpleAtoi(v, &flags.warmup) && flags.warmup >= 0;
-    } else if (ParseFlag(arg, "check_steps", &v)) {
-      ok = absl::SimpleAtoi(v, &flags.check_steps) && flags.check_steps > 0;
-    } else if (ParseFlag(arg, "batch", &v)) {
-      ok = absl::SimpleAtoi(v, &flags.batch) && flags.batch > 0;
-    } else if (ParseFlag(arg, "features", &v)) {
-      ok = absl::SimpleAtoi(v, &flags.features) && flags.features > 0;
-    } else if (ParseFlag(arg, "hidden", &v)) {
-      flags.hidden.clear();
-      for (absl::string_view part : absl::StrSplit(v, ',', absl::SkipEmpty())) {
-        int64_t h = 0;
-        ok = ok && absl::SimpleAtoi(part, &h) && h > 0;
-        flags.hidden.push_back(h);
-      }
-    } else if (ParseFlag(arg, "lr", &v)) {
-      ok = absl::SimpleAtod(v, &flags.lr) && flags.lr > 0;
-    } else if (ParseFlag(arg, "gemm", &v)) {
-      std::vector<std::string> p = absl::StrSplit(v, 'x');
-      ok = p.size() == 3 && absl::SimpleAtoi(p[0], &flags.gemm_m) &&
-           absl::SimpleAtoi(p[1], &flags.gemm_n) && absl::SimpleAtoi(p[2], &flags.gemm_k) &&
-           flags.gemm_m > 0 && flags.gemm_n > 0 && flags.gemm_k > 0;
-    } else {
-      ok = false;
-    }
-    if (!ok) {
-      std::fprintf(stderr,
-                   "bad flag '%s'\nusage: %s --case=train|peak|breakdown [--threads=2] "
-                   "[--samples=5] [--steps=3] [--warmup=2] [--check_steps=5] [--batch=4096] "
-                   "[--features=512] [--hidden=1024,512,256] [--lr=0.001] [--gemm=MxNxK]\n",
-                   argv[i], argv[0]);
-      return 2;
-    }
+  const auto positive = FlagParser::Positive();
+  FlagParser parser;
+  parser.String("case", &flags.bench_case)
+      .Number("threads", &flags.threads, positive)
+      .Number("samples", &flags.samples, positive)
+      .Number("steps", &flags.steps, positive)
+      .Number("warmup", &flags.warmup, FlagParser::NonNegative())
+      .Number("check_steps", &flags.check_steps, positive)
+      .Number("batch", &flags.batch, positive)
+      .Number("features", &flags.features, positive)
+      .List("hidden", &flags.hidden, positive)
+      .Number("lr", &flags.lr, positive)
+      .Custom("gemm", [&](absl::string_view v) {
+        std::vector<std::string> p = absl::StrSplit(v, 'x');
+        return p.size() == 3 && absl::SimpleAtoi(p[0], &flags.gemm_m) &&
+               absl::SimpleAtoi(p[1], &flags.gemm_n) && absl::SimpleAtoi(p[2], &flags.gemm_k) &&
+               flags.gemm_m > 0 && flags.gemm_n > 0 && flags.gemm_k > 0;
+      });
+  if (absl::Status s = parser.Parse(argc, argv); !s.ok()) {
+    std::fprintf(stderr,
+                 "%s\nusage: %s --case=train|peak|breakdown [--threads=2] "
+                 "[--samples=5] [--steps=3] [--warmup=2] [--check_steps=5] [--batch=4096] "
+                 "[--features=512] [--hidden=1024,512,256] [--lr=0.001] [--gemm=MxNxK]\n",
+                 std::string(s.message()).c_str(), argv[0]);
+    return 2;
   }
 #ifdef RECFLOW_BENCH_HAVE_DNNL
   const dnnl_version_t* dv = dnnl_version();

@@ -423,46 +423,24 @@ absl::Status Qps(const Flags& f) {
 
 int Main(int argc, char** argv) {
   Flags f;
-  for (int i = 1; i < argc; ++i) {
-    absl::string_view arg = argv[i], v;
-    bool ok = true;
-    if (ParseFlag(arg, "case", &v)) {
-      f.bench_case = std::string(v);
-    } else if (ParseFlag(arg, "export", &v)) {
-      f.export_dir = std::string(v);
-    } else if (ParseFlag(arg, "out", &v)) {
-      f.out = std::string(v);
-    } else if (ParseFlag(arg, "model", &v)) {
-      f.model = std::string(v);
-    } else if (ParseFlag(arg, "port", &v)) {
-      ok = absl::SimpleAtoi(v, &f.port) && f.port > 0;
-    } else if (ParseFlag(arg, "port2", &v)) {
-      ok = absl::SimpleAtoi(v, &f.port2) && f.port2 > 0;
-    } else if (ParseFlag(arg, "candidates", &v)) {
-      ok = absl::SimpleAtoi(v, &f.candidates) && f.candidates > 0;
-    } else if (ParseFlag(arg, "requests", &v)) {
-      ok = absl::SimpleAtoi(v, &f.requests) && f.requests > 0;
-    } else if (ParseFlag(arg, "warmup", &v)) {
-      ok = absl::SimpleAtoi(v, &f.warmup) && f.warmup >= 0;
-    } else if (ParseFlag(arg, "seconds", &v)) {
-      ok = absl::SimpleAtod(v, &f.seconds) && f.seconds > 0;
-    } else if (ParseFlag(arg, "limit_ms", &v)) {
-      ok = absl::SimpleAtod(v, &f.limit_ms) && f.limit_ms > 0;
-    } else if (ParseFlag(arg, "levels", &v)) {
-      f.levels.clear();
-      for (absl::string_view p : absl::StrSplit(v, ',')) {
-        int c = 0;
-        ok &= absl::SimpleAtoi(p, &c) && c > 0;
-        f.levels.push_back(c);
-      }
-    } else {
-      ok = false;
-    }
-    if (!ok) {
-      std::fprintf(stderr, "bad flag '%s' (see the comment at the top of bench/serving.cc)\n",
-                   argv[i]);
-      return 2;
-    }
+  const auto positive = FlagParser::Positive();
+  FlagParser flags;
+  flags.String("case", &f.bench_case)
+      .String("export", &f.export_dir)
+      .String("out", &f.out)
+      .String("model", &f.model)
+      .Number("port", &f.port, positive)
+      .Number("port2", &f.port2, positive)
+      .Number("candidates", &f.candidates, positive)
+      .Number("requests", &f.requests, positive)
+      .Number("warmup", &f.warmup, FlagParser::NonNegative())
+      .Number("seconds", &f.seconds, positive)
+      .Number("limit_ms", &f.limit_ms, positive)
+      .List("levels", &f.levels, positive);
+  if (absl::Status s = flags.Parse(argc, argv); !s.ok()) {
+    std::fprintf(stderr, "%s (see the comment at the top of bench/serving.cc)\n",
+                 std::string(s.message()).c_str());
+    return 2;
   }
   absl::Status s;
   if (f.bench_case == "dump") {

@@ -51,11 +51,11 @@ namespace recflow {
 namespace {
 
 using bench::EnvOr;
+using bench::FlagParser;
 using bench::Fmt;
 using bench::Gen;
 using bench::GenTensor;
 using bench::Median;
-using bench::ParseFlag;
 
 struct Flags {
   std::string bench_case = "chain";
@@ -185,35 +185,22 @@ absl::Status RunMatMul(const Flags& flags) {
 
 int Main(int argc, char** argv) {
   Flags flags;
-  for (int i = 1; i < argc; ++i) {
-    absl::string_view arg = argv[i], v;
-    bool ok = true;
-    if (ParseFlag(arg, "case", &v)) {
-      flags.bench_case = std::string(v);
-    } else if (ParseFlag(arg, "threads", &v)) {
-      ok = absl::SimpleAtoi(v, &flags.threads) && flags.threads > 0;
-    } else if (ParseFlag(arg, "samples", &v)) {
-      ok = absl::SimpleAtoi(v, &flags.samples) && flags.samples > 0;
-    } else if (ParseFlag(arg, "iters", &v)) {
-      ok = absl::SimpleAtoi(v, &flags.iters) && flags.iters >= 0;
-    } else if (ParseFlag(arg, "warmup", &v)) {
-      ok = absl::SimpleAtoi(v, &flags.warmup) && flags.warmup >= 0;
-    } else if (ParseFlag(arg, "chain_len", &v)) {
-      ok = absl::SimpleAtoi(v, &flags.chain_len) && flags.chain_len > 0;
-    } else if (ParseFlag(arg, "n", &v)) {
-      ok = absl::SimpleAtoi(v, &flags.n) && flags.n > 0;
-    } else if (ParseFlag(arg, "dump", &v)) {
-      flags.dump = std::string(v);
-    } else {
-      ok = false;
-    }
-    if (!ok) {
-      std::fprintf(stderr,
-                   "bad flag '%s'\nusage: %s --case=chain|matmul [--threads=2] [--samples=10] "
-                   "[--iters=N] [--warmup=N] [--chain_len=100] [--n=1024] [--dump=PATH]\n",
-                   argv[i], argv[0]);
-      return 2;
-    }
+  const auto positive = FlagParser::Positive();
+  FlagParser parser;
+  parser.String("case", &flags.bench_case)
+      .Number("threads", &flags.threads, positive)
+      .Number("samples", &flags.samples, positive)
+      .Number("iters", &flags.iters, FlagParser::NonNegative())
+      .Number("warmup", &flags.warmup, FlagParser::NonNegative())
+      .Number("chain_len", &flags.chain_len, positive)
+      .Number("n", &flags.n, positive)
+      .String("dump", &flags.dump);
+  if (absl::Status s = parser.Parse(argc, argv); !s.ok()) {
+    std::fprintf(stderr,
+                 "%s\nusage: %s --case=chain|matmul [--threads=2] [--samples=10] "
+                 "[--iters=N] [--warmup=N] [--chain_len=100] [--n=1024] [--dump=PATH]\n",
+                 std::string(s.message()).c_str(), argv[0]);
+    return 2;
   }
   std::printf(
       "info side=recflow case=%s threads=%d samples=%d blas=OpenBLAS blas_core=%s "

@@ -83,8 +83,8 @@ namespace recflow {
 namespace {
 
 using bench::EnvOr;
+using bench::FlagParser;
 using bench::Fmt;
-using bench::ParseFlag;
 using Clock = std::chrono::steady_clock;
 
 constexpr char kMagic[8] = {'R', 'F', 'E', '2', 'E', '0', '0', '1'};
@@ -560,49 +560,30 @@ absl::Status RunProfile(const Flags& flags) {
 
 int Main(int argc, char** argv) {
   Flags flags;
-  for (int i = 1; i < argc; ++i) {
-    absl::string_view arg = argv[i], v;
-    bool ok = true;
-    if (ParseFlag(arg, "case", &v)) {
-      flags.bench_case = std::string(v);
-    } else if (ParseFlag(arg, "tsv", &v)) {
-      flags.tsv = std::string(v);
-    } else if (ParseFlag(arg, "out", &v)) {
-      flags.out = std::string(v);
-    } else if (ParseFlag(arg, "config", &v)) {
-      flags.config = std::string(v);
-    } else if (ParseFlag(arg, "train", &v)) {
-      flags.train = std::string(v);
-    } else if (ParseFlag(arg, "test", &v)) {
-      flags.test = std::string(v);
-    } else if (ParseFlag(arg, "pred_out", &v)) {
-      flags.pred_out = std::string(v);
-    } else if (ParseFlag(arg, "threads", &v)) {
-      ok = absl::SimpleAtoi(v, &flags.threads) && flags.threads > 0;
-    } else if (ParseFlag(arg, "batch", &v)) {
-      ok = absl::SimpleAtoi(v, &flags.batch) && flags.batch > 0;
-    } else if (ParseFlag(arg, "max_steps", &v)) {
-      ok = absl::SimpleAtoi(v, &flags.max_steps) && flags.max_steps >= 0;
-    } else if (ParseFlag(arg, "init_out", &v)) {
-      flags.init_out = std::string(v);
-    } else if (ParseFlag(arg, "fetch", &v)) {
-      flags.fetch = std::string(v);
-    } else if (ParseFlag(arg, "steps", &v)) {
-      ok = absl::SimpleAtoi(v, &flags.steps) && flags.steps > 0;
-    } else if (ParseFlag(arg, "top", &v)) {
-      ok = absl::SimpleAtoi(v, &flags.top) && flags.top > 0;
-    } else {
-      ok = false;
-    }
-    if (!ok) {
-      std::fprintf(stderr,
-                   "bad flag '%s'\nusage: %s --case=prepare --tsv=F --out=F | --case=train "
-                   "--config=YAML --train=CACHE --test=CACHE [--threads=2] [--batch=4096] "
-                   "[--pred_out=F] [--max_steps=N] | --case=profile --config=YAML --train=CACHE "
-                   "[--steps=5] [--top=30]\n",
-                   argv[i], argv[0]);
-      return 2;
-    }
+  const auto positive = FlagParser::Positive();
+  FlagParser parser;
+  parser.String("case", &flags.bench_case)
+      .String("tsv", &flags.tsv)
+      .String("out", &flags.out)
+      .String("config", &flags.config)
+      .String("train", &flags.train)
+      .String("test", &flags.test)
+      .String("pred_out", &flags.pred_out)
+      .Number("threads", &flags.threads, positive)
+      .Number("batch", &flags.batch, positive)
+      .Number("max_steps", &flags.max_steps, FlagParser::NonNegative())
+      .String("init_out", &flags.init_out)
+      .String("fetch", &flags.fetch)
+      .Number("steps", &flags.steps, positive)
+      .Number("top", &flags.top, positive);
+  if (absl::Status s = parser.Parse(argc, argv); !s.ok()) {
+    std::fprintf(stderr,
+                 "%s\nusage: %s --case=prepare --tsv=F --out=F | --case=train "
+                 "--config=YAML --train=CACHE --test=CACHE [--threads=2] [--batch=4096] "
+                 "[--pred_out=F] [--max_steps=N] | --case=profile --config=YAML --train=CACHE "
+                 "[--steps=5] [--top=30]\n",
+                 std::string(s.message()).c_str(), argv[0]);
+    return 2;
   }
   std::printf(
       "info side=recflow case=%s threads=%d batch=%lld blas=OpenBLAS blas_core=%s "

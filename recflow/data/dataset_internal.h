@@ -97,18 +97,6 @@ std::unique_ptr<IteratorBase> MakeErrorIterator(
     std::shared_ptr<const IteratorContext> ctx, const std::string& prefix,
     absl::Status status);
 
-// Sources that gather k records per element (TextLine, TFRecord) collect
-// them in a vector that grows with what is read, never in a tensor of k
-// elements made up front: k is a user's batch size, and the data may hold
-// far fewer records. This many are reserved at first.
-inline constexpr int64_t kInitialRecordReserve = 1 << 16;
-
-// A DT_STRING tensor of `records` (moved out; the vector keeps its
-// capacity): a scalar when `scalar` (REQUIRES: one record), else a vector.
-// ResourceExhausted naming `what` when the tensor cannot be allocated.
-absl::StatusOr<Tensor> MoveToStringTensor(std::vector<std::string>* records, bool scalar,
-                                          absl::string_view what);
-
 // Checks an element against declared dtypes / shapes (either may be empty:
 // unknown). InvalidArgument naming `what`, the component and both types.
 absl::Status CheckElement(const Element& element,

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
-#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,286 +11,81 @@
 #include "recflow/core/status.h"
 #include "recflow/data/dataset.h"
 #include "recflow/data/dataset_internal.h"
+#include "recflow/data/file_source.h"
 
 namespace recflow::data::internal {
-
-absl::StatusOr<Tensor> MoveToStringTensor(std::vector<std::string>* records, bool scalar,
-                                          absl::string_view what) {
-  const int64_t n = static_cast<int64_t>(records->size());
-  DCHECK(!scalar || n == 1);
-  absl::StatusOr<Tensor> t =
-      Tensor::Create(DT_STRING, scalar ? TensorShape() : TensorShape({n}));
-  if (!t.ok()) return errors::Annotate(t.status(), absl::StrCat(what, ": ", n, " records"));
-  std::string* dst = t->data<std::string>();
-  for (int64_t i = 0; i < n; ++i) dst[i] = std::move((*records)[i]);
-  records->clear();
-  return t;
-}
-
 namespace {
 
 // ---------------------------------------------------------------------------
 // TextLine
 
-class TextLineDataset : public DatasetBase {
- public:
-  TextLineDataset(std::vector<std::string> files, ShardOptions shard,
-                  TextLineOptions opts)
-      : total_files_(static_cast<int64_t>(files.size())),
-        shard_(shard),
-        opts_(opts) {
-    if (shard.num_shards < 1 || shard.shard_index < 0 ||
-        shard.shard_index >= shard.num_shards) {
-      status_ = errors::InvalidArgument(
-          "TextLine: shard_index ", shard.shard_index, " of num_shards ",
-          shard.num_shards,
-          "; need num_shards >= 1 and 0 <= shard_index < "
-          "num_shards");
-    } else if (opts.lines_per_element < 1) {
-      status_ =
-          errors::InvalidArgument("TextLine: lines_per_element is ",
-                                  opts.lines_per_element, "; must be >= 1");
-    } else if (opts.max_line_bytes < 1 || opts.read_buffer_bytes < 1) {
-      status_ = errors::InvalidArgument(
-          "TextLine: max_line_bytes (", opts.max_line_bytes,
-          ") and read_buffer_bytes (", opts.read_buffer_bytes,
-          ") must be >= 1");
-    }
-    if (status_.ok()) {
-      for (size_t i = 0; i < files.size(); ++i) {
-        if (static_cast<int64_t>(i % shard.num_shards) == shard.shard_index) {
-          files_.push_back(std::move(files[i]));
-        }
-      }
-    }
-    dtypes_.push_back(DT_STRING);
-    shapes_.push_back(opts.lines_per_element == 1
-                          ? PartialShape({})
-                          : PartialShape({kUnknownDim}));
-    if (opts.emit_origin) {
-      dtypes_.push_back(DT_STRING);
-      shapes_.push_back(shapes_[0]);
-    }
-  }
+constexpr FileSourceKind kTextLine = {.name = "TextLine",
+                                      .records = "lines",
+                                      .per_element_attr = "lines_per_element",
+                                      .counter_key = "line"};
 
-  std::unique_ptr<IteratorBase> MakeIteratorInternal(
-      std::shared_ptr<const IteratorContext> ctx,
-      const std::string& prefix) const override;
-
-  const std::vector<DataType>& output_dtypes() const override {
-    return dtypes_;
+absl::Status CheckTextLineOptions(const TextLineOptions& opts) {
+  if (opts.max_line_bytes < 1 || opts.read_buffer_bytes < 1) {
+    return errors::InvalidArgument(
+        "TextLine: max_line_bytes (", opts.max_line_bytes,
+        ") and read_buffer_bytes (", opts.read_buffer_bytes, ") must be >= 1");
   }
-  const std::vector<PartialShape>& output_shapes() const override {
-    return shapes_;
-  }
-  std::string DebugString() const override {
-    std::string s = absl::StrCat("TextLine(", files_.size(), " files");
-    if (shard_.num_shards > 1) {
-      absl::StrAppend(&s, " of ", total_files_, ", shard ", shard_.shard_index,
-                      "/", shard_.num_shards);
-    }
-    if (opts_.lines_per_element > 1) {
-      absl::StrAppend(&s, ", lines_per_element=", opts_.lines_per_element);
-    }
-    if (opts_.emit_origin) absl::StrAppend(&s, ", emit_origin");
-    return s + ")";
-  }
-  absl::Status CheckValid() const override { return status_; }
-
-  const std::vector<std::string>& files() const { return files_; }
-  const TextLineOptions& opts() const { return opts_; }
-
- private:
-  std::vector<std::string> files_;  // This shard's, in order.
-  int64_t total_files_;
-  ShardOptions shard_;
-  TextLineOptions opts_;
-  absl::Status status_;
-  std::vector<DataType> dtypes_;
-  std::vector<PartialShape> shapes_;
-};
+  return absl::OkStatus();
+}
 
 // Reads lines through a large buffer with memchr; the only allocation per
-// line is the element's std::string.
-//
-// Position: file_index_ (in the shard's file list), the byte offset of the
-// next unread line in that file, and its 1-based line number - 1.
-class TextLineIterator : public IteratorBase {
+// line is the element's std::string. records_in_file_ is the 1-based
+// number of the last line read.
+class TextLineIterator : public FileSourceIterator<TextLineIterator> {
  public:
-  TextLineIterator(std::shared_ptr<const TextLineDataset> ds,
+  TextLineIterator(const TextLineOptions& opts,
+                   std::shared_ptr<const FileSourceDataset> ds,
                    std::shared_ptr<const IteratorContext> ctx,
                    std::string prefix)
-      : IteratorBase(std::move(ctx), std::move(prefix)), ds_(std::move(ds)) {}
+      : FileSourceIterator(std::move(ds), std::move(ctx), std::move(prefix)),
+        opts_(opts) {}
 
-  absl::Status GetNext(Element* out, bool* end_of_sequence) override {
-    out->clear();
-    *end_of_sequence = false;
-    if (!pending_error_.ok()) {
-      absl::Status s = std::move(pending_error_);
-      pending_error_ = absl::OkStatus();
-      return s;
+  // The next line of the open file (FileSourceIterator).
+  FileRead ReadRecord(std::vector<std::string>* lines, BadRecord* bad) {
+    absl::string_view line;
+    bool eof = false, too_long = false;
+    absl::Status s = NextLine(&line, &eof, &too_long);
+    if (!s.ok()) {
+      *bad = {.reason = "unreadable_file",
+              .error = std::move(s),
+              .ends_file = true};
+      return FileRead::kBadRecord;
     }
-    const int64_t k = ds_->opts().lines_per_element;
-    const bool origin = ds_->opts().emit_origin;
-    // Up to k lines, gathered as they are read (MoveToStringTensor).
-    lines_.clear();
-    origins_.clear();
-    lines_.reserve(static_cast<size_t>(std::min(k, kInitialRecordReserve)));
-    if (origin) origins_.reserve(lines_.capacity());
-    int64_t n = 0;
-    int64_t read = 0;
-    absl::Status error;
-    try {
-      error = ReadLines(k, origin, &n, &read);
-    } catch (const std::bad_alloc&) {
-      error = errors::ResourceExhausted(
-          "TextLine: out of memory after ", n, " lines of an element of up to ", k,
-          " lines (lines_per_element; a batch size?)");
+    if (eof) return FileRead::kEndOfFile;
+    if (too_long) {
+      *bad = {.reason = "line_too_long",
+              .error = errors::DataLoss(
+                  CurrentPath(), ":", records_in_file_, ": line is ",
+                  "longer than max_line_bytes (", opts_.max_line_bytes, ")"),
+              .counts_as_read = true};
+      return FileRead::kBadRecord;
     }
-    if (read > 0 && stats() != nullptr) stats()->AddRecordsRead(read);
-    if (!error.ok()) {
-      if (n == 0) return error;
-      pending_error_ = error;  // Returned by the next call, in position.
-    }
-    if (n == 0) {
-      *end_of_sequence = true;
-      return absl::OkStatus();
-    }
-    ASSIGN_OR_RETURN(Tensor lines, MoveToStringTensor(&lines_, k == 1, "TextLine lines"));
-    out->push_back(std::move(lines));
-    if (origin) {
-      ASSIGN_OR_RETURN(Tensor origins,
-                       MoveToStringTensor(&origins_, k == 1, "TextLine origins"));
-      out->push_back(std::move(origins));
-    }
-    return absl::OkStatus();
+    lines->emplace_back(line.data(), line.size());
+    return FileRead::kRecord;
   }
-
-  // Reads up to k lines into lines_ (and their origins into origins_),
-  // counting the lines kept in *n and every line read in *read. Returns the
-  // error that ended the element early, if any.
-  absl::Status ReadLines(int64_t k, bool origin, int64_t* n, int64_t* read) {
-    absl::Status error;
-    while (*n < k) {
-      if (file_ == nullptr) {
-        if (file_index_ >= static_cast<int64_t>(ds_->files().size())) break;
-        absl::Status s = OpenFile();
-        if (!s.ok()) {
-          ++file_index_;
-          next_offset_ = 0;
-          line_number_ = 0;
-          s = HandleBadRecord(context().error_policy, stats(),
-                              "unreadable_file", s);
-          if (!s.ok()) {
-            error = s;
-            break;
-          }
-          continue;
-        }
-      }
-      absl::string_view line;
-      bool eof = false, too_long = false;
-      absl::Status s = NextLine(&line, &eof, &too_long);
-      if (!s.ok() || eof) {
-        CloseFile();
-        if (!s.ok()) {
-          s = HandleBadRecord(context().error_policy, stats(),
-                              "unreadable_file", s);
-          if (!s.ok()) {
-            error = s;
-            break;
-          }
-        }
-        continue;
-      }
-      ++*read;
-      if (too_long) {
-        s = HandleBadRecord(
-            context().error_policy, stats(), "line_too_long",
-            errors::DataLoss(CurrentPath(), ":", line_number_, ": line is ",
-                             "longer than max_line_bytes (",
-                             ds_->opts().max_line_bytes, ")"));
-        if (!s.ok()) {
-          error = s;
-          break;
-        }
-        continue;
-      }
-      lines_.emplace_back(line.data(), line.size());
-      if (origin) origins_.push_back(absl::StrCat(CurrentPath(), ":", line_number_));
-      ++*n;
-    }
-    return error;
-  }
-
-  absl::Status Save(IteratorState* state) override {
-    state->WriteInt(Key("file_index"), file_index_);
-    state->WriteInt(Key("offset"),
-                    file_ != nullptr ? static_cast<int64_t>(buf_offset_ + pos_)
-                                     : static_cast<int64_t>(next_offset_));
-    state->WriteInt(Key("line"), line_number_);
-    state->WriteInt(Key("pending_code"),
-                    static_cast<int64_t>(pending_error_.code()));
-    state->WriteString(Key("pending_message"),
-                       std::string(pending_error_.message()));
-    return absl::OkStatus();
-  }
-
-  absl::Status Restore(const IteratorState& state) override {
-    CloseFile();
-    ASSIGN_OR_RETURN(file_index_, state.ReadInt(Key("file_index")));
-    ASSIGN_OR_RETURN(int64_t offset, state.ReadInt(Key("offset")));
-    ASSIGN_OR_RETURN(line_number_, state.ReadInt(Key("line")));
-    ASSIGN_OR_RETURN(int64_t code, state.ReadInt(Key("pending_code")));
-    ASSIGN_OR_RETURN(std::string message,
-                     state.ReadString(Key("pending_message")));
-    if (file_index_ < 0 || offset < 0 || line_number_ < 0) {
-      return errors::DataLoss("TextLine state at '", prefix(),
-                              "' has a negative position");
-    }
-    if (file_index_ > static_cast<int64_t>(ds_->files().size())) {
-      return errors::FailedPrecondition(
-          "TextLine state at '", prefix(), "' is at file ", file_index_,
-          " but the dataset has ", ds_->files().size(), " files");
-    }
-    next_offset_ = static_cast<uint64_t>(offset);
-    pending_error_ = absl::Status(static_cast<absl::StatusCode>(code), message);
-    return absl::OkStatus();
+  std::string Origin() const {
+    return absl::StrCat(CurrentPath(), ":", records_in_file_);
   }
 
  private:
-  const std::string& CurrentPath() const { return ds_->files()[file_index_]; }
-
-  // Opens files()[file_index_] positioned at next_offset_.
-  absl::Status OpenFile() {
-    Env* env = context().env != nullptr ? context().env : Env::Default();
-    absl::StatusOr<std::unique_ptr<RandomAccessFile>> f =
-        env->NewRandomAccessFile(CurrentPath());
-    if (!f.ok()) {
-      return errors::Annotate(
-          f.status(),
-          absl::StrCat("TextLine: cannot open '", CurrentPath(), "'"));
-    }
-    file_ = std::move(*f);
-    const size_t want = static_cast<size_t>(ds_->opts().read_buffer_bytes);
+  void StartFile(RandomAccessFile* file, uint64_t offset) override {
+    open_file_ = file;
+    const size_t want = static_cast<size_t>(opts_.read_buffer_bytes);
     if (capacity_ < want) {
       buf_.reset(new char[want]);
       capacity_ = want;
     }
-    buf_offset_ = next_offset_;
+    buf_offset_ = offset;
     pos_ = end_ = 0;
     eof_ = false;
-    return absl::OkStatus();
   }
-
-  // Moves to the next file; next_offset_ / line_number_ restart at 0.
-  void CloseFile() {
-    if (file_ == nullptr) return;
-    file_.reset();
-    ++file_index_;
-    next_offset_ = 0;
-    line_number_ = 0;
-  }
+  void EndFile() override { open_file_ = nullptr; }
+  uint64_t Offset() const override { return buf_offset_ + pos_; }
 
   // Moves the unread bytes to the front of the buffer (growing it when it is
   // full) and appends bytes from the file.
@@ -312,7 +106,7 @@ class TextLineIterator : public IteratorBase {
     }
     const size_t want = capacity_ - end_;
     absl::StatusOr<absl::string_view> got =
-        file_->Read(buf_offset_ + end_, want, buf_.get() + end_);
+        open_file_->Read(buf_offset_ + end_, want, buf_.get() + end_);
     if (!got.ok()) {
       return errors::Annotate(
           got.status(), absl::StrCat("TextLine: cannot read '", CurrentPath(),
@@ -329,7 +123,7 @@ class TextLineIterator : public IteratorBase {
   // Next line of the open file without its "\n" / "\r\n". *eof at the end of
   // the file. An over-long line is consumed and reported as *too_long.
   absl::Status NextLine(absl::string_view* line, bool* eof, bool* too_long) {
-    const size_t max = static_cast<size_t>(ds_->opts().max_line_bytes);
+    const size_t max = static_cast<size_t>(opts_.max_line_bytes);
     size_t scanned = 0;  // Bytes after pos_ known to hold no '\n'.
     while (true) {
       const char* start = buf_.get() + pos_;
@@ -339,7 +133,7 @@ class TextLineIterator : public IteratorBase {
       if (nl != nullptr || (eof_ && avail > 0)) {
         size_t len = nl != nullptr ? static_cast<size_t>(nl - start) : avail;
         pos_ += nl != nullptr ? len + 1 : len;
-        ++line_number_;
+        ++records_in_file_;
         if (len > 0 && start[len - 1] == '\r') --len;
         *too_long = len > max;
         *line = absl::string_view(start, len);
@@ -359,7 +153,7 @@ class TextLineIterator : public IteratorBase {
   // including its '\n' (or the end of the file) without buffering them.
   absl::Status SkipLongLine(bool* too_long) {
     *too_long = true;
-    ++line_number_;
+    ++records_in_file_;
     while (true) {
       const char* start = buf_.get() + pos_;
       const char* nl =
@@ -374,31 +168,15 @@ class TextLineIterator : public IteratorBase {
     }
   }
 
-  std::shared_ptr<const TextLineDataset> ds_;
-  int64_t file_index_ = 0;
-  uint64_t next_offset_ = 0;  // Where the next OpenFile starts.
-  int64_t line_number_ = 0;   // Lines consumed in the current file.
-  absl::Status pending_error_;
-  std::unique_ptr<RandomAccessFile> file_;
+  const TextLineOptions opts_;
+  RandomAccessFile* open_file_ = nullptr;  // Between StartFile and EndFile.
   std::unique_ptr<char[]> buf_;
   size_t capacity_ = 0;
   uint64_t buf_offset_ = 0;  // File offset of buf_[0].
   size_t pos_ = 0;           // Next unread byte in buf_.
   size_t end_ = 0;           // End of valid bytes in buf_.
   bool eof_ = false;         // The file has no bytes after buf_[end_).
-  // The element being gathered (kept for their capacity between calls).
-  std::vector<std::string> lines_;
-  std::vector<std::string> origins_;
 };
-
-std::unique_ptr<IteratorBase> TextLineDataset::MakeIteratorInternal(
-    std::shared_ptr<const IteratorContext> ctx,
-    const std::string& prefix) const {
-  if (!status_.ok()) return MakeErrorIterator(std::move(ctx), prefix, status_);
-  return std::make_unique<TextLineIterator>(
-      std::static_pointer_cast<const TextLineDataset>(shared_from_this()),
-      std::move(ctx), prefix);
-}
 
 // ---------------------------------------------------------------------------
 // FromTensorSlices
@@ -557,7 +335,15 @@ class RangeDataset : public DatasetBase {
 
 DatasetPtr NewTextLineDataset(std::vector<std::string> files,
                               ShardOptions shard, TextLineOptions opts) {
-  return std::make_shared<TextLineDataset>(std::move(files), shard, opts);
+  return std::make_shared<FileSourceDataset>(
+      kTextLine, std::move(files), shard, opts.lines_per_element,
+      opts.emit_origin, CheckTextLineOptions(opts),
+      [opts](std::shared_ptr<const FileSourceDataset> ds,
+             std::shared_ptr<const IteratorContext> ctx,
+             const std::string& prefix) {
+        return std::make_unique<TextLineIterator>(opts, std::move(ds),
+                                                  std::move(ctx), prefix);
+      });
 }
 
 DatasetPtr NewFromTensorSlicesDataset(Element components) {

@@ -10,6 +10,7 @@
 
 #include "recflow/framework/op_kernel.h"
 #include "recflow/kernels/array_copy.h"
+#include "recflow/kernels/parallel_range.h"
 
 namespace recflow {
 namespace {
@@ -21,7 +22,7 @@ using array_kernels::DispatchCopyType;
 using array_kernels::IndexScalar;
 using array_kernels::IndexTypes;
 using array_kernels::IndexVector;
-using array_kernels::ParallelRange;
+using kernels::ParallelRange;
 using array_kernels::VecString;
 
 // out[r, :] = concat(inputs[k][r, :] for k) where input k is [outer, inner[k]].
@@ -393,13 +394,13 @@ class TileOp : public OpKernel {
       return;
     }
     // Each index of dimension 0 owns out[i * block[1], (i + 1) * block[1]).
-    array_kernels::ParallelRange(
+    kernels::ParallelRange(
         ctx, d0, array_kernels::CopyCost<U>(block[1]), [&](int64_t b, int64_t e) {
           for (int64_t i = b; i < e; ++i) fill(1, in + i * in_stride[1], out + i * block[1]);
         });
     // Then the whole first tile of dimension 0 repeats m0 - 1 times.
     const int64_t tile = d0 * block[1];
-    array_kernels::ParallelRange(
+    kernels::ParallelRange(
         ctx, m0 - 1, array_kernels::CopyCost<U>(tile),
         [&](int64_t b, int64_t e) {
           for (int64_t t = b + 1; t < e + 1; ++t) array_kernels::CopyRow(out, tile, out + t * tile);

@@ -1,7 +1,8 @@
 // Helpers shared by the array kernels (kernels/array_*.cc): dispatch over
 // the element types a copying kernel moves, reading integer argument
-// tensors, sharding work over the intra-op pool, and StridedCopy, the one
-// engine behind Transpose, Slice, StridedSlice(+Grad), Tile, Pad and Split.
+// tensors, and StridedCopy, the one engine behind Transpose, Slice,
+// StridedSlice(+Grad), Tile, Pad and Split (sharded over the intra-op pool
+// with ParallelRange, kernels/parallel_range.h).
 // Private to kernels/; stateless, so thread-safe.
 //
 // Copying kernels move elements without looking at them, so they work on
@@ -21,6 +22,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "recflow/framework/op_kernel.h"
+#include "recflow/kernels/parallel_range.h"
 
 namespace recflow::array_kernels {
 
@@ -81,24 +83,6 @@ absl::StatusOr<int> CanonicalAxis(int64_t axis, int rank,
                                   absl::string_view what);
 // "[1,2,3]".
 std::string VecString(absl::Span<const int64_t> v);
-
-// Below this much estimated work (ns) a loop runs inline.
-inline constexpr int64_t kInlineCostNs = 32 * 1024;
-
-// Calls fn(begin, end) over shards of [0, n): on the intra-op pool when
-// there is one and n * cost_per_unit (ns) is large, else inline.
-template <typename F>
-void ParallelRange(OpKernelContext* ctx, int64_t n, int64_t cost_per_unit,
-                   F&& fn) {
-  if (n <= 0) return;
-  ThreadPool* pool = ctx->intra_op_pool();
-  if (pool == nullptr || n == 1 || n * cost_per_unit < kInlineCostNs) {
-    fn(int64_t{0}, n);
-  } else {
-    pool->ParallelFor(n, std::max<int64_t>(cost_per_unit, 1),
-                      std::forward<F>(fn));
-  }
-}
 
 // dst[0, n) = src[0, n) for non-overlapping ranges. Rows of at most 64
 // bytes (an embedding row of 16 floats: Slice, Unpack, Pack, Concat and
@@ -189,63 +173,66 @@ void StridedCopy(OpKernelContext* ctx, const CopyPlan& plan, const U* src,
       }
     }
     const int64_t units = outer_count * p_tiles;
-    ParallelRange(ctx, units, CopyCost<U>(kTile * inner),
-                  [&](int64_t begin, int64_t end) {
-                    for (int64_t u = begin; u < end; ++u) {
-                      int64_t o = u / p_tiles;
-                      const int64_t i0 = (u % p_tiles) * kTile,
-                                    i1 = std::min(np, i0 + kTile);
-                      int64_t so = 0, dof = 0;
-                      for (int k = static_cast<int>(outer.size()) - 1; k >= 0;
-                           --k) {
-                        const int d = outer[k];
-                        const int64_t idx = o % plan.dims[d];
-                        o /= plan.dims[d];
-                        so += idx * plan.src[d];
-                        dof += idx * plan.dst[d];
-                      }
-                      for (int64_t j0 = 0; j0 < inner; j0 += kTile) {
-                        const int64_t j1 = std::min(inner, j0 + kTile);
-                        for (int64_t i = i0; i < i1; ++i) {
-                          const U* s = src + so + i + j0 * si;
-                          U* dd = dst + dof + i * dp + j0;
-                          for (int64_t j = 0; j < j1 - j0; ++j)
-                            dd[j] = s[j * si];
-                        }
-                      }
-                    }
-                  });
+    kernels::ParallelRange(ctx, units, CopyCost<U>(kTile * inner),
+                           [&](int64_t begin, int64_t end) {
+                             for (int64_t u = begin; u < end; ++u) {
+                               int64_t o = u / p_tiles;
+                               const int64_t i0 = (u % p_tiles) * kTile,
+                                             i1 = std::min(np, i0 + kTile);
+                               int64_t so = 0, dof = 0;
+                               for (int k = static_cast<int>(outer.size()) - 1;
+                                    k >= 0; --k) {
+                                 const int d = outer[k];
+                                 const int64_t idx = o % plan.dims[d];
+                                 o /= plan.dims[d];
+                                 so += idx * plan.src[d];
+                                 dof += idx * plan.dst[d];
+                               }
+                               for (int64_t j0 = 0; j0 < inner; j0 += kTile) {
+                                 const int64_t j1 = std::min(inner, j0 + kTile);
+                                 for (int64_t i = i0; i < i1; ++i) {
+                                   const U* s = src + so + i + j0 * si;
+                                   U* dd = dst + dof + i * dp + j0;
+                                   for (int64_t j = 0; j < j1 - j0; ++j)
+                                     dd[j] = s[j * si];
+                                 }
+                               }
+                             }
+                           });
     return;
   }
   const int64_t rows = plan.num_elements / inner;
-  ParallelRange(ctx, rows, CopyCost<U>(inner), [&](int64_t begin, int64_t end) {
-    // Offsets of row `begin`, then step the outer index like an odometer.
-    absl::InlinedVector<int64_t, 8> idx(r - 1, 0);
-    int64_t so = 0, dof = 0, rem = begin;
-    for (int d = r - 2; d >= 0; --d) {
-      idx[d] = rem % plan.dims[d];
-      rem /= plan.dims[d];
-      so += idx[d] * plan.src[d];
-      dof += idx[d] * plan.dst[d];
-    }
-    for (int64_t row = begin; row < end; ++row) {
-      if (si == 1 && di == 1) {
-        CopyRow(src + so, inner, dst + dof);
-      } else {
-        const U* s = src + so;
-        U* dd = dst + dof;
-        for (int64_t j = 0; j < inner; ++j) dd[j * di] = s[j * si];
-      }
-      for (int d = r - 2; d >= 0; --d) {
-        so += plan.src[d];
-        dof += plan.dst[d];
-        if (++idx[d] < plan.dims[d]) break;
-        so -= plan.src[d] * plan.dims[d];
-        dof -= plan.dst[d] * plan.dims[d];
-        idx[d] = 0;
-      }
-    }
-  });
+  kernels::ParallelRange(ctx, rows, CopyCost<U>(inner),
+                         [&](int64_t begin, int64_t end) {
+                           // Offsets of row `begin`, then step the outer index
+                           // like an odometer.
+                           absl::InlinedVector<int64_t, 8> idx(r - 1, 0);
+                           int64_t so = 0, dof = 0, rem = begin;
+                           for (int d = r - 2; d >= 0; --d) {
+                             idx[d] = rem % plan.dims[d];
+                             rem /= plan.dims[d];
+                             so += idx[d] * plan.src[d];
+                             dof += idx[d] * plan.dst[d];
+                           }
+                           for (int64_t row = begin; row < end; ++row) {
+                             if (si == 1 && di == 1) {
+                               CopyRow(src + so, inner, dst + dof);
+                             } else {
+                               const U* s = src + so;
+                               U* dd = dst + dof;
+                               for (int64_t j = 0; j < inner; ++j)
+                                 dd[j * di] = s[j * si];
+                             }
+                             for (int d = r - 2; d >= 0; --d) {
+                               so += plan.src[d];
+                               dof += plan.dst[d];
+                               if (++idx[d] < plan.dims[d]) break;
+                               so -= plan.src[d] * plan.dims[d];
+                               dof -= plan.dst[d] * plan.dims[d];
+                               idx[d] = 0;
+                             }
+                           }
+                         });
 }
 
 }  // namespace recflow::array_kernels

@@ -8,6 +8,7 @@
 // shard by output rows or by columns so no two threads write one element.
 #include "recflow/framework/op_kernel.h"
 #include "recflow/kernels/array_copy.h"
+#include "recflow/kernels/parallel_range.h"
 
 namespace recflow {
 namespace {
@@ -18,8 +19,8 @@ using array_kernels::CopyTypes;
 using array_kernels::DispatchCopyType;
 using array_kernels::IndexScalar;
 using array_kernels::IndexTypes;
-using array_kernels::ParallelRange;
 using array_kernels::VecString;
+using kernels::ParallelRange;
 
 // Calls fn.template operator()<Index>() for an int32 or int64 tensor.
 template <typename Fn>

@@ -1,7 +1,7 @@
 // CPU kernels for the array family: Const, Placeholder,
 // PlaceholderWithDefault, Identity, NoOp. All cheap: they run inline.
 #include "recflow/framework/op_kernel.h"
-#include "recflow/kernels/array_copy.h"
+#include "recflow/kernels/parallel_range.h"
 
 namespace recflow {
 namespace {
@@ -93,7 +93,7 @@ class FillLikeOp : public OpKernel {
       // Big fills (OnesLike of an activation in a reduction's gradient)
       // are split across the intra-op pool.
       T* dst = out->data<T>();
-      array_kernels::ParallelRange(
+      kernels::ParallelRange(
           ctx, out->NumElements(), std::max<int64_t>(1, sizeof(T) / 8),
           [&](int64_t begin, int64_t end) { std::fill(dst + begin, dst + end, value); });
     });

@@ -6,6 +6,7 @@
 
 #include "recflow/framework/op_kernel.h"
 #include "recflow/kernels/array_copy.h"
+#include "recflow/kernels/parallel_range.h"
 
 namespace recflow {
 namespace {
@@ -16,8 +17,8 @@ using array_kernels::DispatchCopyType;
 using array_kernels::IndexScalar;
 using array_kernels::IndexTypes;
 using array_kernels::IndexVector;
-using array_kernels::ParallelRange;
 using array_kernels::VecString;
+using kernels::ParallelRange;
 
 // Writes `values` into an int32 or int64 output, failing on int32 overflow.
 absl::Status WriteIndexOutput(OpKernelContext* ctx, const TensorShape& shape,

@@ -13,6 +13,7 @@
 // ResourceStridedSliceAssign).
 #include "recflow/framework/op_kernel.h"
 #include "recflow/kernels/array_copy.h"
+#include "recflow/kernels/parallel_range.h"
 
 namespace recflow {
 namespace {
@@ -22,9 +23,9 @@ using array_kernels::CopyTypes;
 using array_kernels::DispatchCopyType;
 using array_kernels::IndexTypes;
 using array_kernels::IndexVector;
-using array_kernels::ParallelRange;
 using array_kernels::RowMajorStrides;
 using array_kernels::VecString;
+using kernels::ParallelRange;
 
 // If the block [begin, begin + size) of a row-major tensor of `dims` is one
 // contiguous run, its first element's flat offset; else -1.

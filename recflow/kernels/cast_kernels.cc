@@ -158,7 +158,7 @@ class CastOp : public OpKernel {
     const void* src = x.raw_data();
     void* dst = out->raw_data();
     const CastLoopFn loop = loop_;
-    Parallel(ctx, x.NumElements(), 1,
+    kernels::ParallelRange(ctx, x.NumElements(), 1,
              [&](int64_t begin, int64_t end) { loop(src, dst, begin, end); });
   }
 

@@ -49,6 +49,7 @@
 #include "recflow/core/numeric_types.h"
 #include "recflow/core/threadpool.h"
 #include "recflow/framework/op_kernel.h"
+#include "recflow/kernels/parallel_range.h"
 
 #if defined(__GNUC__) && !defined(__clang__)
 #define RECFLOW_CWISE_BEGIN_                                                          \
@@ -73,22 +74,6 @@ struct BroadcastPlan {
 // "incompatible shapes: [2,3] vs. [4,3]" when they do not broadcast.
 absl::StatusOr<TensorShape> BroadcastShape(const TensorShape& a, const TensorShape& b,
                                            BroadcastPlan* plan);
-
-// Below this much work (elements x ns per element) a loop runs inline,
-// without building a std::function or touching the pool.
-inline constexpr int64_t kInlineCostNs = 32 * 1024;
-
-// Runs fn(begin, end) over [0, n), split across the intra-op pool when the
-// work is large.
-template <typename F>
-void Parallel(OpKernelContext* ctx, int64_t n, int64_t cost_ns, F&& fn) {
-  ThreadPool* pool = ctx->intra_op_pool();
-  if (pool == nullptr || n * cost_ns < kInlineCostNs) {
-    fn(int64_t{0}, n);
-  } else {
-    pool->ParallelFor(n, cost_ns, std::forward<F>(fn));
-  }
-}
 
 template <typename T>
 struct ComputeTypeOf {
@@ -247,7 +232,7 @@ class BinaryOp : public OpKernel {
     if (a.shape() == b.shape()) {
       OP_REQUIRES_OK(ctx, Allocate(ctx, a.shape(), &out));
       Tout* po = out->data<Tout>();
-      Parallel(ctx, a.NumElements(), CostOf<F, C>(), [&](int64_t begin, int64_t end) {
+      kernels::ParallelRange(ctx, a.NumElements(), CostOf<F, C>(), [&](int64_t begin, int64_t end) {
         LoopBoth<T, Tout>(fn, pa + begin, pb + begin, po + begin, end - begin);
       });
       return;
@@ -256,7 +241,7 @@ class BinaryOp : public OpKernel {
       OP_REQUIRES_OK(ctx, Allocate(ctx, a.shape(), &out));
       Tout* po = out->data<Tout>();
       const C y = static_cast<C>(pb[0]);
-      Parallel(ctx, a.NumElements(), CostOf<F, C>(), [&](int64_t begin, int64_t end) {
+      kernels::ParallelRange(ctx, a.NumElements(), CostOf<F, C>(), [&](int64_t begin, int64_t end) {
         LoopScalarY<T, Tout>(fn, pa + begin, y, po + begin, end - begin);
       });
       return;
@@ -265,7 +250,7 @@ class BinaryOp : public OpKernel {
       OP_REQUIRES_OK(ctx, Allocate(ctx, b.shape(), &out));
       Tout* po = out->data<Tout>();
       const C x = static_cast<C>(pa[0]);
-      Parallel(ctx, b.NumElements(), CostOf<F, C>(), [&](int64_t begin, int64_t end) {
+      kernels::ParallelRange(ctx, b.NumElements(), CostOf<F, C>(), [&](int64_t begin, int64_t end) {
         LoopScalarX<T, Tout>(fn, x, pb + begin, po + begin, end - begin);
       });
       return;
@@ -287,7 +272,7 @@ class BinaryOp : public OpKernel {
     const bool a_moves = plan.a_strides[r - 1] != 0, b_moves = plan.b_strides[r - 1] != 0;
     const int64_t rows = shape->num_elements() / inner;
     const int64_t row_cost = std::max<int64_t>(1, inner * CostOf<F, C>());
-    Parallel(ctx, rows, row_cost, [&](int64_t begin, int64_t end) {
+    kernels::ParallelRange(ctx, rows, row_cost, [&](int64_t begin, int64_t end) {
       for (int64_t row = begin; row < end; ++row) {
         int64_t rem = row, off_a = 0, off_b = 0;
         for (int d = r - 2; d >= 0; --d) {
@@ -385,7 +370,7 @@ class UnaryOp : public OpKernel {
     const T* px = x.data<T>();
     Tout* po = out->data<Tout>();
     const F fn = fn_;
-    Parallel(ctx, x.NumElements(), CostOf<F, ComputeType<T>>(),
+    kernels::ParallelRange(ctx, x.NumElements(), CostOf<F, ComputeType<T>>(),
              [&](int64_t begin, int64_t end) {
                if constexpr (requires { F::Bulk(px, po, int64_t{0}); }) {
                  F::Bulk(px + begin, po + begin, end - begin);
@@ -430,7 +415,7 @@ class SameShapeBinaryOp : public OpKernel {
     const T* pb = b.data<T>();
     T* po = out->data<T>();
     const F fn = fn_;
-    Parallel(ctx, a.NumElements(), CostOf<F, ComputeType<T>>(),
+    kernels::ParallelRange(ctx, a.NumElements(), CostOf<F, ComputeType<T>>(),
              [&](int64_t begin, int64_t end) {
 #if defined(RECFLOW_CWISE_AVX2_)
                if constexpr (HasAvx2Loop<F, T>()) {

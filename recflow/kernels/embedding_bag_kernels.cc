@@ -25,6 +25,7 @@
 #include "recflow/framework/op_kernel.h"
 #include "recflow/kernels/array_copy.h"
 #include "recflow/kernels/embedding_bag_util.h"
+#include "recflow/kernels/parallel_range.h"
 #include "recflow/kernels/state_kernels.h"
 
 namespace recflow {
@@ -32,7 +33,7 @@ namespace {
 
 using array_kernels::CopyTypes;
 using array_kernels::DispatchCopyType;
-using array_kernels::ParallelRange;
+using kernels::ParallelRange;
 
 using embedding_bag::AddRow;
 using embedding_bag::AxpyRow;

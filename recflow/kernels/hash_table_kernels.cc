@@ -23,12 +23,12 @@
 #include "recflow/embedding/hash_embedding_table.h"
 #include "recflow/framework/op_kernel.h"
 #include "recflow/kernels/embedding_bag_util.h"
-#include "recflow/kernels/array_copy.h"
+#include "recflow/kernels/parallel_range.h"
 
 namespace recflow {
 namespace {
 
-using array_kernels::ParallelRange;
+using kernels::ParallelRange;
 using embedding::EmbeddingTableOptions;
 using embedding::EmbeddingTableResource;
 using embedding::HashEmbeddingTable;

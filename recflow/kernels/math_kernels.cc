@@ -11,7 +11,7 @@ RECFLOW_CWISE_BEGIN_
 namespace recflow {
 namespace {
 
-using cwise::Parallel;
+using kernels::ParallelRange;
 
 template <typename T>
 class AddNOp : public OpKernel {
@@ -34,7 +34,7 @@ class AddNOp : public OpKernel {
     T* dst = out->data<T>();
     // Input by input over cache-sized blocks, so each pass is a plain
     // vectorizable loop. dst may be src[0]'s buffer (forwarded).
-    Parallel(ctx, first.NumElements(), n, [&](int64_t begin, int64_t end) {
+    ParallelRange(ctx, first.NumElements(), n, [&](int64_t begin, int64_t end) {
       constexpr int64_t kBlock = 2048;
       for (int64_t b = begin; b < end; b += kBlock) {
         const int64_t e = std::min(end, b + kBlock);
@@ -134,7 +134,7 @@ class SelectOp : public OpKernel {
     if (cond.shape() == t.shape()) {
       OP_REQUIRES_OK(ctx, AllocateSelectOutput(ctx, t.shape(), &out));
       T* po = out->data<T>();
-      Parallel(ctx, t.NumElements(), 1, [&](int64_t begin, int64_t end) {
+      ParallelRange(ctx, t.NumElements(), 1, [&](int64_t begin, int64_t end) {
         SelectLoop(pc + begin, pt + begin, pe + begin, po + begin, end - begin);
       });
       return;
@@ -148,7 +148,7 @@ class SelectOp : public OpKernel {
     T* po = out->data<T>();
     const int64_t rows = t.dim_size(0);
     const int64_t row = rows == 0 ? 0 : t.NumElements() / rows;
-    Parallel(ctx, rows, std::max<int64_t>(1, row), [&](int64_t begin, int64_t end) {
+    ParallelRange(ctx, rows, std::max<int64_t>(1, row), [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         const T* src = (pc[r] ? pt : pe) + r * row;
         T* dst = po + r * row;
@@ -176,7 +176,7 @@ class SelectV2Op : public OpKernel {
     if (cond.shape() == t.shape() && t.shape() == e.shape()) {
       OP_REQUIRES_OK(ctx, AllocateSelectOutput(ctx, t.shape(), &out));
       T* po = out->data<T>();
-      Parallel(ctx, t.NumElements(), 1, [&](int64_t begin, int64_t end) {
+      ParallelRange(ctx, t.NumElements(), 1, [&](int64_t begin, int64_t end) {
         SelectLoop(pc + begin, pt + begin, pe + begin, po + begin, end - begin);
       });
       return;
@@ -224,7 +224,7 @@ class SelectV2Op : public OpKernel {
     const int64_t st = rank == 0 ? 0 : strides[1][rank - 1];
     const int64_t se = rank == 0 ? 0 : strides[2][rank - 1];
     const int64_t rows = shape.num_elements() / inner;
-    Parallel(ctx, rows, std::max<int64_t>(1, inner), [&](int64_t begin, int64_t end) {
+    ParallelRange(ctx, rows, std::max<int64_t>(1, inner), [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         int64_t rem = r, oc = 0, ot = 0, oe = 0;
         for (int d = rank - 2; d >= 0; --d) {

@@ -15,12 +15,13 @@
 #include "recflow/framework/op_kernel.h"
 #include "recflow/kernels/array_copy.h"
 #include "recflow/kernels/embedding_bag_util.h"
+#include "recflow/kernels/parallel_range.h"
 
 namespace recflow {
 namespace {
 
 using array_kernels::IndexScalar;
-using array_kernels::ParallelRange;
+using kernels::ParallelRange;
 
 enum class Reduction { kSum, kMean, kSqrtN };
 

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "recflow/framework/op_kernel.h"
-#include "recflow/kernels/array_copy.h"
+#include "recflow/kernels/parallel_range.h"
 #include "recflow/kernels/state_kernels.h"
 
 namespace recflow {
@@ -189,7 +189,7 @@ class SparseApplyOp : public OpKernel {
     };
     ThreadPool* pool = ctx->intra_op_pool();
     const int64_t cost = std::max<int64_t>(1, inner * Update::kCostPerElement);
-    if (pool == nullptr || n * cost < array_kernels::kInlineCostNs || n < 2) {
+    if (pool == nullptr || n * cost < kernels::kInlineCostNs || n < 2) {
       for (int64_t i = 0; i < n; ++i) {
         if (i + kPrefetchDistance < n) prefetch(i + kPrefetchDistance);
         apply_one(i);

@@ -6,7 +6,7 @@
 
 #include "recflow/core/fingerprint.h"
 #include "recflow/framework/op_kernel.h"
-#include "recflow/kernels/array_copy.h"
+#include "recflow/kernels/parallel_range.h"
 
 namespace recflow {
 namespace {
@@ -28,7 +28,7 @@ class StringToHashBucketFastOp : public OpKernel {
     const std::string* src = input.data<std::string>();
     int64_t* dst = out->data<int64_t>();
     const uint64_t buckets = static_cast<uint64_t>(num_buckets_);
-    array_kernels::ParallelRange(
+    kernels::ParallelRange(
         ctx, input.NumElements(), 50, [&](int64_t b, int64_t e) {
           for (int64_t i = b; i < e; ++i) {
             dst[i] = static_cast<int64_t>(Fingerprint64(src[i]) % buckets);

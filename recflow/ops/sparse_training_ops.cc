@@ -8,16 +8,13 @@
 #include <string>
 
 #include "recflow/framework/op_registry.h"
+#include "recflow/ops/training_ops_util.h"
 
 namespace recflow {
 namespace {
 
-std::string InputName(const InferenceContext* c, int i) {
-  const OpRegistrationData* reg = OpRegistry::Global()->Find(c->op());
-  if (reg != nullptr && i < reg->op_def.input_arg_size())
-    return reg->op_def.input_arg(i).name();
-  return absl::StrCat("input ", i);
-}
+using training_ops_util::CheckScalarInputs;
+using training_ops_util::MergeVarAndSlots;
 
 // Inputs [0, kNumVars) are the variable and its slots, kGrad the gradient
 // rows, kGrad + 1 the indices; every other input is a scalar. The ref forms
@@ -25,18 +22,7 @@ std::string InputName(const InferenceContext* c, int i) {
 template <int kNumVars, int kGrad, bool kResource>
 absl::Status SparseApplyShape(InferenceContext* c) {
   PartialShape s;
-  if constexpr (!kResource) {
-    s = c->input(0);
-    for (int i = 1; i < kNumVars; ++i) {
-      auto merged = s.Merge(c->input(i));
-      if (!merged.ok()) {
-        return errors::InvalidArgument(
-            "var and ", InputName(c, i), " do not have the same shape: ",
-            s.DebugString(), " vs ", c->input(i).DebugString());
-      }
-      s = *merged;
-    }
-  }
+  if constexpr (!kResource) RETURN_IF_ERROR(MergeVarAndSlots(c, kNumVars, &s));
   ASSIGN_OR_RETURN(PartialShape grad, c->WithRankAtLeast(kGrad, 1));
   ASSIGN_OR_RETURN(PartialShape indices, c->WithRank(kGrad + 1, 1));
   if (!grad.unknown_rank() && grad.dim(0) >= 0 && indices.dim(0) >= 0 &&
@@ -57,23 +43,12 @@ absl::Status SparseApplyShape(InferenceContext* c) {
     }
     s = *merged;
   }
-  for (int i = kNumVars; i < c->num_inputs(); ++i) {
-    if (i == kGrad || i == kGrad + 1) continue;
-    const PartialShape& in = c->input(i);
-    if (!in.unknown_rank() && in.rank() != 0) {
-      return errors::InvalidArgument(
-          InputName(c, i), " must be a scalar, got shape ", in.DebugString());
-    }
-  }
+  RETURN_IF_ERROR(CheckScalarInputs(c, kNumVars, {kGrad, kGrad + 1}));
   if constexpr (!kResource) c->set_output(0, s);  // resource forms: none
   return absl::OkStatus();
 }
 
 }  // namespace
-
-#define RECFLOW_NUMBER_TYPES_                                            \
-  "bfloat16, half, float, double, uint8, uint16, uint32, uint64, int8, " \
-  "int16, int32, int64, complex64, complex128"
 
 // Ref and resource forms of one op: `ref_inputs` / `res_inputs` are the
 // chained .Input() calls with the variables as Ref(T) / resource.
@@ -81,13 +56,13 @@ absl::Status SparseApplyShape(InferenceContext* c) {
                                   attrs, doc)                               \
   REGISTER_OP(name)                                                         \
   ref_inputs.Output("out: Ref(T)")                                          \
-      .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")                               \
+      .Attr("T: {" RECFLOW_TRAINING_NUMBER_TYPES "}")                       \
       .Attr("Tindices: {int32, int64}")                                     \
       .Attr("use_locking: bool = false")                                    \
           attrs.SetShapeFn(SparseApplyShape<vars, grad, false>)             \
       .Doc(doc);                                                            \
   REGISTER_OP("Resource" name)                                              \
-  res_inputs.Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")                         \
+  res_inputs.Attr("T: {" RECFLOW_TRAINING_NUMBER_TYPES "}")                 \
       .Attr("Tindices: {int32, int64}")                                     \
       .Attr("use_locking: bool = false") attrs.SetIsStateful()              \
       .SetShapeFn(SparseApplyShape<vars, grad, true>)                       \
@@ -232,132 +207,125 @@ RECFLOW_SPARSE_APPLY_OPS_(
     "ApplyFtrlV2 on the rows indices of var, accum and linear.");
 
 #undef RECFLOW_SPARSE_APPLY_OPS_
-#undef RECFLOW_NUMBER_TYPES_
 
 namespace ops {
-namespace {
 
-Output Build(const Scope& scope, const std::string& op,
-             std::initializer_list<Output> inputs,
-             std::initializer_list<std::pair<const char*, bool>> attrs) {
-  NodeBuilder b(scope.GetUniqueNameForOp(op), op);
-  for (const Output& in : inputs) b.Input(in);
-  for (const auto& [name, value] : attrs) b.Attr(name, value);
-  return Output(scope.AddNode(b));
-}
-
-}  // namespace
+using training_ops_util::BuildApplyNode;
 
 Output SparseApplyGradientDescent(const Scope& scope, Output var, Output alpha,
                                   Output grad, Output indices,
                                   const ApplyGradientDescentAttrs& attrs) {
-  return Build(scope, "SparseApplyGradientDescent", {var, alpha, grad, indices},
-               {{"use_locking", attrs.use_locking}});
+  return BuildApplyNode(scope, "SparseApplyGradientDescent",
+                        {var, alpha, grad, indices},
+                        {{"use_locking", attrs.use_locking}});
 }
 Output ResourceSparseApplyGradientDescent(
     const Scope& scope, Output var, Output alpha, Output grad, Output indices,
     const ApplyGradientDescentAttrs& attrs) {
-  return Build(scope, "ResourceSparseApplyGradientDescent",
-               {var, alpha, grad, indices},
-               {{"use_locking", attrs.use_locking}});
+  return BuildApplyNode(scope, "ResourceSparseApplyGradientDescent",
+                        {var, alpha, grad, indices},
+                        {{"use_locking", attrs.use_locking}});
 }
 
 Output SparseApplyMomentum(const Scope& scope, Output var, Output accum,
                            Output lr, Output grad, Output indices,
                            Output momentum, const ApplyMomentumAttrs& attrs) {
-  return Build(scope, "SparseApplyMomentum",
-               {var, accum, lr, grad, indices, momentum},
-               {{"use_locking", attrs.use_locking},
-                {"use_nesterov", attrs.use_nesterov}});
+  return BuildApplyNode(scope, "SparseApplyMomentum",
+                        {var, accum, lr, grad, indices, momentum},
+                        {{"use_locking", attrs.use_locking},
+                         {"use_nesterov", attrs.use_nesterov}});
 }
 Output ResourceSparseApplyMomentum(const Scope& scope, Output var, Output accum,
                                    Output lr, Output grad, Output indices,
                                    Output momentum,
                                    const ApplyMomentumAttrs& attrs) {
-  return Build(scope, "ResourceSparseApplyMomentum",
-               {var, accum, lr, grad, indices, momentum},
-               {{"use_locking", attrs.use_locking},
-                {"use_nesterov", attrs.use_nesterov}});
+  return BuildApplyNode(scope, "ResourceSparseApplyMomentum",
+                        {var, accum, lr, grad, indices, momentum},
+                        {{"use_locking", attrs.use_locking},
+                         {"use_nesterov", attrs.use_nesterov}});
 }
 
 Output SparseApplyAdagrad(const Scope& scope, Output var, Output accum,
                           Output lr, Output grad, Output indices,
                           const ApplyAdagradAttrs& attrs) {
-  return Build(scope, "SparseApplyAdagrad", {var, accum, lr, grad, indices},
-               {{"use_locking", attrs.use_locking},
-                {"update_slots", attrs.update_slots}});
+  return BuildApplyNode(scope, "SparseApplyAdagrad",
+                        {var, accum, lr, grad, indices},
+                        {{"use_locking", attrs.use_locking},
+                         {"update_slots", attrs.update_slots}});
 }
 Output ResourceSparseApplyAdagrad(const Scope& scope, Output var, Output accum,
                                   Output lr, Output grad, Output indices,
                                   const ApplyAdagradAttrs& attrs) {
-  return Build(scope, "ResourceSparseApplyAdagrad",
-               {var, accum, lr, grad, indices},
-               {{"use_locking", attrs.use_locking},
-                {"update_slots", attrs.update_slots}});
+  return BuildApplyNode(scope, "ResourceSparseApplyAdagrad",
+                        {var, accum, lr, grad, indices},
+                        {{"use_locking", attrs.use_locking},
+                         {"update_slots", attrs.update_slots}});
 }
 Output SparseApplyAdagradV2(const Scope& scope, Output var, Output accum,
                             Output lr, Output epsilon, Output grad,
                             Output indices, const ApplyAdagradAttrs& attrs) {
-  return Build(scope, "SparseApplyAdagradV2",
-               {var, accum, lr, epsilon, grad, indices},
-               {{"use_locking", attrs.use_locking},
-                {"update_slots", attrs.update_slots}});
+  return BuildApplyNode(scope, "SparseApplyAdagradV2",
+                        {var, accum, lr, epsilon, grad, indices},
+                        {{"use_locking", attrs.use_locking},
+                         {"update_slots", attrs.update_slots}});
 }
 Output ResourceSparseApplyAdagradV2(const Scope& scope, Output var,
                                     Output accum, Output lr, Output epsilon,
                                     Output grad, Output indices,
                                     const ApplyAdagradAttrs& attrs) {
-  return Build(scope, "ResourceSparseApplyAdagradV2",
-               {var, accum, lr, epsilon, grad, indices},
-               {{"use_locking", attrs.use_locking},
-                {"update_slots", attrs.update_slots}});
+  return BuildApplyNode(scope, "ResourceSparseApplyAdagradV2",
+                        {var, accum, lr, epsilon, grad, indices},
+                        {{"use_locking", attrs.use_locking},
+                         {"update_slots", attrs.update_slots}});
 }
 
 Output SparseApplyAdam(const Scope& scope, Output var, Output m, Output v,
                        Output beta1_power, Output beta2_power, Output lr,
                        Output beta1, Output beta2, Output epsilon, Output grad,
                        Output indices, const ApplyAdamAttrs& attrs) {
-  return Build(scope, "SparseApplyAdam",
-               {var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon,
-                grad, indices},
-               {{"use_locking", attrs.use_locking},
-                {"use_nesterov", attrs.use_nesterov}});
+  return BuildApplyNode(scope, "SparseApplyAdam",
+                        {var, m, v, beta1_power, beta2_power, lr, beta1, beta2,
+                         epsilon, grad, indices},
+                        {{"use_locking", attrs.use_locking},
+                         {"use_nesterov", attrs.use_nesterov}});
 }
 Output ResourceSparseApplyAdam(const Scope& scope, Output var, Output m,
                                Output v, Output beta1_power, Output beta2_power,
                                Output lr, Output beta1, Output beta2,
                                Output epsilon, Output grad, Output indices,
                                const ApplyAdamAttrs& attrs) {
-  return Build(scope, "ResourceSparseApplyAdam",
-               {var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon,
-                grad, indices},
-               {{"use_locking", attrs.use_locking},
-                {"use_nesterov", attrs.use_nesterov}});
+  return BuildApplyNode(scope, "ResourceSparseApplyAdam",
+                        {var, m, v, beta1_power, beta2_power, lr, beta1, beta2,
+                         epsilon, grad, indices},
+                        {{"use_locking", attrs.use_locking},
+                         {"use_nesterov", attrs.use_nesterov}});
 }
 
 Output SparseApplyFtrl(const Scope& scope, Output var, Output accum,
                        Output linear, Output grad, Output indices, Output lr,
                        Output l1, Output l2, Output lr_power,
                        const ApplyFtrlAttrs& attrs) {
-  return Build(scope, "SparseApplyFtrl",
-               {var, accum, linear, grad, indices, lr, l1, l2, lr_power},
-               {{"use_locking", attrs.use_locking},
-                {"multiply_linear_by_lr", attrs.multiply_linear_by_lr}});
+  return BuildApplyNode(
+      scope, "SparseApplyFtrl",
+      {var, accum, linear, grad, indices, lr, l1, l2, lr_power},
+      {{"use_locking", attrs.use_locking},
+       {"multiply_linear_by_lr", attrs.multiply_linear_by_lr}});
 }
 Output ResourceSparseApplyFtrl(const Scope& scope, Output var, Output accum,
                                Output linear, Output grad, Output indices,
                                Output lr, Output l1, Output l2, Output lr_power,
                                const ApplyFtrlAttrs& attrs) {
-  return Build(scope, "ResourceSparseApplyFtrl",
-               {var, accum, linear, grad, indices, lr, l1, l2, lr_power},
-               {{"use_locking", attrs.use_locking},
-                {"multiply_linear_by_lr", attrs.multiply_linear_by_lr}});
+  return BuildApplyNode(
+      scope, "ResourceSparseApplyFtrl",
+      {var, accum, linear, grad, indices, lr, l1, l2, lr_power},
+      {{"use_locking", attrs.use_locking},
+       {"multiply_linear_by_lr", attrs.multiply_linear_by_lr}});
 }
 Output SparseApplyFtrlV2(const Scope& scope, Output var, Output accum,
                          Output linear, Output grad, Output indices, Output lr,
                          Output l1, Output l2, Output l2_shrinkage,
                          Output lr_power, const ApplyFtrlAttrs& attrs) {
-  return Build(
+  return BuildApplyNode(
       scope, "SparseApplyFtrlV2",
       {var, accum, linear, grad, indices, lr, l1, l2, l2_shrinkage, lr_power},
       {{"use_locking", attrs.use_locking},
@@ -368,7 +336,7 @@ Output ResourceSparseApplyFtrlV2(const Scope& scope, Output var, Output accum,
                                  Output lr, Output l1, Output l2,
                                  Output l2_shrinkage, Output lr_power,
                                  const ApplyFtrlAttrs& attrs) {
-  return Build(
+  return BuildApplyNode(
       scope, "ResourceSparseApplyFtrlV2",
       {var, accum, linear, grad, indices, lr, l1, l2, l2_shrinkage, lr_power},
       {{"use_locking", attrs.use_locking},

@@ -3,16 +3,14 @@
 #include <string>
 
 #include "recflow/framework/op_registry.h"
+#include "recflow/ops/training_ops_util.h"
 
 namespace recflow {
 namespace {
 
-std::string InputName(const InferenceContext* c, int i) {
-  const OpRegistrationData* reg = OpRegistry::Global()->Find(c->op());
-  if (reg != nullptr && i < reg->op_def.input_arg_size())
-    return reg->op_def.input_arg(i).name();
-  return absl::StrCat("input ", i);
-}
+using training_ops_util::CheckScalarInputs;
+using training_ops_util::MergeVarAndSlots;
+using training_ops_util::MergeWithVar;
 
 // Shape function of the dense Apply* ops: inputs [0, kNumVars) are the
 // variable and its slots (refs with the variable's shape, or resource
@@ -21,46 +19,15 @@ std::string InputName(const InferenceContext* c, int i) {
 // output the variable's shape.
 template <int kNumVars, int kGrad, bool kResource>
 absl::Status ApplyShapeFn(InferenceContext* c) {
-  PartialShape s = kResource ? PartialShape() : c->input(0);
-  if (!kResource) {
-    for (int i = 1; i < kNumVars; ++i) {
-      auto merged = s.Merge(c->input(i));
-      if (!merged.ok()) {
-        return errors::InvalidArgument(
-            "var and ", InputName(c, i),
-            " do not have the same shape: ", s.DebugString(), " vs ",
-            c->input(i).DebugString());
-      }
-      s = *merged;
-    }
-  }
-  auto merged = s.Merge(c->input(kGrad));
-  if (!merged.ok()) {
-    return errors::InvalidArgument(
-        "var and ", InputName(c, kGrad),
-        " do not have the same shape: ", s.DebugString(), " vs ",
-        c->input(kGrad).DebugString());
-  }
-  s = *merged;
-  for (int i = kNumVars; i < c->num_inputs(); ++i) {
-    if (i == kGrad) continue;
-    const PartialShape& in = c->input(i);
-    if (!in.unknown_rank() && in.rank() != 0) {
-      return errors::InvalidArgument(
-          InputName(c, i), " must be a scalar, got shape ", in.DebugString());
-    }
-  }
+  PartialShape s;
+  if constexpr (!kResource) RETURN_IF_ERROR(MergeVarAndSlots(c, kNumVars, &s));
+  RETURN_IF_ERROR(MergeWithVar(c, kGrad, &s));
+  RETURN_IF_ERROR(CheckScalarInputs(c, kNumVars, {kGrad}));
   if (c->num_outputs() > 0) c->set_output(0, s);
   return absl::OkStatus();
 }
 
 }  // namespace
-
-// TensorFlow's `numbertype` (the registry takes explicit lists).
-#define RECFLOW_NUMBER_TYPES_                                            \
-  "bfloat16, half, float, double, uint8, uint16, uint32, uint64, int8, " \
-  "int16, int32, int64, "                                                \
-  "complex64, complex128"
 
 // --- Gradient descent --------------------------------------------------------
 
@@ -69,7 +36,7 @@ REGISTER_OP("ApplyGradientDescent")
     .Input("alpha: T")
     .Input("delta: T")
     .Output("out: Ref(T)")
-    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("T: {" RECFLOW_TRAINING_NUMBER_TYPES "}")
     .Attr("use_locking: bool = false")
     .SetShapeFn(ApplyShapeFn<1, 2, false>)
     .Doc("Updates var by subtracting alpha * delta from it.");
@@ -78,7 +45,7 @@ REGISTER_OP("ResourceApplyGradientDescent")
     .Input("var: resource")
     .Input("alpha: T")
     .Input("delta: T")
-    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("T: {" RECFLOW_TRAINING_NUMBER_TYPES "}")
     .Attr("use_locking: bool = false")
     .SetIsStateful()
     .SetShapeFn(ApplyShapeFn<1, 2, true>)
@@ -95,7 +62,7 @@ REGISTER_OP("ApplyMomentum")
     .Input("grad: T")
     .Input("momentum: T")
     .Output("out: Ref(T)")
-    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("T: {" RECFLOW_TRAINING_NUMBER_TYPES "}")
     .Attr("use_locking: bool = false")
     .Attr("use_nesterov: bool = false")
     .SetShapeFn(ApplyShapeFn<2, 3, false>)
@@ -112,7 +79,7 @@ REGISTER_OP("ResourceApplyMomentum")
     .Input("lr: T")
     .Input("grad: T")
     .Input("momentum: T")
-    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("T: {" RECFLOW_TRAINING_NUMBER_TYPES "}")
     .Attr("use_locking: bool = false")
     .Attr("use_nesterov: bool = false")
     .SetIsStateful()
@@ -127,7 +94,7 @@ REGISTER_OP("ApplyAdagrad")
     .Input("lr: T")
     .Input("grad: T")
     .Output("out: Ref(T)")
-    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("T: {" RECFLOW_TRAINING_NUMBER_TYPES "}")
     .Attr("use_locking: bool = false")
     .Attr("update_slots: bool = true")
     .SetShapeFn(ApplyShapeFn<2, 3, false>)
@@ -140,7 +107,7 @@ REGISTER_OP("ResourceApplyAdagrad")
     .Input("accum: resource")
     .Input("lr: T")
     .Input("grad: T")
-    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("T: {" RECFLOW_TRAINING_NUMBER_TYPES "}")
     .Attr("use_locking: bool = false")
     .Attr("update_slots: bool = true")
     .SetIsStateful()
@@ -154,7 +121,7 @@ REGISTER_OP("ApplyAdagradV2")
     .Input("epsilon: T")
     .Input("grad: T")
     .Output("out: Ref(T)")
-    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("T: {" RECFLOW_TRAINING_NUMBER_TYPES "}")
     .Attr("use_locking: bool = false")
     .Attr("update_slots: bool = true")
     .SetShapeFn(ApplyShapeFn<2, 4, false>)
@@ -170,7 +137,7 @@ REGISTER_OP("ResourceApplyAdagradV2")
     .Input("lr: T")
     .Input("epsilon: T")
     .Input("grad: T")
-    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("T: {" RECFLOW_TRAINING_NUMBER_TYPES "}")
     .Attr("use_locking: bool = false")
     .Attr("update_slots: bool = true")
     .SetIsStateful()
@@ -191,7 +158,7 @@ REGISTER_OP("ApplyAdam")
     .Input("epsilon: T")
     .Input("grad: T")
     .Output("out: Ref(T)")
-    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("T: {" RECFLOW_TRAINING_NUMBER_TYPES "}")
     .Attr("use_locking: bool = false")
     .Attr("use_nesterov: bool = false")
     .SetShapeFn(ApplyShapeFn<3, 9, false>)
@@ -213,7 +180,7 @@ REGISTER_OP("ResourceApplyAdam")
     .Input("beta2: T")
     .Input("epsilon: T")
     .Input("grad: T")
-    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("T: {" RECFLOW_TRAINING_NUMBER_TYPES "}")
     .Attr("use_locking: bool = false")
     .Attr("use_nesterov: bool = false")
     .SetIsStateful()
@@ -233,7 +200,7 @@ REGISTER_OP("ApplyAdamW")
     .Input("weight_decay: T")
     .Input("grad: T")
     .Output("out: Ref(T)")
-    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("T: {" RECFLOW_TRAINING_NUMBER_TYPES "}")
     .Attr("use_locking: bool = false")
     .Attr("use_nesterov: bool = false")
     .SetShapeFn(ApplyShapeFn<3, 10, false>)
@@ -256,7 +223,7 @@ REGISTER_OP("ResourceApplyAdamW")
     .Input("epsilon: T")
     .Input("weight_decay: T")
     .Input("grad: T")
-    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("T: {" RECFLOW_TRAINING_NUMBER_TYPES "}")
     .Attr("use_locking: bool = false")
     .Attr("use_nesterov: bool = false")
     .SetIsStateful()
@@ -275,7 +242,7 @@ REGISTER_OP("ApplyFtrl")
     .Input("l2: T")
     .Input("lr_power: T")
     .Output("out: Ref(T)")
-    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("T: {" RECFLOW_TRAINING_NUMBER_TYPES "}")
     .Attr("use_locking: bool = false")
     .Attr("multiply_linear_by_lr: bool = false")
     .SetShapeFn(ApplyShapeFn<3, 3, false>)
@@ -290,7 +257,7 @@ REGISTER_OP("ResourceApplyFtrl")
     .Input("l1: T")
     .Input("l2: T")
     .Input("lr_power: T")
-    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("T: {" RECFLOW_TRAINING_NUMBER_TYPES "}")
     .Attr("use_locking: bool = false")
     .Attr("multiply_linear_by_lr: bool = false")
     .SetIsStateful()
@@ -308,7 +275,7 @@ REGISTER_OP("ApplyFtrlV2")
     .Input("l2_shrinkage: T")
     .Input("lr_power: T")
     .Output("out: Ref(T)")
-    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("T: {" RECFLOW_TRAINING_NUMBER_TYPES "}")
     .Attr("use_locking: bool = false")
     .Attr("multiply_linear_by_lr: bool = false")
     .SetShapeFn(ApplyShapeFn<3, 3, false>)
@@ -327,90 +294,83 @@ REGISTER_OP("ResourceApplyFtrlV2")
     .Input("l2: T")
     .Input("l2_shrinkage: T")
     .Input("lr_power: T")
-    .Attr("T: {" RECFLOW_NUMBER_TYPES_ "}")
+    .Attr("T: {" RECFLOW_TRAINING_NUMBER_TYPES "}")
     .Attr("use_locking: bool = false")
     .Attr("multiply_linear_by_lr: bool = false")
     .SetIsStateful()
     .SetShapeFn(ApplyShapeFn<3, 3, true>)
     .Doc("ApplyFtrlV2 on resource variables.");
 
-#undef RECFLOW_NUMBER_TYPES_
-
 namespace ops {
-namespace {
 
-Output Build(const Scope& scope, const char* op,
-             std::initializer_list<Output> inputs,
-             std::initializer_list<std::pair<const char*, bool>> attrs) {
-  NodeBuilder b(scope.GetUniqueNameForOp(op), op);
-  for (const Output& in : inputs) b.Input(in);
-  for (const auto& [name, value] : attrs) b.Attr(name, value);
-  return Output(scope.AddNode(b));
-}
-
-}  // namespace
+using training_ops_util::BuildApplyNode;
 
 Output ApplyGradientDescent(const Scope& scope, Output var, Output alpha,
                             Output delta,
                             const ApplyGradientDescentAttrs& attrs) {
-  return Build(scope, "ApplyGradientDescent", {var, alpha, delta},
-               {{"use_locking", attrs.use_locking}});
+  return BuildApplyNode(scope, "ApplyGradientDescent", {var, alpha, delta},
+                        {{"use_locking", attrs.use_locking}});
 }
 Output ResourceApplyGradientDescent(const Scope& scope, Output var,
                                     Output alpha, Output delta,
                                     const ApplyGradientDescentAttrs& attrs) {
-  return Build(scope, "ResourceApplyGradientDescent", {var, alpha, delta},
-               {{"use_locking", attrs.use_locking}});
+  return BuildApplyNode(scope, "ResourceApplyGradientDescent",
+                        {var, alpha, delta},
+                        {{"use_locking", attrs.use_locking}});
 }
 
 Output ApplyMomentum(const Scope& scope, Output var, Output accum, Output lr,
                      Output grad, Output momentum,
                      const ApplyMomentumAttrs& attrs) {
-  return Build(scope, "ApplyMomentum", {var, accum, lr, grad, momentum},
-               {{"use_locking", attrs.use_locking},
-                {"use_nesterov", attrs.use_nesterov}});
+  return BuildApplyNode(scope, "ApplyMomentum",
+                        {var, accum, lr, grad, momentum},
+                        {{"use_locking", attrs.use_locking},
+                         {"use_nesterov", attrs.use_nesterov}});
 }
 Output ResourceApplyMomentum(const Scope& scope, Output var, Output accum,
                              Output lr, Output grad, Output momentum,
                              const ApplyMomentumAttrs& attrs) {
-  return Build(scope, "ResourceApplyMomentum", {var, accum, lr, grad, momentum},
-               {{"use_locking", attrs.use_locking},
-                {"use_nesterov", attrs.use_nesterov}});
+  return BuildApplyNode(scope, "ResourceApplyMomentum",
+                        {var, accum, lr, grad, momentum},
+                        {{"use_locking", attrs.use_locking},
+                         {"use_nesterov", attrs.use_nesterov}});
 }
 
 Output ApplyAdagrad(const Scope& scope, Output var, Output accum, Output lr,
                     Output grad, const ApplyAdagradAttrs& attrs) {
-  return Build(scope, "ApplyAdagrad", {var, accum, lr, grad},
-               {{"use_locking", attrs.use_locking},
-                {"update_slots", attrs.update_slots}});
+  return BuildApplyNode(scope, "ApplyAdagrad", {var, accum, lr, grad},
+                        {{"use_locking", attrs.use_locking},
+                         {"update_slots", attrs.update_slots}});
 }
 Output ResourceApplyAdagrad(const Scope& scope, Output var, Output accum,
                             Output lr, Output grad,
                             const ApplyAdagradAttrs& attrs) {
-  return Build(scope, "ResourceApplyAdagrad", {var, accum, lr, grad},
-               {{"use_locking", attrs.use_locking},
-                {"update_slots", attrs.update_slots}});
+  return BuildApplyNode(scope, "ResourceApplyAdagrad", {var, accum, lr, grad},
+                        {{"use_locking", attrs.use_locking},
+                         {"update_slots", attrs.update_slots}});
 }
 Output ApplyAdagradV2(const Scope& scope, Output var, Output accum, Output lr,
                       Output epsilon, Output grad,
                       const ApplyAdagradAttrs& attrs) {
-  return Build(scope, "ApplyAdagradV2", {var, accum, lr, epsilon, grad},
-               {{"use_locking", attrs.use_locking},
-                {"update_slots", attrs.update_slots}});
+  return BuildApplyNode(scope, "ApplyAdagradV2",
+                        {var, accum, lr, epsilon, grad},
+                        {{"use_locking", attrs.use_locking},
+                         {"update_slots", attrs.update_slots}});
 }
 Output ResourceApplyAdagradV2(const Scope& scope, Output var, Output accum,
                               Output lr, Output epsilon, Output grad,
                               const ApplyAdagradAttrs& attrs) {
-  return Build(scope, "ResourceApplyAdagradV2", {var, accum, lr, epsilon, grad},
-               {{"use_locking", attrs.use_locking},
-                {"update_slots", attrs.update_slots}});
+  return BuildApplyNode(scope, "ResourceApplyAdagradV2",
+                        {var, accum, lr, epsilon, grad},
+                        {{"use_locking", attrs.use_locking},
+                         {"update_slots", attrs.update_slots}});
 }
 
 Output ApplyAdam(const Scope& scope, Output var, Output m, Output v,
                  Output beta1_power, Output beta2_power, Output lr,
                  Output beta1, Output beta2, Output epsilon, Output grad,
                  const ApplyAdamAttrs& attrs) {
-  return Build(
+  return BuildApplyNode(
       scope, "ApplyAdam",
       {var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad},
       {{"use_locking", attrs.use_locking},
@@ -420,7 +380,7 @@ Output ResourceApplyAdam(const Scope& scope, Output var, Output m, Output v,
                          Output beta1_power, Output beta2_power, Output lr,
                          Output beta1, Output beta2, Output epsilon,
                          Output grad, const ApplyAdamAttrs& attrs) {
-  return Build(
+  return BuildApplyNode(
       scope, "ResourceApplyAdam",
       {var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad},
       {{"use_locking", attrs.use_locking},
@@ -432,59 +392,62 @@ Output ApplyAdamW(const Scope& scope, Output var, Output m, Output v,
                   Output beta1, Output beta2, Output epsilon,
                   Output weight_decay, Output grad,
                   const ApplyAdamAttrs& attrs) {
-  return Build(scope, "ApplyAdamW",
-               {var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon,
-                weight_decay, grad},
-               {{"use_locking", attrs.use_locking},
-                {"use_nesterov", attrs.use_nesterov}});
+  return BuildApplyNode(scope, "ApplyAdamW",
+                        {var, m, v, beta1_power, beta2_power, lr, beta1, beta2,
+                         epsilon, weight_decay, grad},
+                        {{"use_locking", attrs.use_locking},
+                         {"use_nesterov", attrs.use_nesterov}});
 }
 Output ResourceApplyAdamW(const Scope& scope, Output var, Output m, Output v,
                           Output beta1_power, Output beta2_power, Output lr,
                           Output beta1, Output beta2, Output epsilon,
                           Output weight_decay, Output grad,
                           const ApplyAdamAttrs& attrs) {
-  return Build(scope, "ResourceApplyAdamW",
-               {var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon,
-                weight_decay, grad},
-               {{"use_locking", attrs.use_locking},
-                {"use_nesterov", attrs.use_nesterov}});
+  return BuildApplyNode(scope, "ResourceApplyAdamW",
+                        {var, m, v, beta1_power, beta2_power, lr, beta1, beta2,
+                         epsilon, weight_decay, grad},
+                        {{"use_locking", attrs.use_locking},
+                         {"use_nesterov", attrs.use_nesterov}});
 }
 
 Output ApplyFtrl(const Scope& scope, Output var, Output accum, Output linear,
                  Output grad, Output lr, Output l1, Output l2, Output lr_power,
                  const ApplyFtrlAttrs& attrs) {
-  return Build(scope, "ApplyFtrl",
-               {var, accum, linear, grad, lr, l1, l2, lr_power},
-               {{"use_locking", attrs.use_locking},
-                {"multiply_linear_by_lr", attrs.multiply_linear_by_lr}});
+  return BuildApplyNode(
+      scope, "ApplyFtrl", {var, accum, linear, grad, lr, l1, l2, lr_power},
+      {{"use_locking", attrs.use_locking},
+       {"multiply_linear_by_lr", attrs.multiply_linear_by_lr}});
 }
 Output ResourceApplyFtrl(const Scope& scope, Output var, Output accum,
                          Output linear, Output grad, Output lr, Output l1,
                          Output l2, Output lr_power,
                          const ApplyFtrlAttrs& attrs) {
-  return Build(scope, "ResourceApplyFtrl",
-               {var, accum, linear, grad, lr, l1, l2, lr_power},
-               {{"use_locking", attrs.use_locking},
-                {"multiply_linear_by_lr", attrs.multiply_linear_by_lr}});
+  return BuildApplyNode(
+      scope, "ResourceApplyFtrl",
+      {var, accum, linear, grad, lr, l1, l2, lr_power},
+      {{"use_locking", attrs.use_locking},
+       {"multiply_linear_by_lr", attrs.multiply_linear_by_lr}});
 }
 
 Output ApplyFtrlV2(const Scope& scope, Output var, Output accum, Output linear,
                    Output grad, Output lr, Output l1, Output l2,
                    Output l2_shrinkage, Output lr_power,
                    const ApplyFtrlAttrs& attrs) {
-  return Build(scope, "ApplyFtrlV2",
-               {var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power},
-               {{"use_locking", attrs.use_locking},
-                {"multiply_linear_by_lr", attrs.multiply_linear_by_lr}});
+  return BuildApplyNode(
+      scope, "ApplyFtrlV2",
+      {var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power},
+      {{"use_locking", attrs.use_locking},
+       {"multiply_linear_by_lr", attrs.multiply_linear_by_lr}});
 }
 Output ResourceApplyFtrlV2(const Scope& scope, Output var, Output accum,
                            Output linear, Output grad, Output lr, Output l1,
                            Output l2, Output l2_shrinkage, Output lr_power,
                            const ApplyFtrlAttrs& attrs) {
-  return Build(scope, "ResourceApplyFtrlV2",
-               {var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power},
-               {{"use_locking", attrs.use_locking},
-                {"multiply_linear_by_lr", attrs.multiply_linear_by_lr}});
+  return BuildApplyNode(
+      scope, "ResourceApplyFtrlV2",
+      {var, accum, linear, grad, lr, l1, l2, l2_shrinkage, lr_power},
+      {{"use_locking", attrs.use_locking},
+       {"multiply_linear_by_lr", attrs.multiply_linear_by_lr}});
 }
 
 }  // namespace ops
