@@ -248,6 +248,9 @@ absl::StatusOr<BuiltGraph> BuildGraph(const models::RunConfig& config, const Pip
   Output it = ops::IteratorV2(root.WithOpName("train_input"), "train_input", dtypes, shapes);
   std::vector<Output> batch = ops::IteratorGetNext(root.WithOpName("batch"), it, dtypes, shapes);
   ASSIGN_OR_RETURN(models::ModelInputs in, InputsFromBatch(root, config, p.schema, batch));
+  // The step's example count (a short last batch, batches thinned by bad
+  // lines), fetched with the step.
+  ops::Size(root.WithOpName("batch_examples"), batch[0], DT_INT64);
   BuiltGraph g;
   ASSIGN_OR_RETURN(g.model, models::BuildModel(root, config.model, in, {.trainable = trainable}));
   train::GlobalVariablesInitializer(root);  // "init"
@@ -501,9 +504,11 @@ absl::Status RunTrain(models::RunConfig config, const std::string& model_dir) {
   const auto start = Clock::now();
   std::vector<Tensor> out;
   absl::Status status;
+  int64_t examples = 0;
   while (!sess->ShouldStop()) {
-    status = sess->Run({}, {}, {"train"}, &out);
+    status = sess->Run({}, {"batch_examples:0"}, {"train"}, &out);
     if (!status.ok()) break;
+    if (!out.empty()) examples += out[0].scalar<int64_t>();
   }
   const int64_t steps = sess->global_step() - start_step;
   const double secs = std::chrono::duration<double>(Clock::now() - start).count();
@@ -528,8 +533,8 @@ absl::Status RunTrain(models::RunConfig config, const std::string& model_dir) {
     return absl::OkStatus();
   }
   std::printf("trained %lld steps (%lld examples) in %.1f s: %.0f examples/s; model in %s\n",
-              static_cast<long long>(steps), static_cast<long long>(steps * config.train.batch_size),
-              secs, secs > 0 ? steps * config.train.batch_size / secs : 0.0, model_dir.c_str());
+              static_cast<long long>(steps), static_cast<long long>(examples), secs,
+              secs > 0 ? examples / secs : 0.0, model_dir.c_str());
   if (have_eval) {
     std::printf("test AUC %.4f  logloss %.4f  calibration %.3f  accuracy %.4f  (%lld examples)%s\n",
                 last_eval.auc, last_eval.logloss, last_eval.calibration, last_eval.accuracy,

@@ -222,7 +222,7 @@ class EmbeddingBagGradOp : public OpKernel {
     OP_REQUIRES_OK(ctx, CheckIdsAndWeights(ids, weights));
     const int64_t nnz = ids.dim_size(0);
     OP_REQUIRES_OK(ctx, CheckSplits<Tsplits>(splits, nnz));
-    const int64_t batch = splits.dim_size(0) - 1, dim = grad.dim_size(1);
+    const int64_t batch = splits.dim_size(0) - 1;
     OP_REQUIRES(ctx, grad.dim_size(0) == batch,
                 errors::InvalidArgument("grad ", grad.shape().DebugString(),
                                         " must have one row per example (",
