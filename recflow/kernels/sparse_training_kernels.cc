@@ -25,32 +25,10 @@
 #include "recflow/framework/op_kernel.h"
 #include "recflow/kernels/array_copy.h"
 #include "recflow/kernels/state_kernels.h"
+#include "recflow/kernels/training_kernels.h"
 
 namespace recflow {
 namespace {
-
-// Runs `fn` with every variable locked for update; (*tensors)[i] is the
-// value of vars[i]. Locks are taken in address order (no deadlock between
-// updates sharing variables).
-absl::Status UpdateVars(const std::vector<std::shared_ptr<Var>>& vars,
-                        std::vector<Tensor*>* tensors,
-                        const std::function<absl::Status()>& fn) {
-  std::vector<int> order(vars.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int a, int b) {
-    return std::less<Var*>()(vars[a].get(), vars[b].get());
-  });
-  tensors->assign(vars.size(), nullptr);
-  std::function<absl::Status(size_t)> lock_from =
-      [&](size_t k) -> absl::Status {
-    if (k == order.size()) return fn();
-    return vars[order[k]]->Update([&](Tensor* t) {
-      (*tensors)[order[k]] = t;
-      return lock_from(k + 1);
-    });
-  };
-  return lock_from(0);
-}
 
 // What every sparse update shares. `Update` provides:
 //   static constexpr int kNumVars, kGrad;   (indices are at kGrad + 1)
@@ -69,38 +47,12 @@ class SparseApplyOp : public OpKernel {
 
   void Compute(OpKernelContext* ctx) override {
     constexpr int kNumVars = Update::kNumVars, kGrad = Update::kGrad;
-    std::vector<std::shared_ptr<Var>> vars(kNumVars);
-    for (int i = 0; i < kNumVars; ++i) {
-      if constexpr (kResource) {
-        auto var = LookupResourceVar(ctx, i);
-        OP_REQUIRES_OK(ctx, var.status());
-        vars[i] = *std::move(var);
-        OP_REQUIRES(
-            ctx, vars[i]->dtype() == DataTypeToEnum<T>::value,
-            errors::InvalidArgument(
-                names_[i], " is variable '", vars[i]->name(), "' of dtype ",
-                DataTypeString(vars[i]->dtype()), " but T is ",
-                DataTypeString(DataTypeToEnum<T>::value)));
-      } else {
-        vars[i] = ctx->input_ref(i);
-        OP_REQUIRES(ctx, vars[i] != nullptr,
-                    errors::InvalidArgument("input '", names_[i],
-                                            "' must come from a variable"));
-      }
-      for (int j = 0; j < i; ++j) {
-        OP_REQUIRES(
-            ctx, vars[i] != vars[j],
-            errors::InvalidArgument(
-                names_[j], " and ", names_[i], " are the same variable '",
-                vars[i]->name(), "'; each slot needs a variable of its own"));
-      }
-    }
-    for (int i = kNumVars; i < ctx->num_inputs(); ++i) {
-      if (i == kGrad || i == kGrad + 1) continue;
-      OP_REQUIRES(ctx, ctx->input(i).dims() == 0,
-                  errors::InvalidArgument(names_[i], " is not a scalar: ",
-                                          ctx->input(i).shape().DebugString()));
-    }
+    auto found = LookupUpdateVars(ctx, kNumVars, kResource,
+                                  DataTypeToEnum<T>::value, names_);
+    OP_REQUIRES_OK(ctx, found.status());
+    const std::vector<std::shared_ptr<Var>>& vars = *found;
+    OP_REQUIRES_OK(ctx,
+                   CheckScalarInputs(ctx, kNumVars, {kGrad, kGrad + 1}, names_));
     const typename Update::Hyper hyper = update_.Load(ctx);
     OP_REQUIRES_OK(ctx, update_.Validate(hyper));
     const Tensor& grad = ctx->input(kGrad);
@@ -115,7 +67,7 @@ class SparseApplyOp : public OpKernel {
                                         " must have one row per index (",
                                         indices.dim_size(0), " indices)"));
     std::vector<Tensor*> values;
-    OP_REQUIRES_OK(ctx, UpdateVars(vars, &values, [&]() -> absl::Status {
+    OP_REQUIRES_OK(ctx, UpdateVarsLocked(vars, &values, [&]() -> absl::Status {
                      return Apply(ctx, vars, values, grad, indices, hyper);
                    }));
     if constexpr (!kResource) ctx->set_output_ref(0, vars[0]);
@@ -136,15 +88,7 @@ class SparseApplyOp : public OpKernel {
           "shape ",
           shape.DebugString());
     }
-    for (int i = 1; i < kNumVars; ++i) {
-      if (values[i]->shape() != shape) {
-        return errors::InvalidArgument(
-            "var and ", names_[i],
-            " do not have the same shape: ", shape.DebugString(), " vs ",
-            values[i]->shape().DebugString(), " (variables '", vars[0]->name(),
-            "' and '", vars[i]->name(), "')");
-      }
-    }
+    RETURN_IF_ERROR(CheckSlotShapes(values, vars, names_));
     bool rows_match = grad.dims() == shape.dims();
     for (int d = 1; rows_match && d < shape.dims(); ++d) {
       rows_match = grad.dim_size(d) == shape.dim_size(d);
@@ -333,26 +277,8 @@ struct FtrlRows {
     return h;
   }
   absl::Status Validate(const Hyper& h) const {
-    if (!(h.lr > T(0)))
-      return errors::InvalidArgument("lr must be positive, got ", h.lr);
-    if (!(h.l1 >= T(0))) {
-      return errors::InvalidArgument(
-          "l1 regularization strength must be non-negative, got ", h.l1);
-    }
-    if (!(h.l2 >= T(0))) {
-      return errors::InvalidArgument(
-          "l2 regularization strength must be non-negative, got ", h.l2);
-    }
-    if (!(h.shrinkage >= T(0))) {
-      return errors::InvalidArgument(
-          "l2 shrinkage regularization strength must be non-negative, got ",
-          h.shrinkage);
-    }
-    if (!(h.lr_power <= T(0))) {
-      return errors::InvalidArgument("lr_power must be non-positive, got ",
-                                     h.lr_power);
-    }
-    return absl::OkStatus();
+    return ValidateFtrlHyperparameters(h.lr, h.l1, h.l2, h.shrinkage,
+                                       h.lr_power);
   }
   static void Row(const Hyper& h, T* const* r, const T* g, int64_t n) {
     embedding::FtrlUpdate</*kShrinkage=*/kV2>(h.c, n, g, r[0], r[1], r[2]);

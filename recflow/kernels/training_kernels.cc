@@ -22,6 +22,7 @@
 #include "recflow/embedding/update_rules.h"
 #include "recflow/framework/op_kernel.h"
 #include "recflow/kernels/state_kernels.h"
+#include "recflow/kernels/training_kernels.h"
 
 namespace recflow {
 namespace {
@@ -38,28 +39,6 @@ void ParallelLoop(OpKernelContext* ctx, int64_t n, int64_t cost_per_element_ns,
   } else {
     pool->ParallelFor(n, cost_per_element_ns, std::forward<F>(fn));
   }
-}
-
-// Runs `fn` with every variable in `vars` locked for update; (*tensors)[i]
-// is the value of vars[i]. Locks are taken in address order.
-absl::Status UpdateVars(const std::vector<std::shared_ptr<Var>>& vars,
-                        std::vector<Tensor*>* tensors,
-                        const std::function<absl::Status()>& fn) {
-  std::vector<int> order(vars.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  std::sort(order.begin(), order.end(), [&](int a, int b) {
-    return std::less<Var*>()(vars[a].get(), vars[b].get());
-  });
-  tensors->assign(vars.size(), nullptr);
-  std::function<absl::Status(size_t)> lock_from =
-      [&](size_t k) -> absl::Status {
-    if (k == order.size()) return fn();
-    return vars[order[k]]->Update([&](Tensor* t) {
-      (*tensors)[order[k]] = t;
-      return lock_from(k + 1);
-    });
-  };
-  return lock_from(0);
 }
 
 // What every Apply kernel shares: find the variable and slots (ref inputs
@@ -79,52 +58,18 @@ class ApplyOpBase : public OpKernel {
   }
 
   void Compute(OpKernelContext* ctx) final {
-    std::vector<std::shared_ptr<Var>> vars(num_vars_);
-    for (int i = 0; i < num_vars_; ++i) {
-      if constexpr (kResource) {
-        auto var = LookupResourceVar(ctx, i);
-        OP_REQUIRES_OK(ctx, var.status());
-        vars[i] = *std::move(var);
-        OP_REQUIRES(
-            ctx, vars[i]->dtype() == DataTypeToEnum<T>::value,
-            errors::InvalidArgument(
-                input_names_[i], " is variable '", vars[i]->name(),
-                "' of dtype ", DataTypeString(vars[i]->dtype()), " but T is ",
-                DataTypeString(DataTypeToEnum<T>::value)));
-      } else {
-        vars[i] = ctx->input_ref(i);
-        OP_REQUIRES(ctx, vars[i] != nullptr,
-                    errors::InvalidArgument("input '", input_names_[i],
-                                            "' must come from a variable"));
-      }
-      for (int j = 0; j < i; ++j) {
-        OP_REQUIRES(ctx, vars[i] != vars[j],
-                    errors::InvalidArgument(
-                        input_names_[j], " and ", input_names_[i],
-                        " are the same variable '", vars[i]->name(),
-                        "'; each slot needs a variable of its own"));
-      }
-    }
-    for (int i = num_vars_; i < ctx->num_inputs(); ++i) {
-      if (i == grad_index_) continue;
-      OP_REQUIRES(ctx, ctx->input(i).dims() == 0,
-                  errors::InvalidArgument(input_names_[i], " is not a scalar: ",
-                                          ctx->input(i).shape().DebugString()));
-    }
+    auto found = LookupUpdateVars(ctx, num_vars_, kResource,
+                                  DataTypeToEnum<T>::value, input_names_);
+    OP_REQUIRES_OK(ctx, found.status());
+    const std::vector<std::shared_ptr<Var>>& vars = *found;
+    OP_REQUIRES_OK(ctx, CheckScalarInputs(ctx, num_vars_, {grad_index_},
+                                          input_names_));
     OP_REQUIRES_OK(ctx, ValidateHyperparameters(ctx));
     const Tensor& grad = ctx->input(grad_index_);
     std::vector<Tensor*> values;
-    OP_REQUIRES_OK(ctx, UpdateVars(vars, &values, [&]() -> absl::Status {
-                     for (int i = 1; i < num_vars_; ++i) {
-                       if (values[i]->shape() != values[0]->shape()) {
-                         return errors::InvalidArgument(
-                             "var and ", input_names_[i],
-                             " do not have the same shape: ",
-                             values[0]->shape().DebugString(), " vs ",
-                             values[i]->shape().DebugString(), " (variables '",
-                             vars[0]->name(), "' and '", vars[i]->name(), "')");
-                       }
-                     }
+    OP_REQUIRES_OK(ctx, UpdateVarsLocked(vars, &values, [&]() -> absl::Status {
+                     RETURN_IF_ERROR(
+                         CheckSlotShapes(values, vars, input_names_));
                      if (grad.shape() != values[0]->shape()) {
                        return errors::InvalidArgument(
                            "var and ", input_names_[grad_index_],
@@ -279,32 +224,10 @@ class ApplyFtrlOp : public ApplyOpBase<T, kResource> {
                        kLrPower = kV2 ? 8 : 7;
 
   absl::Status ValidateHyperparameters(OpKernelContext* ctx) const override {
-    const T lr = this->Scalar(ctx, kLr), l1 = this->Scalar(ctx, kL1),
-            l2 = this->Scalar(ctx, kL2);
-    const T lr_power = this->Scalar(ctx, kLrPower);
-    if (!(lr > T(0)))
-      return errors::InvalidArgument("lr must be positive, got ", lr);
-    if (!(l1 >= T(0))) {
-      return errors::InvalidArgument(
-          "l1 regularization strength must be non-negative, got ", l1);
-    }
-    if (!(l2 >= T(0))) {
-      return errors::InvalidArgument(
-          "l2 regularization strength must be non-negative, got ", l2);
-    }
-    if constexpr (kV2) {
-      const T shrinkage = this->Scalar(ctx, kShrinkage);
-      if (!(shrinkage >= T(0))) {
-        return errors::InvalidArgument(
-            "l2 shrinkage regularization strength must be non-negative, got ",
-            shrinkage);
-      }
-    }
-    if (!(lr_power <= T(0))) {
-      return errors::InvalidArgument("lr_power must be non-positive, got ",
-                                     lr_power);
-    }
-    return absl::OkStatus();
+    return ValidateFtrlHyperparameters(
+        this->Scalar(ctx, kLr), this->Scalar(ctx, kL1), this->Scalar(ctx, kL2),
+        kV2 ? this->Scalar(ctx, kShrinkage) : T(0),
+        this->Scalar(ctx, kLrPower));
   }
 
   void Apply(OpKernelContext* ctx, absl::Span<Tensor* const> vars, const T* g,
