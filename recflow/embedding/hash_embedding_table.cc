@@ -493,6 +493,18 @@ absl::Status HashEmbeddingTable::ApplyImpl(absl::Span<const int64_t> ids,
   return absl::OkStatus();
 }
 
+absl::Status HashEmbeddingTable::RequireOptimizer(const char* op,
+                                                  OptimizerKind kind,
+                                                  const char* slots) const {
+  if (options_.optimizer != kind) {
+    return errors::FailedPrecondition(
+        op, " on embedding table '", options_.name,
+        "': the table was created for optimizer ",
+        OptimizerName(options_.optimizer), ", without ", slots);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status HashEmbeddingTable::ApplySgd(absl::Span<const int64_t> ids,
                                           absl::Span<const float> grads,
                                           const SgdParams& params, int64_t step,
@@ -513,12 +525,8 @@ absl::Status HashEmbeddingTable::ApplyAdagrad(absl::Span<const int64_t> ids,
                                               const AdagradParams& params,
                                               int64_t step, ThreadPool* pool,
                                               ApplyResult* result) {
-  if (options_.optimizer != OptimizerKind::kAdagrad) {
-    return errors::FailedPrecondition(
-        "ApplyAdagrad on embedding table '", options_.name,
-        "': the table was created for optimizer ",
-        OptimizerName(options_.optimizer), ", without Adagrad's accumulator");
-  }
+  RETURN_IF_ERROR(RequireOptimizer("ApplyAdagrad", OptimizerKind::kAdagrad,
+                                   "Adagrad's accumulator"));
   RETURN_IF_ERROR(CheckApplyArgs("ApplyAdagrad", ids, grads, 1));
   RETURN_IF_ERROR(errors::Annotate(Validate(params), "ApplyAdagrad"));
   const int64_t dim = options_.dim;
@@ -536,12 +544,8 @@ absl::Status HashEmbeddingTable::ApplyAdam(absl::Span<const int64_t> ids,
                                            const AdamParams& params,
                                            int64_t step, ThreadPool* pool,
                                            ApplyResult* result) {
-  if (options_.optimizer != OptimizerKind::kAdam) {
-    return errors::FailedPrecondition(
-        "ApplyAdam on embedding table '", options_.name,
-        "': the table was created for optimizer ",
-        OptimizerName(options_.optimizer), ", without Adam's m and v slots");
-  }
+  RETURN_IF_ERROR(RequireOptimizer("ApplyAdam", OptimizerKind::kAdam,
+                                   "Adam's m and v slots"));
   RETURN_IF_ERROR(CheckApplyArgs("ApplyAdam", ids, grads, 2));
   RETURN_IF_ERROR(errors::Annotate(Validate(params), "ApplyAdam"));
   const int64_t dim = options_.dim;
@@ -559,12 +563,8 @@ absl::Status HashEmbeddingTable::ApplyFtrl(absl::Span<const int64_t> ids,
                                            const FtrlParams& params,
                                            int64_t step, ThreadPool* pool,
                                            ApplyResult* result) {
-  if (options_.optimizer != OptimizerKind::kFtrl) {
-    return errors::FailedPrecondition(
-        "ApplyFtrl on embedding table '", options_.name,
-        "': the table was created for optimizer ",
-        OptimizerName(options_.optimizer), ", without FTRL's n and z slots");
-  }
+  RETURN_IF_ERROR(RequireOptimizer("ApplyFtrl", OptimizerKind::kFtrl,
+                                   "FTRL's n and z slots"));
   RETURN_IF_ERROR(CheckApplyArgs("ApplyFtrl", ids, grads, 2));
   RETURN_IF_ERROR(errors::Annotate(Validate(params), "ApplyFtrl"));
   const int64_t dim = options_.dim;

@@ -50,7 +50,7 @@
 
 namespace recflow::embedding {
 
-// --- Gradient descent ---------------------------------------------------------
+// --- Gradient descent --------------------------------------------------------
 
 // w -= g * lr
 template <typename T>
@@ -58,7 +58,7 @@ inline void GradientDescentUpdate(T lr, int64_t n, const T* g, T* w) {
   for (int64_t i = 0; i < n; ++i) w[i] -= g[i] * lr;
 }
 
-// --- Momentum -----------------------------------------------------------------
+// --- Momentum ----------------------------------------------------------------
 
 template <typename T>
 struct MomentumCoefficients {
@@ -98,7 +98,7 @@ inline void MomentumUpdate(const MomentumCoefficients<T>& c, int64_t n,
   }
 }
 
-// --- Adagrad ------------------------------------------------------------------
+// --- Adagrad -----------------------------------------------------------------
 
 template <typename T>
 struct AdagradCoefficients {
@@ -135,15 +135,15 @@ template <bool kEpsilon, typename T>
 inline void AdagradUpdate(const AdagradCoefficients<T>& c, int64_t n,
                           const T* g, T* w, T* accum) {
   if (c.update_slots) {
-    update_rules_internal::AdagradLoop<kEpsilon, true>(c.lr, c.epsilon, n, g,
-                                                       w, accum);
+    update_rules_internal::AdagradLoop<kEpsilon, true>(c.lr, c.epsilon, n, g, w,
+                                                       accum);
   } else {
     update_rules_internal::AdagradLoop<kEpsilon, false>(c.lr, c.epsilon, n, g,
                                                         w, accum);
   }
 }
 
-// --- Adam ---------------------------------------------------------------------
+// --- Adam --------------------------------------------------------------------
 
 template <typename T>
 struct AdamCoefficients {
@@ -213,7 +213,7 @@ inline void AdamUpdate(const AdamCoefficients<T>& c, int64_t n, const T* g,
   }
 }
 
-// --- FTRL-proximal ------------------------------------------------------------
+// --- FTRL-proximal -----------------------------------------------------------
 
 template <typename T>
 struct FtrlCoefficients {

@@ -74,8 +74,8 @@ void Check(uint32_t seed,
            const std::function<void(int64_t, const T*, T*, T*, T*)>& rule,
            const std::function<void(State*)>& ref) {
   const State start = RoundTo<T>(RandomState(seed));
-  std::vector<T> w = To<T>(start.w), s0 = To<T>(start.s0),
-                 s1 = To<T>(start.s1), g = To<T>(start.g);
+  std::vector<T> w = To<T>(start.w), s0 = To<T>(start.s0), s1 = To<T>(start.s1),
+                 g = To<T>(start.g);
   rule(kN, g.data(), w.data(), s0.data(), s1.data());
   State want = start;
   ref(&want);
@@ -130,8 +130,8 @@ TYPED_TEST(UpdateRulesTest, Momentum) {
           const double lr = c.lr, mu = c.momentum;
           for (int64_t i = 0; i < kN; ++i) {
             s->s0[i] = s->s0[i] * mu + s->g[i];
-            s->w[i] -= nesterov ? s->g[i] * lr + s->s0[i] * mu * lr
-                                : s->s0[i] * lr;
+            s->w[i] -=
+                nesterov ? s->g[i] * lr + s->s0[i] * mu * lr : s->s0[i] * lr;
           }
         });
   }
@@ -169,8 +169,8 @@ void CheckAdam() {
                b1p = std::pow(0.8, 3), b2p = std::pow(0.95, 3), wd = 0.1;
   for (bool nesterov : {false, true}) {
     SCOPED_TRACE(nesterov);
-    AdamCoefficients<T> c = MakeAdamCoefficients<T>(
-        T(lr), T(beta1), T(beta2), T(eps), T(b1p), T(b2p));
+    AdamCoefficients<T> c = MakeAdamCoefficients<T>(T(lr), T(beta1), T(beta2),
+                                                    T(eps), T(b1p), T(b2p));
     c.nesterov = nesterov;
     c.decay = T(lr) * T(wd);
     Check<T>(
@@ -181,8 +181,8 @@ void CheckAdam() {
         [&](State* s) {
           // The hyperparameters as T holds them.
           const double l = T(lr), b1 = T(beta1), b2 = T(beta2), e = T(eps);
-          const double alpha = l * std::sqrt(1 - double{T(b2p)}) /
-                               (1 - double{T(b1p)});
+          const double alpha =
+              l * std::sqrt(1 - double{T(b2p)}) / (1 - double{T(b1p)});
           for (int64_t i = 0; i < kN; ++i) {
             const double g = s->g[i];
             s->s0[i] = b1 * s->s0[i] + (1 - b1) * g;
@@ -205,8 +205,8 @@ void CheckFtrl() {
   const double lr = 0.3, l1 = 0.05, l2 = 0.1, shrinkage = 0.02;
   for (double lr_power : {-0.5, -0.3}) {
     for (bool by_lr : {false, true}) {
-      SCOPED_TRACE(testing::Message() << "lr_power " << lr_power << " by_lr "
-                                      << by_lr);
+      SCOPED_TRACE(testing::Message()
+                   << "lr_power " << lr_power << " by_lr " << by_lr);
       const FtrlCoefficients<T> c = MakeFtrlCoefficients<T>(
           T(lr), T(l1), T(l2), kShrinkage ? T(shrinkage) : T(0), T(lr_power),
           by_lr);
@@ -230,10 +230,9 @@ void CheckFtrl() {
               // With by_lr, z is kept times lr.
               z += by_lr ? r * (gs - sigma * w) : gs - sigma * w;
               const double zz = by_lr ? z / r : z;
-              w = std::abs(zz) <= a1
-                      ? 0
-                      : ((zz > 0 ? a1 : -a1) - zz) /
-                            (std::pow(n_new, p) / r + 2 * a2);
+              w = std::abs(zz) <= a1 ? 0
+                                     : ((zz > 0 ? a1 : -a1) - zz) /
+                                           (std::pow(n_new, p) / r + 2 * a2);
               n = n_new;
             }
           });

@@ -51,8 +51,8 @@ class SparseApplyOp : public OpKernel {
                                   DataTypeToEnum<T>::value, names_);
     OP_REQUIRES_OK(ctx, found.status());
     const std::vector<std::shared_ptr<Var>>& vars = *found;
-    OP_REQUIRES_OK(ctx,
-                   CheckScalarInputs(ctx, kNumVars, {kGrad, kGrad + 1}, names_));
+    OP_REQUIRES_OK(
+        ctx, CheckScalarInputs(ctx, kNumVars, {kGrad, kGrad + 1}, names_));
     const typename Update::Hyper hyper = update_.Load(ctx);
     OP_REQUIRES_OK(ctx, update_.Validate(hyper));
     const Tensor& grad = ctx->input(kGrad);
@@ -174,7 +174,7 @@ T Scalar(OpKernelContext* ctx, int i) {
   return ctx->input(i).scalar<T>();
 }
 
-// --- The updates (one row each, embedding/update_rules.h) ------------------
+// --- The updates (one row each, embedding/update_rules.h) --------------------
 
 // var, alpha, grad, indices
 template <typename T>
@@ -297,16 +297,16 @@ struct FtrlRows {
   RECFLOW_REGISTER_SPARSE_(name, T, Tidx, false, __VA_ARGS__); \
   RECFLOW_REGISTER_SPARSE_("Resource" name, T, Tidx, true, __VA_ARGS__)
 
-#define RECFLOW_REGISTER_ALL_(T, Tidx)                                        \
-  RECFLOW_REGISTER_FORMS_("SparseApplyGradientDescent", T, Tidx,              \
-                          GradientDescentRows<T>);                            \
-  RECFLOW_REGISTER_FORMS_("SparseApplyMomentum", T, Tidx, MomentumRows<T>);   \
-  RECFLOW_REGISTER_FORMS_("SparseApplyAdagrad", T, Tidx,                      \
-                          AdagradRows<T, false>);                             \
-  RECFLOW_REGISTER_FORMS_("SparseApplyAdagradV2", T, Tidx,                    \
-                          AdagradRows<T, true>);                              \
-  RECFLOW_REGISTER_FORMS_("SparseApplyAdam", T, Tidx, AdamRows<T>);           \
-  RECFLOW_REGISTER_FORMS_("SparseApplyFtrl", T, Tidx, FtrlRows<T, false>);    \
+#define RECFLOW_REGISTER_ALL_(T, Tidx)                                      \
+  RECFLOW_REGISTER_FORMS_("SparseApplyGradientDescent", T, Tidx,            \
+                          GradientDescentRows<T>);                          \
+  RECFLOW_REGISTER_FORMS_("SparseApplyMomentum", T, Tidx, MomentumRows<T>); \
+  RECFLOW_REGISTER_FORMS_("SparseApplyAdagrad", T, Tidx,                    \
+                          AdagradRows<T, false>);                           \
+  RECFLOW_REGISTER_FORMS_("SparseApplyAdagradV2", T, Tidx,                  \
+                          AdagradRows<T, true>);                            \
+  RECFLOW_REGISTER_FORMS_("SparseApplyAdam", T, Tidx, AdamRows<T>);         \
+  RECFLOW_REGISTER_FORMS_("SparseApplyFtrl", T, Tidx, FtrlRows<T, false>);  \
   RECFLOW_REGISTER_FORMS_("SparseApplyFtrlV2", T, Tidx, FtrlRows<T, true>)
 
 RECFLOW_REGISTER_ALL_(float, int32_t);

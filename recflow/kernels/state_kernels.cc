@@ -268,10 +268,10 @@ absl::StatusOr<std::vector<std::shared_ptr<Var>>> LookupUpdateVars(
     if (resource) {
       ASSIGN_OR_RETURN(vars[i], LookupResourceVar(ctx, i));
       if (vars[i]->dtype() != dtype) {
-        return errors::InvalidArgument(
-            input_names[i], " is variable '", vars[i]->name(), "' of dtype ",
-            DataTypeString(vars[i]->dtype()), " but T is ",
-            DataTypeString(dtype));
+        return errors::InvalidArgument(input_names[i], " is variable '",
+                                       vars[i]->name(), "' of dtype ",
+                                       DataTypeString(vars[i]->dtype()),
+                                       " but T is ", DataTypeString(dtype));
       }
     } else {
       vars[i] = ctx->input_ref(i);
@@ -310,10 +310,10 @@ absl::Status CheckSlotShapes(absl::Span<Tensor* const> values,
   for (size_t i = 1; i < values.size(); ++i) {
     if (values[i]->shape() != values[0]->shape()) {
       return errors::InvalidArgument(
-          "var and ", input_names[i], " do not have the same shape: ",
-          values[0]->shape().DebugString(), " vs ",
-          values[i]->shape().DebugString(), " (variables '", vars[0]->name(),
-          "' and '", vars[i]->name(), "')");
+          "var and ", input_names[i],
+          " do not have the same shape: ", values[0]->shape().DebugString(),
+          " vs ", values[i]->shape().DebugString(), " (variables '",
+          vars[0]->name(), "' and '", vars[i]->name(), "')");
     }
   }
   return absl::OkStatus();

@@ -12,6 +12,8 @@
 // taken in address order so that two updates sharing variables cannot
 // deadlock; each update is in place unless a reader shares the buffer, in
 // which case Var::Update hands out a private copy first (copy-on-write).
+#include "recflow/kernels/training_kernels.h"
+
 #include <algorithm>
 #include <functional>
 #include <memory>
@@ -22,7 +24,6 @@
 #include "recflow/embedding/update_rules.h"
 #include "recflow/framework/op_kernel.h"
 #include "recflow/kernels/state_kernels.h"
-#include "recflow/kernels/training_kernels.h"
 
 namespace recflow {
 namespace {
@@ -62,8 +63,8 @@ class ApplyOpBase : public OpKernel {
                                   DataTypeToEnum<T>::value, input_names_);
     OP_REQUIRES_OK(ctx, found.status());
     const std::vector<std::shared_ptr<Var>>& vars = *found;
-    OP_REQUIRES_OK(ctx, CheckScalarInputs(ctx, num_vars_, {grad_index_},
-                                          input_names_));
+    OP_REQUIRES_OK(
+        ctx, CheckScalarInputs(ctx, num_vars_, {grad_index_}, input_names_));
     OP_REQUIRES_OK(ctx, ValidateHyperparameters(ctx));
     const Tensor& grad = ctx->input(grad_index_);
     std::vector<Tensor*> values;
@@ -138,10 +139,9 @@ class ApplyMomentumOp : public ApplyOpBase<T, kResource> {
              int64_t n) const override {
     T* var = vars[0]->data<T>();
     T* accum = vars[1]->data<T>();
-    const embedding::MomentumCoefficients<T> c{
-        .lr = this->Scalar(ctx, 2),
-        .momentum = this->Scalar(ctx, 4),
-        .nesterov = use_nesterov_};
+    const embedding::MomentumCoefficients<T> c{.lr = this->Scalar(ctx, 2),
+                                               .momentum = this->Scalar(ctx, 4),
+                                               .nesterov = use_nesterov_};
     ParallelLoop(ctx, n, 2, [=](int64_t begin, int64_t end) {
       embedding::MomentumUpdate(c, end - begin, g + begin, var + begin,
                                 accum + begin);
@@ -172,7 +172,7 @@ class ApplyAdagradOp : public ApplyOpBase<T, kResource> {
         .update_slots = update_slots_};
     ParallelLoop(ctx, n, 4, [=](int64_t begin, int64_t end) {
       embedding::AdagradUpdate</*kEpsilon=*/true>(c, end - begin, g + begin,
-                                                 var + begin, accum + begin);
+                                                  var + begin, accum + begin);
     });
   }
   bool update_slots_ = true;
@@ -237,14 +237,14 @@ class ApplyFtrlOp : public ApplyOpBase<T, kResource> {
     T* linear = vars[2]->data<T>();
     const embedding::FtrlCoefficients<T> c = embedding::MakeFtrlCoefficients(
         this->Scalar(ctx, kLr), this->Scalar(ctx, kL1), this->Scalar(ctx, kL2),
-        kV2 ? this->Scalar(ctx, kShrinkage) : T(0),
-        this->Scalar(ctx, kLrPower), multiply_linear_by_lr_);
-    ParallelLoop(ctx, n, c.sqrt_power ? 10 : 40,
-                 [=](int64_t begin, int64_t end) {
-                   embedding::FtrlUpdate</*kShrinkage=*/kV2>(
-                       c, end - begin, g + begin, var + begin, accum + begin,
-                       linear + begin);
-                 });
+        kV2 ? this->Scalar(ctx, kShrinkage) : T(0), this->Scalar(ctx, kLrPower),
+        multiply_linear_by_lr_);
+    ParallelLoop(
+        ctx, n, c.sqrt_power ? 10 : 40, [=](int64_t begin, int64_t end) {
+          embedding::FtrlUpdate</*kShrinkage=*/kV2>(c, end - begin, g + begin,
+                                                    var + begin, accum + begin,
+                                                    linear + begin);
+        });
   }
   bool multiply_linear_by_lr_ = false;
 };

@@ -55,10 +55,10 @@ std::unique_ptr<HashEmbeddingTable> MakeTable(OptimizerKind kind,
   ids->clear();
   for (int64_t i = 0; i < kRows; ++i) ids->push_back(i * 7919 - 1000);
   std::vector<float> out(kRows * kDim);
-  EXPECT_TRUE((*table)
-                  ->Lookup(*ids, absl::MakeSpan(out),
-                           embedding::LookupMode::kTrain)
-                  .ok());
+  EXPECT_TRUE(
+      (*table)
+          ->Lookup(*ids, absl::MakeSpan(out), embedding::LookupMode::kTrain)
+          .ok());
   *rows = Rows();
   for (int64_t id : *ids) {
     const embedding::RowSnapshot r = *(*table)->GetRow(id);
@@ -125,8 +125,8 @@ Rows RunKernel(const std::string& op, const Rows& start,
     } else if (name == "indices") {
       std::vector<int64_t> idx(kRows);
       for (int64_t i = 0; i < kRows; ++i) idx[i] = i;
-      b.Input(ops::Const(root, Tensor::FromVector<int64_t>(
-                                   absl::MakeConstSpan(idx))));
+      b.Input(ops::Const(
+          root, Tensor::FromVector<int64_t>(absl::MakeConstSpan(idx))));
     } else if (name == "grad" || name == "delta") {
       b.Input(ops::Const(root, Matrix(grad)));
     } else {
@@ -159,7 +159,8 @@ Rows RunKernel(const std::string& op, const Rows& start,
   return rows;
 }
 
-void ExpectSameBits(const Rows& got, const Rows& want, const std::string& what) {
+void ExpectSameBits(const Rows& got, const Rows& want,
+                    const std::string& what) {
   ASSERT_EQ(got.w.size(), want.w.size()) << what;
   EXPECT_EQ(0, std::memcmp(got.w.data(), want.w.data(),
                            want.w.size() * sizeof(float)))
@@ -202,9 +203,8 @@ TEST(UpdateRulePathsTest, Adagrad) {
     auto table = MakeTable(OptimizerKind::kAdagrad, &ids, &start);
     const std::vector<float> g = Gradient(2);
     ASSERT_TRUE(table
-                    ->ApplyAdagrad(ids, g,
-                                   {.learning_rate = 0.2f, .epsilon = epsilon},
-                                   1)
+                    ->ApplyAdagrad(
+                        ids, g, {.learning_rate = 0.2f, .epsilon = epsilon}, 1)
                     .ok());
     const Rows want = TableRows(*table, ids);
     // epsilon 0 is TensorFlow's ApplyAdagrad, which takes none.
@@ -232,10 +232,12 @@ TEST(UpdateRulePathsTest, Adam) {
   p.beta2_power = 0.95f * 0.95f;
   ASSERT_TRUE(table->ApplyAdam(ids, g, p, 2).ok());
   const Rows want = TableRows(*table, ids);
-  const std::map<std::string, float> h = {
-      {"lr", p.learning_rate},         {"beta1", p.beta1},
-      {"beta2", p.beta2},              {"epsilon", p.epsilon},
-      {"beta1_power", p.beta1_power},  {"beta2_power", p.beta2_power}};
+  const std::map<std::string, float> h = {{"lr", p.learning_rate},
+                                          {"beta1", p.beta1},
+                                          {"beta2", p.beta2},
+                                          {"epsilon", p.epsilon},
+                                          {"beta1_power", p.beta1_power},
+                                          {"beta2_power", p.beta2_power}};
   ExpectSameBits(RunKernel("ResourceApplyAdam", start, g, h), want, "dense");
   ExpectSameBits(RunKernel("ResourceSparseApplyAdam", start, g, h), want,
                  "sparse");
@@ -259,15 +261,17 @@ TEST(UpdateRulePathsTest, Ftrl) {
     p.lr_power = lr_power;
     ASSERT_TRUE(table->ApplyFtrl(ids, g, p, 1).ok());
     const Rows from_table = TableRows(*table, ids);
-    const std::map<std::string, float> h = {
-        {"lr", p.learning_rate},   {"l1", p.l1},
-        {"l2", p.l2},              {"l2_shrinkage", p.l2_shrinkage},
-        {"lr_power", p.lr_power}};
+    const std::map<std::string, float> h = {{"lr", p.learning_rate},
+                                            {"l1", p.l1},
+                                            {"l2", p.l2},
+                                            {"l2_shrinkage", p.l2_shrinkage},
+                                            {"lr_power", p.lr_power}};
     const Rows dense = RunKernel("ResourceApplyFtrlV2", start, g, h);
     ExpectSameBits(RunKernel("ResourceSparseApplyFtrlV2", start, g, h), dense,
                    "sparse vs dense");
     for (size_t i = 0; i < dense.w.size(); ++i) {
-      ASSERT_NEAR(from_table.w[i], dense.w[i], 1e-5 * (1 + std::abs(dense.w[i])))
+      ASSERT_NEAR(from_table.w[i], dense.w[i],
+                  1e-5 * (1 + std::abs(dense.w[i])))
           << i;
       ASSERT_NEAR(from_table.slots[1][i], dense.slots[1][i],
                   1e-5 * (1 + std::abs(dense.slots[1][i])))

@@ -231,8 +231,8 @@ absl::StatusOr<Output> Optimizer::ApplyGradients(
           BaseType(gv.sparse_grad.indices.type()) != DT_INT64 ||
           BaseType(gv.sparse_grad.values.type()) != DT_FLOAT) {
         return errors::InvalidArgument(
-            name(), ": the sparse gradient of hash embedding table '",
-            var_name, "' must have int64 indices and float values");
+            name(), ": the sparse gradient of hash embedding table '", var_name,
+            "' must have int64 indices and float values");
       }
       todo.push_back(gv);
       continue;
@@ -252,7 +252,8 @@ absl::StatusOr<Output> Optimizer::ApplyGradients(
           " but the variable is ", DataTypeString(dtype));
     }
     if (gv.sparse_grad.valid() && !gv.sparse_grad.indices.valid()) {
-      return errors::InvalidArgument(name(), ": the sparse gradient of variable '",
+      return errors::InvalidArgument(name(),
+                                     ": the sparse gradient of variable '",
                                      var_name, "' has no indices");
     }
     todo.push_back(gv);
@@ -378,7 +379,7 @@ absl::StatusOr<Output> Optimizer::ApplyGradients(
   return Output(train_op);
 }
 
-// --- The updates, from the spec ---------------------------------------------
+// --- The updates, from the spec ----------------------------------------------
 
 absl::Status Optimizer::CheckRequirements(bool table) const {
   for (const OptimizerSpec::Requirement& r : spec_.requirements) {
@@ -413,9 +414,9 @@ absl::Status Optimizer::CreateNonSlotVariables(
   const bool resource = IsResourceVariable(first);
   std::vector<Output> created;
   for (const OptimizerSpec::NonSlot& n : spec_.non_slots) {
-    ASSIGN_OR_RETURN(Output var, CreateNonSlotVariable(scope, n.name, dtype,
-                                                       resource,
-                                                       n.initial_value));
+    ASSIGN_OR_RETURN(
+        Output var,
+        CreateNonSlotVariable(scope, n.name, dtype, resource, n.initial_value));
     created.push_back(var);
   }
   non_slots_ = std::move(created);
@@ -510,14 +511,13 @@ absl::StatusOr<Output> Optimizer::ApplyTable(const Scope& scope,
                                              const Output& table,
                                              const Output& step) {
   if (spec_.table.op.empty()) {
-    return errors::Unimplemented(name(), " cannot update hash embedding table '",
-                                 VariableName(table),
-                                 "': ", spec_.table_unsupported);
+    return errors::Unimplemented(
+        name(), " cannot update hash embedding table '", VariableName(table),
+        "': ", spec_.table_unsupported);
   }
   RETURN_IF_ERROR(CheckRequirements(/*table=*/true));
-  return AddUpdate(scope, spec_.table.op, spec_.table.inputs,
-                   spec_.table.attrs, table, DT_FLOAT, grad.values,
-                   grad.indices, step);
+  return AddUpdate(scope, spec_.table.op, spec_.table.inputs, spec_.table.attrs,
+                   table, DT_FLOAT, grad.values, grad.indices, step);
 }
 
 absl::StatusOr<std::vector<Output>> Optimizer::Finish(
@@ -549,7 +549,8 @@ absl::StatusOr<std::vector<Output>> Optimizer::Finish(
 
 std::vector<std::string> Optimizer::GetSlotNames() const {
   std::vector<std::string> names;
-  for (const OptimizerSpec::Slot& slot : spec_.slots) names.push_back(slot.name);
+  for (const OptimizerSpec::Slot& slot : spec_.slots)
+    names.push_back(slot.name);
   return names;
 }
 
@@ -576,9 +577,10 @@ absl::StatusOr<Output> Optimizer::CreateSlot(const Scope& scope,
   const PartialShape shape = VariableShape(var);
   const std::string& var_name = VariableName(var);
   if (!shape.IsFullyDefined()) {
-    return errors::InvalidArgument(
-        name(), ": cannot create slot '", slot_name, "' of variable '", var_name,
-        "': its shape ", shape.DebugString(), " is not fully defined");
+    return errors::InvalidArgument(name(), ": cannot create slot '", slot_name,
+                                   "' of variable '", var_name, "': its shape ",
+                                   shape.DebugString(),
+                                   " is not fully defined");
   }
   const DataType dtype = VariableDtype(var);
   const std::string relative = var_name + "/" + name();
@@ -630,8 +632,9 @@ absl::StatusOr<Output> Optimizer::Hyper(const std::string& hyper_name,
   if (it != hyper_cache_.end()) return it->second;
   auto h = spec_.hypers.find(hyper_name);
   if (h == spec_.hypers.end()) {
-    return errors::InvalidArgument(name(), ": the optimizer's spec has no hyperparameter '",
-                                   hyper_name, "'");
+    return errors::InvalidArgument(
+        name(), ": the optimizer's spec has no hyperparameter '", hyper_name,
+        "'");
   }
   Output t = h->second.ToTensor(apply_scope_->WithOpName(hyper_name), dtype);
   RETURN_IF_ERROR(apply_scope_->status());

@@ -153,7 +153,7 @@ struct OptimizerSpec {
     std::string name = {};
   };
   struct UpdateOp {
-    std::string op;  // empty: no such update
+    std::string op;                  // empty: no such update
     std::vector<Input> inputs = {};  // in the op's order
     std::vector<std::pair<std::string, bool>> attrs = {};
   };
@@ -272,9 +272,9 @@ class Optimizer {
   absl::StatusOr<Output> AddUpdate(
       const Scope& scope, const std::string& op,
       const std::vector<OptimizerSpec::Input>& inputs,
-      const std::vector<std::pair<std::string, bool>>& attrs,
-      const Output& var, DataType dtype, const Output& grad,
-      const Output& indices, const Output& step);
+      const std::vector<std::pair<std::string, bool>>& attrs, const Output& var,
+      DataType dtype, const Output& grad, const Output& indices,
+      const Output& step);
   // The bookkeeping after the updates (non-slots multiplied); returns what
   // the train op groups.
   absl::StatusOr<std::vector<Output>> Finish(const Scope& scope,

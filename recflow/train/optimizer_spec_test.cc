@@ -36,17 +36,17 @@ struct Model {
     auto matrix = [&](int64_t rows, int64_t cols) {
       std::vector<float> v(rows * cols);
       for (size_t i = 0; i < v.size(); ++i) v[i] = 0.1f * (i % 7) - 0.2f;
-      return ops::Const(root, Tensor::FromVector<float>(
-                                  absl::MakeConstSpan(v),
-                                  TensorShape({rows, cols})));
+      return ops::Const(root,
+                        Tensor::FromVector<float>(absl::MakeConstSpan(v),
+                                                  TensorShape({rows, cols})));
     };
     Output x = matrix(2, 3);
-    Output w = Variable(root, "w", PartialShape({3, 1}), DT_FLOAT,
-                        matrix(3, 1));
-    Output r = Variable(root, "r", PartialShape({3, 1}), DT_FLOAT,
-                        matrix(3, 1), {.use_resource = true});
-    Output e = Variable(root, "e", PartialShape({10, 3}), DT_FLOAT,
-                        matrix(10, 3));
+    Output w =
+        Variable(root, "w", PartialShape({3, 1}), DT_FLOAT, matrix(3, 1));
+    Output r = Variable(root, "r", PartialShape({3, 1}), DT_FLOAT, matrix(3, 1),
+                        {.use_resource = true});
+    Output e =
+        Variable(root, "e", PartialShape({10, 3}), DT_FLOAT, matrix(10, 3));
     Output re = Variable(root, "re", PartialShape({10, 3}), DT_FLOAT,
                          matrix(10, 3), {.use_resource = true});
     Output ids = ops::Const(root, Tensor::FromVector<int32_t>({1, 4, 1}));
@@ -111,25 +111,27 @@ std::vector<std::string> InputNames(const Node* n) {
 
 TEST(OptimizerSpecTest, UpdateOpsOfEveryKindOfVariable) {
   GradientDescentOptimizer gd(0.1);
-  EXPECT_THAT(UpdateOps(&gd),
-              ElementsAre("ApplyGradientDescent", "ResourceApplyGradientDescent",
-                          "SparseApplyGradientDescent",
-                          "ResourceSparseApplyGradientDescent",
-                          "HashTableApplyGradientDescent"));
+  EXPECT_THAT(UpdateOps(&gd), ElementsAre("ApplyGradientDescent",
+                                          "ResourceApplyGradientDescent",
+                                          "SparseApplyGradientDescent",
+                                          "ResourceSparseApplyGradientDescent",
+                                          "HashTableApplyGradientDescent"));
   MomentumOptimizer momentum({});
-  EXPECT_THAT(UpdateOps(&momentum, /*table=*/false),
-              ElementsAre("ApplyMomentum", "ResourceApplyMomentum",
-                          "SparseApplyMomentum", "ResourceSparseApplyMomentum"));
+  EXPECT_THAT(
+      UpdateOps(&momentum, /*table=*/false),
+      ElementsAre("ApplyMomentum", "ResourceApplyMomentum",
+                  "SparseApplyMomentum", "ResourceSparseApplyMomentum"));
   AdagradOptimizer adagrad({});
-  EXPECT_THAT(UpdateOps(&adagrad),
-              ElementsAre("ApplyAdagrad", "ResourceApplyAdagrad",
-                          "SparseApplyAdagrad", "ResourceSparseApplyAdagrad",
-                          "HashTableApplyAdagrad"));
+  EXPECT_THAT(
+      UpdateOps(&adagrad),
+      ElementsAre("ApplyAdagrad", "ResourceApplyAdagrad", "SparseApplyAdagrad",
+                  "ResourceSparseApplyAdagrad", "HashTableApplyAdagrad"));
   AdagradOptimizer adagrad_v2({.epsilon = 1e-7});
-  EXPECT_THAT(UpdateOps(&adagrad_v2),
-              ElementsAre("ApplyAdagradV2", "ResourceApplyAdagradV2",
-                          "SparseApplyAdagradV2", "ResourceSparseApplyAdagradV2",
-                          "HashTableApplyAdagrad"));
+  EXPECT_THAT(
+      UpdateOps(&adagrad_v2),
+      ElementsAre("ApplyAdagradV2", "ResourceApplyAdagradV2",
+                  "SparseApplyAdagradV2", "ResourceSparseApplyAdagradV2",
+                  "HashTableApplyAdagrad"));
   AdamOptimizer adam;
   EXPECT_THAT(UpdateOps(&adam),
               ElementsAre("ApplyAdam", "ResourceApplyAdam", "SparseApplyAdam",
@@ -147,10 +149,10 @@ TEST(OptimizerSpecTest, UpdateOpsOfEveryKindOfVariable) {
               ElementsAre("ApplyFtrl", "ResourceApplyFtrl", "SparseApplyFtrl",
                           "ResourceSparseApplyFtrl", "HashTableApplyFtrl"));
   FtrlOptimizer ftrl_v2({.l2_shrinkage_regularization_strength = 0.1});
-  EXPECT_THAT(UpdateOps(&ftrl_v2),
-              ElementsAre("ApplyFtrlV2", "ResourceApplyFtrlV2",
-                          "SparseApplyFtrlV2", "ResourceSparseApplyFtrlV2",
-                          "HashTableApplyFtrl"));
+  EXPECT_THAT(
+      UpdateOps(&ftrl_v2),
+      ElementsAre("ApplyFtrlV2", "ResourceApplyFtrlV2", "SparseApplyFtrlV2",
+                  "ResourceSparseApplyFtrlV2", "HashTableApplyFtrl"));
 }
 
 TEST(OptimizerSpecTest, InputsAndAttrsOfTheUpdates) {
@@ -161,11 +163,11 @@ TEST(OptimizerSpecTest, InputsAndAttrsOfTheUpdates) {
   ASSERT_NE(r, nullptr);
   // The beta powers take the style of the first variable by name, "e" (a
   // ref, read as itself).
-  EXPECT_THAT(InputNames(r),
-              ElementsAre("r", "r/Adam", "r/Adam_1", "beta1_power",
-                          "beta2_power", "Adam/learning_rate", "Adam/beta1",
-                          "Adam/beta2", "Adam/epsilon",
-                          "gradients/MatMul_1_grad/MatMul_1"));
+  EXPECT_THAT(
+      InputNames(r),
+      ElementsAre("r", "r/Adam", "r/Adam_1", "beta1_power", "beta2_power",
+                  "Adam/learning_rate", "Adam/beta1", "Adam/beta2",
+                  "Adam/epsilon", "gradients/MatMul_1_grad/MatMul_1"));
   bool nesterov = false, locking = true;
   ASSERT_TRUE(GetNodeAttr(r->def(), "use_nesterov", &nesterov).ok());
   ASSERT_TRUE(GetNodeAttr(r->def(), "use_locking", &locking).ok());
@@ -210,14 +212,15 @@ TEST(OptimizerSpecTest, SpecsOfTheNamedOptimizers) {
 
   EXPECT_EQ(AdagradSpec({}).dense.op, "ApplyAdagrad");
   EXPECT_EQ(AdagradSpec({.epsilon = 1e-3}).dense.op, "ApplyAdagradV2");
-  EXPECT_EQ(AdagradSpec({.initial_accumulator_value = 0.5}).slots[0].initial_value,
-            0.5);
+  EXPECT_EQ(
+      AdagradSpec({.initial_accumulator_value = 0.5}).slots[0].initial_value,
+      0.5);
   EXPECT_EQ(FtrlSpec({}).dense.op, "ApplyFtrl");
   EXPECT_EQ(FtrlSpec({}).dense.inputs.size(), 8u);
   Scope root = Scope::NewRootScope();
-  const OptimizerSpec ftrl_v2 = FtrlSpec(
-      {.l2_shrinkage_regularization_strength =
-           ops::Placeholder(root.WithOpName("shrinkage"), DT_FLOAT)});
+  const OptimizerSpec ftrl_v2 =
+      FtrlSpec({.l2_shrinkage_regularization_strength =
+                    ops::Placeholder(root.WithOpName("shrinkage"), DT_FLOAT)});
   EXPECT_EQ(ftrl_v2.dense.op, "ApplyFtrlV2");
   EXPECT_EQ(ftrl_v2.dense.inputs.size(), 9u);
   EXPECT_TRUE(MomentumSpec({}).table.op.empty());
@@ -232,11 +235,12 @@ TEST(OptimizerSpecTest, AnOptimizerFromASpecAlone) {
     OptimizerSpec s;
     s.name = "Plain";
     s.hypers = {{"learning_rate", lr}};
-    s.dense = {"ApplyGradientDescent",
-               {{Kind::kVariable}, {Kind::kHyper, "learning_rate"}, {Kind::kGrad}}};
+    s.dense = {
+        "ApplyGradientDescent",
+        {{Kind::kVariable}, {Kind::kHyper, "learning_rate"}, {Kind::kGrad}}};
     s.table_unsupported = "no tables here";
-    s.requirements = {{"learning_rate", lr, "positive",
-                       [](double v) { return v > 0; }}};
+    s.requirements = {
+        {"learning_rate", lr, "positive", [](double v) { return v > 0; }}};
     return s;
   };
   {

@@ -135,7 +135,8 @@ OptimizerSpec AdamWSpec(const AdamWOptions& options) {
   s.dense.attrs = {{"use_locking", options.use_locking},
                    {"use_nesterov", options.use_nesterov}};
   s.sparse_update = false;  // the decay applies to every row
-  s.table_unsupported = "decoupled weight decay would touch every row; use Adam";
+  s.table_unsupported =
+      "decoupled weight decay would touch every row; use Adam";
   return s;
 }
 
@@ -153,12 +154,12 @@ OptimizerSpec FtrlSpec(const FtrlOptions& options) {
   s.requirements = {
       {"initial_accumulator_value", options.initial_accumulator_value, ">= 0",
        NonNegative},
-      {"learning_rate_power", options.learning_rate_power, "<= 0",
-       NonPositive, /*for_tables=*/true},
-      {"l1_regularization_strength", options.l1_regularization_strength,
-       ">= 0", NonNegative},
-      {"l2_regularization_strength", options.l2_regularization_strength,
-       ">= 0", NonNegative},
+      {"learning_rate_power", options.learning_rate_power, "<= 0", NonPositive,
+       /*for_tables=*/true},
+      {"l1_regularization_strength", options.l1_regularization_strength, ">= 0",
+       NonNegative},
+      {"l2_regularization_strength", options.l2_regularization_strength, ">= 0",
+       NonNegative},
       {"l2_shrinkage_regularization_strength",
        options.l2_shrinkage_regularization_strength, ">= 0", NonNegative}};
   // A constant shrinkage of 0 is ApplyFtrl, without the input (as
