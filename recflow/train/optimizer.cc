@@ -436,9 +436,16 @@ absl::StatusOr<Output> Optimizer::AddUpdate(
       case Kind::kVariable:
         values.push_back(var);
         break;
-      case Kind::kSlot:
-        values.push_back(GetSlot(var, in.name));
+      case Kind::kSlot: {
+        Output slot = GetSlot(var, in.name);
+        if (!slot.valid()) {
+          return errors::InvalidArgument(name(), ": ", op, " takes slot '",
+                                         in.name,
+                                         "', which the spec does not define");
+        }
+        values.push_back(slot);
         break;
+      }
       case Kind::kNonSlot: {
         Output non_slot = GetNonSlot(in.name);
         if (!non_slot.valid()) {
