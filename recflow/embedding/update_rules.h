@@ -13,8 +13,8 @@
 // Template parameters pick what the op type fixes (ApplyAdam vs ApplyAdamW,
 // ApplyFtrl vs ApplyFtrlV2, ...); the coefficient structs carry what the
 // attrs and hyperparameter values decide at run time (use_nesterov,
-// update_slots, multiply_linear_by_lr, lr_power = -0.5), checked once per
-// call, outside the element loop, so each loop is branch-free.
+// update_slots, multiply_linear_by_lr, lr_power = -0.5), tested once per
+// call, outside the element loop, so that no loop tests a flag per element.
 //
 // Vectorization: the loops vectorize at -O2 only in translation units
 // compiled with -fno-math-errno -fno-trapping-math -fvect-cost-model=dynamic
@@ -24,17 +24,18 @@
 // (RECFLOW_UPDATE_RULES_COPTS in the top-level CMakeLists.txt). Elsewhere
 // the same code runs, scalar.
 //
-// Preconditions, unchecked: the arrays hold `n` elements each and do not
-// overlap (a gradient never shares a variable's buffer: Var::Update copies
-// on write). Hyperparameters are the callers' to validate (the kernels and
-// HashEmbeddingTable do, with their own messages).
+// Preconditions, unchecked: the arrays hold `n` elements each (they are not
+// assumed disjoint: the vectorized loops check). Hyperparameters are the
+// callers' to validate (the kernels and HashEmbeddingTable do, with their
+// own messages).
 //
 // Plain inline functions; thread-compatible (callers split the elements or
 // rows between threads).
 //
 // Note [Update rule bits]: the order of evaluation below is part of the
-// contract, since tests and checkpoints compare results bit for bit. Two
-// quirks are kept on purpose:
+// contract: tests compare the paths with each other and with references bit
+// for bit, and a model trained again must give the same weights. Two quirks
+// are kept on purpose:
 //   - ApplyAdagrad (dense, no epsilon input) divides by sqrt(accum) + 0,
 //     SparseApplyAdagrad by sqrt(accum); they differ only when accum is -0
 //     and update_slots is false (the sign of an infinity). AdagradUpdate's
