@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "recflow/core/allocator.h"
 #include "recflow/core/status.h"
+#include "recflow/embedding/update_rules.h"
 
 namespace recflow::embedding {
 
@@ -492,6 +493,18 @@ absl::Status HashEmbeddingTable::ApplyImpl(absl::Span<const int64_t> ids,
   return absl::OkStatus();
 }
 
+absl::Status HashEmbeddingTable::RequireOptimizer(const char* op,
+                                                  OptimizerKind kind,
+                                                  const char* slots) const {
+  if (options_.optimizer != kind) {
+    return errors::FailedPrecondition(
+        op, " on embedding table '", options_.name,
+        "': the table was created for optimizer ",
+        OptimizerName(options_.optimizer), ", without ", slots);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status HashEmbeddingTable::ApplySgd(absl::Span<const int64_t> ids,
                                           absl::Span<const float> grads,
                                           const SgdParams& params, int64_t step,
@@ -500,9 +513,10 @@ absl::Status HashEmbeddingTable::ApplySgd(absl::Span<const int64_t> ids,
   RETURN_IF_ERROR(CheckApplyArgs("ApplySgd", ids, grads, 0));
   RETURN_IF_ERROR(errors::Annotate(Validate(params), "ApplySgd"));
   const int64_t dim = options_.dim;
+  const float lr = params.learning_rate;
   return ApplyImpl(ids, grads, step, 40 + dim, pool, result,
-                   [&params, dim](const float* g, float* row) {
-                     SgdUpdateRow(params, dim, g, row);
+                   [lr, dim](const float* g, float* row) {
+                     GradientDescentUpdate(lr, dim, g, row);
                    });
 }
 
@@ -511,18 +525,17 @@ absl::Status HashEmbeddingTable::ApplyAdagrad(absl::Span<const int64_t> ids,
                                               const AdagradParams& params,
                                               int64_t step, ThreadPool* pool,
                                               ApplyResult* result) {
-  if (options_.optimizer != OptimizerKind::kAdagrad) {
-    return errors::FailedPrecondition(
-        "ApplyAdagrad on embedding table '", options_.name,
-        "': the table was created for optimizer ",
-        OptimizerName(options_.optimizer), ", without Adagrad's accumulator");
-  }
+  RETURN_IF_ERROR(RequireOptimizer("ApplyAdagrad", OptimizerKind::kAdagrad,
+                                   "Adagrad's accumulator"));
   RETURN_IF_ERROR(CheckApplyArgs("ApplyAdagrad", ids, grads, 1));
   RETURN_IF_ERROR(errors::Annotate(Validate(params), "ApplyAdagrad"));
   const int64_t dim = options_.dim;
+  const AdagradCoefficients<float> c{.lr = params.learning_rate,
+                                     .epsilon = params.epsilon};
   return ApplyImpl(ids, grads, step, 40 + 4 * dim, pool, result,
-                   [&params, dim](const float* g, float* row) {
-                     AdagradUpdateRow(params, dim, g, row, row + dim);
+                   [c, dim](const float* g, float* row) {
+                     AdagradUpdate</*kEpsilon=*/true>(c, dim, g, row,
+                                                      row + dim);
                    });
 }
 
@@ -531,20 +544,17 @@ absl::Status HashEmbeddingTable::ApplyAdam(absl::Span<const int64_t> ids,
                                            const AdamParams& params,
                                            int64_t step, ThreadPool* pool,
                                            ApplyResult* result) {
-  if (options_.optimizer != OptimizerKind::kAdam) {
-    return errors::FailedPrecondition(
-        "ApplyAdam on embedding table '", options_.name,
-        "': the table was created for optimizer ",
-        OptimizerName(options_.optimizer), ", without Adam's m and v slots");
-  }
+  RETURN_IF_ERROR(RequireOptimizer("ApplyAdam", OptimizerKind::kAdam,
+                                   "Adam's m and v slots"));
   RETURN_IF_ERROR(CheckApplyArgs("ApplyAdam", ids, grads, 2));
   RETURN_IF_ERROR(errors::Annotate(Validate(params), "ApplyAdam"));
   const int64_t dim = options_.dim;
-  const float lr_t = AdamLearningRate(params);
+  const AdamCoefficients<float> c = MakeAdamCoefficients(
+      params.learning_rate, params.beta1, params.beta2, params.epsilon,
+      params.beta1_power, params.beta2_power);
   return ApplyImpl(ids, grads, step, 40 + 6 * dim, pool, result,
-                   [&params, lr_t, dim](const float* g, float* row) {
-                     AdamUpdateRow(params, lr_t, dim, g, row, row + dim,
-                                   row + 2 * dim);
+                   [c, dim](const float* g, float* row) {
+                     AdamUpdate(c, dim, g, row, row + dim, row + 2 * dim);
                    });
 }
 
@@ -553,19 +563,20 @@ absl::Status HashEmbeddingTable::ApplyFtrl(absl::Span<const int64_t> ids,
                                            const FtrlParams& params,
                                            int64_t step, ThreadPool* pool,
                                            ApplyResult* result) {
-  if (options_.optimizer != OptimizerKind::kFtrl) {
-    return errors::FailedPrecondition(
-        "ApplyFtrl on embedding table '", options_.name,
-        "': the table was created for optimizer ",
-        OptimizerName(options_.optimizer), ", without FTRL's n and z slots");
-  }
+  RETURN_IF_ERROR(RequireOptimizer("ApplyFtrl", OptimizerKind::kFtrl,
+                                   "FTRL's n and z slots"));
   RETURN_IF_ERROR(CheckApplyArgs("ApplyFtrl", ids, grads, 2));
   RETURN_IF_ERROR(errors::Annotate(Validate(params), "ApplyFtrl"));
   const int64_t dim = options_.dim;
+  // ApplyFtrlV2's rule with multiply_linear_by_lr = false, summed in the
+  // table's order (Note [Update rule bits] in update_rules.h).
+  const FtrlCoefficients<float> c = MakeFtrlCoefficients(
+      params.learning_rate, params.l1, params.l2, params.l2_shrinkage,
+      params.lr_power, /*multiply_linear_by_lr=*/false);
   return ApplyImpl(ids, grads, step, 40 + 12 * dim, pool, result,
-                   [&params, dim](const float* g, float* row) {
-                     FtrlUpdateRow(params, dim, g, row, row + dim,
-                                   row + 2 * dim);
+                   [c, dim](const float* g, float* row) {
+                     FtrlUpdate</*kShrinkage=*/true, FtrlSumOrder::kHashTable>(
+                         c, dim, g, row, row + dim, row + 2 * dim);
                    });
 }
 

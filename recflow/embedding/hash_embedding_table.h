@@ -411,6 +411,10 @@ class HashEmbeddingTable {
   absl::Status CheckApplyArgs(const char* op, absl::Span<const int64_t> ids,
                               absl::Span<const float> grads,
                               int needed_slots) const;
+  // FailedPrecondition unless the table was created for optimizer `kind`,
+  // whose rows carry `slots` (named in the message).
+  absl::Status RequireOptimizer(const char* op, OptimizerKind kind,
+                                const char* slots) const;
 
   // Export helpers (hash_embedding_table_io.cc).
   absl::Status ValidateChunk(const TableChunk& chunk) const;

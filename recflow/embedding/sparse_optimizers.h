@@ -1,14 +1,15 @@
-// The per-row update rules of the sparse optimizers that an embedding table
-// applies (HashEmbeddingTable::Apply*), with their hyperparameters.
+// The hyperparameters of the sparse optimizers that an embedding table
+// applies (HashEmbeddingTable::Apply*), and their validation.
 //
-// Each rule updates one row of `dim` weights and its slots in place from one
-// gradient row, with TensorFlow's formulas (training_ops' ApplyGradientDescent,
-// ApplyAdagradV2, ApplyAdam, ApplyFtrlV2). They are "lazy": only rows present
-// in a batch's gradient are touched, so a row's slots decay only on the steps
-// that update it (as tf.contrib.opt.LazyAdamOptimizer and TF's sparse
-// Adagrad/FTRL do).
+// Each update changes one row of `dim` weights and its slots in place from
+// one gradient row, with TensorFlow's formulas (training_ops'
+// ApplyGradientDescent, ApplyAdagradV2, ApplyAdam, ApplyFtrlV2): the update
+// rules of update_rules.h, which the dense and sparse apply kernels run too.
+// They are "lazy": only rows present in a batch's gradient are touched, so a
+// row's slots decay only on the steps that update it (as
+// tf.contrib.opt.LazyAdamOptimizer and TF's sparse Adagrad/FTRL do).
 //
-// Plain functions over float pointers; thread-compatible.
+// Plain structs and functions; thread-compatible.
 #ifndef RECFLOW_EMBEDDING_SPARSE_OPTIMIZERS_H_
 #define RECFLOW_EMBEDDING_SPARSE_OPTIMIZERS_H_
 
@@ -55,6 +56,7 @@ struct AdamParams {
 //   g' = g + 2 * l2_shrinkage * w
 //   n_new = n + g^2
 //   z += g' - (n_new^(-lr_power) - n^(-lr_power)) / learning_rate * w
+//     (summed as (z + g') - ...: Note [Update rule bits] in update_rules.h)
 //   w = |z| > l1 ? (sign(z) * l1 - z) / (n_new^(-lr_power) / learning_rate
 //                                          + 2 * l2)
 //                : 0
@@ -74,17 +76,6 @@ absl::Status Validate(const SgdParams& p);
 absl::Status Validate(const AdagradParams& p);
 absl::Status Validate(const AdamParams& p);
 absl::Status Validate(const FtrlParams& p);
-
-// One row each. `w`, slots and `g` hold `dim` floats.
-void SgdUpdateRow(const SgdParams& p, int64_t dim, const float* g, float* w);
-void AdagradUpdateRow(const AdagradParams& p, int64_t dim, const float* g,
-                      float* w, float* accum);
-// `lr_t` = AdamLearningRate(p), computed once per batch.
-float AdamLearningRate(const AdamParams& p);
-void AdamUpdateRow(const AdamParams& p, float lr_t, int64_t dim, const float* g,
-                   float* w, float* m, float* v);
-void FtrlUpdateRow(const FtrlParams& p, int64_t dim, const float* g, float* w,
-                   float* accum, float* linear);
 
 }  // namespace recflow::embedding
 

@@ -2,9 +2,9 @@
 // float and double, int32 or int64 indices, ref and resource forms:
 // SparseApply{GradientDescent,Momentum,Adagrad,AdagradV2,Adam,Ftrl,FtrlV2}.
 //
-// Each update touches only the rows in `indices`. Per element the formulas
-// are those of the dense kernels (kernels/training_kernels.cc, TensorFlow's
-// order of evaluation). Duplicate indices are applied in order, as
+// Each update touches only the rows in `indices`. Per row it runs the update
+// rule the dense kernels run per slice (embedding/update_rules.h,
+// TensorFlow's order of evaluation). Duplicate indices are applied in order, as
 // TensorFlow's kernels do. Small updates run inline; big ones group the
 // positions by row (a stable sort) and update groups in parallel, each group
 // by one thread in the original order, so the result equals the sequential
@@ -21,35 +21,14 @@
 #include <string>
 #include <vector>
 
+#include "recflow/embedding/update_rules.h"
 #include "recflow/framework/op_kernel.h"
 #include "recflow/kernels/parallel_range.h"
 #include "recflow/kernels/state_kernels.h"
+#include "recflow/kernels/training_kernels.h"
 
 namespace recflow {
 namespace {
-
-// Runs `fn` with every variable locked for update; (*tensors)[i] is the
-// value of vars[i]. Locks are taken in address order (no deadlock between
-// updates sharing variables).
-absl::Status UpdateVars(const std::vector<std::shared_ptr<Var>>& vars,
-                        std::vector<Tensor*>* tensors,
-                        const std::function<absl::Status()>& fn) {
-  std::vector<int> order(vars.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int a, int b) {
-    return std::less<Var*>()(vars[a].get(), vars[b].get());
-  });
-  tensors->assign(vars.size(), nullptr);
-  std::function<absl::Status(size_t)> lock_from =
-      [&](size_t k) -> absl::Status {
-    if (k == order.size()) return fn();
-    return vars[order[k]]->Update([&](Tensor* t) {
-      (*tensors)[order[k]] = t;
-      return lock_from(k + 1);
-    });
-  };
-  return lock_from(0);
-}
 
 // What every sparse update shares. `Update` provides:
 //   static constexpr int kNumVars, kGrad;   (indices are at kGrad + 1)
@@ -68,38 +47,12 @@ class SparseApplyOp : public OpKernel {
 
   void Compute(OpKernelContext* ctx) override {
     constexpr int kNumVars = Update::kNumVars, kGrad = Update::kGrad;
-    std::vector<std::shared_ptr<Var>> vars(kNumVars);
-    for (int i = 0; i < kNumVars; ++i) {
-      if constexpr (kResource) {
-        auto var = LookupResourceVar(ctx, i);
-        OP_REQUIRES_OK(ctx, var.status());
-        vars[i] = *std::move(var);
-        OP_REQUIRES(
-            ctx, vars[i]->dtype() == DataTypeToEnum<T>::value,
-            errors::InvalidArgument(
-                names_[i], " is variable '", vars[i]->name(), "' of dtype ",
-                DataTypeString(vars[i]->dtype()), " but T is ",
-                DataTypeString(DataTypeToEnum<T>::value)));
-      } else {
-        vars[i] = ctx->input_ref(i);
-        OP_REQUIRES(ctx, vars[i] != nullptr,
-                    errors::InvalidArgument("input '", names_[i],
-                                            "' must come from a variable"));
-      }
-      for (int j = 0; j < i; ++j) {
-        OP_REQUIRES(
-            ctx, vars[i] != vars[j],
-            errors::InvalidArgument(
-                names_[j], " and ", names_[i], " are the same variable '",
-                vars[i]->name(), "'; each slot needs a variable of its own"));
-      }
-    }
-    for (int i = kNumVars; i < ctx->num_inputs(); ++i) {
-      if (i == kGrad || i == kGrad + 1) continue;
-      OP_REQUIRES(ctx, ctx->input(i).dims() == 0,
-                  errors::InvalidArgument(names_[i], " is not a scalar: ",
-                                          ctx->input(i).shape().DebugString()));
-    }
+    auto found = LookupUpdateVars(ctx, kNumVars, kResource,
+                                  DataTypeToEnum<T>::value, names_);
+    OP_REQUIRES_OK(ctx, found.status());
+    const std::vector<std::shared_ptr<Var>>& vars = *found;
+    OP_REQUIRES_OK(
+        ctx, CheckScalarInputs(ctx, kNumVars, {kGrad, kGrad + 1}, names_));
     const typename Update::Hyper hyper = update_.Load(ctx);
     OP_REQUIRES_OK(ctx, update_.Validate(hyper));
     const Tensor& grad = ctx->input(kGrad);
@@ -114,7 +67,7 @@ class SparseApplyOp : public OpKernel {
                                         " must have one row per index (",
                                         indices.dim_size(0), " indices)"));
     std::vector<Tensor*> values;
-    OP_REQUIRES_OK(ctx, UpdateVars(vars, &values, [&]() -> absl::Status {
+    OP_REQUIRES_OK(ctx, UpdateVarsLocked(vars, &values, [&]() -> absl::Status {
                      return Apply(ctx, vars, values, grad, indices, hyper);
                    }));
     if constexpr (!kResource) ctx->set_output_ref(0, vars[0]);
@@ -135,15 +88,7 @@ class SparseApplyOp : public OpKernel {
           "shape ",
           shape.DebugString());
     }
-    for (int i = 1; i < kNumVars; ++i) {
-      if (values[i]->shape() != shape) {
-        return errors::InvalidArgument(
-            "var and ", names_[i],
-            " do not have the same shape: ", shape.DebugString(), " vs ",
-            values[i]->shape().DebugString(), " (variables '", vars[0]->name(),
-            "' and '", vars[i]->name(), "')");
-      }
-    }
+    RETURN_IF_ERROR(CheckSlotShapes(values, vars, names_));
     bool rows_match = grad.dims() == shape.dims();
     for (int d = 1; rows_match && d < shape.dims(); ++d) {
       rows_match = grad.dim_size(d) == shape.dim_size(d);
@@ -229,33 +174,29 @@ T Scalar(OpKernelContext* ctx, int i) {
   return ctx->input(i).scalar<T>();
 }
 
-// --- The updates (one row each) ---------------------------------------------
+// --- The updates (one row each, embedding/update_rules.h) --------------------
 
 // var, alpha, grad, indices
 template <typename T>
-struct GradientDescentUpdate {
+struct GradientDescentRows {
   static constexpr int kNumVars = 1, kGrad = 2, kCostPerElement = 1;
   struct Hyper {
     T lr;
   };
-  explicit GradientDescentUpdate(OpKernelConstruction*) {}
+  explicit GradientDescentRows(OpKernelConstruction*) {}
   Hyper Load(OpKernelContext* ctx) const { return {Scalar<T>(ctx, 1)}; }
   absl::Status Validate(const Hyper&) const { return absl::OkStatus(); }
   static void Row(const Hyper& h, T* const* r, const T* g, int64_t n) {
-    T* var = r[0];
-    for (int64_t k = 0; k < n; ++k) var[k] -= g[k] * h.lr;
+    embedding::GradientDescentUpdate(h.lr, n, g, r[0]);
   }
 };
 
 // var, accum, lr, grad, indices, momentum
 template <typename T>
-struct MomentumUpdate {
+struct MomentumRows {
   static constexpr int kNumVars = 2, kGrad = 3, kCostPerElement = 2;
-  struct Hyper {
-    T lr, momentum;
-    bool nesterov;
-  };
-  explicit MomentumUpdate(OpKernelConstruction* c) {
+  using Hyper = embedding::MomentumCoefficients<T>;
+  explicit MomentumRows(OpKernelConstruction* c) {
     c->SetStatus(c->GetAttr("use_nesterov", &use_nesterov));
   }
   Hyper Load(OpKernelContext* ctx) const {
@@ -263,30 +204,17 @@ struct MomentumUpdate {
   }
   absl::Status Validate(const Hyper&) const { return absl::OkStatus(); }
   static void Row(const Hyper& h, T* const* r, const T* g, int64_t n) {
-    T* var = r[0];
-    T* accum = r[1];
-    for (int64_t k = 0; k < n; ++k) {
-      const T a = accum[k] * h.momentum + g[k];
-      accum[k] = a;
-      if (h.nesterov) {
-        var[k] -= g[k] * h.lr + a * h.momentum * h.lr;
-      } else {
-        var[k] -= a * h.lr;
-      }
-    }
+    embedding::MomentumUpdate(h, n, g, r[0], r[1]);
   }
   bool use_nesterov = false;
 };
 
 // var, accum, lr, [epsilon,] grad, indices
 template <typename T, bool kV2>
-struct AdagradUpdate {
+struct AdagradRows {
   static constexpr int kNumVars = 2, kGrad = kV2 ? 4 : 3, kCostPerElement = 4;
-  struct Hyper {
-    T lr, epsilon;
-    bool update_slots;
-  };
-  explicit AdagradUpdate(OpKernelConstruction* c) {
+  using Hyper = embedding::AdagradCoefficients<T>;
+  explicit AdagradRows(OpKernelConstruction* c) {
     c->SetStatus(c->GetAttr("update_slots", &update_slots));
   }
   Hyper Load(OpKernelContext* ctx) const {
@@ -294,19 +222,7 @@ struct AdagradUpdate {
   }
   absl::Status Validate(const Hyper&) const { return absl::OkStatus(); }
   static void Row(const Hyper& h, T* const* r, const T* g, int64_t n) {
-    T* __restrict var = r[0];
-    T* __restrict accum = r[1];
-    if (h.update_slots) {
-      for (int64_t k = 0; k < n; ++k) accum[k] += g[k] * g[k];
-    }
-    // Two passes (the row is in L1 by now) so each loop vectorizes.
-    for (int64_t k = 0; k < n; ++k) {
-      if constexpr (kV2) {
-        var[k] -= g[k] * h.lr / (std::sqrt(accum[k]) + h.epsilon);
-      } else {
-        var[k] -= g[k] * h.lr / std::sqrt(accum[k]);
-      }
-    }
+    embedding::AdagradUpdate</*kEpsilon=*/kV2>(h, n, g, r[0], r[1]);
   }
   bool update_slots = true;
 };
@@ -314,120 +230,58 @@ struct AdagradUpdate {
 // var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad,
 // indices
 template <typename T>
-struct AdamUpdate {
+struct AdamRows {
   static constexpr int kNumVars = 3, kGrad = 9, kCostPerElement = 6;
-  struct Hyper {
-    T alpha, beta1, one_minus_beta1, one_minus_beta2, epsilon;
-    bool nesterov;
-  };
-  explicit AdamUpdate(OpKernelConstruction* c) {
+  using Hyper = embedding::AdamCoefficients<T>;
+  explicit AdamRows(OpKernelConstruction* c) {
     c->SetStatus(c->GetAttr("use_nesterov", &use_nesterov));
   }
   Hyper Load(OpKernelContext* ctx) const {
-    const T beta1_power = Scalar<T>(ctx, 3), beta2_power = Scalar<T>(ctx, 4);
-    const T lr = Scalar<T>(ctx, 5), beta1 = Scalar<T>(ctx, 6),
-            beta2 = Scalar<T>(ctx, 7);
-    return {lr * std::sqrt(T(1) - beta2_power) / (T(1) - beta1_power),
-            beta1,
-            T(1) - beta1,
-            T(1) - beta2,
-            Scalar<T>(ctx, 8),
-            use_nesterov};
+    Hyper h = embedding::MakeAdamCoefficients(
+        /*lr=*/Scalar<T>(ctx, 5), /*beta1=*/Scalar<T>(ctx, 6),
+        /*beta2=*/Scalar<T>(ctx, 7), /*epsilon=*/Scalar<T>(ctx, 8),
+        /*beta1_power=*/Scalar<T>(ctx, 3), /*beta2_power=*/Scalar<T>(ctx, 4));
+    h.nesterov = use_nesterov;
+    return h;
   }
   absl::Status Validate(const Hyper&) const { return absl::OkStatus(); }
   static void Row(const Hyper& h, T* const* r, const T* g, int64_t n) {
-    T* var = r[0];
-    T* m = r[1];
-    T* v = r[2];
-    for (int64_t k = 0; k < n; ++k) {
-      const T gk = g[k];
-      const T mk = m[k] + (gk - m[k]) * h.one_minus_beta1;
-      const T vk = v[k] + (gk * gk - v[k]) * h.one_minus_beta2;
-      m[k] = mk;
-      v[k] = vk;
-      if (h.nesterov) {
-        var[k] -= ((gk * h.one_minus_beta1 + h.beta1 * mk) * h.alpha) /
-                  (std::sqrt(vk) + h.epsilon);
-      } else {
-        var[k] -= (mk * h.alpha) / (std::sqrt(vk) + h.epsilon);
-      }
-    }
+    embedding::AdamUpdate(h, n, g, r[0], r[1], r[2]);
   }
   bool use_nesterov = false;
 };
 
 // var, accum, linear, grad, indices, lr, l1, l2, [l2_shrinkage,] lr_power
 template <typename T, bool kV2>
-struct FtrlUpdate {
+struct FtrlRows {
   static constexpr int kNumVars = 3, kGrad = 3, kCostPerElement = 20;
   static constexpr int kLr = 5, kL1 = 6, kL2 = 7, kShrinkage = 8,
                        kLrPower = kV2 ? 9 : 8;
+  // The inputs as given (for Validate) and the coefficients they make.
   struct Hyper {
-    T lr, l1, l2, shrinkage2, lr_power;
-    bool by_lr;
+    T lr, l1, l2, shrinkage, lr_power;
+    embedding::FtrlCoefficients<T> c;
   };
-  explicit FtrlUpdate(OpKernelConstruction* c) {
+  explicit FtrlRows(OpKernelConstruction* c) {
     c->SetStatus(c->GetAttr("multiply_linear_by_lr", &multiply_linear_by_lr));
   }
   Hyper Load(OpKernelContext* ctx) const {
-    return {Scalar<T>(ctx, kLr),
-            Scalar<T>(ctx, kL1),
-            Scalar<T>(ctx, kL2),
-            kV2 ? T(2) * Scalar<T>(ctx, kShrinkage) : T(0),
-            Scalar<T>(ctx, kLrPower),
-            multiply_linear_by_lr};
+    Hyper h;
+    h.lr = Scalar<T>(ctx, kLr);
+    h.l1 = Scalar<T>(ctx, kL1);
+    h.l2 = Scalar<T>(ctx, kL2);
+    h.shrinkage = kV2 ? Scalar<T>(ctx, kShrinkage) : T(0);
+    h.lr_power = Scalar<T>(ctx, kLrPower);
+    h.c = embedding::MakeFtrlCoefficients(h.lr, h.l1, h.l2, h.shrinkage,
+                                          h.lr_power, multiply_linear_by_lr);
+    return h;
   }
   absl::Status Validate(const Hyper& h) const {
-    if (!(h.lr > T(0)))
-      return errors::InvalidArgument("lr must be positive, got ", h.lr);
-    if (!(h.l1 >= T(0))) {
-      return errors::InvalidArgument(
-          "l1 regularization strength must be non-negative, got ", h.l1);
-    }
-    if (!(h.l2 >= T(0))) {
-      return errors::InvalidArgument(
-          "l2 regularization strength must be non-negative, got ", h.l2);
-    }
-    if (!(h.shrinkage2 >= T(0))) {
-      return errors::InvalidArgument(
-          "l2 shrinkage regularization strength must be non-negative, got ",
-          h.shrinkage2 / 2);
-    }
-    if (!(h.lr_power <= T(0))) {
-      return errors::InvalidArgument("lr_power must be non-positive, got ",
-                                     h.lr_power);
-    }
-    return absl::OkStatus();
+    return ValidateFtrlHyperparameters(h.lr, h.l1, h.l2, h.shrinkage,
+                                       h.lr_power);
   }
   static void Row(const Hyper& h, T* const* r, const T* g, int64_t n) {
-    T* var = r[0];
-    T* accum = r[1];
-    T* linear = r[2];
-    const bool sqrt_power = h.lr_power == T(-0.5);
-    const T neg_power = -h.lr_power;
-    const T l1_t = h.by_lr ? h.l1 * h.lr : h.l1;
-    const T l2_t = h.by_lr ? T(2) * h.l2 * h.lr : T(2) * h.l2;
-    for (int64_t k = 0; k < n; ++k) {
-      const T gk = g[k], w = var[k], a = accum[k];
-      const T g_shrunk = kV2 ? gk + h.shrinkage2 * w : gk;
-      const T new_a = a + gk * gk;
-      const T p_new =
-          sqrt_power ? std::sqrt(new_a) : std::pow(new_a, neg_power);
-      const T p_old = sqrt_power ? std::sqrt(a) : std::pow(a, neg_power);
-      T lin = linear[k];
-      T quadratic;
-      if (h.by_lr) {
-        lin += g_shrunk * h.lr - (p_new - p_old) * w;
-        quadratic = p_new + l2_t;
-      } else {
-        lin += g_shrunk - (p_new - p_old) / h.lr * w;
-        quadratic = p_new / h.lr + l2_t;
-      }
-      linear[k] = lin;
-      const T sign = lin > T(0) ? T(1) : (lin < T(0) ? T(-1) : T(0));
-      var[k] = std::abs(lin) > l1_t ? (sign * l1_t - lin) / quadratic : T(0);
-      accum[k] = new_a;
-    }
+    embedding::FtrlUpdate</*kShrinkage=*/kV2>(h.c, n, g, r[0], r[1], r[2]);
   }
   bool multiply_linear_by_lr = false;
 };
@@ -443,17 +297,17 @@ struct FtrlUpdate {
   RECFLOW_REGISTER_SPARSE_(name, T, Tidx, false, __VA_ARGS__); \
   RECFLOW_REGISTER_SPARSE_("Resource" name, T, Tidx, true, __VA_ARGS__)
 
-#define RECFLOW_REGISTER_ALL_(T, Tidx)                                        \
-  RECFLOW_REGISTER_FORMS_("SparseApplyGradientDescent", T, Tidx,              \
-                          GradientDescentUpdate<T>);                          \
-  RECFLOW_REGISTER_FORMS_("SparseApplyMomentum", T, Tidx, MomentumUpdate<T>); \
-  RECFLOW_REGISTER_FORMS_("SparseApplyAdagrad", T, Tidx,                      \
-                          AdagradUpdate<T, false>);                           \
-  RECFLOW_REGISTER_FORMS_("SparseApplyAdagradV2", T, Tidx,                    \
-                          AdagradUpdate<T, true>);                            \
-  RECFLOW_REGISTER_FORMS_("SparseApplyAdam", T, Tidx, AdamUpdate<T>);         \
-  RECFLOW_REGISTER_FORMS_("SparseApplyFtrl", T, Tidx, FtrlUpdate<T, false>);  \
-  RECFLOW_REGISTER_FORMS_("SparseApplyFtrlV2", T, Tidx, FtrlUpdate<T, true>)
+#define RECFLOW_REGISTER_ALL_(T, Tidx)                                      \
+  RECFLOW_REGISTER_FORMS_("SparseApplyGradientDescent", T, Tidx,            \
+                          GradientDescentRows<T>);                          \
+  RECFLOW_REGISTER_FORMS_("SparseApplyMomentum", T, Tidx, MomentumRows<T>); \
+  RECFLOW_REGISTER_FORMS_("SparseApplyAdagrad", T, Tidx,                    \
+                          AdagradRows<T, false>);                           \
+  RECFLOW_REGISTER_FORMS_("SparseApplyAdagradV2", T, Tidx,                  \
+                          AdagradRows<T, true>);                            \
+  RECFLOW_REGISTER_FORMS_("SparseApplyAdam", T, Tidx, AdamRows<T>);         \
+  RECFLOW_REGISTER_FORMS_("SparseApplyFtrl", T, Tidx, FtrlRows<T, false>);  \
+  RECFLOW_REGISTER_FORMS_("SparseApplyFtrlV2", T, Tidx, FtrlRows<T, true>)
 
 RECFLOW_REGISTER_ALL_(float, int32_t);
 RECFLOW_REGISTER_ALL_(float, int64_t);

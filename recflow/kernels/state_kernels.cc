@@ -4,7 +4,12 @@
 // hold their value in a framework Var in the device's ResourceMgr.
 #include "recflow/kernels/state_kernels.h"
 
+#include <algorithm>
+#include <functional>
+#include <numeric>
+
 #include "absl/base/call_once.h"
+#include "recflow/core/status.h"
 #include "recflow/framework/op_kernel.h"
 
 namespace recflow {
@@ -253,6 +258,85 @@ RECFLOW_REGISTER_ASSIGN_UPDATE_(int64_t);
 
 absl::StatusOr<std::shared_ptr<Var>> LookupResourceVar(OpKernelContext* ctx, int input) {
   return VarFromHandle(ctx, input);
+}
+
+absl::StatusOr<std::vector<std::shared_ptr<Var>>> LookupUpdateVars(
+    OpKernelContext* ctx, int num_vars, bool resource, DataType dtype,
+    absl::Span<const std::string> input_names) {
+  std::vector<std::shared_ptr<Var>> vars(num_vars);
+  for (int i = 0; i < num_vars; ++i) {
+    if (resource) {
+      ASSIGN_OR_RETURN(vars[i], LookupResourceVar(ctx, i));
+      if (vars[i]->dtype() != dtype) {
+        return errors::InvalidArgument(input_names[i], " is variable '",
+                                       vars[i]->name(), "' of dtype ",
+                                       DataTypeString(vars[i]->dtype()),
+                                       " but T is ", DataTypeString(dtype));
+      }
+    } else {
+      vars[i] = ctx->input_ref(i);
+      if (vars[i] == nullptr) {
+        return errors::InvalidArgument("input '", input_names[i],
+                                       "' must come from a variable");
+      }
+    }
+    for (int j = 0; j < i; ++j) {
+      if (vars[i] == vars[j]) {
+        return errors::InvalidArgument(
+            input_names[j], " and ", input_names[i], " are the same variable '",
+            vars[i]->name(), "'; each slot needs a variable of its own");
+      }
+    }
+  }
+  return vars;
+}
+
+absl::Status CheckScalarInputs(OpKernelContext* ctx, int first,
+                               std::initializer_list<int> skip,
+                               absl::Span<const std::string> input_names) {
+  for (int i = first; i < ctx->num_inputs(); ++i) {
+    if (std::find(skip.begin(), skip.end(), i) != skip.end()) continue;
+    if (ctx->input(i).dims() != 0) {
+      return errors::InvalidArgument(input_names[i], " is not a scalar: ",
+                                     ctx->input(i).shape().DebugString());
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckSlotShapes(absl::Span<Tensor* const> values,
+                             const std::vector<std::shared_ptr<Var>>& vars,
+                             absl::Span<const std::string> input_names) {
+  for (size_t i = 1; i < values.size(); ++i) {
+    if (values[i]->shape() != values[0]->shape()) {
+      return errors::InvalidArgument(
+          "var and ", input_names[i],
+          " do not have the same shape: ", values[0]->shape().DebugString(),
+          " vs ", values[i]->shape().DebugString(), " (variables '",
+          vars[0]->name(), "' and '", vars[i]->name(), "')");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status UpdateVarsLocked(const std::vector<std::shared_ptr<Var>>& vars,
+                              std::vector<Tensor*>* tensors,
+                              const std::function<absl::Status()>& fn) {
+  std::vector<int> order(vars.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    return std::less<Var*>()(vars[a].get(), vars[b].get());
+  });
+  tensors->assign(vars.size(), nullptr);
+  std::function<absl::Status(size_t)> lock_from =
+      [&](size_t k) -> absl::Status {
+    if (k == order.size()) return fn();
+    return vars[order[k]]->Update([&](Tensor* t) {
+      (*tensors)[order[k]] = t;
+      return lock_from(k + 1);
+    });
+  };
+  return lock_from(0);
 }
 
 }  // namespace recflow

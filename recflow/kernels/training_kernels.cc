@@ -4,21 +4,24 @@
 //
 // Each kernel is one fused pass: a single loop updates the variable and its
 // slots element by element (no temporaries), split across the intra-op pool
-// when the variable is big. The formulas are TensorFlow's
-// (tensorflow/core/kernels/training_ops.cc), evaluated in the same order.
+// when the variable is big. The loops are the update rules that the sparse
+// kernels and the hash tables run too (embedding/update_rules.h): the
+// formulas of TensorFlow's training_ops.cc, evaluated in the same order.
 //
 // The variable and its slots are updated under their locks (Var::Update),
 // taken in address order so that two updates sharing variables cannot
 // deadlock; each update is in place unless a reader shares the buffer, in
 // which case Var::Update hands out a private copy first (copy-on-write).
+#include "recflow/kernels/training_kernels.h"
+
 #include <algorithm>
-#include <cmath>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/types/span.h"
+#include "recflow/embedding/update_rules.h"
 #include "recflow/framework/op_kernel.h"
 #include "recflow/kernels/state_kernels.h"
 
@@ -39,28 +42,6 @@ void ParallelLoop(OpKernelContext* ctx, int64_t n, int64_t cost_per_element_ns,
   }
 }
 
-// Runs `fn` with every variable in `vars` locked for update; (*tensors)[i]
-// is the value of vars[i]. Locks are taken in address order.
-absl::Status UpdateVars(const std::vector<std::shared_ptr<Var>>& vars,
-                        std::vector<Tensor*>* tensors,
-                        const std::function<absl::Status()>& fn) {
-  std::vector<int> order(vars.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
-  std::sort(order.begin(), order.end(), [&](int a, int b) {
-    return std::less<Var*>()(vars[a].get(), vars[b].get());
-  });
-  tensors->assign(vars.size(), nullptr);
-  std::function<absl::Status(size_t)> lock_from =
-      [&](size_t k) -> absl::Status {
-    if (k == order.size()) return fn();
-    return vars[order[k]]->Update([&](Tensor* t) {
-      (*tensors)[order[k]] = t;
-      return lock_from(k + 1);
-    });
-  };
-  return lock_from(0);
-}
-
 // What every Apply kernel shares: find the variable and slots (ref inputs
 // or resource handles), check the scalars, lock, check shapes, then run the
 // op's fused loop (Apply).
@@ -78,52 +59,18 @@ class ApplyOpBase : public OpKernel {
   }
 
   void Compute(OpKernelContext* ctx) final {
-    std::vector<std::shared_ptr<Var>> vars(num_vars_);
-    for (int i = 0; i < num_vars_; ++i) {
-      if constexpr (kResource) {
-        auto var = LookupResourceVar(ctx, i);
-        OP_REQUIRES_OK(ctx, var.status());
-        vars[i] = *std::move(var);
-        OP_REQUIRES(
-            ctx, vars[i]->dtype() == DataTypeToEnum<T>::value,
-            errors::InvalidArgument(
-                input_names_[i], " is variable '", vars[i]->name(),
-                "' of dtype ", DataTypeString(vars[i]->dtype()), " but T is ",
-                DataTypeString(DataTypeToEnum<T>::value)));
-      } else {
-        vars[i] = ctx->input_ref(i);
-        OP_REQUIRES(ctx, vars[i] != nullptr,
-                    errors::InvalidArgument("input '", input_names_[i],
-                                            "' must come from a variable"));
-      }
-      for (int j = 0; j < i; ++j) {
-        OP_REQUIRES(ctx, vars[i] != vars[j],
-                    errors::InvalidArgument(
-                        input_names_[j], " and ", input_names_[i],
-                        " are the same variable '", vars[i]->name(),
-                        "'; each slot needs a variable of its own"));
-      }
-    }
-    for (int i = num_vars_; i < ctx->num_inputs(); ++i) {
-      if (i == grad_index_) continue;
-      OP_REQUIRES(ctx, ctx->input(i).dims() == 0,
-                  errors::InvalidArgument(input_names_[i], " is not a scalar: ",
-                                          ctx->input(i).shape().DebugString()));
-    }
+    auto found = LookupUpdateVars(ctx, num_vars_, kResource,
+                                  DataTypeToEnum<T>::value, input_names_);
+    OP_REQUIRES_OK(ctx, found.status());
+    const std::vector<std::shared_ptr<Var>>& vars = *found;
+    OP_REQUIRES_OK(
+        ctx, CheckScalarInputs(ctx, num_vars_, {grad_index_}, input_names_));
     OP_REQUIRES_OK(ctx, ValidateHyperparameters(ctx));
     const Tensor& grad = ctx->input(grad_index_);
     std::vector<Tensor*> values;
-    OP_REQUIRES_OK(ctx, UpdateVars(vars, &values, [&]() -> absl::Status {
-                     for (int i = 1; i < num_vars_; ++i) {
-                       if (values[i]->shape() != values[0]->shape()) {
-                         return errors::InvalidArgument(
-                             "var and ", input_names_[i],
-                             " do not have the same shape: ",
-                             values[0]->shape().DebugString(), " vs ",
-                             values[i]->shape().DebugString(), " (variables '",
-                             vars[0]->name(), "' and '", vars[i]->name(), "')");
-                       }
-                     }
+    OP_REQUIRES_OK(ctx, UpdateVarsLocked(vars, &values, [&]() -> absl::Status {
+                     RETURN_IF_ERROR(
+                         CheckSlotShapes(values, vars, input_names_));
                      if (grad.shape() != values[0]->shape()) {
                        return errors::InvalidArgument(
                            "var and ", input_names_[grad_index_],
@@ -157,6 +104,9 @@ class ApplyOpBase : public OpKernel {
   std::vector<std::string> input_names_;
 };
 
+// The fused loops: each thread updates its slice [begin, end) of the
+// variable with the rule of embedding/update_rules.h.
+
 // var -= alpha * delta
 template <typename T, bool kResource>
 class ApplyGradientDescentOp : public ApplyOpBase<T, kResource> {
@@ -170,7 +120,7 @@ class ApplyGradientDescentOp : public ApplyOpBase<T, kResource> {
     T* var = vars[0]->data<T>();
     const T lr = this->Scalar(ctx, 1);
     ParallelLoop(ctx, n, 1, [=](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) var[i] -= g[i] * lr;
+      embedding::GradientDescentUpdate(lr, end - begin, g + begin, var + begin);
     });
   }
 };
@@ -189,25 +139,13 @@ class ApplyMomentumOp : public ApplyOpBase<T, kResource> {
              int64_t n) const override {
     T* var = vars[0]->data<T>();
     T* accum = vars[1]->data<T>();
-    const T lr = this->Scalar(ctx, 2);
-    const T momentum = this->Scalar(ctx, 4);
-    if (use_nesterov_) {
-      ParallelLoop(ctx, n, 2, [=](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) {
-          const T a = accum[i] * momentum + g[i];
-          accum[i] = a;
-          var[i] -= g[i] * lr + a * momentum * lr;
-        }
-      });
-    } else {
-      ParallelLoop(ctx, n, 2, [=](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) {
-          const T a = accum[i] * momentum + g[i];
-          accum[i] = a;
-          var[i] -= a * lr;
-        }
-      });
-    }
+    const embedding::MomentumCoefficients<T> c{.lr = this->Scalar(ctx, 2),
+                                               .momentum = this->Scalar(ctx, 4),
+                                               .nesterov = use_nesterov_};
+    ParallelLoop(ctx, n, 2, [=](int64_t begin, int64_t end) {
+      embedding::MomentumUpdate(c, end - begin, g + begin, var + begin,
+                                accum + begin);
+    });
   }
   bool use_nesterov_ = false;
 };
@@ -226,19 +164,15 @@ class ApplyAdagradOp : public ApplyOpBase<T, kResource> {
              int64_t n) const override {
     T* var = vars[0]->data<T>();
     T* accum = vars[1]->data<T>();
-    const T lr = this->Scalar(ctx, 2);
-    // sqrt(a) + 0 is sqrt(a): ApplyAdagrad's bits are unchanged.
-    const T epsilon = kV2 ? this->Scalar(ctx, 3) : T(0);
-    const bool update_slots = update_slots_;
+    // ApplyAdagrad divides by sqrt(a) + 0, as it always has (the same bits
+    // as sqrt(a) but for a = -0: Note [Update rule bits]).
+    const embedding::AdagradCoefficients<T> c{
+        .lr = this->Scalar(ctx, 2),
+        .epsilon = kV2 ? this->Scalar(ctx, 3) : T(0),
+        .update_slots = update_slots_};
     ParallelLoop(ctx, n, 4, [=](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        T a = accum[i];
-        if (update_slots) {
-          a += g[i] * g[i];
-          accum[i] = a;
-        }
-        var[i] -= g[i] * lr / (std::sqrt(a) + epsilon);
-      }
+      embedding::AdagradUpdate</*kEpsilon=*/true>(c, end - begin, g + begin,
+                                                  var + begin, accum + begin);
     });
   }
   bool update_slots_ = true;
@@ -260,42 +194,18 @@ class ApplyAdamOp : public ApplyOpBase<T, kResource> {
     T* var = vars[0]->data<T>();
     T* m = vars[1]->data<T>();
     T* v = vars[2]->data<T>();
-    const T beta1_power = this->Scalar(ctx, 3);
-    const T beta2_power = this->Scalar(ctx, 4);
     const T lr = this->Scalar(ctx, 5);
-    const T beta1 = this->Scalar(ctx, 6);
-    const T beta2 = this->Scalar(ctx, 7);
-    const T epsilon = this->Scalar(ctx, 8);
+    embedding::AdamCoefficients<T> c = embedding::MakeAdamCoefficients(
+        lr, /*beta1=*/this->Scalar(ctx, 6), /*beta2=*/this->Scalar(ctx, 7),
+        /*epsilon=*/this->Scalar(ctx, 8), /*beta1_power=*/this->Scalar(ctx, 3),
+        /*beta2_power=*/this->Scalar(ctx, 4));
+    c.nesterov = use_nesterov_;
     // Decoupled weight decay (AdamW): var *= (1 - lr * weight_decay) first.
-    const T decay = kWeightDecay ? lr * this->Scalar(ctx, 9) : T(0);
-    const T alpha = lr * std::sqrt(T(1) - beta2_power) / (T(1) - beta1_power);
-    const T one_minus_beta1 = T(1) - beta1;
-    const T one_minus_beta2 = T(1) - beta2;
-    auto loop = [&](auto nesterov) {
-      ParallelLoop(ctx, n, 6, [=](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) {
-          const T gi = g[i];
-          const T mi = m[i] + (gi - m[i]) * one_minus_beta1;
-          const T vi = v[i] + (gi * gi - v[i]) * one_minus_beta2;
-          m[i] = mi;
-          v[i] = vi;
-          T x = var[i];
-          if constexpr (kWeightDecay) x -= x * decay;
-          if constexpr (decltype(nesterov)::value) {
-            x -= ((gi * one_minus_beta1 + beta1 * mi) * alpha) /
-                 (std::sqrt(vi) + epsilon);
-          } else {
-            x -= (mi * alpha) / (std::sqrt(vi) + epsilon);
-          }
-          var[i] = x;
-        }
-      });
-    };
-    if (use_nesterov_) {
-      loop(std::true_type());
-    } else {
-      loop(std::false_type());
-    }
+    if constexpr (kWeightDecay) c.decay = lr * this->Scalar(ctx, 9);
+    ParallelLoop(ctx, n, 6, [=](int64_t begin, int64_t end) {
+      embedding::AdamUpdate<kWeightDecay>(c, end - begin, g + begin,
+                                          var + begin, m + begin, v + begin);
+    });
   }
   bool use_nesterov_ = false;
 };
@@ -314,32 +224,10 @@ class ApplyFtrlOp : public ApplyOpBase<T, kResource> {
                        kLrPower = kV2 ? 8 : 7;
 
   absl::Status ValidateHyperparameters(OpKernelContext* ctx) const override {
-    const T lr = this->Scalar(ctx, kLr), l1 = this->Scalar(ctx, kL1),
-            l2 = this->Scalar(ctx, kL2);
-    const T lr_power = this->Scalar(ctx, kLrPower);
-    if (!(lr > T(0)))
-      return errors::InvalidArgument("lr must be positive, got ", lr);
-    if (!(l1 >= T(0))) {
-      return errors::InvalidArgument(
-          "l1 regularization strength must be non-negative, got ", l1);
-    }
-    if (!(l2 >= T(0))) {
-      return errors::InvalidArgument(
-          "l2 regularization strength must be non-negative, got ", l2);
-    }
-    if constexpr (kV2) {
-      const T shrinkage = this->Scalar(ctx, kShrinkage);
-      if (!(shrinkage >= T(0))) {
-        return errors::InvalidArgument(
-            "l2 shrinkage regularization strength must be non-negative, got ",
-            shrinkage);
-      }
-    }
-    if (!(lr_power <= T(0))) {
-      return errors::InvalidArgument("lr_power must be non-positive, got ",
-                                     lr_power);
-    }
-    return absl::OkStatus();
+    return ValidateFtrlHyperparameters(
+        this->Scalar(ctx, kLr), this->Scalar(ctx, kL1), this->Scalar(ctx, kL2),
+        kV2 ? this->Scalar(ctx, kShrinkage) : T(0),
+        this->Scalar(ctx, kLrPower));
   }
 
   void Apply(OpKernelContext* ctx, absl::Span<Tensor* const> vars, const T* g,
@@ -347,43 +235,16 @@ class ApplyFtrlOp : public ApplyOpBase<T, kResource> {
     T* var = vars[0]->data<T>();
     T* accum = vars[1]->data<T>();
     T* linear = vars[2]->data<T>();
-    const T lr = this->Scalar(ctx, kLr);
-    const T l1 = this->Scalar(ctx, kL1);
-    const T l2 = this->Scalar(ctx, kL2);
-    const T shrinkage2 = kV2 ? T(2) * this->Scalar(ctx, kShrinkage) : T(0);
-    const T lr_power = this->Scalar(ctx, kLrPower);
-    const bool sqrt_power = lr_power == T(-0.5);
-    const T neg_power = -lr_power;
-    const bool by_lr = multiply_linear_by_lr_;
-    // With multiply_linear_by_lr the linear slot holds lr * linear, and the
-    // thresholds and denominators are scaled to match (TF's variant).
-    const T l1_t = by_lr ? l1 * lr : l1;
-    const T l2_t = by_lr ? T(2) * l2 * lr : T(2) * l2;
-    ParallelLoop(ctx, n, sqrt_power ? 10 : 40, [=](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        const T gi = g[i];
-        const T w = var[i];
-        const T a = accum[i];
-        const T g_shrunk = kV2 ? gi + shrinkage2 * w : gi;
-        const T new_a = a + gi * gi;
-        const T p_new =
-            sqrt_power ? std::sqrt(new_a) : std::pow(new_a, neg_power);
-        const T p_old = sqrt_power ? std::sqrt(a) : std::pow(a, neg_power);
-        T lin = linear[i];
-        T quadratic;
-        if (by_lr) {
-          lin += g_shrunk * lr - (p_new - p_old) * w;
-          quadratic = p_new + l2_t;
-        } else {
-          lin += g_shrunk - (p_new - p_old) / lr * w;
-          quadratic = p_new / lr + l2_t;
-        }
-        linear[i] = lin;
-        const T sign = lin > T(0) ? T(1) : (lin < T(0) ? T(-1) : T(0));
-        var[i] = std::abs(lin) > l1_t ? (sign * l1_t - lin) / quadratic : T(0);
-        accum[i] = new_a;
-      }
-    });
+    const embedding::FtrlCoefficients<T> c = embedding::MakeFtrlCoefficients(
+        this->Scalar(ctx, kLr), this->Scalar(ctx, kL1), this->Scalar(ctx, kL2),
+        kV2 ? this->Scalar(ctx, kShrinkage) : T(0), this->Scalar(ctx, kLrPower),
+        multiply_linear_by_lr_);
+    ParallelLoop(
+        ctx, n, c.sqrt_power ? 10 : 40, [=](int64_t begin, int64_t end) {
+          embedding::FtrlUpdate</*kShrinkage=*/kV2>(c, end - begin, g + begin,
+                                                    var + begin, accum + begin,
+                                                    linear + begin);
+        });
   }
   bool multiply_linear_by_lr_ = false;
 };

@@ -1,10 +1,13 @@
-// The Optimizer base: gradients, slots, the apply loop and the train op.
-// The concrete optimizers are in optimizers.cc.
+// Optimizer: gradients, slots, the apply loop and the train op, and the
+// updates built from the optimizer's OptimizerSpec. The specs of the named
+// optimizers are in optimizers.cc.
 #include "recflow/train/optimizer.h"
 
+#include <algorithm>
 #include <set>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "recflow/core/status.h"
 #include "recflow/framework/gradients.h"
@@ -34,6 +37,12 @@ absl::StatusOr<Output> ScalarConst(const Scope& scope, DataType dtype,
           "optimizers handle float and double variables, not ",
           DataTypeString(dtype));
   }
+}
+
+// `value` converted to `dtype` when it differs.
+Output CastTo(const Scope& scope, Output value, DataType dtype) {
+  if (BaseType(value.type()) == dtype) return value;
+  return ops::Cast(scope, value, dtype);
 }
 
 }  // namespace
@@ -113,12 +122,12 @@ absl::StatusOr<std::vector<GradAndVar>> Optimizer::ComputeGradients(
     const ComputeGradientsOptions& options) const {
   RETURN_IF_ERROR(scope.status());
   if (!loss.valid())
-    return errors::InvalidArgument(name_, ": the loss is an invalid Output");
+    return errors::InvalidArgument(name(), ": the loss is an invalid Output");
   if (var_list.empty()) {
     var_list = TrainableVariables(*scope.graph());
     if (var_list.empty()) {
       return errors::InvalidArgument(
-          name_,
+          name(),
           ": the graph has no trainable variables (create them with "
           "train::Variable) and no var_list was given");
     }
@@ -161,7 +170,7 @@ absl::StatusOr<std::vector<GradAndVar>> Optimizer::ComputeGradients(
       // Always sparse: an unbounded table has no dense form.
       if (!dense.empty()) {
         return errors::InvalidArgument(
-            name_, ": hash embedding table '", VariableName(var_list[i]),
+            name(), ": hash embedding table '", VariableName(var_list[i]),
             "' received a dense gradient ('", dense[0].name(),
             "'); only its lookup ops (HashEmbeddingBag, HashEmbeddingLookup) "
             "may consume the handle in a differentiated path");
@@ -201,20 +210,20 @@ absl::StatusOr<Output> Optimizer::ApplyGradients(
     RETURN_IF_ERROR(CheckIsVariableOrTable(gv.var));
     const std::string& var_name = VariableName(gv.var);
     if (!seen.insert(var_name).second) {
-      return errors::InvalidArgument(name_, ": variable '", var_name,
+      return errors::InvalidArgument(name(), ": variable '", var_name,
                                      "' appears twice in grads_and_vars");
     }
     all_names.push_back(var_name);
     if (gv.grad.valid() && gv.sparse_grad.valid()) {
       return errors::InvalidArgument(
-          name_, ": variable '", var_name,
+          name(), ": variable '", var_name,
           "' has both a dense and a sparse gradient; give one");
     }
     if (!gv.grad.valid() && !gv.sparse_grad.valid()) continue;
     if (IsHashTable(gv.var)) {
       if (gv.grad.valid()) {
         return errors::InvalidArgument(
-            name_, ": hash embedding table '", var_name,
+            name(), ": hash embedding table '", var_name,
             "' has a dense gradient; a table takes sparse gradients "
             "(IndexedSlices of raw int64 ids and float rows)");
       }
@@ -222,8 +231,8 @@ absl::StatusOr<Output> Optimizer::ApplyGradients(
           BaseType(gv.sparse_grad.indices.type()) != DT_INT64 ||
           BaseType(gv.sparse_grad.values.type()) != DT_FLOAT) {
         return errors::InvalidArgument(
-            name_, ": the sparse gradient of hash embedding table '",
-            var_name, "' must have int64 indices and float values");
+            name(), ": the sparse gradient of hash embedding table '", var_name,
+            "' must have int64 indices and float values");
       }
       todo.push_back(gv);
       continue;
@@ -231,26 +240,27 @@ absl::StatusOr<Output> Optimizer::ApplyGradients(
     const DataType dtype = VariableDtype(gv.var);
     if (dtype != DT_FLOAT && dtype != DT_DOUBLE) {
       return errors::InvalidArgument(
-          name_, ": variable '", var_name, "' has dtype ",
+          name(), ": variable '", var_name, "' has dtype ",
           DataTypeString(dtype),
           "; optimizers update float and double variables");
     }
     const Output& values = gv.grad.valid() ? gv.grad : gv.sparse_grad.values;
     if (BaseType(values.type()) != dtype) {
       return errors::InvalidArgument(
-          name_, ": the gradient '", values.name(), "' of variable '",
+          name(), ": the gradient '", values.name(), "' of variable '",
           var_name, "' is ", DataTypeString(BaseType(values.type())),
           " but the variable is ", DataTypeString(dtype));
     }
     if (gv.sparse_grad.valid() && !gv.sparse_grad.indices.valid()) {
-      return errors::InvalidArgument(name_, ": the sparse gradient of variable '",
+      return errors::InvalidArgument(name(),
+                                     ": the sparse gradient of variable '",
                                      var_name, "' has no indices");
     }
     todo.push_back(gv);
   }
   if (todo.empty()) {
     return errors::InvalidArgument(
-        name_, ": no gradients provided for any variable: [",
+        name(), ": no gradients provided for any variable: [",
         absl::StrJoin(all_names, ", "),
         "]; check that the loss depends on them through differentiable ops");
   }
@@ -275,14 +285,13 @@ absl::StatusOr<Output> Optimizer::ApplyGradients(
       RETURN_IF_ERROR(CreateSlots(scope, gv.var));
     }
   }
-  if (!non_slots_created_ && !vars.empty()) {
+  if (non_slots_.empty() && !vars.empty()) {
     RETURN_IF_ERROR(CreateNonSlotVariables(scope, vars));
-    non_slots_created_ = true;
   }
   RETURN_IF_ERROR(scope.status());
 
   // The updates, under "<name()>/".
-  const Scope opt_scope = scope.NewSubScope(name_);
+  const Scope opt_scope = scope.NewSubScope(name());
   apply_scope_ = &opt_scope;
   hyper_cache_.clear();
   absl::Cleanup reset = [this] {
@@ -363,28 +372,200 @@ absl::StatusOr<Output> Optimizer::ApplyGradients(
                                        global_step));
   }
   RETURN_IF_ERROR(scope.status());
-  NodeBuilder b(scope.GetUniqueNameForOp(name_), "NoOp");
+  NodeBuilder b(scope.GetUniqueNameForOp(name()), "NoOp");
   for (const Output& d : deps) b.ControlInput(d.node());
   Node* train_op = scope.AddNode(b);
   RETURN_IF_ERROR(scope.status());
   return Output(train_op);
 }
 
+// --- The updates, from the spec ----------------------------------------------
+
+absl::Status Optimizer::CheckRequirements(bool table) const {
+  for (const OptimizerSpec::Requirement& r : spec_.requirements) {
+    if (table && !r.for_tables) continue;
+    if (r.value.is_constant() && !r.holds(r.value.value())) {
+      return errors::InvalidArgument(name(), ": ", r.what, " must be ", r.rule,
+                                     ", got ", r.value.value());
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Optimizer::CreateSlots(const Scope& scope, const Output& var) {
+  RETURN_IF_ERROR(CheckRequirements(/*table=*/false));
+  for (const OptimizerSpec::Slot& slot : spec_.slots) {
+    RETURN_IF_ERROR(
+        CreateSlot(scope, var, slot.name, slot.initial_value).status());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Optimizer::CreateNonSlotVariables(
+    const Scope& scope, const std::vector<Output>& vars) {
+  if (spec_.non_slots.empty()) return absl::OkStatus();
+  // As TensorFlow: in the dtype (and here the style) of the first variable
+  // by name.
+  const Output& first = *std::min_element(
+      vars.begin(), vars.end(), [](const Output& a, const Output& b) {
+        return VariableName(a) < VariableName(b);
+      });
+  const DataType dtype = VariableDtype(first);
+  const bool resource = IsResourceVariable(first);
+  std::vector<Output> created;
+  for (const OptimizerSpec::NonSlot& n : spec_.non_slots) {
+    ASSIGN_OR_RETURN(
+        Output var,
+        CreateNonSlotVariable(scope, n.name, dtype, resource, n.initial_value));
+    created.push_back(var);
+  }
+  non_slots_ = std::move(created);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Output> Optimizer::AddUpdate(
+    const Scope& scope, const std::string& op,
+    const std::vector<OptimizerSpec::Input>& inputs,
+    const std::vector<std::pair<std::string, bool>>& attrs, const Output& var,
+    DataType dtype, const Output& grad, const Output& indices,
+    const Output& step) {
+  using Kind = OptimizerSpec::Input::Kind;
+  std::vector<Output> values;
+  for (const OptimizerSpec::Input& in : inputs) {
+    switch (in.kind) {
+      case Kind::kVariable:
+        values.push_back(var);
+        break;
+      case Kind::kSlot: {
+        Output slot = GetSlot(var, in.name);
+        if (!slot.valid()) {
+          return errors::InvalidArgument(name(), ": ", op, " takes slot '",
+                                         in.name,
+                                         "', which the spec does not define");
+        }
+        values.push_back(slot);
+        break;
+      }
+      case Kind::kNonSlot: {
+        Output non_slot = GetNonSlot(in.name);
+        if (!non_slot.valid()) {
+          return errors::InvalidArgument(name(), ": ", op,
+                                         " takes non-slot variable '", in.name,
+                                         "', which the spec does not define");
+        }
+        values.push_back(CastTo(scope, ReadValue(scope, non_slot), dtype));
+        break;
+      }
+      case Kind::kHyper: {
+        ASSIGN_OR_RETURN(Output h, Hyper(in.name, dtype));
+        values.push_back(h);
+        break;
+      }
+      case Kind::kGrad:
+        values.push_back(grad);
+        break;
+      case Kind::kIndices:
+        values.push_back(indices);
+        break;
+      case Kind::kStep:
+        values.push_back(step);
+        break;
+    }
+  }
+  RETURN_IF_ERROR(scope.status());
+  NodeBuilder b(scope.GetUniqueNameForOp(op), op);
+  for (const Output& v : values) b.Input(v);
+  for (const auto& [attr, value] : attrs) b.Attr(attr, value);
+  Node* node = scope.AddNode(b);
+  RETURN_IF_ERROR(scope.status());
+  return Output(node);
+}
+
+absl::StatusOr<Output> Optimizer::ApplyDense(const Scope& scope,
+                                             const Output& grad,
+                                             const Output& var) {
+  const bool resource = IsResourceVariable(var);
+  return AddUpdate(scope, (resource ? "Resource" : "") + spec_.dense.op,
+                   spec_.dense.inputs, spec_.dense.attrs, var,
+                   VariableDtype(var), grad, Output(), Output());
+}
+
 absl::StatusOr<Output> Optimizer::ApplySparse(const Scope& scope,
                                               const IndexedSlices& grad,
                                               const Output& var) {
-  Output dense = IndexedSlicesToDense(scope, grad);
-  RETURN_IF_ERROR(scope.status());
-  return ApplyDense(scope, dense, var);
+  if (!spec_.sparse_update) {
+    Output dense = IndexedSlicesToDense(scope, grad);
+    RETURN_IF_ERROR(scope.status());
+    return ApplyDense(scope, dense, var);
+  }
+  // The dense op's inputs with the indices after the gradient.
+  std::vector<OptimizerSpec::Input> inputs;
+  for (const OptimizerSpec::Input& in : spec_.dense.inputs) {
+    inputs.push_back(in);
+    if (in.kind == OptimizerSpec::Input::Kind::kGrad) {
+      inputs.push_back({OptimizerSpec::Input::Kind::kIndices});
+    }
+  }
+  const bool resource = IsResourceVariable(var);
+  return AddUpdate(scope,
+                   (resource ? "ResourceSparse" : "Sparse") + spec_.dense.op,
+                   inputs, spec_.dense.attrs, var, VariableDtype(var),
+                   grad.values, grad.indices, Output());
 }
 
 absl::StatusOr<Output> Optimizer::ApplyTable(const Scope& scope,
                                              const IndexedSlices& grad,
                                              const Output& table,
                                              const Output& step) {
-  return errors::Unimplemented(
-      name_, " cannot update hash embedding table '", VariableName(table),
-      "': tables are trained by GradientDescent, Adagrad, Adam and Ftrl");
+  if (spec_.table.op.empty()) {
+    return errors::Unimplemented(
+        name(), " cannot update hash embedding table '", VariableName(table),
+        "': ", spec_.table_unsupported);
+  }
+  RETURN_IF_ERROR(CheckRequirements(/*table=*/true));
+  return AddUpdate(scope, spec_.table.op, spec_.table.inputs, spec_.table.attrs,
+                   table, DT_FLOAT, grad.values, grad.indices, step);
+}
+
+absl::StatusOr<std::vector<Output>> Optimizer::Finish(
+    const Scope& scope, std::vector<Output> update_ops) {
+  if (non_slots_.empty()) return update_ops;  // none, or only tables so far
+  // value *= multiplier, after every update has read it.
+  const Scope after = scope.WithControlDependencies(update_ops);
+  const DataType dtype = VariableDtype(non_slots_[0]);
+  std::vector<Output> multipliers;
+  for (const OptimizerSpec::NonSlot& n : spec_.non_slots) {
+    ASSIGN_OR_RETURN(Output m, Hyper(n.multiply_by, dtype));
+    multipliers.push_back(m);
+  }
+  auto numbered = [](const char* base, size_t i) {
+    return i == 0 ? std::string(base) : absl::StrCat(base, "_", i);
+  };
+  std::vector<Output> next;
+  for (size_t i = 0; i < non_slots_.size(); ++i) {
+    next.push_back(ops::Mul(after.WithOpName(numbered("mul", i)),
+                            ReadValue(after, non_slots_[i]), multipliers[i]));
+  }
+  for (size_t i = 0; i < non_slots_.size(); ++i) {
+    update_ops.push_back(AssignValue(after.WithOpName(numbered("Assign", i)),
+                                     non_slots_[i], next[i]));
+  }
+  RETURN_IF_ERROR(scope.status());
+  return update_ops;
+}
+
+std::vector<std::string> Optimizer::GetSlotNames() const {
+  std::vector<std::string> names;
+  for (const OptimizerSpec::Slot& slot : spec_.slots)
+    names.push_back(slot.name);
+  return names;
+}
+
+Output Optimizer::GetNonSlot(const std::string& name) const {
+  for (size_t i = 0; i < non_slots_.size(); ++i) {
+    if (spec_.non_slots[i].name == name) return non_slots_[i];
+  }
+  return Output();
 }
 
 Output Optimizer::GetSlot(const Output& var,
@@ -403,12 +584,13 @@ absl::StatusOr<Output> Optimizer::CreateSlot(const Scope& scope,
   const PartialShape shape = VariableShape(var);
   const std::string& var_name = VariableName(var);
   if (!shape.IsFullyDefined()) {
-    return errors::InvalidArgument(
-        name_, ": cannot create slot '", slot_name, "' of variable '", var_name,
-        "': its shape ", shape.DebugString(), " is not fully defined");
+    return errors::InvalidArgument(name(), ": cannot create slot '", slot_name,
+                                   "' of variable '", var_name, "': its shape ",
+                                   shape.DebugString(),
+                                   " is not fully defined");
   }
   const DataType dtype = VariableDtype(var);
-  const std::string relative = var_name + "/" + name_;
+  const std::string relative = var_name + "/" + name();
   // The initial value under "<var>/<name>/Initializer/".
   const Scope init_scope =
       scope.NewSubScope(relative).NewSubScope("Initializer");
@@ -449,13 +631,20 @@ absl::StatusOr<Output> Optimizer::CreateNonSlotVariable(const Scope& scope,
   return var;
 }
 
-Output Optimizer::Hyper(const std::string& hyper_name, const Hyperparameter& h,
-                        DataType dtype) {
+absl::StatusOr<Output> Optimizer::Hyper(const std::string& hyper_name,
+                                        DataType dtype) {
   DCHECK(apply_scope_ != nullptr);
   auto key = std::make_pair(hyper_name, dtype);
   auto it = hyper_cache_.find(key);
   if (it != hyper_cache_.end()) return it->second;
-  Output t = h.ToTensor(apply_scope_->WithOpName(hyper_name), dtype);
+  auto h = spec_.hypers.find(hyper_name);
+  if (h == spec_.hypers.end()) {
+    return errors::InvalidArgument(
+        name(), ": the optimizer's spec has no hyperparameter '", hyper_name,
+        "'");
+  }
+  Output t = h->second.ToTensor(apply_scope_->WithOpName(hyper_name), dtype);
+  RETURN_IF_ERROR(apply_scope_->status());
   hyper_cache_[key] = t;
   return t;
 }

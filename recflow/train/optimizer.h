@@ -43,7 +43,7 @@
 // raw ids, ops/hash_table_grad.cc), also with keep_sparse = false, since an
 // unbounded table has no dense form. ApplyGradients merges duplicate ids
 // (skipped when the ids come straight from EmbeddingBagGrad, already unique)
-// and emits the optimizer's table op (ApplyTable): HashTableApplyGradientDescent,
+// and emits the optimizer's table op: HashTableApplyGradientDescent,
 // HashTableApplyAdagrad (epsilon 0, as ApplyAdagrad), HashTableApplyAdam
 // (lazy, whatever lazy_sparse says), HashTableApplyFtrl(V2 semantics);
 // Momentum, AdamW and other optimizers give Unimplemented naming the
@@ -58,6 +58,13 @@
 // Slot and non-slot variables are created through train::Variable, so
 // GlobalVariablesInitializer() initializes them; InitOps() lists this
 // optimizer's own initializers.
+//
+// Every optimizer is data: an OptimizerSpec names its hyperparameters,
+// slots, non-slot variables and update ops (dense, sparse, table), and one
+// generic code path (Optimizer) builds the graph from it, choosing the ref
+// or resource form per variable. The classes at the end of this file only
+// turn their options into a spec (GradientDescentSpec, AdamSpec, ...): a new
+// optimizer is a new spec, not new graph-building code.
 //
 // An Optimizer may be applied several times (to several var lists); slots
 // are created once per variable. Not thread-safe: build from one thread.
@@ -113,14 +120,96 @@ struct ComputeGradientsOptions {
   bool keep_sparse = false;
 };
 
+// What an optimizer is, as data: its hyperparameters, slots and non-slot
+// variables, the ops that update a variable, the rows of a variable and the
+// rows of a hash table, and the bounds its constant hyperparameters must
+// respect. Optimizer builds every update from it, one code path for all:
+//   - a dense gradient: `dense.op` ("ApplyAdam"), or "Resource" + it
+//     ("ResourceApplyAdam") for a resource variable;
+//   - a sparse gradient: "Sparse" + dense.op ("SparseApplyAdam",
+//     "ResourceSparseApplyAdam"), whose inputs are the dense op's with the
+//     indices right after the gradient (TensorFlow's convention); or, with
+//     sparse_update false, the dense op on the densified gradient;
+//   - a hash table: `table.op` ("HashTableApplyAdam"), or Unimplemented
+//     naming the optimizer, the table and `table_unsupported` when empty.
+// The inputs of each op are made in their order, so the graph (node names
+// included) follows from the spec. The *Spec functions below describe
+// recflow's optimizers.
+struct OptimizerSpec {
+  // One input of an update op.
+  struct Input {
+    enum class Kind {
+      kVariable,  // the variable (ref or handle), or the table handle
+      kSlot,      // the variable's slot `name`
+      kNonSlot,   // the value of the non-slot variable `name`, cast to the
+                  // variable's dtype
+      kHyper,     // hyperparameter `name` as a scalar of the variable's dtype
+                  // (float for a table), made once per ApplyGradients call
+      kGrad,      // the gradient, or the rows of a sparse one
+      kIndices,   // the rows of a sparse gradient (a table's distinct ids)
+      kStep,      // the step of a table update (see Optimizer)
+    };
+    Kind kind;
+    std::string name = {};
+  };
+  struct UpdateOp {
+    std::string op;                  // empty: no such update
+    std::vector<Input> inputs = {};  // in the op's order
+    std::vector<std::pair<std::string, bool>> attrs = {};
+  };
+  struct Slot {
+    std::string name;  // GetSlot's key ("m", "accumulator", ...)
+    double initial_value = 0.0;
+  };
+  // A scalar variable shared by every variable the optimizer updates.
+  struct NonSlot {
+    std::string name;  // "beta1_power": also the variable's name
+    double initial_value = 0.0;
+    // After every step's updates: value *= this hyperparameter.
+    std::string multiply_by;
+  };
+  // A bound on a constant hyperparameter (a tensor is not checked): unless
+  // holds(value), InvalidArgument "<name>: <what> must be <rule>, got
+  // <value>". Checked before the slots of each variable are created, and,
+  // with for_tables, before each table update.
+  struct Requirement {
+    std::string what;
+    Hyperparameter value;
+    std::string rule;
+    bool (*holds)(double);
+    bool for_tables = false;
+  };
+
+  // "Adam", "Momentum", ...: the train op's name, the slot suffix and the
+  // scope of the updates.
+  std::string name;
+  // By name ("learning_rate", "beta1", ...).
+  std::map<std::string, Hyperparameter> hypers;
+  // Created in this order, "<var>/<name>", "<var>/<name>_1", ...
+  std::vector<Slot> slots;
+  // Created once, at the first ApplyGradients that updates a variable, in
+  // the dtype and style (ref or resource) of the first variable by name.
+  std::vector<NonSlot> non_slots;
+  UpdateOp dense;
+  bool sparse_update = true;
+  UpdateOp table;
+  std::string table_unsupported =
+      "tables are trained by GradientDescent, Adagrad, Adam and Ftrl";
+  std::vector<Requirement> requirements;
+};
+
+// An optimizer described by an OptimizerSpec (see the file comment for what
+// it builds). The classes below are the named ones, each a spec.
 class Optimizer {
  public:
+  explicit Optimizer(OptimizerSpec spec) : spec_(std::move(spec)) {}
   virtual ~Optimizer() = default;
   Optimizer(const Optimizer&) = delete;
   Optimizer& operator=(const Optimizer&) = delete;
 
   // "Adam", "Momentum", ...: the train op's name and the slot suffix.
-  const std::string& name() const { return name_; }
+  const std::string& name() const { return spec_.name; }
+  const OptimizerSpec& spec() const { return spec_; }
 
   // ComputeGradients (keeping sparse gradients sparse) + ApplyGradients.
   // `var_list` empty: every trainable variable (TrainableVariables).
@@ -140,7 +229,7 @@ class Optimizer {
   // Applies the gradients (pairs with no gradient are skipped;
   // InvalidArgument naming the variables when none has one) and returns the
   // train op. Sparse gradients get their duplicate indices summed and a
-  // sparse update (ApplySparse).
+  // sparse update.
   absl::StatusOr<Output> ApplyGradients(
       const Scope& scope, const std::vector<GradAndVar>& grads_and_vars,
       Output global_step = Output());
@@ -151,49 +240,45 @@ class Optimizer {
   // "accum", "linear"), or an invalid Output.
   Output GetSlot(const Output& var, const std::string& slot_name) const;
   // The slot names this optimizer creates, in creation order.
-  virtual std::vector<std::string> GetSlotNames() const { return {}; }
+  std::vector<std::string> GetSlotNames() const;
+  // The non-slot variable `name` ("beta1_power"), or an invalid Output
+  // before the first ApplyGradients that updates a variable.
+  Output GetNonSlot(const std::string& name) const;
 
- protected:
-  Optimizer(std::string name, bool use_locking)
-      : name_(std::move(name)), use_locking_(use_locking) {}
-
-  // Creates the slots a variable needs (called once per variable).
-  virtual absl::Status CreateSlots(const Scope& scope, const Output& var) {
-    return absl::OkStatus();
-  }
-  // Creates non-slot variables (Adam's beta powers) once, given every
-  // variable of the first ApplyGradients call.
-  virtual absl::Status CreateNonSlotVariables(const Scope& scope,
-                                              const std::vector<Output>& vars) {
-    return absl::OkStatus();
-  }
-  // The update of one variable: its fused apply op.
-  virtual absl::StatusOr<Output> ApplyDense(const Scope& scope,
-                                            const Output& grad,
-                                            const Output& var) = 0;
-  // The update of the rows grad.indices of one variable. The indices are
-  // unique (ApplyGradients sums duplicates first). Default: ApplyDense of
-  // the densified gradient (IndexedSlicesToDense), for optimizers without a
-  // sparse update.
-  virtual absl::StatusOr<Output> ApplySparse(const Scope& scope,
-                                             const IndexedSlices& grad,
-                                             const Output& var);
+ private:
+  // Checks spec_.requirements (those for tables only, with `table`).
+  absl::Status CheckRequirements(bool table) const;
+  // Checks the requirements and creates the slots of `var`.
+  absl::Status CreateSlots(const Scope& scope, const Output& var);
+  // Creates the non-slot variables once, given every variable of the first
+  // ApplyGradients call that updates variables.
+  absl::Status CreateNonSlotVariables(const Scope& scope,
+                                      const std::vector<Output>& vars);
+  // The update of one variable by a dense gradient.
+  absl::StatusOr<Output> ApplyDense(const Scope& scope, const Output& grad,
+                                    const Output& var);
+  // The update of the rows grad.indices (unique: ApplyGradients sums
+  // duplicates first) of one variable.
+  absl::StatusOr<Output> ApplySparse(const Scope& scope,
+                                     const IndexedSlices& grad,
+                                     const Output& var);
   // The update of the rows grad.indices (distinct raw ids, int64) of the hash
   // table `table`, with gradient rows grad.values (float [U, dim]) and `step`
-  // (int64 scalar, see the class comment). Default: Unimplemented naming the
-  // optimizer and the table.
-  virtual absl::StatusOr<Output> ApplyTable(const Scope& scope,
-                                            const IndexedSlices& grad,
-                                            const Output& table,
-                                            const Output& step);
-  // Bookkeeping after the updates; returns what the train op groups.
-  // Default: the updates.
-  virtual absl::StatusOr<std::vector<Output>> Finish(
-      const Scope& scope, std::vector<Output> update_ops) {
-    return update_ops;
-  }
-
-  // Helpers for subclasses.
+  // (int64 scalar, see the file comment).
+  absl::StatusOr<Output> ApplyTable(const Scope& scope,
+                                    const IndexedSlices& grad,
+                                    const Output& table, const Output& step);
+  // The node of op `op` with `inputs` and `attrs`, for `var` of `dtype`.
+  absl::StatusOr<Output> AddUpdate(
+      const Scope& scope, const std::string& op,
+      const std::vector<OptimizerSpec::Input>& inputs,
+      const std::vector<std::pair<std::string, bool>>& attrs, const Output& var,
+      DataType dtype, const Output& grad, const Output& indices,
+      const Output& step);
+  // The bookkeeping after the updates (non-slots multiplied); returns what
+  // the train op groups.
+  absl::StatusOr<std::vector<Output>> Finish(const Scope& scope,
+                                             std::vector<Output> update_ops);
   // A slot of `var` filled with `value`, named "<var>/<name()>[_k]",
   // registered under `slot_name`.
   absl::StatusOr<Output> CreateSlot(const Scope& scope, const Output& var,
@@ -203,26 +288,22 @@ class Optimizer {
                                                const std::string& name,
                                                DataType dtype,
                                                bool use_resource, double value);
-  // The hyperparameter as a scalar of `dtype`, made once per ApplyGradients
-  // call and dtype (named "<name()>/<hyper_name>").
-  Output Hyper(const std::string& hyper_name, const Hyperparameter& h,
-               DataType dtype);
-  bool use_locking() const { return use_locking_; }
+  // The hyperparameter `hyper_name` of the spec as a scalar of `dtype`, made
+  // once per ApplyGradients call and dtype (named "<name()>/<hyper_name>").
+  absl::StatusOr<Output> Hyper(const std::string& hyper_name, DataType dtype);
 
- private:
-  const std::string name_;
-  const bool use_locking_;
-  bool non_slots_created_ = false;
+  const OptimizerSpec spec_;
   // var node name -> slot name -> slot variable.
   std::map<std::string, std::map<std::string, Output>> slots_;
+  // spec_.non_slots' variables, in order (empty until created).
+  std::vector<Output> non_slots_;
   std::vector<Output> init_ops_;
   // Valid during ApplyGradients.
   const Scope* apply_scope_ = nullptr;  // Not owned.
   std::map<std::pair<std::string, DataType>, Output> hyper_cache_;
 };
 
-// --- The optimizers
-// -----------------------------------------------------------
+// --- The optimizers ----------------------------------------------------------
 
 struct GradientDescentOptions {
   Hyperparameter learning_rate = 0.01;
@@ -230,27 +311,15 @@ struct GradientDescentOptions {
   std::string name = "GradientDescent";
 };
 // var -= learning_rate * grad (ApplyGradientDescent; sparse:
-// SparseApplyGradientDescent).
+// SparseApplyGradientDescent; tables: HashTableApplyGradientDescent).
+OptimizerSpec GradientDescentSpec(const GradientDescentOptions& options);
 class GradientDescentOptimizer : public Optimizer {
  public:
-  explicit GradientDescentOptimizer(const GradientDescentOptions& options);
+  explicit GradientDescentOptimizer(const GradientDescentOptions& options)
+      : Optimizer(GradientDescentSpec(options)) {}
   explicit GradientDescentOptimizer(Hyperparameter learning_rate)
       : GradientDescentOptimizer(
             GradientDescentOptions{.learning_rate = learning_rate}) {}
-
- protected:
-  absl::StatusOr<Output> ApplyDense(const Scope& scope, const Output& grad,
-                                    const Output& var) override;
-  absl::StatusOr<Output> ApplySparse(const Scope& scope,
-                                     const IndexedSlices& grad,
-                                     const Output& var) override;
-  absl::StatusOr<Output> ApplyTable(const Scope& scope,
-                                    const IndexedSlices& grad,
-                                    const Output& table,
-                                    const Output& step) override;
-
- private:
-  GradientDescentOptions options_;
 };
 
 struct MomentumOptions {
@@ -261,24 +330,13 @@ struct MomentumOptions {
   std::string name = "Momentum";
 };
 // ApplyMomentum (sparse: SparseApplyMomentum, which leaves the momentum of
-// untouched rows as it is); slot "momentum" ("<var>/Momentum"), zeros.
+// untouched rows as it is); slot "momentum" ("<var>/Momentum"), zeros. No
+// table update.
+OptimizerSpec MomentumSpec(const MomentumOptions& options);
 class MomentumOptimizer : public Optimizer {
  public:
-  explicit MomentumOptimizer(const MomentumOptions& options);
-  std::vector<std::string> GetSlotNames() const override {
-    return {"momentum"};
-  }
-
- protected:
-  absl::Status CreateSlots(const Scope& scope, const Output& var) override;
-  absl::StatusOr<Output> ApplyDense(const Scope& scope, const Output& grad,
-                                    const Output& var) override;
-  absl::StatusOr<Output> ApplySparse(const Scope& scope,
-                                     const IndexedSlices& grad,
-                                     const Output& var) override;
-
- private:
-  MomentumOptions options_;
+  explicit MomentumOptimizer(const MomentumOptions& options)
+      : Optimizer(MomentumSpec(options)) {}
 };
 
 struct AdagradOptions {
@@ -293,29 +351,14 @@ struct AdagradOptions {
   std::string name = "Adagrad";
 };
 // ApplyAdagrad or ApplyAdagradV2 (sparse: SparseApplyAdagrad(V2), applied
-// once per distinct row with the batch's summed gradient); slot
-// "accumulator" ("<var>/Adagrad"), filled with initial_accumulator_value.
+// once per distinct row with the batch's summed gradient; tables:
+// HashTableApplyAdagrad); slot "accumulator" ("<var>/Adagrad"), filled with
+// initial_accumulator_value.
+OptimizerSpec AdagradSpec(const AdagradOptions& options);
 class AdagradOptimizer : public Optimizer {
  public:
-  explicit AdagradOptimizer(const AdagradOptions& options);
-  std::vector<std::string> GetSlotNames() const override {
-    return {"accumulator"};
-  }
-
- protected:
-  absl::Status CreateSlots(const Scope& scope, const Output& var) override;
-  absl::StatusOr<Output> ApplyDense(const Scope& scope, const Output& grad,
-                                    const Output& var) override;
-  absl::StatusOr<Output> ApplySparse(const Scope& scope,
-                                     const IndexedSlices& grad,
-                                     const Output& var) override;
-  absl::StatusOr<Output> ApplyTable(const Scope& scope,
-                                    const IndexedSlices& grad,
-                                    const Output& table,
-                                    const Output& step) override;
-
- private:
-  AdagradOptions options_;
+  explicit AdagradOptimizer(const AdagradOptions& options)
+      : Optimizer(AdagradSpec(options)) {}
 };
 
 struct AdamOptions {
@@ -332,42 +375,23 @@ struct AdamOptions {
   // decay, exactly TensorFlow 1.x's Adam, at the cost of a dense pass).
   bool lazy_sparse = true;
 };
-// ApplyAdam; slots "m" and "v" ("<var>/Adam", "<var>/Adam_1"), zeros, and
-// non-slot variables "beta1_power" / "beta2_power" (initialized to beta1 /
-// beta2, multiplied by them after every step's updates), in the dtype and
-// style of the first variable by name.
+// ApplyAdam (tables: HashTableApplyAdam, always lazy); slots "m" and "v"
+// ("<var>/Adam", "<var>/Adam_1"), zeros, and non-slot variables
+// "beta1_power" / "beta2_power" (initialized to beta1 / beta2, multiplied
+// by them after every step's updates), in the dtype and style of the first
+// variable by name.
+OptimizerSpec AdamSpec(const AdamOptions& options);
 class AdamOptimizer : public Optimizer {
  public:
-  explicit AdamOptimizer(const AdamOptions& options = {});
-  std::vector<std::string> GetSlotNames() const override { return {"m", "v"}; }
+  explicit AdamOptimizer(const AdamOptions& options = {})
+      : Optimizer(AdamSpec(options)) {}
   // The beta power variables (invalid before the first ApplyGradients).
-  Output beta1_power() const { return beta1_power_; }
-  Output beta2_power() const { return beta2_power_; }
+  Output beta1_power() const { return GetNonSlot("beta1_power"); }
+  Output beta2_power() const { return GetNonSlot("beta2_power"); }
 
  protected:
   // For AdamW: same slots and bookkeeping, another update.
-  AdamOptimizer(const AdamOptions& options, Hyperparameter weight_decay);
-
-  absl::Status CreateSlots(const Scope& scope, const Output& var) override;
-  absl::Status CreateNonSlotVariables(const Scope& scope,
-                                      const std::vector<Output>& vars) override;
-  absl::StatusOr<Output> ApplyDense(const Scope& scope, const Output& grad,
-                                    const Output& var) override;
-  absl::StatusOr<Output> ApplySparse(const Scope& scope,
-                                     const IndexedSlices& grad,
-                                     const Output& var) override;
-  absl::StatusOr<Output> ApplyTable(const Scope& scope,
-                                    const IndexedSlices& grad,
-                                    const Output& table,
-                                    const Output& step) override;
-  absl::StatusOr<std::vector<Output>> Finish(
-      const Scope& scope, std::vector<Output> update_ops) override;
-
- private:
-  AdamOptions options_;
-  bool decoupled_weight_decay_ = false;
-  Hyperparameter weight_decay_ = 0.0;
-  Output beta1_power_, beta2_power_;
+  explicit AdamOptimizer(OptimizerSpec spec) : Optimizer(std::move(spec)) {}
 };
 
 struct AdamWOptions {
@@ -384,10 +408,12 @@ struct AdamWOptions {
 // Adam with decoupled weight decay (Loshchilov & Hutter; tf.keras AdamW),
 // as one fused op per variable: recflow's ApplyAdamW. Slots and beta powers
 // as AdamOptimizer ("<var>/AdamW", "<var>/AdamW_1"). Sparse gradients are
-// densified (the decay applies to every row).
+// densified (the decay applies to every row); no table update.
+OptimizerSpec AdamWSpec(const AdamWOptions& options);
 class AdamWOptimizer : public AdamOptimizer {
  public:
-  explicit AdamWOptimizer(const AdamWOptions& options = {});
+  explicit AdamWOptimizer(const AdamWOptions& options = {})
+      : AdamOptimizer(AdamWSpec(options)) {}
 };
 
 struct FtrlOptions {
@@ -402,30 +428,14 @@ struct FtrlOptions {
   bool use_locking = false;
   std::string name = "Ftrl";
 };
-// FTRL-proximal (sparse: SparseApplyFtrl(V2)); slots "accum" ("<var>/Ftrl",
-// filled with initial_accumulator_value) and "linear" ("<var>/Ftrl_1",
-// zeros).
+// FTRL-proximal (sparse: SparseApplyFtrl(V2); tables: HashTableApplyFtrl,
+// ApplyFtrlV2's rule); slots "accum" ("<var>/Ftrl", filled with
+// initial_accumulator_value) and "linear" ("<var>/Ftrl_1", zeros).
+OptimizerSpec FtrlSpec(const FtrlOptions& options);
 class FtrlOptimizer : public Optimizer {
  public:
-  explicit FtrlOptimizer(const FtrlOptions& options);
-  std::vector<std::string> GetSlotNames() const override {
-    return {"accum", "linear"};
-  }
-
- protected:
-  absl::Status CreateSlots(const Scope& scope, const Output& var) override;
-  absl::StatusOr<Output> ApplyDense(const Scope& scope, const Output& grad,
-                                    const Output& var) override;
-  absl::StatusOr<Output> ApplySparse(const Scope& scope,
-                                     const IndexedSlices& grad,
-                                     const Output& var) override;
-  absl::StatusOr<Output> ApplyTable(const Scope& scope,
-                                    const IndexedSlices& grad,
-                                    const Output& table,
-                                    const Output& step) override;
-
- private:
-  FtrlOptions options_;
+  explicit FtrlOptimizer(const FtrlOptions& options)
+      : Optimizer(FtrlSpec(options)) {}
 };
 
 }  // namespace recflow::train
