@@ -350,7 +350,9 @@ absl::Status CheckSupported(const models::RunConfig& c) {
                                      "combiner sum, embedding_dim columns and missing: empty");
     }
   }
-  if (m.fm_dense != "projection" || m.self_interaction) {
+  // fm_dense shapes only the models with an FM part.
+  const bool has_fm = m.type == "fm" || m.type == "deepfm";
+  if ((has_fm && m.fm_dense != "projection") || m.self_interaction) {
     return errors::InvalidArgument(
         "the peer supports fm_dense: projection and dlrm without self_interaction");
   }
