@@ -18,6 +18,9 @@ BUILD_PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc    # TF Serving's gRPC API
   rapidjson-dev                           # TF Serving's REST API (JSON)
   libgtest-dev libgmock-dev               # tests
+  python3-dev pybind11-dev python3-pybind11 python3-numpy  # the Python package (build/python)
+  python3-pytest                          # its tests
+  python3-venv                            # make install-python (a venv with the package)
 )
 BENCH_PACKAGES=(python3-torch python3-numpy python3-pandas)
 
