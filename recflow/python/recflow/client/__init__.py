@@ -1,0 +1,1 @@
+"""Sessions: running graphs from Python."""

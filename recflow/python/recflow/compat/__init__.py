@@ -1,0 +1,1 @@
+"""TensorFlow-compatible APIs: `import recflow.compat.v1 as tf`."""

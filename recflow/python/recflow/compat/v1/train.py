@@ -1,0 +1,13 @@
+"""tf.train (so far: the Optimizer protocol, GradientDescent, the global step).
+
+What TF 1.x's tf.train also has -- Momentum/Adagrad/Adam/Ftrl optimizers,
+learning-rate decays, Saver, MonitoredTrainingSession and hooks,
+ClusterSpec/Server -- is not here yet (docs/python.md, What is missing).
+"""
+
+# pylint: disable=unused-import
+from recflow.framework.graph_io import write_graph
+from recflow.training.gradient_descent import GradientDescentOptimizer
+from recflow.training.optimizer import Optimizer
+from recflow.training.training_util import (create_global_step, get_global_step,
+                                            get_or_create_global_step, global_step)

@@ -1,0 +1,1 @@
+"""recflow's graph-building core: dtypes, shapes, Graph/Operation/Tensor, errors."""

@@ -1,0 +1,1 @@
+"""Training: optimizers and the global step (tf.train)."""
