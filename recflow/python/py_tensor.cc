@@ -21,7 +21,6 @@ namespace {
 // purpose: releasing them at exit would run after the interpreter is gone.
 struct NumpyApi {
   py::object asarray;
-  py::object ascontiguousarray;
   py::object copyto;
   py::object empty;
   py::object char_encode;
@@ -34,7 +33,6 @@ const NumpyApi& Numpy() {
     py::module_ np = py::module_::import("numpy");
     auto* a = new NumpyApi;
     a->asarray = np.attr("asarray");
-    a->ascontiguousarray = np.attr("ascontiguousarray");
     a->copyto = np.attr("copyto");
     a->empty = np.attr("empty");
     a->char_encode = np.attr("char").attr("encode");
@@ -72,7 +70,8 @@ Tensor Allocate(DataType dtype, const TensorShape& shape, absl::string_view what
 // A string tensor from an array of kind 'S', 'U' or 'O'.
 Tensor StringTensor(py::array a, absl::string_view what) {
   if (a.dtype().kind() == 'U') a = Numpy().char_encode(a, "utf-8");
-  a = Numpy().ascontiguousarray(a);
+  // (np.ascontiguousarray would make a 0-d array 1-d.)
+  if (!(a.flags() & py::array::c_style)) a = a.attr("copy")("C");
   Tensor t = Allocate(DT_STRING, ShapeOf(a, what), what);
   std::string* out = t.data<std::string>();
   const int64_t n = t.NumElements();

@@ -4,6 +4,7 @@ import numpy as np
 
 from recflow.framework import constant_op
 from recflow.framework import dtypes
+from recflow.framework import op_def_library
 from recflow.framework import ops
 from recflow.framework import tensor_shape
 from recflow.ops import gen_ops as gen
@@ -38,7 +39,8 @@ def stop_gradient(input, name=None):  # pylint: disable=redefined-builtin
   An Identity node marked `_stop_gradient` (recflow has no StopGradient op):
   tf.gradients treats it as TensorFlow treats StopGradient.
   """
-  return gen.identity(input, name=name or "StopGradient", _stop_gradient=True)
+  return op_def_library.apply_op("Identity", input=input, name=name or "StopGradient",
+                                 _stop_gradient=True)
 
 
 def shape(input, name=None, out_type=dtypes.int32):  # pylint: disable=redefined-builtin

@@ -78,6 +78,11 @@ def _gradient_function(op):
     return None, None
   if fn is not _NO_GRADIENT:
     return "python", fn
+  if ops.gradient_op_type(op) != op.type:
+    # gradient_override_map names Python gradients; recflow's C++ ones cannot be overridden.
+    raise LookupError("No gradient defined for operation '%s' (op type: %s; "
+                      "gradient_override_map names '%s', which has no Python gradient "
+                      "registered)" % (op.name, op.type, ops.gradient_op_type(op)))
   kind = _pywrap.cc_gradient_kind(op.type)
   if kind == "dense":
     return "cc", None
