@@ -5,7 +5,7 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CTEST_TIMEOUT ?= 600
 
-.PHONY: all deps build test test-all demo bench clean format check-layers
+.PHONY: all deps build test test-all demo bench clean format check-layers install-python
 
 all: build
 
@@ -45,6 +45,20 @@ demo: build
 	@echo "  $(BUILD_DIR)/recflow serve --rest_api_port=8501 --port=0 --model_name=deepfm --model_base_path=$(abspath $(DEMO_MODEL))/export"
 	@echo "  then GET http://127.0.0.1:8501/v1/models/deepfm/metadata (docs/serving_rest.md)"
 	@echo "  TensorBoard: tensorboard --logdir $(DEMO_MODEL)"
+	@echo
+	@echo "demo: the same from Python (TensorFlow 1.x's API, only the import changed; docs/python.md):"
+	@echo "  PYTHONPATH=$(BUILD_DIR)/python /usr/bin/python3 examples/python/quickstart.py"
+	@PYTHONPATH=$(BUILD_DIR)/python /usr/bin/python3 examples/python/quickstart.py
+
+# The Python package in a virtual environment, without network: the venv
+# sees Debian's NumPy (--system-site-packages); pip builds the wheel with the
+# in-tree backend (pyproject.toml), which reuses $(BUILD_DIR).
+VENV ?= $(BUILD_DIR)/venv
+install-python: build
+	/usr/bin/python3 -m venv --system-site-packages $(VENV)
+	RECFLOW_BUILD_DIR=$(abspath $(BUILD_DIR)) $(VENV)/bin/pip install --no-build-isolation --no-index --force-reinstall --no-deps .
+	cd / && $(VENV)/bin/python -c 'import recflow, recflow.compat.v1 as tf; print("recflow", recflow.__version__, "in", recflow.__file__)'
+	@echo "install-python: activate with  . $(VENV)/bin/activate"
 
 bench: build
 	@scripts/install-deps.sh --bench
