@@ -235,15 +235,54 @@ def _feed_value(tensor, value, key):
     if not dtype.is_numpy_compatible:
       raise TypeError("Cannot feed %s: dtype %s has no NumPy equivalent" % (tensor.name,
                                                                            dtype.name))
-    np_dtype = dtype.as_numpy_dtype
-    if isinstance(value, np.ndarray) and value.dtype == np_dtype:
+    arr = np.asarray(value, dtype=dtype.as_numpy_dtype)
+  return arr
+
+
+class _FeedInfo(object):
+  """What feeding one tensor needs, worked out once per session and tensor."""
+
+  __slots__ = ("tensor", "name", "enum", "np_dtype", "dims", "shape_obj")
+
+  def __init__(self, graph, key):
+    try:
+      tensor = graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
+    except Exception as e:  # pylint: disable=broad-except
+      raise TypeError("Cannot interpret feed_dict key as Tensor: %s" %
+                      (e.args[0] if e.args else e))
+    if not isinstance(tensor, ops.Tensor):
+      raise TypeError("Cannot interpret feed_dict key as Tensor: %r" % (key,))
+    if not graph.is_feedable(tensor):
+      raise ValueError("Tensor %s may not be fed." % tensor)
+    dtype = tensor.dtype.base_dtype
+    self.tensor = tensor
+    self.name = tensor.name
+    self.enum = dtype.as_datatype_enum
+    self.np_dtype = (np.dtype(dtype.as_numpy_dtype)
+                     if dtype.is_numpy_compatible and dtype != dtypes.string else None)
+    self.shape_obj = None
+    self.dims = None
+
+  def convert(self, value, key):
+    tensor = self.tensor
+    if type(value) is np.ndarray and value.dtype is self.np_dtype:  # pylint: disable=unidiomatic-typecheck
+      arr = value  # the common case: already an array of the right dtype
+    elif (type(value) is np.ndarray and self.np_dtype is not None and  # pylint: disable=unidiomatic-typecheck
+          value.dtype == self.np_dtype):
       arr = value
     else:
-      arr = np.asarray(value, dtype=np_dtype)
-  if not tensor.get_shape().is_compatible_with(arr.shape):
-    raise ValueError("Cannot feed value of shape %r for Tensor %r, which has shape %r" %
-                     (arr.shape, tensor.name, str(tensor.get_shape())))
-  return arr
+      arr = _feed_value(tensor, value, key)
+    shape = tensor.get_shape()
+    if shape is not self.shape_obj:  # first use, or refined by set_shape since
+      self.shape_obj = shape
+      self.dims = None if shape.ndims is None else tuple(d.value for d in shape.dims)
+    dims = self.dims
+    if dims is not None:
+      got = arr.shape
+      if len(got) != len(dims) or any(d is not None and d != g for d, g in zip(dims, got)):
+        raise ValueError("Cannot feed value of shape %r for Tensor %r, which has shape %r" %
+                         (got, tensor.name, str(shape)))
+    return arr
 
 
 # --- Session -------------------------------------------------------------------
@@ -275,6 +314,8 @@ class BaseSession(object):
     self._nodes_sent = 0
     self._extend_lock = threading.Lock()
     self._default_session_ctx = None
+    self._feed_cache = {}   # feed key -> _FeedInfo
+    self._fetch_cache = {}  # Tensor -> its name, once checked fetchable
 
   @property
   def graph(self):
@@ -318,24 +359,27 @@ class BaseSession(object):
           self._c.extend(self._graph._c_graph, self._nodes_sent, n)  # pylint: disable=protected-access
           self._nodes_sent = n
 
+  def _feed_info(self, key):
+    try:
+      info = self._feed_cache.get(key)
+    except TypeError:  # an unhashable key
+      return _FeedInfo(self._graph, key)
+    if info is None:
+      info = _FeedInfo(self._graph, key)
+      self._feed_cache[key] = info
+    return info
+
   def _feeds(self, feed_dict):
     names, values, types = [], [], []
     if not feed_dict:
       return names, values, types
-    graph = self._graph
+    if not isinstance(feed_dict, collections.abc.Mapping):
+      raise TypeError("feed_dict must be a dict, not %s" % type(feed_dict).__name__)
     for key, value in feed_dict.items():
-      try:
-        tensor = graph.as_graph_element(key, allow_tensor=True, allow_operation=False)
-      except Exception as e:  # pylint: disable=broad-except
-        raise TypeError("Cannot interpret feed_dict key as Tensor: %s" %
-                        (e.args[0] if e.args else e))
-      if not isinstance(tensor, ops.Tensor):
-        raise TypeError("Cannot interpret feed_dict key as Tensor: %r" % (key,))
-      if not graph.is_feedable(tensor):
-        raise ValueError("Tensor %s may not be fed." % tensor)
-      names.append(tensor.name)
-      values.append(_feed_value(tensor, value, key))
-      types.append(tensor.dtype.base_dtype.as_datatype_enum)
+      info = self._feed_info(key)
+      names.append(info.name)
+      values.append(info.convert(value, key))
+      types.append(info.enum)
     return names, values, types
 
   def _run_c(self, feed_names, feed_values, feed_types, fetch_names, targets, trace=False):
@@ -353,14 +397,15 @@ class BaseSession(object):
   def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
     """Runs what `fetches` needs; returns their values in the same structure."""
     self._check_open()
-    if feed_dict is not None and not isinstance(feed_dict, collections.abc.Mapping):
-      raise TypeError("feed_dict must be a dict, not %s" % type(feed_dict).__name__)
     names, values, types = self._feeds(feed_dict)
-    # Fast path: one Tensor, the common case in loops.
-    if type(fetches) is ops.Tensor and fetches.graph is self._graph and options is None:
-      if fetches.dtype.base_dtype == dtypes.resource or not self._graph.is_fetchable(fetches):
-        return _FetchPlan(self._graph, fetches)  # raises the proper error
-      return self._run_c(names, values, types, [fetches.name], [])[0]
+    # Fast path: one Tensor (the common case in loops), checked once.
+    if type(fetches) is ops.Tensor and options is None:  # pylint: disable=unidiomatic-typecheck
+      fetch_name = self._fetch_cache.get(fetches)
+      if fetch_name is None:
+        plan = _FetchPlan(self._graph, fetches)  # raises for what cannot be fetched
+        fetch_name = plan.fetch_names[0]
+        self._fetch_cache[fetches] = fetch_name
+      return self._run_c(names, values, types, [fetch_name], [])[0]
     plan = _FetchPlan(self._graph, fetches)
     trace = options is not None and getattr(options, "trace_level", 0) > 0
     if not plan.fetch_names and not plan.targets:
@@ -375,25 +420,27 @@ class BaseSession(object):
   def make_callable(self, fetches, feed_list=None, accept_options=False):
     """A function running `fetches` with positional feeds for `feed_list` (TF 1.x)."""
     plan = _FetchPlan(self._graph, fetches)
-    feed_tensors = [self._graph.as_graph_element(f, allow_tensor=True, allow_operation=False)
-                    for f in (feed_list or [])]
-    feed_names = [t.name for t in feed_tensors]
-    feed_types = [t.dtype.base_dtype.as_datatype_enum for t in feed_tensors]
+    infos = [_FeedInfo(self._graph, f) for f in (feed_list or [])]
+    feed_names = [i.name for i in infos]
+    feed_types = [i.enum for i in infos]
     fetch_names, targets = plan.fetch_names, plan.targets
+    single = plan.structure[0] == "t"
 
     def call(*args, **kwargs):
-      if len(args) != len(feed_tensors):
-        raise TypeError("Expected %d feed values, got %d" % (len(feed_tensors), len(args)))
-      values = [_feed_value(t, v, t) for t, v in zip(feed_tensors, args)]
+      if len(args) != len(infos):
+        raise TypeError("Expected %d feed values, got %d" % (len(infos), len(args)))
+      values = [info.convert(v, info.tensor) for info, v in zip(infos, args)]
       options = kwargs.pop("options", None) if accept_options else None
       run_metadata = kwargs.pop("run_metadata", None) if accept_options else None
+      if kwargs:
+        raise TypeError("Unexpected keyword arguments: %s" % ", ".join(kwargs))
       trace = options is not None and getattr(options, "trace_level", 0) > 0
       result = self._run_c(feed_names, values, feed_types, fetch_names, targets, trace)
       if trace:
         result, nodes, chrome = result
         if run_metadata is not None:
           run_metadata._fill(nodes, chrome)  # pylint: disable=protected-access
-      return plan.build(result)
+      return result[0] if single else plan.build(result)
 
     return call
 

@@ -95,7 +95,6 @@ class Tensor(_TensorLike):
     self._value_index = value_index
     self._dtype = dtype
     self._shape_val = None       # what C++ inferred, merged with set_shape calls
-    self._id = id(self)
 
   @property
   def op(self):
@@ -163,14 +162,9 @@ class Tensor(_TensorLike):
         (", dtype=%s" % self._dtype.name) if self._dtype else "",
         (", device=%s" % self.device) if self.device else "")
 
-  def __hash__(self):
-    return self._id
-
-  def __eq__(self, other):
-    return self is other
-
-  def __ne__(self, other):
-    return self is not other
+  # As in TF 1.x, == is identity and a Tensor hashes by identity: Python's
+  # defaults (object.__eq__, object.__hash__), which are also the fastest
+  # (Session.run looks tensors up in dicts on every call).
 
   def __bool__(self):
     raise TypeError("Using a `tf.Tensor` as a Python `bool` is not allowed. "
