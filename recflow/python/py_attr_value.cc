@@ -22,12 +22,15 @@ namespace {
 std::string Describe(py::handle v) {
   std::string repr = py::repr(v);
   if (repr.size() > 60) repr = repr.substr(0, 57) + "...";
-  return absl::StrCat(repr, " of type '",
-                      std::string(py::str(py::type::handle_of(v).attr("__name__"))), "'");
+  return absl::StrCat(
+      repr, " of type '",
+      std::string(py::str(py::type::handle_of(v).attr("__name__"))), "'");
 }
 
-[[noreturn]] void Expected(absl::string_view kind, absl::string_view where, py::handle v) {
-  throw py::type_error(absl::StrCat("Expected ", kind, " for ", where, ", got ", Describe(v)));
+[[noreturn]] void Expected(absl::string_view kind, absl::string_view where,
+                           py::handle v) {
+  throw py::type_error(
+      absl::StrCat("Expected ", kind, " for ", where, ", got ", Describe(v)));
 }
 
 bool IsBool(py::handle v) {
@@ -39,9 +42,13 @@ bool IsBool(py::handle v) {
   return PyObject_IsInstance(v.ptr(), np_bool) == 1;
 }
 
-bool IsText(py::handle v) { return PyBytes_Check(v.ptr()) || PyUnicode_Check(v.ptr()); }
+bool IsText(py::handle v) {
+  return PyBytes_Check(v.ptr()) || PyUnicode_Check(v.ptr());
+}
 
-bool IsSequence(py::handle v) { return PyList_Check(v.ptr()) || PyTuple_Check(v.ptr()); }
+bool IsSequence(py::handle v) {
+  return PyList_Check(v.ptr()) || PyTuple_Check(v.ptr());
+}
 
 int64_t ToInt(py::handle v, absl::string_view where) {
   if (IsBool(v) || !PyIndex_Check(v.ptr())) Expected("int", where, v);
@@ -58,7 +65,8 @@ int64_t ToInt(py::handle v, absl::string_view where) {
 }
 
 float ToFloat(py::handle v, absl::string_view where) {
-  if (IsBool(v) || IsText(v) || !PyNumber_Check(v.ptr())) Expected("float", where, v);
+  if (IsBool(v) || IsText(v) || !PyNumber_Check(v.ptr()))
+    Expected("float", where, v);
   const double x = PyFloat_AsDouble(v.ptr());
   if (x == -1.0 && PyErr_Occurred()) throw py::error_already_set();
   return static_cast<float>(x);
@@ -70,7 +78,8 @@ bool ToBool(py::handle v, absl::string_view where) {
 }
 
 std::string ToText(py::handle v, absl::string_view where) {
-  if (PyBytes_Check(v.ptr())) return std::string(py::bytes(py::reinterpret_borrow<py::object>(v)));
+  if (PyBytes_Check(v.ptr()))
+    return std::string(py::bytes(py::reinterpret_borrow<py::object>(v)));
   if (PyUnicode_Check(v.ptr())) return py::cast<std::string>(v);
   Expected("string", where, v);
 }
@@ -85,15 +94,18 @@ DataType ToType(py::handle v, absl::string_view where) {
     Expected("a DType", where, v);
   }
   const int64_t x = ToInt(value, where);
-  if (x == DT_INVALID || x < 0 || x > INT32_MAX || !DataTypeIsValid(static_cast<int>(x))) {
-    throw py::value_error(absl::StrCat(where, ": ", x, " is not a valid DataType"));
+  if (x == DT_INVALID || x < 0 || x > INT32_MAX ||
+      !DataTypeIsValid(static_cast<int>(x))) {
+    throw py::value_error(
+        absl::StrCat(where, ": ", x, " is not a valid DataType"));
   }
   return static_cast<DataType>(x);
 }
 
 PartialShape ToShape(py::handle v, absl::string_view where) {
   if (v.is_none()) return PartialShape::Unknown();
-  if (!IsSequence(v)) Expected("a shape (None or a list of int / None)", where, v);
+  if (!IsSequence(v))
+    Expected("a shape (None or a list of int / None)", where, v);
   std::vector<int64_t> dims;
   for (py::handle d : v) {
     if (d.is_none()) {
@@ -102,7 +114,8 @@ PartialShape ToShape(py::handle v, absl::string_view where) {
     }
     const int64_t x = ToInt(d, where);
     if (x < -1) {
-      throw py::value_error(absl::StrCat(where, ": dimension ", x, " is negative"));
+      throw py::value_error(
+          absl::StrCat(where, ": dimension ", x, " is negative"));
     }
     dims.push_back(x);
   }
@@ -110,8 +123,8 @@ PartialShape ToShape(py::handle v, absl::string_view where) {
 }
 
 // One value of scalar kind `kind` into `out` (a scalar AttrValue).
-void ScalarFromPython(py::handle v, absl::string_view kind, absl::string_view where,
-                      AttrValue* out) {
+void ScalarFromPython(py::handle v, absl::string_view kind,
+                      absl::string_view where, AttrValue* out) {
   if (kind == "string") {
     SetAttrValue(ToText(v, where), out);
   } else if (kind == "int") {
@@ -127,23 +140,41 @@ void ScalarFromPython(py::handle v, absl::string_view kind, absl::string_view wh
   } else if (kind == "tensor") {
     SetAttrValue(TensorFromPython(v, DT_INVALID, where), out);
   } else if (kind == "func") {
-    throw py::type_error(absl::StrCat(where, ": attrs of type func (graph functions) are not "
-                                             "supported: recflow runs no graph functions"));
+    throw py::type_error(
+        absl::StrCat(where,
+                     ": attrs of type func (graph functions) are not "
+                     "supported: recflow runs no graph functions"));
   } else {
-    throw py::type_error(absl::StrCat(where, ": unknown attr type '", kind, "'"));
+    throw py::type_error(
+        absl::StrCat(where, ": unknown attr type '", kind, "'"));
   }
 }
 
 void AppendToList(const AttrValue& scalar, AttrValue::ListValue* list) {
   switch (scalar.value_case()) {
-    case AttrValue::kS: list->add_s(scalar.s()); break;
-    case AttrValue::kI: list->add_i(scalar.i()); break;
-    case AttrValue::kF: list->add_f(scalar.f()); break;
-    case AttrValue::kB: list->add_b(scalar.b()); break;
-    case AttrValue::kType: list->add_type(scalar.type()); break;
-    case AttrValue::kShape: *list->add_shape() = scalar.shape(); break;
-    case AttrValue::kTensor: *list->add_tensor() = scalar.tensor(); break;
-    default: break;
+    case AttrValue::kS:
+      list->add_s(scalar.s());
+      break;
+    case AttrValue::kI:
+      list->add_i(scalar.i());
+      break;
+    case AttrValue::kF:
+      list->add_f(scalar.f());
+      break;
+    case AttrValue::kB:
+      list->add_b(scalar.b());
+      break;
+    case AttrValue::kType:
+      list->add_type(scalar.type());
+      break;
+    case AttrValue::kShape:
+      *list->add_shape() = scalar.shape();
+      break;
+    case AttrValue::kTensor:
+      *list->add_tensor() = scalar.tensor();
+      break;
+    default:
+      break;
   }
 }
 
@@ -151,7 +182,8 @@ py::object ShapeToPython(const tensorflow::TensorShapeProto& proto) {
   if (proto.unknown_rank()) return py::none();
   py::list dims;
   for (const auto& d : proto.dim()) {
-    dims.append(d.size() < 0 ? py::object(py::none()) : py::object(py::int_(d.size())));
+    dims.append(d.size() < 0 ? py::object(py::none())
+                             : py::object(py::int_(d.size())));
   }
   return dims;
 }
@@ -180,12 +212,14 @@ AttrValue AttrValueFromPython(py::handle value, const std::string& type,
   AttrValue out;
   absl::string_view kind = type;
   if (absl::ConsumePrefix(&kind, "list(") && absl::ConsumeSuffix(&kind, ")")) {
-    if (!IsSequence(value)) Expected(absl::StrCat("a list of ", kind), where, value);
+    if (!IsSequence(value))
+      Expected(absl::StrCat("a list of ", kind), where, value);
     AttrValue::ListValue* list = out.mutable_list();
     int64_t i = 0;
     for (py::handle item : value) {
       AttrValue one;
-      ScalarFromPython(item, kind, absl::StrCat(where, " (element ", i++, ")"), &one);
+      ScalarFromPython(item, kind, absl::StrCat(where, " (element ", i++, ")"),
+                       &one);
       AppendToList(one, list);
     }
     return out;
@@ -194,7 +228,8 @@ AttrValue AttrValueFromPython(py::handle value, const std::string& type,
   return out;
 }
 
-AttrValue AttrValueFromPythonUntyped(py::handle value, absl::string_view where) {
+AttrValue AttrValueFromPythonUntyped(py::handle value,
+                                     absl::string_view where) {
   auto kind_of = [&](py::handle v) -> std::string {
     if (IsBool(v)) return "bool";
     if (PyLong_Check(v.ptr())) return "int";
@@ -207,7 +242,8 @@ AttrValue AttrValueFromPythonUntyped(py::handle value, absl::string_view where) 
     out.mutable_list();
     if (py::len(value) == 0) return out;
     py::sequence seq = py::reinterpret_borrow<py::sequence>(value);
-    return AttrValueFromPython(value, absl::StrCat("list(", kind_of(seq[0]), ")"), where);
+    return AttrValueFromPython(
+        value, absl::StrCat("list(", kind_of(seq[0]), ")"), where);
   }
   return AttrValueFromPython(value, kind_of(value), where);
 }
@@ -215,15 +251,24 @@ AttrValue AttrValueFromPythonUntyped(py::handle value, absl::string_view where) 
 py::tuple AttrValueToPython(const AttrValue& value) {
   const std::string kind = AttrValueKind(value);
   switch (value.value_case()) {
-    case AttrValue::kS: return py::make_tuple(kind, py::bytes(value.s()));
-    case AttrValue::kI: return py::make_tuple(kind, value.i());
-    case AttrValue::kF: return py::make_tuple(kind, value.f());
-    case AttrValue::kB: return py::make_tuple(kind, value.b());
-    case AttrValue::kType: return py::make_tuple(kind, static_cast<int>(value.type()));
-    case AttrValue::kShape: return py::make_tuple(kind, ShapeToPython(value.shape()));
-    case AttrValue::kTensor: return py::make_tuple(kind, TensorProtoToPython(value.tensor()));
-    case AttrValue::kFunc: return py::make_tuple(kind, value.func().name());
-    case AttrValue::kPlaceholder: return py::make_tuple(kind, value.placeholder());
+    case AttrValue::kS:
+      return py::make_tuple(kind, py::bytes(value.s()));
+    case AttrValue::kI:
+      return py::make_tuple(kind, value.i());
+    case AttrValue::kF:
+      return py::make_tuple(kind, value.f());
+    case AttrValue::kB:
+      return py::make_tuple(kind, value.b());
+    case AttrValue::kType:
+      return py::make_tuple(kind, static_cast<int>(value.type()));
+    case AttrValue::kShape:
+      return py::make_tuple(kind, ShapeToPython(value.shape()));
+    case AttrValue::kTensor:
+      return py::make_tuple(kind, TensorProtoToPython(value.tensor()));
+    case AttrValue::kFunc:
+      return py::make_tuple(kind, value.func().name());
+    case AttrValue::kPlaceholder:
+      return py::make_tuple(kind, value.placeholder());
     case AttrValue::kList: {
       const auto& l = value.list();
       py::list items;
@@ -260,12 +305,14 @@ py::dict OpDefToPython(const tensorflow::OpDef& op_def) {
     attr["type"] = a.type();
     attr["description"] = a.description();
     attr["default_value"] =
-        a.has_default_value() ? py::object(AttrValueToPython(a.default_value())) : py::none();
+        a.has_default_value() ? py::object(AttrValueToPython(a.default_value()))
+                              : py::none();
     attr["has_minimum"] = a.has_minimum();
     attr["minimum"] = a.minimum();
-    attr["allowed_values"] = a.has_allowed_values()
-                                 ? py::object(AttrValueToPython(a.allowed_values()))
-                                 : py::none();
+    attr["allowed_values"] =
+        a.has_allowed_values()
+            ? py::object(AttrValueToPython(a.allowed_values()))
+            : py::none();
     attrs.append(attr);
   }
   d["input_arg"] = inputs;

@@ -14,9 +14,9 @@
 #ifndef RECFLOW_PYTHON_PY_ATTR_VALUE_H_
 #define RECFLOW_PYTHON_PY_ATTR_VALUE_H_
 
-#include <string>
-
 #include <pybind11/pybind11.h>
+
+#include <string>
 
 #include "absl/strings/string_view.h"
 #include "recflow/proto/attr_value.pb.h"
@@ -27,7 +27,8 @@ namespace python {
 
 // `value` as an attr of OpDef type `type`. TypeError / ValueError messages
 // name `where` (e.g. "attr 'T' of node 'x' (Cast)").
-tensorflow::AttrValue AttrValueFromPython(pybind11::handle value, const std::string& type,
+tensorflow::AttrValue AttrValueFromPython(pybind11::handle value,
+                                          const std::string& type,
                                           absl::string_view where);
 // For attrs no OpDef declares (internal "_name" attrs): the type follows the
 // Python value (bool, int, float, bytes/str, or a list of one of those).

@@ -1,12 +1,12 @@
 #include "recflow/python/py_graph.h"
 
+#include <google/protobuf/text_format.h>
+#include <pybind11/stl.h>
+
 #include <algorithm>
 #include <deque>
 #include <map>
 #include <utility>
-
-#include <google/protobuf/text_format.h>
-#include <pybind11/stl.h>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -29,7 +29,9 @@ namespace recflow {
 namespace python {
 namespace {
 
-std::string Label(const NodeDef& def) { return absl::StrCat("node '", def.name(), "' (", def.op(), ")"); }
+std::string Label(const NodeDef& def) {
+  return absl::StrCat("node '", def.name(), "' (", def.op(), ")");
+}
 
 // A ref output may feed a value input (the value is read); unknown dtypes
 // (an unregistered op on either side) match anything. As Graph::AddEdge.
@@ -43,7 +45,8 @@ py::object ShapeToPython(const PartialShape& shape) {
   if (shape.unknown_rank()) return py::none();
   py::list dims;
   for (int64_t d : shape.dims()) {
-    dims.append(d == kUnknownDim ? py::object(py::none()) : py::object(py::int_(d)));
+    dims.append(d == kUnknownDim ? py::object(py::none())
+                                 : py::object(py::int_(d)));
   }
   return dims;
 }
@@ -72,8 +75,9 @@ void WriteNode(const Node& n, NodeDef* def) {
 GraphDef ParseGraphDef(const std::string& serialized) {
   GraphDef def;
   if (!def.ParseFromString(serialized)) {
-    throw StatusError(errors::InvalidArgument(
-        "not a serialized GraphDef (", serialized.size(), " bytes that do not parse)"));
+    throw StatusError(errors::InvalidArgument("not a serialized GraphDef (",
+                                              serialized.size(),
+                                              " bytes that do not parse)"));
   }
   return def;
 }
@@ -90,36 +94,41 @@ PyGraph::PyGraph() : scope_(Scope::NewRootScope()) {}
 
 Node* PyGraph::NodeAt(int id) const {
   if (id < 0 || id >= graph()->num_nodes()) {
-    throw py::index_error(absl::StrCat("no node with id ", id, " (the graph has ",
-                                       graph()->num_nodes(), " nodes)"));
+    throw py::index_error(absl::StrCat("no node with id ", id,
+                                       " (the graph has ", graph()->num_nodes(),
+                                       " nodes)"));
   }
   return graph()->nodes()[id].get();
 }
 
 void PyGraph::CheckUsable() const {
   if (!broken_.ok()) {
-    throw StatusError(absl::InternalError(absl::StrCat(
-        "this graph can no longer be used (build a new one): ", broken_.message())));
+    throw StatusError(absl::InternalError(
+        absl::StrCat("this graph can no longer be used (build a new one): ",
+                     broken_.message())));
   }
 }
 
-void PyGraph::MarkBroken(const absl::Status& cause, const std::string& node_name) {
+void PyGraph::MarkBroken(const absl::Status& cause,
+                         const std::string& node_name) {
   if (broken_.ok()) {
-    broken_ = absl::InternalError(absl::StrCat("node '", node_name,
-                                               "' was left half-built: ", cause.message()));
+    broken_ = absl::InternalError(absl::StrCat(
+        "node '", node_name, "' was left half-built: ", cause.message()));
   }
 }
 
 Node* PyGraph::InsertNode(NodeDef def, const std::vector<Output>& inputs,
-                          const std::vector<Node*>& control_inputs, bool allow_unknown_op) {
+                          const std::vector<Node*>& control_inputs,
+                          bool allow_unknown_op) {
   CheckUsable();
   Graph* g = graph();
   def.clear_input();
   for (const Output& o : inputs) def.add_input(o.name());
   const OpRegistrationData* reg = g->op_registry()->Find(def.op());
   if (reg == nullptr && !allow_unknown_op) {
-    throw StatusError(errors::Annotate(g->op_registry()->LookUp(def.op()).status(),
-                                       absl::StrCat("node '", def.name(), "'")));
+    throw StatusError(
+        errors::Annotate(g->op_registry()->LookUp(def.op()).status(),
+                         absl::StrCat("node '", def.name(), "'")));
   }
   if (reg != nullptr) {
     // Everything Graph::AddNode, AddEdge and InferShapes check, first.
@@ -127,37 +136,42 @@ Node* PyGraph::InsertNode(NodeDef def, const std::vector<Output>& inputs,
     AddDefaultsToNodeDef(op_def, &def);
     ThrowIfError(ValidateNodeDef(def, op_def));
     std::vector<DataType> in_types, out_types;
-    ThrowIfError(errors::Annotate(InOutTypesForNode(def, op_def, &in_types, &out_types),
-                                  Label(def)));
+    ThrowIfError(errors::Annotate(
+        InOutTypesForNode(def, op_def, &in_types, &out_types), Label(def)));
     std::vector<PartialShape> shapes;
     std::vector<const Tensor*> values;
     for (size_t i = 0; i < inputs.size(); ++i) {
       const Output& o = inputs[i];
       if (!TypesCompatible(o.type(), in_types[i])) {
         throw StatusError(errors::InvalidArgument(
-            "input ", i, " of ", Label(def), " expects ", DataTypeString(in_types[i]), " but '",
-            o.name(), "' is ", DataTypeString(o.type()),
-            IsRefType(in_types[i]) ? " (this input must come from a variable)" : ""));
+            "input ", i, " of ", Label(def), " expects ",
+            DataTypeString(in_types[i]), " but '", o.name(), "' is ",
+            DataTypeString(o.type()),
+            IsRefType(in_types[i]) ? " (this input must come from a variable)"
+                                   : ""));
       }
       shapes.push_back(o.shape());
       values.push_back(o.index() == 0 ? o.node()->constant_value() : nullptr);
     }
     if (reg->shape_fn) {
-      InferenceContext ctx(def, shapes, values, static_cast<int>(out_types.size()));
+      InferenceContext ctx(def, shapes, values,
+                           static_cast<int>(out_types.size()));
       absl::Status s = reg->shape_fn(&ctx);
       if (!s.ok()) {
         std::vector<std::string> in;
         for (const PartialShape& p : shapes) in.push_back(p.DebugString());
-        throw StatusError(absl::Status(s.code(), absl::StrCat(Label(def), ": ", s.message(),
-                                                              " (input shapes: ",
-                                                              absl::StrJoin(in, ", "), ")")));
+        throw StatusError(absl::Status(
+            s.code(),
+            absl::StrCat(Label(def), ": ", s.message(),
+                         " (input shapes: ", absl::StrJoin(in, ", "), ")")));
       }
     }
   }
   // Name checks happen in AddNode before anything is inserted.
   Node* node = ValueOrThrow(g->AddNode(def, allow_unknown_op));
   for (size_t i = 0; i < inputs.size(); ++i) {
-    absl::Status s = g->AddEdge(inputs[i].node(), inputs[i].index(), node, static_cast<int>(i));
+    absl::Status s = g->AddEdge(inputs[i].node(), inputs[i].index(), node,
+                                static_cast<int>(i));
     if (!s.ok()) {
       MarkBroken(s, node->name());
       throw StatusError(s);
@@ -173,10 +187,12 @@ Node* PyGraph::InsertNode(NodeDef def, const std::vector<Output>& inputs,
 }
 
 py::tuple PyGraph::AddNode(const std::string& op, const std::string& name,
-                           const py::sequence& inputs, const std::vector<int>& control_inputs,
+                           const py::sequence& inputs,
+                           const std::vector<int>& control_inputs,
                            const py::dict& attrs, const std::string& device) {
   CheckUsable();
-  const OpRegistrationData* reg = ValueOrThrow(graph()->op_registry()->LookUp(op));
+  const OpRegistrationData* reg =
+      ValueOrThrow(graph()->op_registry()->LookUp(op));
   const OpDef& op_def = reg->op_def;
   NodeDef def;
   def.set_name(name);
@@ -198,44 +214,51 @@ py::tuple PyGraph::AddNode(const std::string& op, const std::string& name,
       }
       return nullptr;
     }();
-    const std::string attr_where = absl::StrCat("attr '", attr_name, "' of ", where);
+    const std::string attr_where =
+        absl::StrCat("attr '", attr_name, "' of ", where);
     if (attr_def != nullptr) {
-      (*def_attrs)[attr_name] = AttrValueFromPython(value, attr_def->type(), attr_where);
+      (*def_attrs)[attr_name] =
+          AttrValueFromPython(value, attr_def->type(), attr_where);
     } else if (!attr_name.empty() && attr_name[0] == '_') {
       (*def_attrs)[attr_name] = AttrValueFromPythonUntyped(value, attr_where);
     } else {
       std::vector<std::string> names;
       for (const auto& a : op_def.attr()) names.push_back(a.name());
-      throw py::type_error(absl::StrCat(where, " has no attr '", attr_name, "' (its attrs: ",
-                                        names.empty() ? "none" : absl::StrJoin(names, ", "),
-                                        ")"));
+      throw py::type_error(absl::StrCat(
+          where, " has no attr '", attr_name, "' (its attrs: ",
+          names.empty() ? "none" : absl::StrJoin(names, ", "), ")"));
     }
   }
   // Inputs, and the attrs they determine.
   std::vector<Output> flat;
   for (int k = 0; k < op_def.input_arg_size(); ++k) {
     const OpDef::ArgDef& arg = op_def.input_arg(k);
-    const std::string arg_where = absl::StrCat("input '", arg.name(), "' of ", where);
-    const bool is_list = !arg.number_attr().empty() || !arg.type_list_attr().empty();
+    const std::string arg_where =
+        absl::StrCat("input '", arg.name(), "' of ", where);
+    const bool is_list =
+        !arg.number_attr().empty() || !arg.type_list_attr().empty();
     py::object item = inputs[k];
     auto to_output = [&](py::handle pair) {
       if (!py::isinstance<py::tuple>(pair) || py::len(pair) != 2) {
-        throw py::type_error(absl::StrCat(arg_where, ": expected an (id, index) pair, got ",
-                                          std::string(py::repr(pair))));
+        throw py::type_error(
+            absl::StrCat(arg_where, ": expected an (id, index) pair, got ",
+                         std::string(py::repr(pair))));
       }
       py::tuple t = py::reinterpret_borrow<py::tuple>(pair);
       Node* src = NodeAt(py::cast<int>(t[0]));
       const int index = py::cast<int>(t[1]);
       if (index < 0 || (src->IsOpRegistered() && index >= src->num_outputs())) {
-        throw py::index_error(absl::StrCat(arg_where, ": node '", src->name(), "' has ",
-                                           src->num_outputs(), " outputs, not ", index + 1));
+        throw py::index_error(absl::StrCat(arg_where, ": node '", src->name(),
+                                           "' has ", src->num_outputs(),
+                                           " outputs, not ", index + 1));
       }
       return Output(src, index);
     };
     std::vector<Output> outs;
     if (is_list) {
       if (!py::isinstance<py::list>(item) && !py::isinstance<py::tuple>(item)) {
-        throw py::type_error(absl::StrCat(arg_where, " is a list argument; got ",
+        throw py::type_error(absl::StrCat(arg_where,
+                                          " is a list argument; got ",
                                           std::string(py::repr(item))));
       }
       for (py::handle pair : item) outs.push_back(to_output(pair));
@@ -245,19 +268,23 @@ py::tuple PyGraph::AddNode(const std::string& op, const std::string& name,
     if (!arg.number_attr().empty() && !def_attrs->contains(arg.number_attr())) {
       (*def_attrs)[arg.number_attr()].set_i(static_cast<int64_t>(outs.size()));
     }
-    if (!arg.type_attr().empty() && !def_attrs->contains(arg.type_attr()) && !outs.empty()) {
+    if (!arg.type_attr().empty() && !def_attrs->contains(arg.type_attr()) &&
+        !outs.empty()) {
       SetAttrValue(BaseType(outs[0].type()), &(*def_attrs)[arg.type_attr()]);
     }
-    if (!arg.type_list_attr().empty() && !def_attrs->contains(arg.type_list_attr())) {
+    if (!arg.type_list_attr().empty() &&
+        !def_attrs->contains(arg.type_list_attr())) {
       std::vector<DataType> types;
       for (const Output& o : outs) types.push_back(BaseType(o.type()));
-      SetAttrValue(absl::MakeConstSpan(types), &(*def_attrs)[arg.type_list_attr()]);
+      SetAttrValue(absl::MakeConstSpan(types),
+                   &(*def_attrs)[arg.type_list_attr()]);
     }
     flat.insert(flat.end(), outs.begin(), outs.end());
   }
   std::vector<Node*> controls;
   for (int id : control_inputs) controls.push_back(NodeAt(id));
-  Node* node = InsertNode(std::move(def), flat, controls, /*allow_unknown_op=*/false);
+  Node* node =
+      InsertNode(std::move(def), flat, controls, /*allow_unknown_op=*/false);
   return py::make_tuple(node->id(), TypesToPython(node->output_types()));
 }
 
@@ -267,12 +294,14 @@ GraphDef PyGraph::ToGraphDef(int start, int end) const {
   if (end < 0 || end > n) end = n;
   if (start < 0) start = 0;
   GraphDef def;
-  for (int id = start; id < end; ++id) WriteNode(*graph()->nodes()[id], def.add_node());
+  for (int id = start; id < end; ++id)
+    WriteNode(*graph()->nodes()[id], def.add_node());
   *def.mutable_versions() = graph()->versions();
   return def;
 }
 
-std::vector<int> PyGraph::ImportGraphDef(const std::string& serialized, const std::string& prefix,
+std::vector<int> PyGraph::ImportGraphDef(const std::string& serialized,
+                                         const std::string& prefix,
                                          const py::dict& input_map) {
   CheckUsable();
   const GraphDef imported = ParseGraphDef(serialized);
@@ -282,8 +311,8 @@ std::vector<int> PyGraph::ImportGraphDef(const std::string& serialized, const st
   absl::flat_hash_map<std::string, int> index_of;  // imported name -> position
   for (int k = 0; k < imported.node_size(); ++k) {
     if (!index_of.emplace(imported.node(k).name(), k).second) {
-      throw StatusError(errors::InvalidArgument("the GraphDef has two nodes named '",
-                                                imported.node(k).name(), "'"));
+      throw StatusError(errors::InvalidArgument(
+          "the GraphDef has two nodes named '", imported.node(k).name(), "'"));
     }
   }
   std::map<std::pair<std::string, int>, Output> mapped;
@@ -291,15 +320,18 @@ std::vector<int> PyGraph::ImportGraphDef(const std::string& serialized, const st
     const std::string name = py::cast<std::string>(key);
     auto id = ParseTensorName(name);
     if (!id.ok() || id->IsControl()) {
-      throw py::value_error(absl::StrCat("input_map key '", name, "' is not a tensor name"));
+      throw py::value_error(
+          absl::StrCat("input_map key '", name, "' is not a tensor name"));
     }
     py::tuple t = py::cast<py::tuple>(value);
-    if (t.size() != 2) throw py::type_error("input_map values must be (id, index) pairs");
+    if (t.size() != 2)
+      throw py::type_error("input_map values must be (id, index) pairs");
     Node* src = NodeAt(py::cast<int>(t[0]));
     const int index = py::cast<int>(t[1]);
     if (index < 0 || index >= src->num_outputs()) {
-      throw py::index_error(absl::StrCat("input_map['", name, "']: node '", src->name(),
-                                         "' has no output ", index));
+      throw py::index_error(absl::StrCat("input_map['", name, "']: node '",
+                                         src->name(), "' has no output ",
+                                         index));
     }
     mapped[{std::string(id->node), id->index}] = Output(src, index);
   }
@@ -324,9 +356,10 @@ std::vector<int> PyGraph::ImportGraphDef(const std::string& serialized, const st
       } else if (auto it = index_of.find(id->node); it != index_of.end()) {
         input.position = it->second;
       } else {
-        throw StatusError(errors::InvalidArgument(Label(nd), ": input '", in,
-                                                  "' names no node of the GraphDef (nor an "
-                                                  "input_map entry)"));
+        throw StatusError(
+            errors::InvalidArgument(Label(nd), ": input '", in,
+                                    "' names no node of the GraphDef (nor an "
+                                    "input_map entry)"));
       }
       inputs[k].push_back(input);
     }
@@ -344,15 +377,16 @@ std::vector<int> PyGraph::ImportGraphDef(const std::string& serialized, const st
           nd->add_input(in.mapped.name());
         } else {
           const std::string src = new_name(imported.node(in.position).name());
-          nd->add_input(in.index == kControlSlot ? absl::StrCat("^", src)
-                                                 : absl::StrCat(src, ":", in.index));
+          nd->add_input(in.index == kControlSlot
+                            ? absl::StrCat("^", src)
+                            : absl::StrCat(src, ":", in.index));
         }
       }
     }
     Graph check;
-    ThrowIfError(errors::Annotate(ConvertGraphDefToGraph(GraphConstructorOptions(), scratch,
-                                                         &check),
-                                  "import_graph_def"));
+    ThrowIfError(errors::Annotate(
+        ConvertGraphDefToGraph(GraphConstructorOptions(), scratch, &check),
+        "import_graph_def"));
   }
   // Insert in topological order.
   std::vector<int> pending(imported.node_size(), 0);
@@ -387,7 +421,8 @@ std::vector<int> PyGraph::ImportGraphDef(const std::string& serialized, const st
       }
     }
     try {
-      added[k] = InsertNode(std::move(def), data, controls, /*allow_unknown_op=*/true);
+      added[k] =
+          InsertNode(std::move(def), data, controls, /*allow_unknown_op=*/true);
     } catch (const StatusError& e) {
       // The scratch import passed, so this is a broken invariant.
       MarkBroken(e.status(), new_name(imported.node(k).name()));
@@ -406,33 +441,37 @@ py::list PyGraph::CcGradient(int id, const py::sequence& grad_outputs,
                              const std::string& scope_name, bool sparse) {
   CheckUsable();
   Node* node = NodeAt(id);
-  const std::string where = absl::StrCat("the C++ gradient of node '", node->name(), "' (",
-                                         node->op(), ")");
+  const std::string where = absl::StrCat("the C++ gradient of node '",
+                                         node->name(), "' (", node->op(), ")");
   if (!scope_.ok()) {
-    throw StatusError(absl::FailedPreconditionError(absl::StrCat(
-        where, " cannot run: an earlier C++ gradient function failed in this graph, and "
-               "recflow's graph builder keeps its first error (",
-        scope_.status().message(), "); build the graph anew")));
+    throw StatusError(absl::FailedPreconditionError(
+        absl::StrCat(where,
+                     " cannot run: an earlier C++ gradient function failed in "
+                     "this graph, and "
+                     "recflow's graph builder keeps its first error (",
+                     scope_.status().message(), "); build the graph anew")));
   }
   if (static_cast<int>(py::len(grad_outputs)) != node->num_outputs()) {
     throw py::value_error(absl::StrCat(where, ": given ", py::len(grad_outputs),
-                                       " output gradients for ", node->num_outputs(),
-                                       " outputs"));
+                                       " output gradients for ",
+                                       node->num_outputs(), " outputs"));
   }
   std::vector<Output> grads;
   for (py::handle g : grad_outputs) {
     py::tuple t = py::cast<py::tuple>(g);
-    if (t.size() != 2) throw py::type_error("output gradients must be (id, index) pairs");
+    if (t.size() != 2)
+      throw py::type_error("output gradients must be (id, index) pairs");
     Node* src = NodeAt(py::cast<int>(t[0]));
     const int index = py::cast<int>(t[1]);
     if (index < 0 || index >= src->num_outputs()) {
-      throw py::index_error(absl::StrCat(where, ": node '", src->name(), "' has no output ",
-                                         index));
+      throw py::index_error(absl::StrCat(where, ": node '", src->name(),
+                                         "' has no output ", index));
     }
     grads.push_back(Output(src, index));
   }
   GradientRegistry* registry = GradientRegistry::Global();
-  const SparseGradFunc* sparse_fn = sparse ? registry->LookupSparse(node->op()) : nullptr;
+  const SparseGradFunc* sparse_fn =
+      sparse ? registry->LookupSparse(node->op()) : nullptr;
   const GradFunc* dense_fn = nullptr;
   if (sparse_fn == nullptr) {
     dense_fn = ValueOrThrow(registry->Lookup(node->op()));
@@ -467,13 +506,17 @@ py::list PyGraph::CcGradient(int id, const py::sequence& grad_outputs,
   }
   if (static_cast<int>(values.size()) != node->num_inputs()) {
     throw StatusError(errors::Internal(where, " returned ", values.size(),
-                                       " gradients for ", node->num_inputs(), " inputs"));
+                                       " gradients for ", node->num_inputs(),
+                                       " inputs"));
   }
-  auto pair = [](const Output& o) { return py::make_tuple(o.node()->id(), o.index()); };
+  auto pair = [](const Output& o) {
+    return py::make_tuple(o.node()->id(), o.index());
+  };
   py::list out;
   for (const GradientValue& v : values) {
     if (v.is_sparse()) {
-      out.append(py::make_tuple("sparse", pair(v.sparse.values), pair(v.sparse.indices),
+      out.append(py::make_tuple("sparse", pair(v.sparse.values),
+                                pair(v.sparse.indices),
                                 pair(v.sparse.dense_shape)));
     } else if (v.dense.valid()) {
       out.append(pair(v.dense));
@@ -485,10 +528,12 @@ py::list PyGraph::CcGradient(int id, const py::sequence& grad_outputs,
 }
 
 void RegisterGraphBindings(py::module_& m) {
-  py::class_<PyGraph>(m, "Graph", "The C++ half of a Python Graph (see py_graph.h).")
+  py::class_<PyGraph>(m, "Graph",
+                      "The C++ half of a Python Graph (see py_graph.h).")
       .def(py::init<>())
-      .def("add_node", &PyGraph::AddNode, py::arg("op"), py::arg("name"), py::arg("inputs"),
-           py::arg("control_inputs"), py::arg("attrs"), py::arg("device"))
+      .def("add_node", &PyGraph::AddNode, py::arg("op"), py::arg("name"),
+           py::arg("inputs"), py::arg("control_inputs"), py::arg("attrs"),
+           py::arg("device"))
       .def("num_nodes", [](const PyGraph& g) { return g.graph()->num_nodes(); })
       .def("find_node",
            [](const PyGraph& g, const std::string& name) {
@@ -508,7 +553,8 @@ void RegisterGraphBindings(py::module_& m) {
              for (int i = 0; i < n->num_inputs(); ++i) {
                const Edge* e = n->input_edge(i);
                out.append(e == nullptr ? py::object(py::none())
-                                       : py::object(py::make_tuple(e->src->id(), e->src_output)));
+                                       : py::object(py::make_tuple(
+                                             e->src->id(), e->src_output)));
              }
              return out;
            })
@@ -525,7 +571,9 @@ void RegisterGraphBindings(py::module_& m) {
              // (dst id, dst input, src output) of the data edges out of `id`.
              py::list out;
              for (const Edge* e : g.NodeAt(id)->out_edges()) {
-               if (!e->IsControlEdge()) out.append(py::make_tuple(e->dst->id(), e->dst_input, e->src_output));
+               if (!e->IsControlEdge())
+                 out.append(
+                     py::make_tuple(e->dst->id(), e->dst_input, e->src_output));
              }
              return out;
            })
@@ -538,19 +586,23 @@ void RegisterGraphBindings(py::module_& m) {
              return out;
            })
       .def("node_input_types",
-           [](const PyGraph& g, int id) { return TypesToPython(g.NodeAt(id)->input_types()); })
+           [](const PyGraph& g, int id) {
+             return TypesToPython(g.NodeAt(id)->input_types());
+           })
       .def("node_output_shape",
            [](const PyGraph& g, int id, int index) {
              const Node* n = g.NodeAt(id);
              if (index < 0 || index >= n->num_outputs()) {
-               throw py::index_error(absl::StrCat("node '", n->name(), "' has no output ", index));
+               throw py::index_error(absl::StrCat("node '", n->name(),
+                                                  "' has no output ", index));
              }
              return ShapeToPython(n->output_shape(index));
            })
       .def("node_attr_names",
            [](const PyGraph& g, int id) {
              std::vector<std::string> names;
-             for (const auto& [name, value] : g.NodeAt(id)->def().attr()) names.push_back(name);
+             for (const auto& [name, value] : g.NodeAt(id)->def().attr())
+               names.push_back(name);
              std::sort(names.begin(), names.end());
              return names;
            })
@@ -559,8 +611,9 @@ void RegisterGraphBindings(py::module_& m) {
              const Node* n = g.NodeAt(id);
              auto it = n->def().attr().find(name);
              if (it == n->def().attr().end()) {
-               throw py::value_error(absl::StrCat("Operation '", n->name(), "' (", n->op(),
-                                                  ") has no attr named '", name, "'"));
+               throw py::value_error(
+                   absl::StrCat("Operation '", n->name(), "' (", n->op(),
+                                ") has no attr named '", name, "'"));
              }
              return AttrValueToPython(it->second);
            })
@@ -578,18 +631,22 @@ void RegisterGraphBindings(py::module_& m) {
           py::arg("start") = 0, py::arg("end") = -1)
       .def("import_graph_def", &PyGraph::ImportGraphDef, py::arg("graph_def"),
            py::arg("prefix"), py::arg("input_map"))
-      .def("cc_gradient", &PyGraph::CcGradient, py::arg("id"), py::arg("grad_outputs"),
-           py::arg("scope_name"), py::arg("sparse") = false);
+      .def("cc_gradient", &PyGraph::CcGradient, py::arg("id"),
+           py::arg("grad_outputs"), py::arg("scope_name"),
+           py::arg("sparse") = false);
 
   // The op registry.
-  m.def("op_names", [] { return OpRegistry::Global()->ListOpNames(); },
-        "Every registered op's name, sorted.");
+  m.def(
+      "op_names", [] { return OpRegistry::Global()->ListOpNames(); },
+      "Every registered op's name, sorted.");
   m.def(
       "op_def",
       [](const std::string& name) {
-        return OpDefToPython(ValueOrThrow(OpRegistry::Global()->LookUp(name))->op_def);
+        return OpDefToPython(
+            ValueOrThrow(OpRegistry::Global()->LookUp(name))->op_def);
       },
-      py::arg("name"), "One op's OpDef as plain Python data; NotFoundError when absent.");
+      py::arg("name"),
+      "One op's OpDef as plain Python data; NotFoundError when absent.");
   m.def(
       "op_defs",
       [] {
@@ -603,7 +660,9 @@ void RegisterGraphBindings(py::module_& m) {
       [](const std::string& path) {
         return OpDefsToPython(ValueOrThrow(LoadOpLibrary(path)));
       },
-      py::arg("path"), "Loads a custom-op library; returns the OpDefs of the ops it registered.");
+      py::arg("path"),
+      "Loads a custom-op library; returns the OpDefs of the ops it "
+      "registered.");
 
   // The C++ gradient registry.
   m.def(
@@ -614,13 +673,17 @@ void RegisterGraphBindings(py::module_& m) {
         return *fn == nullptr ? "none" : "dense";
       },
       py::arg("op"),
-      "'dense' (a gradient function), 'none' (registered as not differentiable) or "
+      "'dense' (a gradient function), 'none' (registered as not "
+      "differentiable) or "
       "'missing'.");
   m.def(
       "cc_has_sparse_gradient",
-      [](const std::string& op) { return GradientRegistry::Global()->LookupSparse(op) != nullptr; },
+      [](const std::string& op) {
+        return GradientRegistry::Global()->LookupSparse(op) != nullptr;
+      },
       py::arg("op"));
-  m.def("cc_gradient_ops", [] { return GradientRegistry::Global()->ListOps(); });
+  m.def("cc_gradient_ops",
+        [] { return GradientRegistry::Global()->ListOps(); });
 
   // GraphDef helpers (no Python protobuf needed).
   m.def(
@@ -637,7 +700,8 @@ void RegisterGraphBindings(py::module_& m) {
       [](const std::string& text) {
         GraphDef def;
         if (!google::protobuf::TextFormat::ParseFromString(text, &def)) {
-          throw StatusError(errors::InvalidArgument("not a GraphDef in text format"));
+          throw StatusError(
+              errors::InvalidArgument("not a GraphDef in text format"));
         }
         return py::bytes(def.SerializeAsString());
       },

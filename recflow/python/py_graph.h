@@ -20,10 +20,10 @@
 #ifndef RECFLOW_PYTHON_PY_GRAPH_H_
 #define RECFLOW_PYTHON_PY_GRAPH_H_
 
+#include <pybind11/pybind11.h>
+
 #include <string>
 #include <vector>
-
-#include <pybind11/pybind11.h>
 
 #include "absl/status/status.h"
 #include "recflow/framework/scope.h"
@@ -43,8 +43,10 @@ class PyGraph {
   // Type and number attrs the inputs determine (T, N, Tlist) are derived when
   // not given. Returns (id, [output dtype numbers]).
   pybind11::tuple AddNode(const std::string& op, const std::string& name,
-                          const pybind11::sequence& inputs, const std::vector<int>& control_inputs,
-                          const pybind11::dict& attrs, const std::string& device);
+                          const pybind11::sequence& inputs,
+                          const std::vector<int>& control_inputs,
+                          const pybind11::dict& attrs,
+                          const std::string& device);
 
   // Nodes [start, end) (end < 0: to the last) as a GraphDef, inputs written
   // from the edges.
@@ -55,7 +57,8 @@ class PyGraph {
   // ("x:0" or "x") to (id, index) pairs of this graph that replace them.
   // All-or-nothing: the whole import is validated first. Returns the new
   // node ids in GraphDef order.
-  std::vector<int> ImportGraphDef(const std::string& serialized, const std::string& prefix,
+  std::vector<int> ImportGraphDef(const std::string& serialized,
+                                  const std::string& prefix,
                                   const pybind11::dict& input_map);
 
   // Runs the C++ gradient function registered for node `id`'s op. One
@@ -77,7 +80,8 @@ class PyGraph {
   // name, op, device and attrs (inputs ignored); `inputs` are the data
   // inputs in order.
   Node* InsertNode(tensorflow::NodeDef def, const std::vector<Output>& inputs,
-                   const std::vector<Node*>& control_inputs, bool allow_unknown_op);
+                   const std::vector<Node*>& control_inputs,
+                   bool allow_unknown_op);
   void MarkBroken(const absl::Status& cause, const std::string& node_name);
 
   Scope scope_;

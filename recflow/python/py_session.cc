@@ -8,14 +8,14 @@
 // alive until they return (they hold their own reference), and any later
 // call raises RuntimeError. Ownership: the Python object owns the PySession,
 // which shares the Session with in-flight Runs.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
 #include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <pybind11/pybind11.h>
-#include <pybind11/stl.h>
 
 #include "absl/strings/str_cat.h"
 #include "recflow/core/threadpool.h"
@@ -53,8 +53,10 @@ class PySession {
     ThrowIfError(s);
   }
 
-  py::object Run(const std::vector<std::string>& feed_names, const py::sequence& feed_values,
-                 const std::vector<int>& feed_types, const std::vector<std::string>& fetches,
+  py::object Run(const std::vector<std::string>& feed_names,
+                 const py::sequence& feed_values,
+                 const std::vector<int>& feed_types,
+                 const std::vector<std::string>& fetches,
                  const std::vector<std::string>& targets, bool trace) {
     std::shared_ptr<Session> session = Get();
     const size_t num_feeds = feed_names.size();
@@ -67,12 +69,14 @@ class PySession {
     feeds.reserve(num_feeds);
     for (size_t k = 0; k < num_feeds; ++k) {
       if (!DataTypeIsValid(feed_types[k])) {
-        throw py::value_error(absl::StrCat("feed '", feed_names[k], "': ", feed_types[k],
+        throw py::value_error(absl::StrCat("feed '", feed_names[k],
+                                           "': ", feed_types[k],
                                            " is not a DataType"));
       }
-      feeds.emplace_back(feed_names[k],
-                         TensorFromPython(feed_values[k], static_cast<DataType>(feed_types[k]),
-                                          absl::StrCat("feed '", feed_names[k], "'")));
+      feeds.emplace_back(
+          feed_names[k],
+          TensorFromPython(feed_values[k], static_cast<DataType>(feed_types[k]),
+                           absl::StrCat("feed '", feed_names[k], "'")));
     }
     std::vector<Tensor> outputs;
     RunOptions options;
@@ -81,13 +85,16 @@ class PySession {
     absl::Status s;
     {
       py::gil_scoped_release release;
-      s = session->Run(options, feeds, fetches, targets, &outputs, trace ? &metadata : nullptr);
-      feeds.clear();  // before the fetches: a fetched feed then owns its buffer alone
+      s = session->Run(options, feeds, fetches, targets, &outputs,
+                       trace ? &metadata : nullptr);
+      feeds.clear();  // before the fetches: a fetched feed then owns its buffer
+                      // alone
     }
     ThrowIfError(s);
     py::list results;
     for (size_t i = 0; i < outputs.size(); ++i) {
-      results.append(TensorToNumpy(std::move(outputs[i]), absl::StrCat("fetch '", fetches[i], "'")));
+      results.append(TensorToNumpy(std::move(outputs[i]),
+                                   absl::StrCat("fetch '", fetches[i], "'")));
     }
     if (!trace) return results;
     py::list nodes;
@@ -101,7 +108,8 @@ class PySession {
       d["thread_name"] = n.thread_name;
       nodes.append(d);
     }
-    return py::make_tuple(results, nodes, StepStatsToChromeTrace(metadata.step_stats));
+    return py::make_tuple(results, nodes,
+                          StepStatsToChromeTrace(metadata.step_stats));
   }
 
   void Close() {
@@ -111,7 +119,8 @@ class PySession {
       last = std::move(session_);
     }
     if (last != nullptr) {
-      py::gil_scoped_release release;  // joining the session's threads needs no Python
+      py::gil_scoped_release
+          release;  // joining the session's threads needs no Python
       last.reset();
     }
   }
@@ -124,7 +133,8 @@ class PySession {
  private:
   std::shared_ptr<Session> Get() const {
     std::lock_guard<std::mutex> lock(mu_);
-    if (session_ == nullptr) throw std::runtime_error("Attempted to use a closed Session.");
+    if (session_ == nullptr)
+      throw std::runtime_error("Attempted to use a closed Session.");
     return session_;
   }
 
@@ -135,13 +145,15 @@ class PySession {
 }  // namespace
 
 void RegisterSessionBindings(py::module_& m) {
-  py::class_<PySession>(m, "Session", "The C++ half of a Python Session (see py_session.cc).")
-      .def(py::init<int, int, bool>(), py::arg("inter_op_threads"), py::arg("intra_op_threads"),
-           py::arg("optimize"))
-      .def("extend", &PySession::Extend, py::arg("graph"), py::arg("start"), py::arg("end"))
-      .def("run", &PySession::Run, py::arg("feed_names"), py::arg("feed_values"),
-           py::arg("feed_types"), py::arg("fetches"), py::arg("targets"),
-           py::arg("trace") = false)
+  py::class_<PySession>(m, "Session",
+                        "The C++ half of a Python Session (see py_session.cc).")
+      .def(py::init<int, int, bool>(), py::arg("inter_op_threads"),
+           py::arg("intra_op_threads"), py::arg("optimize"))
+      .def("extend", &PySession::Extend, py::arg("graph"), py::arg("start"),
+           py::arg("end"))
+      .def("run", &PySession::Run, py::arg("feed_names"),
+           py::arg("feed_values"), py::arg("feed_types"), py::arg("fetches"),
+           py::arg("targets"), py::arg("trace") = false)
       .def("close", &PySession::Close)
       .def_property_readonly("closed", &PySession::closed);
   m.def("num_schedulable_cpus", &NumSchedulableCPUs);

@@ -18,11 +18,11 @@ void SetPythonError(const absl::Status& status) {
   const std::string message(status.message());
   if (g_error_factory != nullptr) {
     // Messages may quote bytes from files or feeds: never fail on bad UTF-8.
-    PyObject* text = PyUnicode_DecodeUTF8(message.data(), static_cast<Py_ssize_t>(message.size()),
-                                          "replace");
+    PyObject* text = PyUnicode_DecodeUTF8(
+        message.data(), static_cast<Py_ssize_t>(message.size()), "replace");
     if (text == nullptr) return;
-    PyObject* exc = PyObject_CallFunction(g_error_factory, "iO",
-                                          static_cast<int>(status.code()), text);
+    PyObject* exc = PyObject_CallFunction(
+        g_error_factory, "iO", static_cast<int>(status.code()), text);
     Py_DECREF(text);
     if (exc == nullptr) return;  // the factory raised; that error stands
     PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc)), exc);
@@ -44,18 +44,23 @@ void RegisterStatusBindings(py::module_& m) {
       "set_error_factory",
       [](py::object factory) {
         if (!factory.is_none() && !PyCallable_Check(factory.ptr())) {
-          throw py::type_error("set_error_factory takes a callable (code, message) or None");
+          throw py::type_error(
+              "set_error_factory takes a callable (code, message) or None");
         }
         PyObject* old = g_error_factory;
         g_error_factory = factory.is_none() ? nullptr : factory.inc_ref().ptr();
         Py_XDECREF(old);
       },
       py::arg("factory"),
-      "Sets the callable (code, message) -> exception used for recflow errors.");
+      "Sets the callable (code, message) -> exception used for recflow "
+      "errors.");
   m.def(
       "error_code_name",
-      [](int code) { return absl::StatusCodeToString(static_cast<absl::StatusCode>(code)); },
-      py::arg("code"), "absl's name of a status code: 3 -> 'INVALID_ARGUMENT'.");
+      [](int code) {
+        return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
+      },
+      py::arg("code"),
+      "absl's name of a status code: 3 -> 'INVALID_ARGUMENT'.");
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);

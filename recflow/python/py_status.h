@@ -15,11 +15,11 @@
 #ifndef RECFLOW_PYTHON_PY_STATUS_H_
 #define RECFLOW_PYTHON_PY_STATUS_H_
 
+#include <pybind11/pybind11.h>
+
 #include <exception>
 #include <string>
 #include <utility>
-
-#include <pybind11/pybind11.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"

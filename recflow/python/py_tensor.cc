@@ -1,10 +1,10 @@
 #include "recflow/python/py_tensor.h"
 
+#include <pybind11/stl.h>
+
 #include <complex>
 #include <cstring>
 #include <vector>
-
-#include <pybind11/stl.h>
 
 #include "absl/strings/str_cat.h"
 #include "recflow/core/status.h"
@@ -52,7 +52,9 @@ std::vector<py::ssize_t> NumpyShape(const TensorShape& shape) {
   return dims;
 }
 
-std::string TypeName(py::handle h) { return py::str(py::type::handle_of(h).attr("__name__")); }
+std::string TypeName(py::handle h) {
+  return py::str(py::type::handle_of(h).attr("__name__"));
+}
 
 TensorShape ShapeOf(const py::array& a, absl::string_view what) {
   std::vector<int64_t> dims(a.shape(), a.shape() + a.ndim());
@@ -61,7 +63,8 @@ TensorShape ShapeOf(const py::array& a, absl::string_view what) {
   return *shape;
 }
 
-Tensor Allocate(DataType dtype, const TensorShape& shape, absl::string_view what) {
+Tensor Allocate(DataType dtype, const TensorShape& shape,
+                absl::string_view what) {
   auto t = Tensor::Create(dtype, shape, caching_cpu_allocator());
   if (!t.ok()) throw StatusError(errors::Annotate(t.status(), what));
   return std::move(t).value();
@@ -93,7 +96,8 @@ Tensor StringTensor(py::array a, absl::string_view what) {
     if (item != nullptr && PyBytes_Check(item)) {
       char* data = nullptr;
       Py_ssize_t len = 0;
-      if (PyBytes_AsStringAndSize(item, &data, &len) != 0) throw py::error_already_set();
+      if (PyBytes_AsStringAndSize(item, &data, &len) != 0)
+        throw py::error_already_set();
       out[i].assign(data, static_cast<size_t>(len));
     } else if (item != nullptr && PyUnicode_Check(item)) {
       Py_ssize_t len = 0;
@@ -101,10 +105,10 @@ Tensor StringTensor(py::array a, absl::string_view what) {
       if (data == nullptr) throw py::error_already_set();
       out[i].assign(data, static_cast<size_t>(len));
     } else {
-      throw py::type_error(absl::StrCat(
-          what, ": element ", i, " of the object array is ",
-          item == nullptr ? std::string("NULL") : TypeName(item),
-          "; a string tensor takes bytes or str elements"));
+      throw py::type_error(
+          absl::StrCat(what, ": element ", i, " of the object array is ",
+                       item == nullptr ? std::string("NULL") : TypeName(item),
+                       "; a string tensor takes bytes or str elements"));
     }
   }
   return t;
@@ -114,39 +118,60 @@ Tensor StringTensor(py::array a, absl::string_view what) {
 
 py::dtype NumpyDtypeFor(DataType dtype, absl::string_view what) {
   switch (BaseType(dtype)) {
-    case DT_FLOAT: return py::dtype::of<float>();
-    case DT_DOUBLE: return py::dtype::of<double>();
-    case DT_INT32: return py::dtype::of<int32_t>();
-    case DT_INT64: return py::dtype::of<int64_t>();
-    case DT_UINT8: return py::dtype::of<uint8_t>();
-    case DT_INT8: return py::dtype::of<int8_t>();
-    case DT_INT16: return py::dtype::of<int16_t>();
-    case DT_UINT16: return py::dtype::of<uint16_t>();
-    case DT_UINT32: return py::dtype::of<uint32_t>();
-    case DT_UINT64: return py::dtype::of<uint64_t>();
-    case DT_BOOL: return py::dtype::of<bool>();
-    case DT_COMPLEX64: return py::dtype::of<std::complex<float>>();
-    case DT_COMPLEX128: return py::dtype::of<std::complex<double>>();
-    case DT_HALF: return Numpy().float16;
-    case DT_STRING: return Numpy().object;
+    case DT_FLOAT:
+      return py::dtype::of<float>();
+    case DT_DOUBLE:
+      return py::dtype::of<double>();
+    case DT_INT32:
+      return py::dtype::of<int32_t>();
+    case DT_INT64:
+      return py::dtype::of<int64_t>();
+    case DT_UINT8:
+      return py::dtype::of<uint8_t>();
+    case DT_INT8:
+      return py::dtype::of<int8_t>();
+    case DT_INT16:
+      return py::dtype::of<int16_t>();
+    case DT_UINT16:
+      return py::dtype::of<uint16_t>();
+    case DT_UINT32:
+      return py::dtype::of<uint32_t>();
+    case DT_UINT64:
+      return py::dtype::of<uint64_t>();
+    case DT_BOOL:
+      return py::dtype::of<bool>();
+    case DT_COMPLEX64:
+      return py::dtype::of<std::complex<float>>();
+    case DT_COMPLEX128:
+      return py::dtype::of<std::complex<double>>();
+    case DT_HALF:
+      return Numpy().float16;
+    case DT_STRING:
+      return Numpy().object;
     default:
       break;
   }
   if (BaseType(dtype) == DT_RESOURCE) {
-    throw py::type_error(absl::StrCat(
-        what, " is a resource handle (dtype resource), which cannot leave the session; "
-              "fetch the value it refers to instead (e.g. a variable's read_value())"));
+    throw py::type_error(absl::StrCat(what,
+                                      " is a resource handle (dtype resource), "
+                                      "which cannot leave the session; "
+                                      "fetch the value it refers to instead "
+                                      "(e.g. a variable's read_value())"));
   }
-  throw py::type_error(absl::StrCat(what, " has dtype ", DataTypeString(dtype),
-                                    ", which has no NumPy equivalent; cast it in the graph "
-                                    "(tf.cast) to one that has"));
+  throw py::type_error(
+      absl::StrCat(what, " has dtype ", DataTypeString(dtype),
+                   ", which has no NumPy equivalent; cast it in the graph "
+                   "(tf.cast) to one that has"));
 }
 
 DataType DataTypeForNumpy(const py::dtype& dtype) {
   const size_t size = static_cast<size_t>(dtype.itemsize());
   switch (dtype.kind()) {
     case 'f':
-      return size == 2 ? DT_HALF : size == 4 ? DT_FLOAT : size == 8 ? DT_DOUBLE : DT_INVALID;
+      return size == 2   ? DT_HALF
+             : size == 4 ? DT_FLOAT
+             : size == 8 ? DT_DOUBLE
+                         : DT_INVALID;
     case 'i':
       return size == 1   ? DT_INT8
              : size == 2 ? DT_INT16
@@ -172,10 +197,13 @@ DataType DataTypeForNumpy(const py::dtype& dtype) {
   }
 }
 
-Tensor TensorFromPython(py::handle value, DataType expected, absl::string_view what) {
+Tensor TensorFromPython(py::handle value, DataType expected,
+                        absl::string_view what) {
   if (value.is_none()) {
-    throw py::type_error(absl::StrCat(what, " is None; expected a NumPy array or a value "
-                                            "np.asarray accepts"));
+    throw py::type_error(
+        absl::StrCat(what,
+                     " is None; expected a NumPy array or a value "
+                     "np.asarray accepts"));
   }
   expected = BaseType(expected);
   py::array a = py::isinstance<py::array>(value)
@@ -186,8 +214,10 @@ Tensor TensorFromPython(py::handle value, DataType expected, absl::string_view w
   if (kind == 'O' && expected != DT_STRING) {
     if (expected != DT_INVALID) {
       throw py::type_error(absl::StrCat(
-          what, " is an array of Python objects (dtype object) but the tensor is ",
-          DataTypeString(expected), "; give a numeric array (object arrays are taken only "
+          what,
+          " is an array of Python objects (dtype object) but the tensor is ",
+          DataTypeString(expected),
+          "; give a numeric array (object arrays are taken only "
           "for string tensors, as arrays of bytes or str)"));
     }
     // No dtype asked for: an object array is taken as strings, or refused.
@@ -195,19 +225,22 @@ Tensor TensorFromPython(py::handle value, DataType expected, absl::string_view w
   }
   if (kind == 'S' || kind == 'U' || kind == 'O') {
     if (expected != DT_INVALID && expected != DT_STRING) {
-      throw py::type_error(absl::StrCat(what, " is an array of strings but the tensor is ",
-                                        DataTypeString(expected)));
+      throw py::type_error(
+          absl::StrCat(what, " is an array of strings but the tensor is ",
+                       DataTypeString(expected)));
     }
     return StringTensor(a, what);
   }
   const DataType got = DataTypeForNumpy(dt);
   if (got == DT_INVALID) {
-    throw py::type_error(absl::StrCat(what, " has NumPy dtype ", std::string(py::str(py::handle(dt))),
+    throw py::type_error(absl::StrCat(what, " has NumPy dtype ",
+                                      std::string(py::str(py::handle(dt))),
                                       ", which recflow tensors cannot hold"));
   }
   if (expected != DT_INVALID && got != expected) {
-    throw py::type_error(absl::StrCat(what, " is an array of ", DataTypeString(got),
-                                      " but the tensor is ", DataTypeString(expected)));
+    throw py::type_error(
+        absl::StrCat(what, " is an array of ", DataTypeString(got),
+                     " but the tensor is ", DataTypeString(expected)));
   }
   if (dt.byteorder() == '>') {  // non-native (big-endian) data: swap once
     a = a.attr("astype")(dt.attr("newbyteorder")("="));
@@ -236,11 +269,13 @@ py::object TensorToNumpy(Tensor tensor, absl::string_view what) {
     throw StatusError(errors::Internal(what, ": the tensor has no buffer"));
   }
   if (dtype == DT_STRING) {
-    py::array out = Numpy().empty(py::tuple(py::cast(shape)), py::arg("dtype") = dt);
+    py::array out =
+        Numpy().empty(py::tuple(py::cast(shape)), py::arg("dtype") = dt);
     PyObject** items = static_cast<PyObject**>(out.mutable_data());
     const std::string* src = tensor.data<std::string>();
     for (int64_t i = 0; i < n; ++i) {
-      PyObject* b = PyBytes_FromStringAndSize(src[i].data(), static_cast<Py_ssize_t>(src[i].size()));
+      PyObject* b = PyBytes_FromStringAndSize(
+          src[i].data(), static_cast<Py_ssize_t>(src[i].size()));
       if (b == nullptr) throw py::error_already_set();
       Py_XDECREF(items[i]);  // the None np.empty put there
       items[i] = b;

@@ -20,10 +20,10 @@
 #ifndef RECFLOW_PYTHON_PY_TENSOR_H_
 #define RECFLOW_PYTHON_PY_TENSOR_H_
 
-#include <string>
-
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+
+#include <string>
 
 #include "absl/strings/string_view.h"
 #include "recflow/core/tensor.h"
@@ -46,7 +46,8 @@ DataType DataTypeForNumpy(const pybind11::dtype& dtype);
 // Object arrays are refused for every other dtype. Errors name `what`:
 // TypeError (dtype), ValueError (np.asarray's own, e.g. ragged lists),
 // StatusError ResourceExhausted when the buffer cannot be allocated.
-Tensor TensorFromPython(pybind11::handle value, DataType expected, absl::string_view what);
+Tensor TensorFromPython(pybind11::handle value, DataType expected,
+                        absl::string_view what);
 
 // An ndarray for `tensor` (see the header comment for when it is a copy).
 // Strings become an object array of bytes. TypeError naming `what` for

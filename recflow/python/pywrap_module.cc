@@ -23,12 +23,14 @@ void RegisterSessionBindings(py::module_& m);  // py_session.cc
 PYBIND11_MODULE(_pywrap, m) {
   using namespace recflow;          // NOLINT
   using namespace recflow::python;  // NOLINT
-  m.doc() = "recflow's C++ core for the recflow Python package (see docs/python.md).";
+  m.doc() =
+      "recflow's C++ core for the recflow Python package (see docs/python.md).";
   RegisterStatusBindings(m);
   RegisterGraphBindings(m);
   RegisterSessionBindings(m);
   m.def(
-      "dtype_name", [](int dtype) { return DataTypeString(static_cast<DataType>(dtype)); },
+      "dtype_name",
+      [](int dtype) { return DataTypeString(static_cast<DataType>(dtype)); },
       py::arg("dtype"), "recflow's name of a DataType number: 1 -> 'float'.");
   m.def(
       "tensor_roundtrip",
@@ -37,8 +39,9 @@ PYBIND11_MODULE(_pywrap, m) {
         if (dtype != 0 && !DataTypeIsValid(dtype)) {
           throw py::value_error("tensor_roundtrip: not a DataType number");
         }
-        return TensorToNumpy(TensorFromPython(value, static_cast<DataType>(dtype), "value"),
-                             "value");
+        return TensorToNumpy(
+            TensorFromPython(value, static_cast<DataType>(dtype), "value"),
+            "value");
       },
       py::arg("value"), py::arg("dtype") = 0);
 }
