@@ -46,7 +46,7 @@ demo: build
 	@echo "  then GET http://127.0.0.1:8501/v1/models/deepfm/metadata (docs/serving_rest.md)"
 	@echo "  TensorBoard: tensorboard --logdir $(DEMO_MODEL)"
 	@echo
-	@echo "demo: the same from Python (TensorFlow 1.x's API, only the import changed; docs/python.md):"
+	@echo "demo: recflow from Python, TensorFlow 1.x's API with only the import changed (docs/python.md):"
 	@echo "  PYTHONPATH=$(BUILD_DIR)/python /usr/bin/python3 examples/python/quickstart.py"
 	@PYTHONPATH=$(BUILD_DIR)/python /usr/bin/python3 examples/python/quickstart.py
 
