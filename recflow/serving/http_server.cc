@@ -21,6 +21,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "recflow/core/json_writer.h"
 #include "recflow/core/logging.h"
 #include "recflow/core/status.h"
 #include "recflow/core/threadpool.h"
@@ -183,9 +184,8 @@ HttpResponse HttpResponse::Text(int status, std::string body) {
 }
 
 HttpResponse HttpResponse::JsonError(int status, absl::string_view message) {
-  std::string body = "{\"error\": ";
-  AppendJsonString(message, &body);
-  body += "}";
+  std::string body;
+  JsonWriter(&body).BeginObject().Key("error").String(message).EndObject();
   return Json(status, std::move(body));
 }
 
@@ -213,68 +213,6 @@ const char* HttpReasonPhrase(int status) {
     case 505: return "HTTP Version Not Supported";
     default: return "Unknown";
   }
-}
-
-void AppendJsonString(absl::string_view s, std::string* out) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  size_t i = 0;
-  const size_t n = s.size();
-  while (i < n) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      switch (c) {
-        case '"': out->append("\\\""); break;
-        case '\\': out->append("\\\\"); break;
-        case '\n': out->append("\\n"); break;
-        case '\r': out->append("\\r"); break;
-        case '\t': out->append("\\t"); break;
-        case '\b': out->append("\\b"); break;
-        case '\f': out->append("\\f"); break;
-        default:
-          if (c < 0x20) {
-            out->append("\\u00");
-            out->push_back(kHex[c >> 4]);
-            out->push_back(kHex[c & 15]);
-          } else {
-            out->push_back(static_cast<char>(c));
-          }
-      }
-      ++i;
-      continue;
-    }
-    // Validate one UTF-8 sequence.
-    int len = 0;
-    uint32_t cp = 0;
-    if ((c & 0xE0) == 0xC0) {
-      len = 2;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      len = 3;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      len = 4;
-      cp = c & 0x07;
-    }
-    bool ok = len > 0 && i + len <= n;
-    for (int k = 1; ok && k < len; ++k) {
-      unsigned char d = static_cast<unsigned char>(s[i + k]);
-      if ((d & 0xC0) != 0x80) ok = false;
-      cp = (cp << 6) | (d & 0x3F);
-    }
-    if (ok) {
-      static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-      ok = cp >= kMin[len] && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
-    }
-    if (ok) {
-      out->append(s.data() + i, len);
-      i += len;
-    } else {
-      out->append("\xEF\xBF\xBD");  // U+FFFD
-      ++i;
-    }
-  }
-  out->push_back('"');
 }
 
 // Implementation details follow.

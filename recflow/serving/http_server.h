@@ -138,11 +138,6 @@ struct HttpResponse {
 // The standard reason phrase ("Not Found"); "Unknown" for others.
 const char* HttpReasonPhrase(int status);
 
-// Appends `s` to `out` as a JSON string literal (quotes included; control
-// characters, quotes, backslashes escaped; invalid UTF-8 bytes become
-// U+FFFD so the output is always valid JSON).
-void AppendJsonString(absl::string_view s, std::string* out);
-
 class HttpServer {
  public:
   using Handler = std::function<HttpResponse(const HttpRequest&)>;

@@ -537,11 +537,5 @@ TEST(HttpServerTest, ThreadCountIsBoundedAndThreadFailureIsAStatus) {
               ::testing::HasSubstr("started 0 of 3 worker threads"));
 }
 
-TEST(HttpServerTest, JsonStringEscaping) {
-  std::string out;
-  AppendJsonString(std::string("a\"b\\c\n\x01\xff\xc3\xa9", 10), &out);
-  EXPECT_EQ(out, "\"a\\\"b\\\\c\\n\\u0001\xEF\xBF\xBD\xc3\xa9\"");
-}
-
 }  // namespace
 }  // namespace recflow::serving

@@ -21,7 +21,7 @@
 #include "rapidjson/writer.h"
 #include "recflow/core/status.h"
 #include "recflow/core/tensor.h"
-#include "recflow/serving/http_server.h"
+#include "recflow/core/json_writer.h"
 
 namespace recflow::serving {
 namespace {
@@ -665,49 +665,13 @@ absl::Status MakeExample(const Value& v, const std::string& where,
 // ---------------------------------------------------------------------------
 // Tensors -> JSON.
 
-template <typename T>
-void AppendFloating(T v, std::string* out) {
-  if (std::isnan(v)) {
-    out->append("NaN");
-    return;
-  }
-  if (std::isinf(v)) {
-    out->append(v < 0 ? "-Infinity" : "Infinity");
-    return;
-  }
-  // "%g" (6 significant digits) round-trips exactly when the shortest
-  // round-tripping form has at most 6 significant digits; count them there
-  // (to_chars' shortest form is fast; parsing back would not be).
-  char buf[64];
-  auto r = std::to_chars(buf, buf + sizeof(buf), v);
-  int digits = 0, pending_zeros = 0;
-  bool leading = true;
-  for (const char* p = buf; p < r.ptr && *p != 'e'; ++p) {
-    if (*p < '0' || *p > '9') continue;
-    if (*p == '0') {
-      if (!leading) ++pending_zeros;
-      continue;
-    }
-    leading = false;
-    digits += pending_zeros + 1;
-    pending_zeros = 0;
-  }
-  r = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::general,
-                    digits <= 6 ? 6 : std::numeric_limits<T>::max_digits10);
-  absl::string_view s(buf, r.ptr - buf);
-  out->append(s.data(), s.size());
-  if (s.find('.') == absl::string_view::npos && s.find('e') == absl::string_view::npos) {
-    out->append(".0");
-  }
-}
-
 absl::Status AppendElement(const Tensor& t, int64_t i, bool as_bytes, std::string* out) {
   switch (t.dtype()) {
-    case DT_FLOAT: AppendFloating(t.data<float>()[i], out); break;
-    case DT_DOUBLE: AppendFloating(t.data<double>()[i], out); break;
-    case DT_HALF: AppendFloating(static_cast<float>(t.data<half>()[i]), out); break;
+    case DT_FLOAT: AppendJsonFloat(t.data<float>()[i], out); break;
+    case DT_DOUBLE: AppendJsonDouble(t.data<double>()[i], out); break;
+    case DT_HALF: AppendJsonFloat(static_cast<float>(t.data<half>()[i]), out); break;
     case DT_BFLOAT16:
-      AppendFloating(static_cast<float>(t.data<bfloat16>()[i]), out);
+      AppendJsonFloat(static_cast<float>(t.data<bfloat16>()[i]), out);
       break;
     case DT_INT8: absl::StrAppend(out, t.data<int8_t>()[i]); break;
     case DT_INT16: absl::StrAppend(out, t.data<int16_t>()[i]); break;
@@ -757,9 +721,6 @@ bool IsBytesOutput(const std::string& name, const Tensor& t) {
 }
 
 }  // namespace
-
-void AppendJsonFloat(float value, std::string* out) { AppendFloating(value, out); }
-void AppendJsonDouble(double value, std::string* out) { AppendFloating(value, out); }
 
 absl::Status ParsePredictRequestJson(absl::string_view json,
                                      const SignatureLookup& lookup,
@@ -910,7 +871,7 @@ std::string ClassifyResponseToJson(const ClassifyResponse& response) {
       out.push_back('[');
       AppendJsonString(classes[j].label, &out);
       out.append(", ");
-      AppendFloating(classes[j].score, &out);
+      AppendJsonFloat(classes[j].score, &out);
       out.push_back(']');
     }
     out.push_back(']');
@@ -923,7 +884,7 @@ std::string RegressResponseToJson(const RegressResponse& response) {
   std::string out = "{\"results\": [";
   for (size_t i = 0; i < response.results.size(); ++i) {
     if (i > 0) out.append(", ");
-    AppendFloating(response.results[i], &out);
+    AppendJsonFloat(response.results[i], &out);
   }
   out.append("]}");
   return out;

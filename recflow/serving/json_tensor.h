@@ -109,10 +109,6 @@ std::string StatusResponseToJson(const StatusResponse& response);
 absl::StatusOr<std::string> MetadataResponseToJson(
     const MetadataResponse& response);
 
-// Appends a float/double as TF Serving writes it (see the top of the file).
-void AppendJsonFloat(float value, std::string* out);
-void AppendJsonDouble(double value, std::string* out);
-
 // TF's error code name for a status code ("INVALID_ARGUMENT").
 const char* ErrorCodeName(absl::StatusCode code);
 

@@ -57,32 +57,6 @@ void ExpectError(const Parsed& p, const std::string& needle,
       << "'" << needle << "' not in: " << p.status.message();
 }
 
-std::string Float(float v) {
-  std::string s;
-  AppendJsonFloat(v, &s);
-  return s;
-}
-
-TEST(JsonTensorTest, FloatsPrintAsTfServing) {
-  EXPECT_EQ(Float(2.5f), "2.5");
-  EXPECT_EQ(Float(3.f), "3.0");
-  EXPECT_EQ(Float(0.1f), "0.1");
-  EXPECT_EQ(Float(-4.f), "-4.0");
-  EXPECT_EQ(Float(1e-5f), "1e-05");
-  EXPECT_EQ(Float(9e6f), "9e+06");
-  EXPECT_EQ(Float(16777216.f), "16777216.0");
-  EXPECT_EQ(Float(1.f / 3), "0.333333343");
-  EXPECT_EQ(Float(std::nanf("")), "NaN");
-  EXPECT_EQ(Float(std::numeric_limits<float>::infinity()), "Infinity");
-  EXPECT_EQ(Float(-std::numeric_limits<float>::infinity()), "-Infinity");
-  std::string d;
-  AppendJsonDouble(0.1, &d);
-  EXPECT_EQ(d, "0.1");
-  d.clear();
-  AppendJsonDouble(1.0 / 3, &d);
-  EXPECT_EQ(d, "0.33333333333333331");
-}
-
 TEST(JsonTensorTest, RowFormatSingleInput) {
   Parsed p = Parse(R"({"instances": [1.0, 2.0, 5.0]})", Sig({{"x", DT_FLOAT}}));
   ASSERT_TRUE(p.status.ok()) << p.status;
