@@ -10,6 +10,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "recflow/core/status.h"
+#include "recflow/serving/json_example.h"
+#include "recflow/serving/json_response.h"
 
 namespace recflow::serving {
 namespace {
@@ -172,25 +174,25 @@ absl::StatusOr<RestApi::SignaturePtr> RestApi::LookupSignature(
 }
 
 HttpResponse RestApi::Predict(const ModelSpec& spec, const std::string& body) {
+  absl::StatusOr<PredictRequestJson> json =
+      PredictRequestJson::Parse(body, options_.json);
+  if (!json.ok()) return ErrorResponse(json.status());
   bool used_cache = false;
   for (int attempt = 0; attempt < 2; ++attempt) {
     PredictRequest request;
     request.model_spec = spec;
-    const bool use_cache = attempt == 0;
-    used_cache = false;
-    auto lookup = [&](const std::string& signature) {
-      return LookupSignature(spec, signature, use_cache, &used_cache);
-    };
-    JsonPredictFormat format;
-    absl::Status s =
-        ParsePredictRequestJson(body, lookup, options_.json, &request, &format);
+    request.model_spec.signature_name = json->signature_name();
+    absl::StatusOr<SignaturePtr> def =
+        LookupSignature(spec, json->signature_name(), attempt == 0, &used_cache);
+    absl::Status s = def.status();
+    if (s.ok()) s = json->ToInputs(**def, &request.inputs);
     if (s.ok()) {
       PredictResponse response;
       s = api_->Predict(request, &response);
       if (s.ok()) {
-        absl::StatusOr<std::string> json = PredictResponseToJson(response, format);
-        if (!json.ok()) return ErrorResponse(json.status());
-        return HttpResponse::Json(200, *std::move(json));
+        absl::StatusOr<std::string> out = PredictResponseToJson(response, json->format());
+        if (!out.ok()) return ErrorResponse(out.status());
+        return HttpResponse::Json(200, *std::move(out));
       }
     }
     // A cached signature may be stale (a new version with other inputs):

@@ -1,5 +1,6 @@
 // RestApi: TF Serving's REST API over a PredictionApi (prediction_api.h),
-// served by HttpServer (http_server.h); JSON formats in json_tensor.h.
+// served by HttpServer (http_server.h); JSON formats in json_predict.h,
+// json_example.h and json_response.h.
 //
 //   ASSIGN_OR_RETURN(std::unique_ptr<RestServer> rest,
 //                    RestServer::Create(core.get(), http_options));
@@ -44,7 +45,7 @@
 #include "absl/status/statusor.h"
 #include "recflow/core/mutex.h"
 #include "recflow/serving/http_server.h"
-#include "recflow/serving/json_tensor.h"
+#include "recflow/serving/json_predict.h"
 #include "recflow/serving/prediction_api.h"
 
 namespace recflow::serving {
