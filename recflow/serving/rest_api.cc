@@ -79,9 +79,11 @@ absl::StatusOr<Route> ParseModelPath(absl::string_view path) {
   return route;
 }
 
-std::string SignatureNames(const std::map<std::string, tensorflow::SignatureDef>& m) {
+// The names of `signatures`, sorted, joined with ", ".
+std::string SignatureNames(const SignatureMap& signatures) {
   std::vector<std::string> names;
-  for (const auto& kv : m) names.push_back(kv.first);
+  for (const auto& kv : signatures) names.push_back(kv.first);
+  std::sort(names.begin(), names.end());
   return absl::StrJoin(names, ", ");
 }
 
@@ -136,70 +138,35 @@ HttpResponse RestApi::Handle(const HttpRequest& request) {
   return route->metadata ? Metadata(route->spec) : ModelStatus(route->spec);
 }
 
-absl::StatusOr<RestApi::SignaturePtr> RestApi::LookupSignature(
-    const ModelSpec& spec, const std::string& signature, bool use_cache,
-    bool* from_cache) {
-  const std::string& name = signature.empty() ? kDefaultSignature : signature;
-  const std::string key = absl::StrCat(
-      spec.name, std::string(1, '\0'),
-      spec.version.has_value() ? absl::StrCat("v", *spec.version)
-                               : absl::StrCat("l", spec.version_label),
-      std::string(1, '\0'), name);
-  *from_cache = false;
-  if (use_cache) {
-    MutexLock lock(&cache_mu_);
-    auto it = signature_cache_.find(key);
-    if (it != signature_cache_.end()) {
-      *from_cache = true;
-      return it->second;
-    }
-  }
-  MetadataRequest meta_request;
-  meta_request.model_spec = spec;
-  MetadataResponse meta;
-  RETURN_IF_ERROR(api_->GetModelMetadata(meta_request, &meta));
-  auto it = meta.signature_def.find(name);
-  if (it == meta.signature_def.end()) {
-    return errors::NotFound("signature '", name, "' not found in model '",
-                            spec.name, "'; it has: ",
-                            SignatureNames(meta.signature_def));
-  }
-  auto def = std::make_shared<const tensorflow::SignatureDef>(std::move(it->second));
-  MutexLock lock(&cache_mu_);
-  // Keys come only from lookups that succeeded, so the cache holds real
-  // (model, version, signature) triples; still, bound it.
-  if (signature_cache_.size() >= 4096) signature_cache_.clear();
-  signature_cache_[key] = def;
-  return def;
-}
-
 HttpResponse RestApi::Predict(const ModelSpec& spec, const std::string& body) {
   absl::StatusOr<PredictRequestJson> json =
       PredictRequestJson::Parse(body, options_.json);
   if (!json.ok()) return ErrorResponse(json.status());
-  bool used_cache = false;
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    PredictRequest request;
-    request.model_spec = spec;
-    request.model_spec.signature_name = json->signature_name();
-    absl::StatusOr<SignaturePtr> def =
-        LookupSignature(spec, json->signature_name(), attempt == 0, &used_cache);
-    absl::Status s = def.status();
-    if (s.ok()) s = json->ToInputs(**def, &request.inputs);
-    if (s.ok()) {
-      PredictResponse response;
-      s = api_->Predict(request, &response);
-      if (s.ok()) {
-        absl::StatusOr<std::string> out = PredictResponseToJson(response, json->format());
-        if (!out.ok()) return ErrorResponse(out.status());
-        return HttpResponse::Json(200, *std::move(out));
-      }
+  PredictRequest request;
+  request.model_spec = spec;
+  request.model_spec.signature_name = json->signature_name();
+  // The body is typed by the signature of the version that will run it.
+  auto build = [&](const SignatureMap& signatures,
+                   PredictRequest* r) -> absl::Status {
+    const std::string name = json->signature_name().empty()
+                                 ? std::string(kDefaultSignature)
+                                 : json->signature_name();
+    auto it = signatures.find(name);
+    if (it == signatures.end()) {
+      return errors::NotFound("signature '", name, "' not found in model '",
+                              spec.name, "'; it has: ",
+                              SignatureNames(signatures));
     }
-    // A cached signature may be stale (a new version with other inputs):
-    // retry once with fresh metadata before reporting the error.
-    if (!used_cache) return ErrorResponse(s);
-  }
-  return HttpResponse::JsonError(500, "unreachable");
+    return json->ToInputs(it->second, &r->inputs);
+  };
+  PredictResponse response;
+  absl::Status s =
+      api_->PredictWithInputBuilder(std::move(request), build, &response);
+  if (!s.ok()) return ErrorResponse(s);
+  absl::StatusOr<std::string> out =
+      PredictResponseToJson(response, json->format());
+  if (!out.ok()) return ErrorResponse(out.status());
+  return HttpResponse::Json(200, *std::move(out));
 }
 
 HttpResponse RestApi::Classify(const ModelSpec& spec, const std::string& body) {
