@@ -125,8 +125,12 @@ HttpResponse RestApi::Handle(const HttpRequest& request) {
       return r;
     }
     if (route->verb == "predict") return Predict(route->spec, request.body);
-    if (route->verb == "classify") return Classify(route->spec, request.body);
-    return Regress(route->spec, request.body);
+    if (route->verb == "classify") {
+      return ExamplesCall(route->spec, request.body, &PredictionApi::Classify,
+                          &ClassifyResponseToJson);
+    }
+    return ExamplesCall(route->spec, request.body, &PredictionApi::Regress,
+                        &RegressResponseToJson);
   }
   if (!get) {
     HttpResponse r = HttpResponse::JsonError(
@@ -169,28 +173,20 @@ HttpResponse RestApi::Predict(const ModelSpec& spec, const std::string& body) {
   return HttpResponse::Json(200, *std::move(out));
 }
 
-HttpResponse RestApi::Classify(const ModelSpec& spec, const std::string& body) {
-  ClassifyRequest request;
+template <typename Request, typename Response>
+HttpResponse RestApi::ExamplesCall(
+    const ModelSpec& spec, const std::string& body,
+    absl::Status (PredictionApi::*call)(const Request&, Response*),
+    std::string (*to_json)(const Response&)) {
+  Request request;
   request.model_spec = spec;
   absl::Status s = ParseExamplesRequestJson(
       body, options_.json, &request.model_spec.signature_name, &request.input);
   if (!s.ok()) return ErrorResponse(s);
-  ClassifyResponse response;
-  s = api_->Classify(request, &response);
+  Response response;
+  s = (api_->*call)(request, &response);
   if (!s.ok()) return ErrorResponse(s);
-  return HttpResponse::Json(200, ClassifyResponseToJson(response));
-}
-
-HttpResponse RestApi::Regress(const ModelSpec& spec, const std::string& body) {
-  RegressRequest request;
-  request.model_spec = spec;
-  absl::Status s = ParseExamplesRequestJson(
-      body, options_.json, &request.model_spec.signature_name, &request.input);
-  if (!s.ok()) return ErrorResponse(s);
-  RegressResponse response;
-  s = api_->Regress(request, &response);
-  if (!s.ok()) return ErrorResponse(s);
-  return HttpResponse::Json(200, RegressResponseToJson(response));
+  return HttpResponse::Json(200, to_json(response));
 }
 
 HttpResponse RestApi::ModelStatus(const ModelSpec& spec) {

@@ -64,8 +64,12 @@ class RestApi {
 
  private:
   HttpResponse Predict(const ModelSpec& spec, const std::string& body);
-  HttpResponse Classify(const ModelSpec& spec, const std::string& body);
-  HttpResponse Regress(const ModelSpec& spec, const std::string& body);
+  // Classify or regress: a tf.Example JSON body, `call`, `to_json`.
+  template <typename Request, typename Response>
+  HttpResponse ExamplesCall(
+      const ModelSpec& spec, const std::string& body,
+      absl::Status (PredictionApi::*call)(const Request&, Response*),
+      std::string (*to_json)(const Response&));
   HttpResponse ModelStatus(const ModelSpec& spec);
   HttpResponse Metadata(const ModelSpec& spec);
 
