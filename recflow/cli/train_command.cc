@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "rapidjson/document.h"
 #include "recflow/checkpoint/saver.h"
 #include "recflow/cli/commands.h"
 #include "recflow/cli/distributed_train.h"
@@ -313,22 +314,24 @@ std::string OracleNote(const std::string& data_pattern) {
   std::stringstream ss;
   ss << f.rdbuf();
   const std::string text = ss.str();
-  const size_t at = text.find("\"oracle\"");
-  if (at == std::string::npos) return "";
-  auto number_after = [&](const char* key) {
-    const size_t k = text.find(key, at);
-    if (k == std::string::npos) return std::string();
-    size_t v = text.find(':', k) + 1;
-    while (v < text.size() && text[v] == ' ') ++v;
-    size_t e = v;
-    while (e < text.size() && (isdigit(text[e]) || text[e] == '.' || text[e] == '-')) ++e;
-    return text.substr(v, e - v);
+  rapidjson::Document doc;
+  doc.Parse(text.data(), text.size());
+  if (doc.HasParseError() || !doc.IsObject()) return "";
+  auto member = [](const rapidjson::Value& v, const char* key) -> const rapidjson::Value* {
+    if (!v.IsObject()) return nullptr;
+    auto it = v.FindMember(key);
+    return it == v.MemberEnd() ? nullptr : &it->value;
   };
-  const std::string auc = number_after("\"auc\""), logloss = number_after("\"logloss\"");
-  if (auc.empty()) return "";
-  double a = 0, l = 0;
-  if (!absl::SimpleAtod(auc, &a) || !absl::SimpleAtod(logloss, &l)) return "";
-  return absl::StrFormat("  (oracle: AUC %.4f, logloss %.4f)", a, l);
+  const rapidjson::Value* truth = member(doc, "ground_truth");
+  const rapidjson::Value* oracle = truth != nullptr ? member(*truth, "oracle") : nullptr;
+  const rapidjson::Value* auc = oracle != nullptr ? member(*oracle, "auc") : nullptr;
+  const rapidjson::Value* logloss = oracle != nullptr ? member(*oracle, "logloss") : nullptr;
+  // Null without test rows.
+  if (auc == nullptr || logloss == nullptr || !auc->IsNumber() || !logloss->IsNumber()) {
+    return "";
+  }
+  return absl::StrFormat("  (oracle: AUC %.4f, logloss %.4f)", auc->GetDouble(),
+                         logloss->GetDouble());
 }
 
 std::string SkippedBatchesNote(const Pipeline& p) {

@@ -182,6 +182,11 @@ class ServerCore : public PredictionApi {
 
   absl::Status Predict(const PredictRequest& request,
                        PredictResponse* response) override;
+  // Holds the one version it resolves from building the inputs to running
+  // them (counted as a "predict" request unless `build` fails).
+  absl::Status PredictWithInputBuilder(PredictRequest request,
+                                       PredictInputBuilder build,
+                                       PredictResponse* response) override;
   absl::Status Classify(const ClassifyRequest& request,
                         ClassifyResponse* response) override;
   absl::Status Regress(const RegressRequest& request,

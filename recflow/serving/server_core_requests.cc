@@ -402,6 +402,23 @@ absl::Status ServerCore::Predict(const PredictRequest& request,
                       [&] { return DoPredict(request, response, true); });
 }
 
+absl::Status ServerCore::PredictWithInputBuilder(PredictRequest request,
+                                                 PredictInputBuilder build,
+                                                 PredictResponse* response) {
+  absl::StatusOr<std::shared_ptr<const Servable>> servable =
+      Resolve(request.model_spec);
+  if (servable.ok()) {
+    // Inputs the builder refuses never reach the model, and are not counted
+    // (as a gRPC request whose tensors fail to decode is not).
+    RETURN_IF_ERROR(
+        build((*servable)->bundle.meta_graph_def.signature_def(), &request));
+  }
+  return RecordedCall("predict", request, response, [&]() -> absl::Status {
+    RETURN_IF_ERROR(servable.status());
+    return DoPredict(request, response, true, *servable);
+  });
+}
+
 absl::Status ServerCore::Classify(const ClassifyRequest& request,
                                   ClassifyResponse* response) {
   return RecordedCall("classify", request, response,

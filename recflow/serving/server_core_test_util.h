@@ -64,10 +64,12 @@ inline void CopyHalfPlusTwo(const std::string& dir) {
 // A SavedModel computing y = a * x + b for x float [n] (signature
 // "serving_default": input "x" (-1), output "y" (-1); and "scalar": output
 // "b" = the scalar b, for tests of outputs without a batch dimension).
-// `assets_extra` files go under assets.extra/.
+// `assets_extra` files go under assets.extra/. With dtype DT_DOUBLE, x, y,
+// a and b are doubles.
 inline absl::Status WriteAffineModel(
     const std::string& dir, float a, float b,
-    const std::map<std::string, std::string>& assets_extra = {}) {
+    const std::map<std::string, std::string>& assets_extra = {},
+    tensorflow::DataType dtype = tensorflow::DT_FLOAT) {
   // The graph is written as NodeDefs (serving/ may not include ops/).
   tensorflow::GraphDef graph;
   auto node = [&](const std::string& name, const std::string& op,
@@ -78,13 +80,15 @@ inline absl::Status WriteAffineModel(
     for (const auto& in : inputs) n->add_input(in);
     return n;
   };
-  auto set_dtype = [](tensorflow::NodeDef* n, const char* attr) {
-    (*n->mutable_attr())[attr].set_type(tensorflow::DT_FLOAT);
+  auto set_dtype = [&](tensorflow::NodeDef* n, const char* attr) {
+    (*n->mutable_attr())[attr].set_type(dtype);
   };
   auto constant = [&](const std::string& name, float value) {
     tensorflow::NodeDef* n = node(name, "Const", {});
     set_dtype(n, "dtype");
-    TensorToProto(Tensor::Scalar<float>(value),
+    TensorToProto(dtype == tensorflow::DT_DOUBLE
+                      ? Tensor::Scalar<double>(value)
+                      : Tensor::Scalar<float>(value),
                   (*n->mutable_attr())["value"].mutable_tensor());
   };
   tensorflow::NodeDef* x = node("x", "Placeholder", {});
@@ -99,10 +103,10 @@ inline absl::Status WriteAffineModel(
   tensorflow::MetaGraphDef* mg = sm.add_meta_graphs();
   mg->mutable_meta_info_def()->add_tags("serve");
   *mg->mutable_graph_def() = graph;
-  auto info = [](const std::string& name, std::vector<int64_t> dims) {
+  auto info = [&](const std::string& name, std::vector<int64_t> dims) {
     tensorflow::TensorInfo t;
     t.set_name(name);
-    t.set_dtype(tensorflow::DT_FLOAT);
+    t.set_dtype(dtype);
     for (int64_t d : dims) t.mutable_tensor_shape()->add_dim()->set_size(d);
     return t;
   };
