@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -117,22 +118,56 @@ absl::StatusOr<int64_t> ScalarStep(const Tensor& t, const std::string& name) {
                                  t.shape().DebugString(), "; expected an int64 or int32 scalar");
 }
 
-// Steps on a Session of its own. The global step is read in the step's own
-// Session::Run by a node added for the purpose (once per set of targets and
-// fetches): a read of the global step with control inputs on the step's
-// targets and fetched nodes, so it sees the step's increment.
+// Steps on a Session of its own. The global step after a step is read in
+// the step's own Session::Run: Create adds to the graph, for every increment
+// of the global step (an AssignAdd of it: what Minimize and the zoo's "train"
+// run), a read of the global step with a control input on that increment.
+// A step whose targets and fetches run exactly one increment (found once per
+// signature, walking the graph as Session prunes it) fetches that read: it
+// runs after the increment, and adds nothing else to the step. Other steps
+// (none, or several increments) read it with a second run afterwards.
 class LocalStepRunner : public StepRunner {
  public:
   static absl::StatusOr<std::unique_ptr<LocalStepRunner>> Create(
       const SessionOptions& options, const tensorflow::GraphDef& graph_def) {
     std::unique_ptr<LocalStepRunner> r(new LocalStepRunner);
-    ASSIGN_OR_RETURN(r->session_, Session::Create(options, graph_def));
-    if (auto gs = GetGlobalStep(*r->session_->graph()); gs.ok()) {
-      r->global_step_node_ = gs->node()->name();
-      r->global_step_name_ = absl::StrCat(gs->node()->name(), ":", gs->index());
-      r->global_step_dtype_ = VariableDtype(*gs);
-      r->global_step_is_resource_ = IsResourceVariable(*gs);
+    const tensorflow::NodeDef* gs = nullptr;
+    for (const auto& n : graph_def.node()) {
+      auto mark = n.attr().find(internal::kGlobalStepAttr);
+      if (mark != n.attr().end() && mark->second.b()) gs = &n;
     }
+    if (gs == nullptr) {
+      ASSIGN_OR_RETURN(r->session_, Session::Create(options, graph_def));
+      return r;
+    }
+    tensorflow::GraphDef def = graph_def;
+    const std::string gs_node = gs->name();
+    const bool resource = gs->op() == "VarHandleOp";
+    const tensorflow::AttrValue dtype = gs->attr().at("dtype");
+    auto add_read = [&](const std::string& name, const std::string& after) {
+      tensorflow::NodeDef* n = def.add_node();
+      n->set_name(name);
+      n->set_op(resource ? "ReadVariableOp" : "Identity");
+      n->add_input(gs_node);
+      (*n->mutable_attr())[resource ? "dtype" : "T"] = dtype;
+      if (!after.empty()) n->add_input("^" + after);
+      return name + ":0";
+    };
+    r->read_ = add_read(gs_node + "/monitored_read", "");
+    const int num_nodes = def.node_size();
+    for (int i = 0; i < num_nodes; ++i) {
+      const tensorflow::NodeDef& n = def.node(i);
+      if ((n.op() != "AssignAdd" && n.op() != "AssignAddVariableOp") || n.input_size() == 0) {
+        continue;
+      }
+      absl::string_view var = n.input(0);
+      var = var.substr(0, var.find(':'));
+      if (var != gs_node) continue;
+      const std::string increment = n.name();
+      r->read_after_[increment] =
+          add_read(absl::StrCat(gs_node, "/read_after_step_", r->read_after_.size()), increment);
+    }
+    ASSIGN_OR_RETURN(r->session_, Session::Create(options, def));
     return r;
   }
 
@@ -140,77 +175,88 @@ class LocalStepRunner : public StepRunner {
 
   absl::Status Run(const RunArgs& args, std::vector<Tensor>* results, RunMetadata* metadata,
                    int64_t* global_step) override {
-    std::vector<std::string> fetches = args.fetches;
-    std::string read;
-    if (!global_step_name_.empty()) {
-      ASSIGN_OR_RETURN(read, ReadAfter(args));
-      fetches.push_back(read);
-    }
+    const std::string* read = read_.empty() ? nullptr : &ReadAfter(args);
     RunOptions options;
     options.trace = args.trace;
+    if (read == nullptr || read->empty()) {
+      RETURN_IF_ERROR(session_->Run(options, args.feeds, args.fetches, args.targets, results,
+                                    args.trace ? metadata : nullptr));
+      if (read == nullptr) {
+        *global_step = -1;
+        return absl::OkStatus();
+      }
+      ASSIGN_OR_RETURN(*global_step, ReadGlobalStep());  // the step runs no single increment
+      return absl::OkStatus();
+    }
+    std::vector<std::string> fetches = args.fetches;
+    fetches.push_back(*read);
     RETURN_IF_ERROR(session_->Run(options, args.feeds, fetches, args.targets, results,
                                   args.trace ? metadata : nullptr));
-    *global_step = -1;
-    if (!read.empty()) {
-      ASSIGN_OR_RETURN(*global_step, ScalarStep(results->back(), global_step_name_));
-      results->pop_back();
-    }
+    ASSIGN_OR_RETURN(*global_step, ScalarStep(results->back(), read_));
+    results->pop_back();
     return absl::OkStatus();
   }
 
   absl::StatusOr<int64_t> ReadGlobalStep() override {
-    if (global_step_name_.empty()) return int64_t{-1};
-    ASSIGN_OR_RETURN(std::string read, ReadAfter({}));
+    if (read_.empty()) return int64_t{-1};
     std::vector<Tensor> out;
-    RETURN_IF_ERROR(session_->Run({}, {read}, {}, &out));
-    return ScalarStep(out[0], global_step_name_);
+    RETURN_IF_ERROR(session_->Run({}, {read_}, {}, &out));
+    return ScalarStep(out[0], read_);
   }
 
  private:
   LocalStepRunner() = default;
 
-  // The node reading the global step after `args`' targets and fetched
-  // nodes (those not fed: a control edge to a fed node would run it).
-  absl::StatusOr<std::string> ReadAfter(const RunArgs& args) {
-    std::vector<std::string> after = args.targets;
+  // The read after the one increment `args` run ("" when they run none or
+  // several), found once per set of feeds, fetches and targets.
+  const std::string& ReadAfter(const RunArgs& args) {
+    std::string key = absl::StrJoin(args.targets, ",");
+    absl::StrAppend(&key, "|", absl::StrJoin(args.fetches, ","), "|");
+    for (const auto& feed : args.feeds) absl::StrAppend(&key, feed.first, ",");
+    auto [it, inserted] = read_for_.try_emplace(std::move(key));
+    if (!inserted) return it->second;
+    // Walk back from the targets and the fetched tensors, as Session prunes:
+    // a fed tensor cuts the walk (and a fetched one that is fed runs nothing).
+    absl::flat_hash_set<std::string> fed;
+    for (const auto& feed : args.feeds) fed.insert(CanonicalTensor(feed.first));
+    std::shared_ptr<const Graph> graph = session_->graph();
+    std::vector<const Node*> stack;
+    auto push = [&](const std::string& name) {
+      if (const Node* n = graph->FindNode(name); n != nullptr) stack.push_back(n);
+    };
+    for (const std::string& t : args.targets) push(absl::StartsWith(t, "^") ? t.substr(1) : t);
     for (const std::string& f : args.fetches) {
-      absl::string_view node = f;
-      if (!node.empty() && node[0] == '^') node.remove_prefix(1);
-      node = node.substr(0, node.find(':'));
-      bool fed = false;
-      for (const auto& [name, value] : args.feeds) {
-        fed = fed || absl::string_view(name).substr(0, name.find(':')) == node;
+      if (!fed.contains(CanonicalTensor(f))) push(f.substr(0, f.find(':')));
+    }
+    absl::flat_hash_set<const Node*> seen;
+    std::vector<const std::string*> found;
+    while (!stack.empty()) {
+      const Node* n = stack.back();
+      stack.pop_back();
+      if (!seen.insert(n).second) continue;
+      if (auto r = read_after_.find(n->name()); r != read_after_.end()) found.push_back(&r->second);
+      for (const Edge* e : n->in_edges()) {
+        if (!e->IsControlEdge() &&
+            fed.contains(absl::StrCat(e->src->name(), ":", e->src_output))) {
+          continue;
+        }
+        stack.push_back(e->src);
       }
-      if (!fed) after.emplace_back(node);
     }
-    std::sort(after.begin(), after.end());
-    after.erase(std::unique(after.begin(), after.end()), after.end());
-    const std::string key = absl::StrJoin(after, ",");
-    if (auto it = reads_.find(key); it != reads_.end()) return it->second;
-    tensorflow::GraphDef def;
-    auto* n = def.add_node();
-    n->set_name(absl::StrCat(global_step_node_, "/read_after_step_", reads_.size()));
-    n->add_input(global_step_name_);
-    const DataType dtype = global_step_dtype_;
-    if (global_step_is_resource_) {
-      n->set_op("ReadVariableOp");
-      (*n->mutable_attr())["dtype"].set_type(static_cast<tensorflow::DataType>(dtype));
-    } else {
-      n->set_op("Identity");
-      (*n->mutable_attr())["T"].set_type(static_cast<tensorflow::DataType>(dtype));
-    }
-    for (const std::string& a : after) n->add_input(absl::StrCat("^", a));
-    RETURN_IF_ERROR(session_->Extend(def));
-    return reads_[key] = n->name() + ":0";
+    if (found.size() == 1) it->second = *found[0];
+    return it->second;
+  }
+
+  // "x" -> "x:0".
+  static std::string CanonicalTensor(absl::string_view name) {
+    return name.find(':') == absl::string_view::npos ? absl::StrCat(name, ":0")
+                                                     : std::string(name);
   }
 
   std::unique_ptr<Session> session_;
-  // The graph's global step (Extend replaces the graph: names, not nodes).
-  std::string global_step_node_;
-  std::string global_step_name_;  // "node:index"; "" when the graph has none
-  DataType global_step_dtype_ = DT_INT64;
-  bool global_step_is_resource_ = false;
-  absl::flat_hash_map<std::string, std::string> reads_;  // sorted nodes -> read
+  std::string read_;  // a plain read of the global step; "" when the graph has none
+  absl::flat_hash_map<std::string, std::string> read_after_;  // increment -> its read
+  absl::flat_hash_map<std::string, std::string> read_for_;    // run signature -> read
 };
 
 }  // namespace

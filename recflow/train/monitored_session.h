@@ -28,8 +28,8 @@
 //   5. hooks' AfterCreateSession(session).
 // Run(feeds, fetches, targets): every hook's BeforeRun may add fetches,
 // feeds and targets and ask for a trace; one step runs it all, and fetches
-// the global step after it in the same Session::Run (a read ordered after
-// the step's targets and fetches); every hook's AfterRun sees its own
+// the global step after it in the same Session::Run (a read of it ordered
+// after the step's increment of it); every hook's AfterRun sees its own
 // fetched values and may request a stop. Hooks that persist state
 // (SessionRunHook::SavesState: the checkpoint saver) run their AfterRun
 // after the others. End of input (OutOfRange, from the step, e.g.

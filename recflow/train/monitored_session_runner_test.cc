@@ -366,6 +366,22 @@ TEST(HooksTest, SummariesAndProgressFollowAJumpingGlobalStep) {
   EXPECT_THAT(text, HasSubstr(" ex/s  loss 0.5"));
 }
 
+// Records the nodes each traced step ran.
+class TraceHook : public SessionRunHook {
+ public:
+  absl::Status BeforeRun(SessionRunContext*, RunArgs* args) override {
+    args->trace = true;
+    return absl::OkStatus();
+  }
+  absl::Status AfterRun(SessionRunContext*, const RunValues& values) override {
+    std::vector<std::string> nodes;
+    for (const auto& n : values.metadata->step_stats.nodes) nodes.push_back(n.node_name);
+    steps.push_back(std::move(nodes));
+    return absl::OkStatus();
+  }
+  std::vector<std::vector<std::string>> steps;
+};
+
 // A resource-variable global step is read in the step's own run, after the
 // step: it counts every step.
 TEST(LocalStepRunnerTest, ReadsAResourceGlobalStepAfterTheStep) {
@@ -383,7 +399,10 @@ TEST(LocalStepRunnerTest, ReadsAResourceGlobalStepAfterTheStep) {
   GlobalVariablesInitializer(root);
   auto def = root.ToGraphDef();
   ASSERT_TRUE(def.ok()) << def.status();
-  auto ms = MonitoredSession::Create({}, *def);
+  std::vector<std::unique_ptr<SessionRunHook>> hooks;
+  hooks.push_back(std::make_unique<TraceHook>());
+  const TraceHook* trace = static_cast<const TraceHook*>(hooks.back().get());
+  auto ms = MonitoredSession::Create({}, *def, std::move(hooks));
   ASSERT_TRUE(ms.ok()) << ms.status();
   EXPECT_EQ((*ms)->global_step(), 0);
   std::vector<Tensor> out;
@@ -393,9 +412,15 @@ TEST(LocalStepRunnerTest, ReadsAResourceGlobalStepAfterTheStep) {
     ASSERT_EQ(out.size(), 1u);  // the caller's fetches only
     EXPECT_EQ((*ms)->global_step(), i);
   }
-  // A run without targets reads the same step.
+  // In the step's own run: the read after the increment ran in it.
+  ASSERT_EQ(trace->steps.size(), 20u);
+  EXPECT_THAT(trace->steps.back(), ::testing::Contains("global_step/read_after_step_0"));
+  // A run without targets runs no increment (nor that read), and reads the
+  // same step.
   ASSERT_TRUE((*ms)->Run({{"x", Tensor::FromVector<float>({1})}}, {"loss:0"}, {}, &out).ok());
   EXPECT_EQ((*ms)->global_step(), 20);
+  EXPECT_THAT(trace->steps.back(),
+              ::testing::Not(::testing::Contains("global_step/read_after_step_0")));
 }
 
 }  // namespace
