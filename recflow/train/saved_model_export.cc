@@ -10,7 +10,8 @@
 #include "recflow/framework/attr_value_util.h"
 #include "recflow/framework/op_registry.h"
 #include "recflow/framework/tensor_util.h"
-#include "recflow/train/table_saveable.h"
+#include "recflow/embedding/embedding_resource.h"
+#include "recflow/embedding/table_bundle.h"
 #include "recflow/train/variables.h"
 
 namespace recflow::train {
@@ -307,7 +308,7 @@ absl::Status ExportSavedModel(
         checkpoint::Saveable s = checkpoint::VarSaveable(rm, ref);
         RETURN_IF_ERROR(s.save(writer.get(), ref.checkpoint_key));
       }
-      // Hash embedding tables, in TableSaveable's layout under the table
+      // Hash embedding tables, in the bridge's layout under the table
       // node's name (serving/saved_model_bundle.h imports them on load).
       for (const Output& t : tables) {
         const Node* n = t.node();
@@ -322,7 +323,7 @@ absl::Status ExportSavedModel(
                                             "or restore a checkpoint first): ",
                                             res.status().message());
         }
-        RETURN_IF_ERROR(SaveTable((*res)->table(), writer.get(), n->name(), -1));
+        RETURN_IF_ERROR(embedding::SaveTable((*res)->table(), writer.get(), n->name(), -1));
       }
       return writer->Finish();
     };
