@@ -1,46 +1,29 @@
-// Hash embedding tables in a SavedModel: imported from the variables bundle
-// after the graph's restore op (see saved_model_bundle.h), through the
-// table <-> bundle bridge that training restores with
-// (embedding/table_bundle.h).
+// Hash embedding tables in a SavedModel: created from the graph's nodes and
+// imported from the variables bundle after the graph's restore op (see
+// saved_model_bundle.h), through the table <-> bundle bridge that training
+// restores with (embedding/table_bundle.h).
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "recflow/checkpoint/bundle_reader.h"
 #include "recflow/core/status.h"
-#include "recflow/embedding/embedding_resource.h"
+#include "recflow/embedding/graph_tables.h"
 #include "recflow/embedding/table_bundle.h"
 #include "recflow/serving/saved_model_bundle.h"
 
 namespace recflow::serving {
-namespace {
 
-constexpr char kTableOp[] = "HashEmbeddingTableOp";
-
-std::string StringAttrOf(const tensorflow::NodeDef& node, const char* name) {
-  auto it = node.attr().find(name);
-  return it == node.attr().end() ? "" : it->second.s();
-}
-
-}  // namespace
-
-absl::Status RestoreHashTables(Session* session, const tensorflow::GraphDef& graph_def, Env* env,
-                               const std::string& variables_prefix) {
-  std::vector<const tensorflow::NodeDef*> tables;
-  for (const auto& node : graph_def.node()) {
-    if (node.op() == kTableOp) tables.push_back(&node);
-  }
+absl::Status RestoreHashTables(Session* session, Env* env, const std::string& variables_prefix) {
+  ResourceMgr* rm = session->device()->resource_manager();
+  ASSIGN_OR_RETURN(std::vector<embedding::GraphTable> tables,
+                   embedding::CreateGraphTables(*session->graph(), rm));
   if (tables.empty()) return absl::OkStatus();
   if (!env->FileExists(variables_prefix + ".index")) {
-    return errors::NotFound("the graph has hash embedding table '", tables[0]->name(),
+    return errors::NotFound("the graph has hash embedding table '", tables[0].where.node,
                             "' but there is no variables bundle ", variables_prefix, ".index");
   }
-  // Running the table ops creates the tables from their attrs.
-  std::vector<std::string> targets;
-  for (const auto* node : tables) targets.push_back(node->name());
-  RETURN_IF_ERROR(session->Run({}, {}, targets, nullptr));
   ASSIGN_OR_RETURN(auto reader, checkpoint::BundleReader::Open(env, variables_prefix));
-  ResourceMgr* rm = session->device()->resource_manager();
   embedding::TableBundleOptions options;
   options.env = env;
   // The session runs no step yet: its intra-op pool is idle, and the
@@ -48,16 +31,11 @@ absl::Status RestoreHashTables(Session* session, const tensorflow::GraphDef& gra
   options.pool = session->device()->intra_op_pool();
   // Serving lookups read no optimizer slot: they keep their initial values.
   options.restore_slots = false;
-  for (const auto* node : tables) {
-    std::string container = StringAttrOf(*node, "container");
-    if (container.empty()) container = rm->default_container();
-    std::string name = StringAttrOf(*node, "shared_name");
-    if (name.empty()) name = node->name();
-    ASSIGN_OR_RETURN(auto res, embedding::EmbeddingTableResource::Lookup(*rm, container, name));
-    absl::Status s = embedding::RestoreTable(res->table(), *reader, node->name(),
+  for (const embedding::GraphTable& t : tables) {
+    absl::Status s = embedding::RestoreTable(t.resource->table(), *reader, t.where.node,
                                              /*delta=*/false, options);
     if (!s.ok()) {
-      return errors::Annotate(s, absl::StrCat("importing hash embedding table '", node->name(),
+      return errors::Annotate(s, absl::StrCat("importing hash embedding table '", t.where.node,
                                               "'"));
     }
   }
