@@ -8,7 +8,7 @@
 //
 //   ASSIGN_OR_RETURN(std::vector<GraphTable> tables,
 //                    CreateGraphTables(*session->graph(), rm));
-//   for (const GraphTable& t : tables) ... t.node, t.resource->table() ...
+//   for (const GraphTable& t : tables) ... t.where.node, t.resource->table() ...
 //
 // A table is created once per (container, shared name), as the op's kernel
 // does when it runs (EmbeddingTableResource::LookupOrCreate); an existing
@@ -63,11 +63,6 @@ struct GraphTable {
 // Creates (or finds) the table of every HashEmbeddingTableOp node of
 // `graph` in `rm`, as running the nodes would. Errors name the node.
 absl::StatusOr<std::vector<GraphTable>> CreateGraphTables(const Graph& graph, ResourceMgr* rm);
-
-// The existing table of `where` in `rm`; FailedPrecondition naming the node
-// when it was never created (the graph never ran and nothing restored it).
-absl::StatusOr<std::shared_ptr<EmbeddingTableResource>> LookupTable(const ResourceMgr& rm,
-                                                                    const TableNode& where);
 
 }  // namespace recflow::embedding
 
