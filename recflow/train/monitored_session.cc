@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "recflow/core/status.h"
 #include "recflow/data/iterator_resource.h"
+#include "recflow/embedding/graph_tables.h"
 #include "recflow/framework/attr_value_util.h"
 #include "recflow/core/logging.h"
 #include "recflow/train/global_step.h"
@@ -88,11 +89,8 @@ absl::StatusOr<std::vector<checkpoint::Saveable>> GraphSaveables(Session* sessio
 }
 
 absl::Status CreateHashTables(Session* session) {
-  std::vector<std::string> targets;
-  for (const Output& t : HashTables(*session->graph())) targets.push_back(t.node()->name());
-  if (targets.empty()) return absl::OkStatus();
-  std::vector<Tensor> unused;
-  return session->Run({}, {}, targets, &unused);
+  return embedding::CreateGraphTables(*session->graph(), session->device()->resource_manager())
+      .status();
 }
 
 absl::Status RestoreModel(Session* session, const std::string& dir, const std::string& prefix) {
