@@ -260,14 +260,15 @@ void VersionManager::RunLoad(const std::shared_ptr<Model>& model,
         model->SetState(version, ModelVersionState::kUnloading);
       } else {
         size_t n;
-        {
+        {  // the map and the state change together
           MutexLock served_lock(&model->served->mu_);
           auto next = std::make_shared<VersionMap>(*model->served->available_);
           (*next)[version] = std::move(*servable);
           n = next->size();
           model->served->available_ = std::move(next);
+          model->served->states_[version] = {version,
+                                             ModelVersionState::kAvailable};
         }
-        model->SetState(version, ModelVersionState::kAvailable);
         if (options_.available_versions != nullptr) {
           options_.available_versions->Set({model->name},
                                            static_cast<double>(n));
