@@ -1,6 +1,7 @@
 // ServerCore's request path: resolving a model spec to a loaded version,
 // running signatures (through the batch scheduler when enabled), and the
-// PredictionApi methods. Loading and polling are in server_core.cc.
+// PredictionApi methods. The config, the loader (load + warm-up) and the
+// wiring of the version source, policy and manager are in server_core.cc.
 #include <algorithm>
 #include <set>
 #include <utility>
