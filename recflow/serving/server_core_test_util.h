@@ -2,6 +2,7 @@
 //
 //   CopyHalfPlusTwo(base + "/123");          // TF Serving's test model
 //   WriteAffineModel(base + "/7", 2.f, 7.f); // y = 2 x + 7, recflow-built
+//   EXPECT_TRUE(Eventually([&] { return core->AvailableVersions("m") == want; }));
 //
 // Test-only (header-only, included by *_test.cc files). Not thread-safe.
 #ifndef RECFLOW_SERVING_SERVER_CORE_TEST_UTIL_H_
@@ -9,8 +10,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "recflow/checkpoint/half_plus_two_test_util.h"
@@ -121,6 +124,16 @@ inline absl::Status WriteAffineModel(
   checkpoint::SavedModelWriteOptions options;
   options.assets_extra = assets_extra;
   return checkpoint::WriteSavedModel(Env::Default(), dir, sm, options);
+}
+
+// Polls `done` every 10 ms for up to 10 s; its last answer.
+template <typename F>
+bool Eventually(F done) {
+  for (int i = 0; i < 1000; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return done();
 }
 
 // A TFRecord file's bytes holding `records`.
