@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "recflow/core/status.h"
 #include "recflow/framework/attr_value_util.h"
+#include "recflow/framework/resource_mgr.h"
 
 namespace recflow::embedding {
 namespace {
@@ -100,14 +101,11 @@ absl::StatusOr<TableNode> ParseTableNode(const tensorflow::NodeDef& node,
   auto where = [&]() {
     return absl::StrCat(kHashTableOp, " '", node.name(), "'");
   };
-  absl::Status s = GetNodeAttr(attrs, "container", &t.container);
-  if (s.ok()) s = GetNodeAttr(attrs, "shared_name", &t.name);
-  if (s.ok()) {
-    if (t.container.empty()) t.container = default_container;
-    if (t.name.empty()) t.name = node.name();
-    t.options.name = t.name;
-    s = ParseOptions(attrs, &t.options);
-  }
+  ResourceLocation location = NodeResourceLocation(node, default_container);
+  t.container = std::move(location.container);
+  t.name = std::move(location.name);
+  t.options.name = t.name;
+  absl::Status s = ParseOptions(attrs, &t.options);
   if (!s.ok()) return errors::Annotate(s, where());
   return t;
 }

@@ -12,6 +12,7 @@
 #include "recflow/data/iterator_resource.h"
 #include "recflow/embedding/graph_tables.h"
 #include "recflow/framework/attr_value_util.h"
+#include "recflow/framework/resource_mgr.h"
 #include "recflow/core/logging.h"
 #include "recflow/train/global_step.h"
 #include "recflow/train/hooks.h"
@@ -21,20 +22,10 @@
 namespace recflow::train {
 namespace {
 
-// A string attr of a node, "" when absent.
-std::string StringAttr(const Node& node, const std::string& name) {
-  std::string value;
-  if (!GetNodeAttr(AttrSlice(node.def()), name, &value).ok()) return "";
-  return value;
-}
-
 checkpoint::Saveable IteratorSaveable(ResourceMgr* rm, const Node& node) {
-  std::string container = StringAttr(node, "container");
-  std::string name = StringAttr(node, "shared_name");
-  if (container.empty()) container = rm->default_container();
-  if (name.empty()) name = node.name();
-  auto find = [rm, container, name]() {
-    return rm->Lookup<data::IteratorResource>(container, name);
+  ResourceLocation where = NodeResourceLocation(node.def(), rm->default_container());
+  auto find = [rm, where]() {
+    return rm->Lookup<data::IteratorResource>(where.container, where.name);
   };
   return checkpoint::TensorSaveable(
       absl::StrCat(node.name(), "/iterator_state"),
@@ -63,19 +54,21 @@ absl::StatusOr<std::vector<checkpoint::Saveable>> GraphSaveables(Session* sessio
   for (const Output& var : GlobalVariables(*graph)) {
     checkpoint::VarRef ref;
     ref.checkpoint_key = VariableName(var);
-    ref.container = StringAttr(*var.node(), "container");
-    ref.name = StringAttr(*var.node(), "shared_name");
-    if (ref.name.empty()) ref.name = var.node()->name();
+    ResourceLocation where = NodeResourceLocation(var.node()->def(), rm->default_container());
+    ref.container = std::move(where.container);
+    ref.name = std::move(where.name);
     ref.dtype = VariableDtype(var);
     ref.shape = VariableShape(var);
     out.push_back(checkpoint::VarSaveable(rm, std::move(ref)));
   }
-  for (const Output& table : HashTables(*graph)) {
+  // Every HashEmbeddingTableOp node, the set CreateHashTables creates (not
+  // only tables made by train::HashEmbeddingTable: imported graphs too).
+  ASSIGN_OR_RETURN(std::vector<embedding::TableNode> tables, embedding::FindGraphTables(*graph, *rm));
+  for (embedding::TableNode& table : tables) {
     TableRef ref;
-    ref.checkpoint_key = table.node()->name();
-    ref.container = StringAttr(*table.node(), "container");
-    ref.name = StringAttr(*table.node(), "shared_name");
-    if (ref.name.empty()) ref.name = table.node()->name();
+    ref.checkpoint_key = table.node;
+    ref.container = std::move(table.container);
+    ref.name = std::move(table.name);
     // Saves and restores run between steps: the session's intra-op pool is
     // idle then, and copies the table's chunks in parallel.
     TableSaveableOptions options;

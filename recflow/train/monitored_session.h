@@ -287,8 +287,9 @@ class MonitoredSession {
 // the saveables must not outlive the session.
 absl::StatusOr<std::vector<checkpoint::Saveable>> GraphSaveables(Session* session);
 
-// Runs the session graph's HashEmbeddingTableOp nodes so that their tables
-// exist (a restore fills existing tables only). MonitoredSession::Create does
+// Creates the tables of the session graph's HashEmbeddingTableOp nodes
+// (embedding::CreateGraphTables) so that they exist before a restore (a
+// restore fills existing tables only). MonitoredSession::Create does
 // this; call it before restoring with a Saver of your own.
 absl::Status CreateHashTables(Session* session);
 

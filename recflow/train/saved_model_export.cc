@@ -8,6 +8,7 @@
 #include "recflow/checkpoint/saver.h"
 #include "recflow/core/status.h"
 #include "recflow/framework/attr_value_util.h"
+#include "recflow/framework/resource_mgr.h"
 #include "recflow/framework/op_registry.h"
 #include "recflow/framework/tensor_util.h"
 #include "recflow/embedding/embedding_resource.h"
@@ -17,12 +18,6 @@
 
 namespace recflow::train {
 namespace {
-
-std::string StringAttr(const Node& node, const std::string& name) {
-  std::string value;
-  if (!GetNodeAttr(AttrSlice(node.def()), name, &value).ok()) return "";
-  return value;
-}
 
 // Appends nodes to a GraphDef, TensorFlow-style names ("save/Assign_3").
 class DefBuilder {
@@ -302,9 +297,9 @@ absl::Status ExportSavedModel(
       for (const Node* n : sorted) {
         checkpoint::VarRef ref;
         ref.checkpoint_key = n->name();
-        ref.container = StringAttr(*n, "container");
-        ref.name = StringAttr(*n, "shared_name");
-        if (ref.name.empty()) ref.name = n->name();
+        ResourceLocation where = NodeResourceLocation(n->def(), rm->default_container());
+        ref.container = std::move(where.container);
+        ref.name = std::move(where.name);
         ref.dtype = VariableDtype(Output(const_cast<Node*>(n)));
         ref.shape = VariableShape(Output(const_cast<Node*>(n)));
         checkpoint::Saveable s = checkpoint::VarSaveable(rm, ref);
