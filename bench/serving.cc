@@ -38,7 +38,7 @@
 //          batching server mixing up requests).
 //
 // The client threads run on the same 2-core machine as the server (they are
-// cheap: a pre-serialized body, one write per request, a minimal parse of
+// cheap: a pre-serialized body, one write per request, a rapidjson parse of
 // the response), and the CPU time they use is printed (`client_cpu_s=`).
 
 #include <netinet/in.h>
@@ -68,6 +68,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "bench/bench_util.h"
+#include "rapidjson/document.h"
 #include "recflow/checkpoint/bundle_reader.h"
 #include "recflow/core/env.h"
 #include "recflow/core/status.h"
@@ -204,33 +205,44 @@ std::string HttpRequest(const Flags& f, const std::string& body) {
                       body.size(), "\r\n\r\n", body);
 }
 
-// The numbers of the "probabilities" list (or, without it, of the first
-// list after "outputs"/"predictions").
-absl::StatusOr<std::vector<double>> ParseScores(const std::string& body) {
-  size_t p = body.find("\"probabilities\"");
-  if (p == std::string::npos) p = body.find("\"outputs\"");
-  if (p == std::string::npos) p = body.find("\"predictions\"");
-  if (p == std::string::npos) {
-    return errors::Internal("no scores in the response: ", body.substr(0, 300));
+// Appends the numbers in `v` (nested lists flattened; a row object
+// contributes its "probabilities").
+void AppendNumbers(const rapidjson::Value& v, std::vector<double>* out) {
+  if (v.IsNumber()) {
+    out->push_back(v.GetDouble());
+  } else if (v.IsArray()) {
+    for (const rapidjson::Value& e : v.GetArray()) AppendNumbers(e, out);
+  } else if (v.IsObject()) {
+    auto p = v.FindMember("probabilities");
+    if (p != v.MemberEnd()) AppendNumbers(p->value, out);
   }
-  p = body.find('[', p);
-  const size_t e = body.find(']', p);
-  if (p == std::string::npos || e == std::string::npos) {
+}
+
+// The scores of a predict response: its "probabilities" output, or without
+// one its first output ({"outputs": ...}), or its rows ({"predictions": ...}).
+absl::StatusOr<std::vector<double>> ParseScores(const std::string& body) {
+  rapidjson::Document doc;
+  doc.Parse<rapidjson::kParseNanAndInfFlag>(body.data(), body.size());
+  if (doc.HasParseError() || !doc.IsObject()) {
     return errors::Internal("malformed response: ", body.substr(0, 300));
   }
-  std::vector<double> out;
-  const char* s = body.data() + p + 1;
-  const char* end = body.data() + e;
-  while (s < end) {
-    char* next = nullptr;
-    const double v = std::strtod(s, &next);
-    if (next == s) {
-      ++s;
-      continue;
+  const rapidjson::Value* scores = nullptr;
+  if (auto it = doc.FindMember("outputs"); it != doc.MemberEnd()) {
+    scores = &it->value;
+    if (scores->IsObject()) {
+      auto p = scores->FindMember("probabilities");
+      scores = p != scores->MemberEnd() ? &p->value
+               : scores->MemberCount() > 0 ? &scores->MemberBegin()->value
+                                           : nullptr;
     }
-    out.push_back(v);
-    s = next;
+  } else if (auto it = doc.FindMember("predictions"); it != doc.MemberEnd()) {
+    scores = &it->value;
   }
+  if (scores == nullptr) {
+    return errors::Internal("no scores in the response: ", body.substr(0, 300));
+  }
+  std::vector<double> out;
+  AppendNumbers(*scores, &out);
   return out;
 }
 

@@ -32,8 +32,8 @@
 #include "recflow/checkpoint/bundle_reader.h"
 #include "recflow/checkpoint/bundle_writer.h"
 #include "recflow/checkpoint/saver.h"
+#include "recflow/checkpoint/tensor_cursor.h"
 #include "recflow/cli/commands.h"
-#include "recflow/core/crc32c.h"
 #include "recflow/core/env.h"
 #include "recflow/core/status.h"
 #include "recflow/core/tensor.h"
@@ -453,47 +453,6 @@ ValueDiff DiffValues(const Tensor& a, const Tensor& b, double atol) {
   return d;
 }
 
-// Reads one fixed-size tensor of a bundle in order with positioned reads,
-// extending its crc32c; Finish() checks it. Lets diff walk two tensors side
-// by side in bounded memory (ReadChunks' callback cannot).
-class TensorCursor {
- public:
-  absl::Status Open(Env* env, const BundleReader& reader, const TensorInfo& info) {
-    info_ = info;
-    path_ = checkpoint::DataFilename(reader.prefix(), info.shard_id, reader.num_shards());
-    ASSIGN_OR_RETURN(file_, env->NewRandomAccessFile(path_));
-    return absl::OkStatus();
-  }
-  // The next min(n, remaining) bytes.
-  absl::StatusOr<absl::string_view> Next(size_t n) {
-    n = static_cast<size_t>(std::min<uint64_t>(n, info_.size - pos_));
-    buf_.resize(n);
-    ASSIGN_OR_RETURN(absl::string_view got, file_->Read(info_.offset + pos_, n, buf_.data()));
-    if (got.size() != n) {
-      return errors::DataLoss("tensor '", info_.name, "': short read from ", path_,
-                              " (truncated data file)");
-    }
-    crc_ = crc32c::Extend(crc_, got.data(), n);
-    pos_ += n;
-    return got;
-  }
-  absl::Status Finish() const {
-    if (crc_ != crc32c::Unmask(info_.masked_crc32c)) {
-      return errors::DataLoss("checksum mismatch for tensor '", info_.name, "' in ", path_,
-                              " (corrupted)");
-    }
-    return absl::OkStatus();
-  }
-
- private:
-  TensorInfo info_;
-  std::string path_;
-  std::unique_ptr<RandomAccessFile> file_;
-  std::string buf_;
-  uint64_t pos_ = 0;
-  uint32_t crc_ = 0;
-};
-
 // Tensors above this size are compared piece by piece.
 constexpr uint64_t kStreamDiffBytes = 32ull << 20;
 constexpr size_t kDiffPieceBytes = 8 << 20;  // a multiple of every element size
@@ -505,16 +464,18 @@ absl::StatusOr<ValueDiff> DiffTensor(Env* env, const BundleReader& ra, const Bun
     ASSIGN_OR_RETURN(Tensor tb, rb.Lookup(ib.name));
     return DiffValues(ta, tb, atol);
   }
-  TensorCursor ca, cb;
-  RETURN_IF_ERROR(ca.Open(env, ra, ia));
-  RETURN_IF_ERROR(cb.Open(env, rb, ib));
+  // Both tensors side by side, in pieces (checkpoint::TensorCursor).
+  ASSIGN_OR_RETURN(checkpoint::TensorCursor ca, checkpoint::TensorCursor::Open(env, ra, ia));
+  ASSIGN_OR_RETURN(checkpoint::TensorCursor cb, checkpoint::TensorCursor::Open(env, rb, ib));
   const size_t es = DataTypeSize(ia.dtype);
+  std::string a(static_cast<size_t>(std::min<uint64_t>(ia.size, kDiffPieceBytes)), '\0');
+  std::string b(a.size(), '\0');
   ValueDiff d;
-  for (uint64_t done = 0; done < ia.size;) {
-    ASSIGN_OR_RETURN(absl::string_view a, ca.Next(kDiffPieceBytes));
-    ASSIGN_OR_RETURN(absl::string_view b, cb.Next(kDiffPieceBytes));
-    DiffPod(ia.dtype, a.data(), b.data(), static_cast<int64_t>(a.size() / es), atol, &d);
-    done += a.size();
+  while (ca.remaining() > 0) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(ca.remaining(), a.size()));
+    RETURN_IF_ERROR(ca.Read(n, a.data()));
+    RETURN_IF_ERROR(cb.Read(n, b.data()));
+    DiffPod(ia.dtype, a.data(), b.data(), static_cast<int64_t>(n / es), atol, &d);
   }
   RETURN_IF_ERROR(ca.Finish());
   RETURN_IF_ERROR(cb.Finish());

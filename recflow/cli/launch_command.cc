@@ -375,7 +375,18 @@ absl::Status Spawn(const std::string& program, const Args& argv, Task* task) {
   const pid_t parent = getpid();
   const std::string exec_error = absl::StrCat("error: cannot run '", program, "': ");
 
+  // Note [signals around fork]: the child inherits launch's handlers, which
+  // write to launch's signal pipe. A SIGTERM that StopAll sends to a task
+  // that has not yet reset them (a ps exiting at once while the others
+  // start, on a loaded machine) would run launch's handler in the child and
+  // read back in launch as "launch got SIGTERM" (exit 143). So every signal
+  // is blocked across fork; the child resets the handlers and only then
+  // unblocks, so a signal sent to it early takes its default action.
+  sigset_t all, old_mask;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old_mask);
   const pid_t pid = fork();
+  if (pid != 0) pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
   if (pid < 0) {
     const int err = errno;
     for (int fd : {out_pipe[0], out_pipe[1], err_pipe[0], err_pipe[1], devnull}) {
@@ -396,6 +407,7 @@ absl::Status Spawn(const std::string& program, const Args& argv, Task* task) {
     dfl.sa_handler = SIG_DFL;
     sigemptyset(&dfl.sa_mask);
     for (int sig : {SIGCHLD, SIGINT, SIGTERM, SIGPIPE}) sigaction(sig, &dfl, nullptr);
+    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     execve(program.c_str(), cargv.data(), cenv.data());
     const char* why = std::strerror(errno);
     ssize_t unused = write(STDERR_FILENO, exec_error.data(), exec_error.size());

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <memory>
 
 #include "absl/strings/numbers.h"
@@ -77,6 +78,8 @@ struct ServeFlags {
   std::string poll_wait = "1", intra_op = "0", inter_op = "0";
   std::string rest_threads = "0", rest_timeout_ms = "30000", grpc_threads = "0";
   std::string rest_idle_ms = "15000";
+  std::string load_threads = "0", unload_threads = "0", load_retries = "0";
+  std::string load_retry_interval = "60000000";
   bool enable_batching = false, fail_if_zero = false;
 };
 
@@ -125,6 +128,24 @@ absl::Status Serve(const ServeFlags& f) {
                    ParseThreads("tensorflow_intra_op_parallelism", f.intra_op));
   ASSIGN_OR_RETURN(options.session.inter_op_threads,
                    ParseThreads("tensorflow_inter_op_parallelism", f.inter_op));
+  ASSIGN_OR_RETURN(int load_threads, ParseThreads("num_load_threads", f.load_threads));
+  if (load_threads > 0) options.num_load_threads = load_threads;
+  ASSIGN_OR_RETURN(int unload_threads, ParseThreads("num_unload_threads", f.unload_threads));
+  if (unload_threads > 0) options.num_unload_threads = unload_threads;
+  ASSIGN_OR_RETURN(int64_t retries, ParseInt("max_num_load_retries", f.load_retries));
+  if (retries > std::numeric_limits<int32_t>::max()) {
+    return errors::InvalidArgument("--max_num_load_retries is ", retries, "; must be at most ",
+                                   std::numeric_limits<int32_t>::max());
+  }
+  options.max_num_load_retries = static_cast<int>(retries);
+  // As in TF Serving, a negative interval retries at once.
+  constexpr int64_t kDayMicros = int64_t{24} * 3600 * 1000 * 1000;
+  int64_t& interval = options.load_retry_interval_micros;
+  if (!absl::SimpleAtoi(f.load_retry_interval, &interval) || interval > kDayMicros) {
+    return errors::InvalidArgument(
+        "--load_retry_interval_micros must be a number of microseconds, at most ", kDayMicros,
+        " (one day; < 0: retry at once), got '", f.load_retry_interval, "'");
+  }
   ASSIGN_OR_RETURN(int grpc_port, ParsePort("port", f.port));
   ASSIGN_OR_RETURN(int rest_port, ParsePort("rest_api_port", f.rest_api_port));
   ASSIGN_OR_RETURN(int rest_threads, ParseThreads("rest_api_num_threads", f.rest_threads));
@@ -241,6 +262,14 @@ int ServeCommand(const Args& args) {
               {"rest_api_idle_timeout_in_ms", &f.rest_idle_ms, nullptr,
                "a REST connection with no request in progress is closed after this long "
                "(default 15000)"},
+              {"num_load_threads", &f.load_threads, nullptr,
+               "threads loading versions, at most 4096 (0: the default, 4)"},
+              {"num_unload_threads", &f.unload_threads, nullptr,
+               "threads destroying unloaded versions, at most 4096 (0: the default, 1)"},
+              {"max_num_load_retries", &f.load_retries, nullptr,
+               "retries of a version that failed to load (default 0)"},
+              {"load_retry_interval_micros", &f.load_retry_interval, nullptr,
+               "wait before the first retry, doubling for each next one (default 60000000)"},
               {"fail_if_zero_versions_at_startup", nullptr, &f.fail_if_zero,
                "exit when a model has no version on disk"},
           },

@@ -46,7 +46,7 @@ mkdir -p "$TMP/models/h2"
 cp -r "$HPT" "$TMP/models/h2/123"
 SERVE_H2=(--model_base_path="$TMP/models/h2" --rest_api_port=auto --port=0)
 "$RECFLOW" serve --model_name=half_plus_two --model_base_path="$TMP/models/h2" \
-  --rest_api_port=auto --port=0 --file_system_poll_wait_seconds=0.2 \
+  --rest_api_port=auto --port=0 --file_system_poll_wait_seconds=0.2 --num_load_threads=2 \
   >"$TMP/out" 2>"$TMP/err" &
 SERVER_PID=$!
 for _ in $(seq 100); do
@@ -161,6 +161,15 @@ check no_threads_message "^error: .*cannot start thread" "$out"
 
 expect_fail idle_timeout "--rest_api_idle_timeout_in_ms is 0; must be between 1 and 86400000" \
   "${SERVE_H2[@]}" --rest_api_idle_timeout_in_ms=0
+# Loading flags (TF Serving's names): bounded, naming the flag.
+expect_fail load_threads "--num_load_threads is 5000; must be between 0 and 4096" \
+  "${SERVE_H2[@]}" --num_load_threads=5000
+expect_fail unload_threads "--num_unload_threads must be a non-negative integer, got '-1'" \
+  "${SERVE_H2[@]}" --num_unload_threads=-1
+expect_fail load_retries "--max_num_load_retries is 4294967296; must be at most 2147483647" \
+  "${SERVE_H2[@]}" --max_num_load_retries=4294967296
+expect_fail retry_interval "--load_retry_interval_micros must be a number of microseconds, at most 86400000000" \
+  "${SERVE_H2[@]}" --load_retry_interval_micros=1e9
 
 # An absurd batch timeout is refused at load, naming the field; a request
 # waiting for its batch is answered at once on SIGTERM, and the server exits

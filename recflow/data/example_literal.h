@@ -11,7 +11,7 @@
 // int64_list. A feature's values must be of one kind, and a key may appear
 // once per dict.
 //
-// Not the REST API's tf.Example JSON (serving/json_tensor.h), which is
+// Not the REST API's tf.Example JSON (serving/json_example.h), which is
 // strict JSON with {"b64": ...} strings and booleans; this one takes the
 // command line's looser numbers (nan, inf) and reports errors by position
 // in the text. Errors are InvalidArgument naming the position.

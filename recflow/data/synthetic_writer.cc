@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "recflow/core/json_writer.h"
 #include "recflow/core/status.h"
 #include "recflow/core/threadpool.h"
 #include "recflow/data/synthetic_tfrecord.h"
@@ -226,109 +227,151 @@ class SplitWriter {
   int64_t rows_total_;
 };
 
-// Numbers in JSON: finite doubles with enough digits to round-trip at the
-// precision that matters here.
-std::string Num(double v) {
-  if (!std::isfinite(v)) return "null";
-  return absl::StrFormat("%.10g", v);
-}
-
-std::string Str(absl::string_view s) { return absl::StrCat("\"", s, "\""); }
-
+// dataset.json: a summary for people and tools. Numbers with 10
+// significant digits (enough for the precision that matters here); a
+// non-finite one, or a test metric without test rows, is null.
 std::string BuildJson(const SyntheticWriteOptions& o,
                       const SyntheticGenerator& gen,
                       const SyntheticDatasetSummary& s) {
+  using L = JsonWriter::Layout;
   const SyntheticConfig& c = o.config;
   const bool tsv = o.format == SyntheticFormat::kCriteoTsv;
-  std::string j = "{\n";
-  absl::StrAppend(&j, "  \"name\": \"recflow-synthetic-criteo\",\n");
-  absl::StrAppend(&j, "  \"format\": ", Str(SyntheticFormatName(o.format)),
-                  ",\n");
-  absl::StrAppend(&j, "  \"generator\": {\n    \"version\": 1,\n    \"seed\": ",
-                  c.seed, ",\n    \"target_ctr\": ", Num(c.target_ctr),
-                  ",\n    \"calibration_rows\": ", c.calibration_rows,
-                  ",\n    \"dense_hidden_units\": ", c.dense_hidden_units,
-                  ",\n    \"dense_effect_scale\": ", Num(c.dense_effect_scale),
-                  ",\n    \"interactions\": [");
-  for (size_t i = 0; i < c.interactions.size(); ++i) {
-    const SyntheticInteraction& p = c.interactions[i];
-    absl::StrAppend(&j, i == 0 ? "\n" : ",\n", "      {\"fields\": [\"C",
-                    p.field_a + 1, "\", \"C", p.field_b + 1,
-                    "\"], \"rank\": ", p.rank, ", \"scale\": ", Num(p.scale),
-                    "}");
+  const bool has_test = s.test.rows > 0;
+  std::string j;
+  JsonWriter w(&j);
+  auto num = [&](double v) {
+    if (std::isfinite(v)) {
+      w.Double(v, 10);
+    } else {
+      w.Null();
+    }
+  };
+  auto metric = [&](double v) {
+    if (has_test) {
+      num(v);
+    } else {
+      w.Null();
+    }
+  };
+  auto field = [](const char* prefix, int zero_based) {
+    return absl::StrCat(prefix, zero_based + 1);
+  };
+  w.BeginObject(L::kMultiline);
+  w.Key("name").String("recflow-synthetic-criteo");
+  w.Key("format").String(SyntheticFormatName(o.format));
+
+  w.Key("generator").BeginObject(L::kMultiline);
+  w.Key("version").Int(1);
+  w.Key("seed").Uint(c.seed);
+  w.Key("target_ctr");
+  num(c.target_ctr);
+  w.Key("calibration_rows").Int(c.calibration_rows);
+  w.Key("dense_hidden_units").Int(c.dense_hidden_units);
+  w.Key("dense_effect_scale");
+  num(c.dense_effect_scale);
+  w.Key("interactions").BeginArray(L::kMultiline);
+  for (const SyntheticInteraction& p : c.interactions) {
+    w.BeginObject().Key("fields").BeginArray();
+    w.String(field("C", p.field_a)).String(field("C", p.field_b)).EndArray();
+    w.Key("rank").Int(p.rank).Key("scale");
+    num(p.scale);
+    w.EndObject();
   }
-  absl::StrAppend(&j, c.interactions.empty() ? "]" : "\n    ]");
+  w.EndArray();
   const SyntheticHistorySpec& h = c.history;
   if (h.max_length > 0) {
-    absl::StrAppend(&j, ",\n    \"history\": {\"max_length\": ", h.max_length,
-                    ", \"item_field\": \"C", h.item_field + 1,
-                    "\", \"num_categories\": ", h.num_categories,
-                    ", \"scale\": ", Num(h.scale), "}");
+    w.Key("history").BeginObject();
+    w.Key("max_length").Int(h.max_length);
+    w.Key("item_field").String(field("C", h.item_field));
+    w.Key("num_categories").Int(h.num_categories);
+    w.Key("scale");
+    num(h.scale);
+    w.EndObject();
   }
-  absl::StrAppend(&j, "\n  },\n");
+  w.EndObject();
 
-  absl::StrAppend(
-      &j, "  \"schema\": {\n    \"label\": {\"name\": \"label\", \"type\": ",
-      tsv ? "\"int\"" : "\"float\"", "},\n    \"dense\": [");
+  w.Key("schema").BeginObject(L::kMultiline);
+  w.Key("label").BeginObject().Key("name").String("label");
+  w.Key("type").String(tsv ? "int" : "float").EndObject();
+  w.Key("dense").BeginArray(L::kMultiline);
   for (int d = 0; d < kSyntheticNumDense; ++d) {
     const SyntheticDenseSpec& spec = c.dense[d];
-    absl::StrAppend(
-        &j, d == 0 ? "\n" : ",\n", "      {\"name\": \"I", d + 1,
-        "\", \"type\": \"int64\", \"missing_rate\": ", Num(spec.missing_rate),
-        ", \"log_mean\": ", Num(spec.log_mean),
-        ", \"log_stddev\": ", Num(spec.log_stddev),
-        ", \"activity_weight\": ", Num(spec.activity_weight),
-        ", \"train_missing\": ", Num(s.train.dense_missing[d]), "}");
+    w.BeginObject().Key("name").String(field("I", d)).Key("type").String("int64");
+    w.Key("missing_rate");
+    num(spec.missing_rate);
+    w.Key("log_mean");
+    num(spec.log_mean);
+    w.Key("log_stddev");
+    num(spec.log_stddev);
+    w.Key("activity_weight");
+    num(spec.activity_weight);
+    w.Key("train_missing");
+    num(s.train.dense_missing[d]);
+    w.EndObject();
   }
-  absl::StrAppend(&j, "\n    ],\n    \"categorical\": [");
+  w.EndArray();
+  w.Key("categorical").BeginArray(L::kMultiline);
   for (int f = 0; f < kSyntheticNumCategorical; ++f) {
     const SyntheticCategoricalSpec& spec = c.categorical[f];
-    absl::StrAppend(
-        &j, f == 0 ? "\n" : ",\n", "      {\"name\": \"C", f + 1,
-        "\", \"type\": ", tsv ? "\"hex8\"" : "\"bytes\"",
-        ", \"cardinality\": ", spec.cardinality,
-        ", \"zipf_exponent\": ", Num(spec.zipf_exponent),
-        ", \"missing_rate\": ", Num(spec.missing_rate),
-        ", \"effect_scale\": ", Num(spec.effect_scale),
-        ", \"train_distinct\": ", s.train.distinct_ids[f],
-        ", \"test_distinct\": ", s.test.distinct_ids[f],
-        ", \"train_missing\": ", Num(s.train.categorical_missing[f]), "}");
+    w.BeginObject().Key("name").String(field("C", f));
+    w.Key("type").String(tsv ? "hex8" : "bytes");
+    w.Key("cardinality").Int(spec.cardinality);
+    w.Key("zipf_exponent");
+    num(spec.zipf_exponent);
+    w.Key("missing_rate");
+    num(spec.missing_rate);
+    w.Key("effect_scale");
+    num(spec.effect_scale);
+    w.Key("train_distinct").Int(s.train.distinct_ids[f]);
+    w.Key("test_distinct").Int(s.test.distinct_ids[f]);
+    w.Key("train_missing");
+    num(s.train.categorical_missing[f]);
+    w.EndObject();
   }
-  absl::StrAppend(&j, "\n    ]");
+  w.EndArray();
   if (h.max_length > 0) {
-    absl::StrAppend(&j, ",\n    \"sequences\": [\n      {\"name\": \"H1\", "
-                    "\"items_of\": \"C", h.item_field + 1,
-                    "\", \"separator\": \",\", \"max_length\": ", h.max_length,
-                    "}\n    ]");
+    w.Key("sequences").BeginArray(L::kMultiline).BeginObject();
+    w.Key("name").String("H1").Key("items_of").String(field("C", h.item_field));
+    w.Key("separator").String(",").Key("max_length").Int(h.max_length);
+    w.EndObject().EndArray();
   }
-  absl::StrAppend(&j, "\n  },\n  \"splits\": {\n");
-  auto split = [&](const char* name, const SyntheticSplitSummary& sp,
-                   bool last) {
-    absl::StrAppend(&j, "    \"", name, "\": {\"rows\": ", sp.rows,
-                    ", \"positives\": ", sp.positives,
-                    ", \"ctr\": ", Num(sp.ctr),
-                    ", \"mean_probability\": ", Num(sp.mean_probability),
-                    ", \"bytes\": ", sp.bytes, ", \"files\": [");
-    for (size_t i = 0; i < sp.files.size(); ++i) {
-      absl::StrAppend(&j, i == 0 ? "" : ", ", Str(sp.files[i]));
-    }
-    absl::StrAppend(&j, "]}", last ? "\n" : ",\n");
+  w.EndObject();
+
+  w.Key("splits").BeginObject(L::kMultiline);
+  auto split = [&](const char* name, const SyntheticSplitSummary& sp) {
+    w.Key(name).BeginObject();
+    w.Key("rows").Int(sp.rows).Key("positives").Int(sp.positives).Key("ctr");
+    num(sp.ctr);
+    w.Key("mean_probability");
+    num(sp.mean_probability);
+    w.Key("bytes").Int(sp.bytes).Key("files").BeginArray();
+    for (const std::string& file : sp.files) w.String(file);
+    w.EndArray().EndObject();
   };
-  split("train", s.train, false);
-  split("test", s.test, true);
-  absl::StrAppend(&j, "  },\n");
-  const bool has_test = s.test.rows > 0;
-  auto metric = [&](double v) {
-    return has_test ? Num(v) : std::string("null");
-  };
-  absl::StrAppend(
-      &j, "  \"ground_truth\": {\n    \"bias\": ", Num(gen.bias()),
-      ",\n    \"evaluated_on\": \"test\"",
-      ",\n    \"oracle\": {\"auc\": ", metric(s.oracle_auc),
-      ", \"logloss\": ", metric(s.oracle_logloss), "}",
-      ",\n    \"first_order_only\": {\"auc\": ", metric(s.first_order_auc), "}",
-      ",\n    \"constant_ctr\": {\"auc\": ", has_test ? "0.5" : "null",
-      ", \"logloss\": ", metric(s.constant_logloss), "}\n  }\n}\n");
+  split("train", s.train);
+  split("test", s.test);
+  w.EndObject();
+
+  w.Key("ground_truth").BeginObject(L::kMultiline);
+  w.Key("bias");
+  num(gen.bias());
+  w.Key("evaluated_on").String("test");
+  w.Key("oracle").BeginObject().Key("auc");
+  metric(s.oracle_auc);
+  w.Key("logloss");
+  metric(s.oracle_logloss);
+  w.EndObject();
+  w.Key("first_order_only").BeginObject().Key("auc");
+  metric(s.first_order_auc);
+  w.EndObject();
+  w.Key("constant_ctr").BeginObject().Key("auc");
+  metric(0.5);
+  w.Key("logloss");
+  metric(s.constant_logloss);
+  w.EndObject();
+  w.EndObject();
+  w.EndObject();
+  j += "\n";
   return j;
 }
 

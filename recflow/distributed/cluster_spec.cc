@@ -12,8 +12,7 @@
 #include "absl/strings/strip.h"
 #include "rapidjson/document.h"
 #include "rapidjson/error/en.h"
-#include "rapidjson/stringbuffer.h"
-#include "rapidjson/writer.h"
+#include "recflow/core/json_writer.h"
 #include "recflow/core/status.h"
 
 namespace recflow::distributed {
@@ -227,14 +226,15 @@ std::vector<std::string> SplitHosts(absl::string_view hosts) {
   return out;
 }
 
-using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
+// TF_CONFIG (and the cluster in launch's messages) is written without
+// spaces, one line for an environment variable.
+constexpr JsonWriter::Options kCompact = {.style = JsonWriter::Style::kCompact};
 
 void WriteJobs(const ClusterSpec::JobMap& jobs, JsonWriter* w) {
-  w->StartObject();
+  w->BeginObject();
   for (const auto& [job, addresses] : jobs) {
-    w->Key(job.data(), job.size());
-    w->StartArray();
-    for (const std::string& a : addresses) w->String(a.data(), a.size());
+    w->Key(job).BeginArray();
+    for (const std::string& a : addresses) w->String(a);
     w->EndArray();
   }
   w->EndObject();
@@ -489,10 +489,10 @@ absl::Status ClusterSpec::ValidateDevice(absl::string_view device) const {
 }
 
 std::string ClusterSpec::ToJson() const {
-  rapidjson::StringBuffer buf;
-  JsonWriter w(buf);
+  std::string out;
+  JsonWriter w(&out, kCompact);
   WriteJobs(jobs_, &w);
-  return std::string(buf.GetString(), buf.GetSize());
+  return out;
 }
 
 bool ClusterConfig::is_chief() const {
@@ -527,20 +527,14 @@ std::string ClusterConfig::address() const {
 }
 
 std::string ClusterConfig::ToTfConfig() const {
-  rapidjson::StringBuffer buf;
-  JsonWriter w(buf);
-  w.StartObject();
-  w.Key("cluster");
+  std::string out;
+  JsonWriter w(&out, kCompact);
+  w.BeginObject().Key("cluster");
   WriteJobs(cluster.jobs(), &w);
-  w.Key("task");
-  w.StartObject();
-  w.Key("type");
-  w.String(task.job.data(), task.job.size());
-  w.Key("index");
-  w.Int(task.index);
-  w.EndObject();
-  w.EndObject();
-  return std::string(buf.GetString(), buf.GetSize());
+  w.Key("task").BeginObject();
+  w.Key("type").String(task.job).Key("index").Int(task.index);
+  w.EndObject().EndObject();
+  return out;
 }
 
 }  // namespace recflow::distributed

@@ -136,17 +136,6 @@ struct LocalCluster {
   }
 };
 
-std::vector<std::string> Names(const Feeds& feeds) {
-  std::vector<std::string> out;
-  for (const auto& f : feeds) out.push_back(f.first);
-  return out;
-}
-std::vector<Tensor> Values(const Feeds& feeds) {
-  std::vector<Tensor> out;
-  for (const auto& f : feeds) out.push_back(f.second);
-  return out;
-}
-
 Tensor ReadVar(Session* s, const VariablePlacement& v) {
   ResourceMgr* rm = s->device()->resource_manager();
   auto var = rm->Lookup<Var>(v.container.empty() ? rm->default_container() : v.container,
@@ -366,12 +355,11 @@ TEST_P(AsyncMatchTest, OneWorkerMatchesSingleProcess) {
   WorkerOptions wo;
   wo.partition_bytes = partition_bytes;
   wo.is_chief = true;
-  wo.feeds = Names(FeedsFor(c, batches[0]));
   auto worker = Worker::Create(session.get(), &client, wo);
   ASSERT_TRUE(worker.ok()) << worker.status();
   ASSERT_TRUE((*worker)->StartCluster("").ok());
   for (const auto& b : batches) {
-    auto r = (*worker)->TrainStep(Values(FeedsFor(c, b)));
+    auto r = (*worker)->TrainStep(FeedsFor(c, b));
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_TRUE(r->applied);
     EXPECT_TRUE(std::isfinite(r->loss));
@@ -471,7 +459,6 @@ TEST(DistributedTrainingTest, SyncTwoWorkersMatchSingleProcessOnTheWholeBatch) {
     wo.is_chief = w == 0;
     wo.sync = true;
     wo.partition_bytes = 512;
-    wo.feeds = Names(FeedsFor(c, batches[0]));
     auto worker = Worker::Create(sessions.back().get(), &client, wo);
     ASSERT_TRUE(worker.ok()) << worker.status();
     workers.push_back(*std::move(worker));
@@ -483,7 +470,7 @@ TEST(DistributedTrainingTest, SyncTwoWorkersMatchSingleProcessOnTheWholeBatch) {
   for (int w = 0; w < 2; ++w) {
     threads.emplace_back([&, w] {
       for (const auto& b : batches) {
-        auto r = workers[w]->TrainStep(Values(FeedsFor(c, Slice(b, w * 16, 16))));
+        auto r = workers[w]->TrainStep(FeedsFor(c, Slice(b, w * 16, 16)));
         if (!r.ok()) {
           status[w] = r.status();
           return;

@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "recflow/core/fingerprint.h"
 #include "recflow/core/status.h"
+#include "recflow/framework/resource_mgr.h"
 #include "recflow/train/global_step.h"
 #include "recflow/train/variables.h"
 
@@ -102,11 +103,6 @@ std::unordered_set<const Node*> BatchDependent(const Graph& graph, bool data_onl
   return seen;
 }
 
-std::string StringAttrOr(const Node& n, const std::string& name) {
-  auto it = n.def().attr().find(name);
-  return it == n.def().attr().end() ? "" : it->second.s();
-}
-
 uint64_t GraphFingerprint(const Graph& graph) {
   std::vector<const Node*> nodes;
   for (const auto& n : graph.nodes()) {
@@ -181,9 +177,10 @@ absl::StatusOr<TrainPlan> PlanTraining(const Graph& graph, const PlanOptions& op
   for (const Output& v : train::GlobalVariables(graph)) {
     VariablePlacement p;
     p.node = v.node()->name();
-    p.container = StringAttrOr(*v.node(), "container");
-    p.shared_name = StringAttrOr(*v.node(), "shared_name");
-    if (p.shared_name.empty()) p.shared_name = p.node;
+    // Container "": each ps resolves it to its own default container.
+    ResourceLocation where = NodeResourceLocation(v.node()->def(), "");
+    p.container = std::move(where.container);
+    p.shared_name = std::move(where.name);
     p.dtype = train::VariableDtype(v);
     p.shape = train::VariableShape(v);
     p.bytes = p.shape.IsFullyDefined() ? p.shape.num_elements() * DataTypeSize(p.dtype) : -1;
@@ -193,9 +190,10 @@ absl::StatusOr<TrainPlan> PlanTraining(const Graph& graph, const PlanOptions& op
   for (const Output& t : train::HashTables(graph)) {
     TablePlacement p;
     p.node = t.node()->name();
-    p.container = StringAttrOr(*t.node(), "container");
-    p.shared_name = StringAttrOr(*t.node(), "shared_name");
-    if (p.shared_name.empty()) p.shared_name = p.node;
+    // Container "": each ps resolves it to its own default container.
+    ResourceLocation where = NodeResourceLocation(t.node()->def(), "");
+    p.container = std::move(where.container);
+    p.shared_name = std::move(where.name);
     auto dim = t.node()->def().attr().find("dim");
     p.dim = dim == t.node()->def().attr().end() ? 0 : dim->second.i();
     for (const Edge* e : t.node()->out_edges()) {

@@ -12,6 +12,7 @@
 #include "recflow/core/status.h"
 #include "recflow/distributed/wire.h"
 #include "recflow/embedding/embedding_resource.h"
+#include "recflow/embedding/table_bundle.h"
 #include "recflow/framework/resource_var.h"
 #include "recflow/framework/tensor_util.h"
 #include "recflow/train/monitored_session.h"
@@ -608,8 +609,8 @@ absl::Status PsServer::Save(const SaveRequest& request, SaveResponse* response) 
   }
   for (const TablePlacement& t : plan_.tables) {
     ASSIGN_OR_RETURN(embedding::HashEmbeddingTable * table, LookupTable(session_.get(), t));
-    RETURN_IF_ERROR(train::SaveTable(table, writer.get(),
-                                     absl::StrCat(t.node, "/part_", request.part()), -1));
+    RETURN_IF_ERROR(embedding::SaveTable(table, writer.get(),
+                                         embedding::TablePartKey(t.node, request.part()), -1));
   }
   const int64_t bytes = static_cast<int64_t>(writer->data_bytes());
   RETURN_IF_ERROR(writer->Finish());

@@ -349,18 +349,16 @@ absl::Status Worker::WriteLocal(const std::vector<std::vector<std::vector<int64_
   return absl::OkStatus();
 }
 
-absl::StatusOr<Worker::StepResult> Worker::TrainStep(const std::vector<Tensor>& batch) {
-  if (batch.size() != options_.feeds.size()) {
-    return errors::InvalidArgument("a batch of ", batch.size(), " tensors for ",
-                                   options_.feeds.size(), " feeds");
-  }
-  std::vector<std::pair<std::string, Tensor>> feeds;
-  for (size_t i = 0; i < batch.size(); ++i) feeds.emplace_back(options_.feeds[i], batch[i]);
+absl::StatusOr<Worker::StepResult> Worker::TrainStep(const Feeds& feeds,
+                                                     const std::vector<std::string>& extra,
+                                                     std::vector<Tensor>* outputs) {
   const int64_t sent0 = client_->bytes_sent(), received0 = client_->bytes_received();
   ASSIGN_OR_RETURN(auto ids, StepIds(feeds));
   std::vector<PullResponse> pulled;
   std::vector<std::string> fetches = {options_.loss};
   fetches.insert(fetches.end(), grad_fetches_.begin(), grad_fetches_.end());
+  const size_t first_extra = fetches.size();
+  fetches.insert(fetches.end(), extra.begin(), extra.end());
   std::vector<Tensor> out;
   int64_t pulled_step = 0;
   for (int attempt = 0;; ++attempt) {
@@ -383,7 +381,7 @@ absl::StatusOr<Worker::StepResult> Worker::TrainStep(const std::vector<Tensor>& 
     ++stats_.recomputed;
   }
   std::map<std::string, const Tensor*> value;
-  for (size_t i = 1; i < fetches.size(); ++i) value[fetches[i]] = &out[i];
+  for (size_t i = 1; i < first_extra; ++i) value[fetches[i]] = &out[i];
 
   const int num_ps = client_->num_ps();
   const int64_t seq = ++seq_;
@@ -444,6 +442,7 @@ absl::StatusOr<Worker::StepResult> Worker::TrainStep(const std::vector<Tensor>& 
   r.global_step = pushed[0].global_step();
   for (const PushResponse& p : pushed) r.applied &= p.applied();
   global_step_ = r.global_step;
+  if (outputs != nullptr) outputs->assign(out.begin() + first_extra, out.end());
   ++stats_.steps;
   stats_.bytes_sent += client_->bytes_sent() - sent0;
   stats_.bytes_received += client_->bytes_received() - received0;
@@ -511,13 +510,8 @@ absl::Status Worker::SplitPartitioned(const ApplyPlacement& a,
   return absl::OkStatus();
 }
 
-absl::Status Worker::Evaluate(const std::vector<Tensor>& batch,
-                              const std::vector<std::string>& fetches,
+absl::Status Worker::Evaluate(const Feeds& feeds, const std::vector<std::string>& fetches,
                               std::vector<Tensor>* outputs) {
-  std::vector<std::pair<std::string, Tensor>> feeds;
-  for (size_t i = 0; i < batch.size() && i < options_.feeds.size(); ++i) {
-    feeds.emplace_back(options_.feeds[i], batch[i]);
-  }
   ASSIGN_OR_RETURN(auto ids, StepIds(feeds));
   std::vector<PullResponse> pulled;
   RETURN_IF_ERROR(PullAll(ids, /*training=*/false, &pulled));

@@ -3,8 +3,11 @@
 //   ASSIGN_OR_RETURN(auto worker, Worker::Create(session.get(), &client, options));
 //   RETURN_IF_ERROR(worker->StartCluster(latest_checkpoint));   // chief; others WaitForCluster()
 //   while (worker->global_step() < last_step) {
-//     ASSIGN_OR_RETURN(Worker::StepResult r, worker->TrainStep(batch));
+//     ASSIGN_OR_RETURN(Worker::StepResult r, worker->TrainStep({{"batch:0", labels}, ...}));
 //   }
+//
+// A training task runs its steps under a MonitoredSession through a
+// WorkerStepRunner (worker_session.h).
 //
 // The worker's Session holds the job's training graph (the same graph every
 // task builds). Its variables and hash tables are a per-step cache of the ps
@@ -42,6 +45,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -59,8 +63,6 @@ struct WorkerOptions {
   bool sync = false;
   std::vector<std::string> devices;  // the cluster's, for placement messages
   int64_t partition_bytes = int64_t{64} << 20;  // PlanOptions::partition_bytes
-  // Feed names of the batch's components, in order ("batch:0", ...).
-  std::vector<std::string> feeds;
   std::string loss = "loss:0";
   absl::Duration rpc_timeout = absl::Seconds(60);
   // Sync: a push waits for its round; the ps applies a round after its
@@ -103,10 +105,15 @@ class Worker {
     int64_t global_step = 0;  // after the step (ps 0's)
     bool applied = true;      // sync: false when the round moved on without it
   };
-  // One step on `batch` (one tensor per options.feeds entry).
-  absl::StatusOr<StepResult> TrainStep(const std::vector<Tensor>& batch);
+  using Feeds = std::vector<std::pair<std::string, Tensor>>;
+  // One step on the batch `feeds` ({"batch:0", labels}, ...). `fetches`
+  // are computed in the same run as the loss and gradients (their values
+  // into `outputs`). OutOfRange when the chief has ended the job.
+  absl::StatusOr<StepResult> TrainStep(const Feeds& feeds,
+                                       const std::vector<std::string>& fetches = {},
+                                       std::vector<Tensor>* outputs = nullptr);
   // Forward only: pulls the current model read-only and runs `fetches`.
-  absl::Status Evaluate(const std::vector<Tensor>& batch, const std::vector<std::string>& fetches,
+  absl::Status Evaluate(const Feeds& feeds, const std::vector<std::string>& fetches,
                         std::vector<Tensor>* outputs);
   // Refreshes global_step() from ps 0.
   absl::StatusOr<int64_t> FetchGlobalStep();

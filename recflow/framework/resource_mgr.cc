@@ -1,6 +1,20 @@
 #include "recflow/framework/resource_mgr.h"
 
+#include "recflow/proto/node_def.pb.h"
+
 namespace recflow {
+
+ResourceLocation NodeResourceLocation(const tensorflow::NodeDef& node,
+                                      const std::string& default_container) {
+  auto string_attr = [&](const char* key) -> std::string {
+    auto it = node.attr().find(key);
+    return it == node.attr().end() ? "" : it->second.s();
+  };
+  ResourceLocation where{string_attr("container"), string_attr("shared_name")};
+  if (where.container.empty()) where.container = default_container;
+  if (where.name.empty()) where.name = node.name();
+  return where;
+}
 
 void ResourceMgr::Cleanup(const std::string& container) {
   std::vector<std::shared_ptr<ResourceBase>> dropped;  // destroyed outside the lock

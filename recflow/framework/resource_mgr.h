@@ -22,6 +22,10 @@
 #include "recflow/core/resource_handle.h"
 #include "recflow/core/status.h"
 
+namespace tensorflow {
+class NodeDef;
+}  // namespace tensorflow
+
 namespace recflow {
 
 class ResourceMgr {
@@ -101,6 +105,19 @@ class ResourceMgr {
   mutable Mutex mu_;
   std::map<Key, std::shared_ptr<ResourceBase>> resources_ ABSL_GUARDED_BY(mu_);
 };
+
+// Where the resource of a stateful node (VariableV2, VarHandleOp,
+// IteratorV2, HashEmbeddingTableOp, ...) lives, as TensorFlow's ContainerInfo
+// resolves it: the node's "container" attr, else `default_container`, and
+// its "shared_name" attr, else the node's name. The one rule shared by the
+// kernels that create resources and the code that finds them again (savers,
+// SavedModel export, ps placement).
+struct ResourceLocation {
+  std::string container;
+  std::string name;
+};
+ResourceLocation NodeResourceLocation(const tensorflow::NodeDef& node,
+                                      const std::string& default_container);
 
 }  // namespace recflow
 

@@ -361,7 +361,9 @@ TEST(ArrayKernelsTest, SplitSplitVUnpackMatchReference) {
       std::vector<Tensor> vparts(got->begin() + n, got->end());
       for (int i = 0; i < n; ++i) {
         EXPECT_EQ(parts[i].dim_size(axis), sizes[i]);
-        if (vsizes[i] >= 0) EXPECT_EQ(vparts[i].dim_size(axis), vsizes[i]);
+        if (vsizes[i] >= 0) {
+          EXPECT_EQ(vparts[i].dim_size(axis), vsizes[i]);
+        }
       }
       EXPECT_TRUE(TensorsEqual(ReferenceConcat(parts, axis), x))
           << DataTypeString(dt);
@@ -381,8 +383,9 @@ TEST(ArrayKernelsTest, SplitSplitVUnpackMatchReference) {
       TensorShape one = shape;
       one.set_dim(axis, 1);
       for (const Tensor& t : *un) expanded.push_back(t.Reshaped(one).value());
-      if (num > 0)
+      if (num > 0) {
         EXPECT_TRUE(TensorsEqual(ReferenceConcat(expanded, axis), x));
+      }
     }
   }
 }

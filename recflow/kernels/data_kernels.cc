@@ -33,11 +33,10 @@ absl::StatusOr<std::shared_ptr<IteratorResource>> IteratorFromHandle(
 class IteratorV2Op : public OpKernel {
  public:
   explicit IteratorV2Op(OpKernelConstruction* c) : OpKernel(c) {
-    c->SetStatus(c->GetAttr("shared_name", &name_));
-    c->SetStatus(c->GetAttr("container", &container_));
+    ResourceLocation where = NodeResourceLocation(c->def(), c->resource_manager()->default_container());
+    container_ = std::move(where.container);
+    name_ = std::move(where.name);
     c->SetStatus(c->GetAttr("output_types", &types_));
-    if (container_.empty()) container_ = c->resource_manager()->default_container();
-    if (name_.empty()) name_ = c->def().name();
     device_ = c->device()->name();
   }
   bool IsExpensive() const override { return false; }

@@ -3,7 +3,8 @@
 // HashTableApply* optimizer steps, over embedding::HashEmbeddingTable.
 //
 // HashEmbeddingTableOp parses and validates the table options once, in its
-// constructor; Compute finds or creates the table in the device's
+// constructor (embedding::ParseTableNode, the graph tables' one parser);
+// Compute finds or creates the table in the device's
 // ResourceMgr (EmbeddingTableResource::LookupOrCreate) and returns a handle
 // that carries the resource, so the consumers never look it up by name.
 //
@@ -20,6 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "recflow/embedding/embedding_resource.h"
+#include "recflow/embedding/graph_tables.h"
 #include "recflow/embedding/hash_embedding_table.h"
 #include "recflow/framework/op_kernel.h"
 #include "recflow/kernels/embedding_bag_util.h"
@@ -36,110 +38,18 @@ using embedding::LookupMode;
 
 // --- HashEmbeddingTableOp ---------------------------------------------------
 
-absl::Status ParseOptions(OpKernelConstruction* c, EmbeddingTableOptions* o) {
-  int64_t i64 = 0;
-  std::string s;
-  RETURN_IF_ERROR(c->GetAttr("dim", &o->dim));
-  RETURN_IF_ERROR(c->GetAttr("optimizer", &s));
-  if (s == "sgd") {
-    o->optimizer = embedding::OptimizerKind::kSgd;
-  } else if (s == "adagrad") {
-    o->optimizer = embedding::OptimizerKind::kAdagrad;
-  } else if (s == "adam") {
-    o->optimizer = embedding::OptimizerKind::kAdam;
-  } else if (s == "ftrl") {
-    o->optimizer = embedding::OptimizerKind::kFtrl;
-  } else {
-    return errors::InvalidArgument(
-        "optimizer must be 'sgd', 'adagrad', 'adam' or 'ftrl', not '", s, "'");
-  }
-  RETURN_IF_ERROR(
-      c->GetAttr("initial_accumulator_value", &o->initial_accumulator_value));
-  using InitKind = embedding::InitializerOptions::Kind;
-  RETURN_IF_ERROR(c->GetAttr("initializer", &s));
-  if (s == "zeros") {
-    o->initializer.kind = InitKind::kZeros;
-  } else if (s == "constant") {
-    o->initializer.kind = InitKind::kConstant;
-  } else if (s == "uniform") {
-    o->initializer.kind = InitKind::kUniform;
-  } else if (s == "normal") {
-    o->initializer.kind = InitKind::kNormal;
-  } else if (s == "truncated_normal") {
-    o->initializer.kind = InitKind::kTruncatedNormal;
-  } else {
-    return errors::InvalidArgument(
-        "initializer must be 'zeros', 'constant', 'uniform', 'normal' or "
-        "'truncated_normal', not '",
-        s, "'");
-  }
-  RETURN_IF_ERROR(c->GetAttr("init_value", &o->initializer.value));
-  RETURN_IF_ERROR(c->GetAttr("init_minval", &o->initializer.minval));
-  RETURN_IF_ERROR(c->GetAttr("init_maxval", &o->initializer.maxval));
-  RETURN_IF_ERROR(c->GetAttr("init_mean", &o->initializer.mean));
-  RETURN_IF_ERROR(c->GetAttr("init_stddev", &o->initializer.stddev));
-  RETURN_IF_ERROR(c->GetAttr("seed", &i64));
-  o->seed = static_cast<uint64_t>(i64);
-  RETURN_IF_ERROR(c->GetAttr("num_shards", &i64));
-  if (i64 < 1 || i64 > 4096) {
-    return errors::InvalidArgument(
-        "num_shards must be a power of two in [1, 4096], got ", i64);
-  }
-  o->num_shards = static_cast<int>(i64);
-  RETURN_IF_ERROR(c->GetAttr("default_value", &o->default_value));
-  using AdmitKind = embedding::AdmissionOptions::Kind;
-  RETURN_IF_ERROR(c->GetAttr("admission", &s));
-  if (s == "always") {
-    o->admission.kind = AdmitKind::kAlways;
-  } else if (s == "count") {
-    o->admission.kind = AdmitKind::kCount;
-  } else if (s == "probability") {
-    o->admission.kind = AdmitKind::kProbability;
-  } else {
-    return errors::InvalidArgument(
-        "admission must be 'always', 'count' or 'probability', not '", s, "'");
-  }
-  RETURN_IF_ERROR(c->GetAttr("admission_min_count", &o->admission.min_count));
-  float p = 1.0f;
-  RETURN_IF_ERROR(c->GetAttr("admission_probability", &p));
-  o->admission.probability = p;
-  RETURN_IF_ERROR(c->GetAttr("sketch_width", &o->admission.sketch_width));
-  RETURN_IF_ERROR(c->GetAttr("sketch_depth", &i64));
-  if (i64 < 1 || i64 > 64) {
-    return errors::InvalidArgument("sketch_depth must be in [1, 64], got ",
-                                   i64);
-  }
-  o->admission.sketch_depth = static_cast<int>(i64);
-  RETURN_IF_ERROR(c->GetAttr("max_age_steps", &o->eviction.max_age_steps));
-  RETURN_IF_ERROR(c->GetAttr("min_frequency", &o->eviction.min_frequency));
-  RETURN_IF_ERROR(c->GetAttr("nonfinite_gradients", &s));
-  if (s == "skip_row") {
-    o->nonfinite_gradients = embedding::NonFinitePolicy::kSkipRow;
-  } else if (s == "apply") {
-    o->nonfinite_gradients = embedding::NonFinitePolicy::kApply;
-  } else if (s == "error") {
-    o->nonfinite_gradients = embedding::NonFinitePolicy::kError;
-  } else {
-    return errors::InvalidArgument(
-        "nonfinite_gradients must be 'skip_row', 'apply' or 'error', not '", s,
-        "'");
-  }
-  return embedding::Validate(*o);
-}
-
 class HashEmbeddingTableOp : public OpKernel {
  public:
   explicit HashEmbeddingTableOp(OpKernelConstruction* c) : OpKernel(c) {
-    c->SetStatus(c->GetAttr("container", &container_));
-    c->SetStatus(c->GetAttr("shared_name", &name_));
-    if (container_.empty()) {
-      container_ = c->resource_manager()->default_container();
+    // Parsed as every other user of the graph's tables parses them
+    // (embedding/graph_tables.h).
+    auto where = embedding::ParseTableNode(c->def(), c->resource_manager()->default_container());
+    if (where.ok()) {
+      container_ = where->container;
+      name_ = where->name;
+      options_ = std::move(where->options);
     }
-    if (name_.empty()) name_ = c->def().name();
-    options_.name = name_;
-    c->SetStatus(errors::Annotate(
-        ParseOptions(c, &options_),
-        absl::StrCat("HashEmbeddingTableOp '", c->def().name(), "'")));
+    c->SetStatus(where.status());
     device_ = c->device()->name();
   }
   bool IsExpensive() const override { return false; }

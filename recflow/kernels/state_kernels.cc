@@ -15,16 +15,14 @@
 namespace recflow {
 namespace {
 
-// Finds or creates the Var a variable node names (container and
-// shared_name attrs, defaulting to the device's container and node name).
+// Finds or creates the Var a variable node names (NodeResourceLocation).
 class VarFinder {
  public:
   explicit VarFinder(OpKernelConstruction* c, DataType dtype) : dtype_(dtype) {
-    c->SetStatus(c->GetAttr("container", &container_));
-    c->SetStatus(c->GetAttr("shared_name", &name_));
+    ResourceLocation where = NodeResourceLocation(c->def(), c->resource_manager()->default_container());
+    container_ = std::move(where.container);
+    name_ = std::move(where.name);
     c->SetStatus(c->GetAttr("shape", &shape_));
-    if (container_.empty()) container_ = c->resource_manager()->default_container();
-    if (name_.empty()) name_ = c->def().name();
   }
 
   absl::StatusOr<std::shared_ptr<Var>> Get(ResourceMgr* rm) const {

@@ -8,34 +8,9 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
+#include "recflow/core/json_writer.h"
 
 namespace recflow {
-namespace {
-
-// Escapes a string for a JSON string literal.
-std::string JsonEscape(absl::string_view s) {
-  std::string out;
-  out.reserve(s.size() + 2);
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          out += absl::StrFormat("\\u%04x", c);
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 void StepStatsCollector::Record(NodeExecStats stats) {
   MutexLock lock(&mu_);
   nodes_.push_back(std::move(stats));
@@ -77,31 +52,34 @@ std::string StepStatsToChromeTrace(const StepStats& stats,
     origin = stats.nodes[0].start_micros;
     for (const NodeExecStats& n : stats.nodes) origin = std::min(origin, n.start_micros);
   }
-  std::string out = "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n";
-  absl::StrAppend(&out,
-                  "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": 1, "
-                  "\"args\": {\"name\": \"",
-                  JsonEscape(process_name), " step ", stats.step_id, "\"}}");
+  // One event per line, unindented.
+  std::string out;
+  JsonWriter w(&out, {.indent = 0});
+  w.BeginObject().Key("displayTimeUnit").String("ms");
+  w.Key("traceEvents").BeginArray(JsonWriter::Layout::kMultiline);
+  w.BeginObject().Key("name").String("process_name").Key("ph").String("M");
+  w.Key("pid").Int(1).Key("args").BeginObject();
+  w.Key("name").String(absl::StrCat(process_name, " step ", stats.step_id));
+  w.EndObject().EndObject();
   std::set<int> named;
   for (const NodeExecStats& n : stats.nodes) {
     if (!named.insert(n.thread_id).second) continue;
     const std::string name =
         n.thread_name.empty() ? absl::StrCat("thread ", n.thread_id)
                               : absl::StrCat(n.thread_name, " (", n.thread_id, ")");
-    absl::StrAppend(&out,
-                    ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": 1, "
-                    "\"tid\": ",
-                    n.thread_id, ", \"args\": {\"name\": \"", JsonEscape(name), "\"}}");
+    w.BeginObject().Key("name").String("thread_name").Key("ph").String("M");
+    w.Key("pid").Int(1).Key("tid").Int(n.thread_id);
+    w.Key("args").BeginObject().Key("name").String(name).EndObject().EndObject();
   }
   for (const NodeExecStats& n : stats.nodes) {
-    absl::StrAppend(&out, ",\n{\"name\": \"", JsonEscape(n.node_name),
-                    "\", \"cat\": \"", JsonEscape(n.op),
-                    "\", \"ph\": \"X\", \"pid\": 1, \"tid\": ", n.thread_id,
-                    ", \"ts\": ", n.start_micros - origin,
-                    ", \"dur\": ", std::max<int64_t>(0, n.end_micros - n.start_micros),
-                    ", \"args\": {\"op\": \"", JsonEscape(n.op), "\"}}");
+    w.BeginObject().Key("name").String(n.node_name).Key("cat").String(n.op);
+    w.Key("ph").String("X").Key("pid").Int(1).Key("tid").Int(n.thread_id);
+    w.Key("ts").Int(n.start_micros - origin);
+    w.Key("dur").Int(std::max<int64_t>(0, n.end_micros - n.start_micros));
+    w.Key("args").BeginObject().Key("op").String(n.op).EndObject().EndObject();
   }
-  out += "\n]}\n";
+  w.EndArray().EndObject();
+  out += "\n";
   return out;
 }
 

@@ -2,6 +2,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "rapidjson/document.h"
 #include "recflow/framework/scope.h"
 #include "recflow/ops/array_ops.h"
 #include "recflow/ops/math_ops.h"
@@ -66,6 +67,26 @@ TEST(StepStatsTest, NamesAreJsonEscaped) {
   EXPECT_THAT(json, HasSubstr("a\\\"b\\\\c\\nd"));
   EXPECT_THAT(json, HasSubstr("pool\\t1 (3)"));
   EXPECT_THAT(json, HasSubstr("\"ts\": 0, \"dur\": 5"));
+}
+
+// Node and thread names are arbitrary bytes (a graph loaded from a file); the
+// trace is valid UTF-8 JSON whatever they hold.
+TEST(StepStatsTest, TraceIsValidJsonForAnyName) {
+  StepStats s;
+  s.step_id = 3;
+  s.nodes.push_back({std::string("bad\xff\xfe\xc3(\r\b\0", 11), "Op\x80", 10, 15, 1,
+                     "pool\xe2\x82"});
+  s.nodes.push_back({"ok/\xc3\xa9", "Add", 12, 20, 2, ""});
+  const std::string json = StepStatsToChromeTrace(s, "proc\xff");
+  rapidjson::Document doc;
+  doc.Parse<rapidjson::kParseValidateEncodingFlag>(json.data(), json.size());
+  ASSERT_FALSE(doc.HasParseError()) << json;
+  const rapidjson::Value& events = doc["traceEvents"];
+  ASSERT_EQ(events.Size(), 5u);  // process, 2 threads, 2 kernels
+  EXPECT_EQ(std::string(events[3]["name"].GetString(), events[3]["name"].GetStringLength()),
+            std::string("bad\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD(\r\b\0", 17));
+  EXPECT_STREQ(events[4]["name"].GetString(), "ok/\xc3\xa9");
+  EXPECT_EQ(events[4]["ts"].GetInt(), 2);
 }
 
 }  // namespace

@@ -16,11 +16,8 @@
 #include <cstring>
 #include <exception>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
+#include "recflow/core/json_writer.h"
 #include "recflow/core/logging.h"
 #include "recflow/core/status.h"
 #include "recflow/core/threadpool.h"
@@ -32,56 +29,11 @@ constexpr uint64_t kListenerId = 0;
 constexpr uint64_t kWakeId = 1;
 constexpr int64_t kReapIntervalMs = 200;
 constexpr size_t kReadChunk = 64 << 10;
-constexpr size_t kMaxChunkLine = 1024;
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
-}
-
-bool IsTchar(char c) {
-  if (absl::ascii_isalnum(static_cast<unsigned char>(c))) return true;
-  return std::strchr("!#$%&'*+-.^_`|~", c) != nullptr && c != '\0';
-}
-
-bool IsToken(absl::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s) {
-    if (!IsTchar(c)) return false;
-  }
-  return true;
-}
-
-bool KnownMethod(absl::string_view m) {
-  return m == "GET" || m == "HEAD" || m == "POST" || m == "PUT" ||
-         m == "DELETE" || m == "OPTIONS" || m == "PATCH";
-}
-
-// True when the comma-separated header `value` lists `token`
-// (case-insensitively).
-bool HasToken(absl::string_view value, absl::string_view token) {
-  for (absl::string_view part : absl::StrSplit(value, ',')) {
-    if (absl::EqualsIgnoreCase(absl::StripAsciiWhitespace(part), token)) {
-      return true;
-    }
-  }
-  return false;
-}
-
-// Truncates client-supplied text quoted in an error message.
-std::string Quote(absl::string_view s) {
-  std::string out;
-  for (char c : s.substr(0, 64)) {
-    unsigned char u = static_cast<unsigned char>(c);
-    if (u >= 0x20 && u < 0x7f) {
-      out.push_back(c);
-    } else {
-      absl::StrAppend(&out, "\\x", absl::Hex(u, absl::kZeroPad2));
-    }
-  }
-  if (s.size() > 64) out += "...";
-  return absl::StrCat("'", out, "'");
 }
 
 // Writes all of `head` then `body` to the non-blocking socket, waiting up to
@@ -142,30 +94,7 @@ std::string ResponseHead(const HttpResponse& r, size_t body_size,
   return head;
 }
 
-// A response the server answers itself because the request was refused.
-struct ProtocolError {
-  int status = 0;
-  std::string message;
-};
-
 }  // namespace
-
-bool CaseInsensitiveLess::operator()(const std::string& a,
-                                     const std::string& b) const {
-  size_t n = std::min(a.size(), b.size());
-  for (size_t i = 0; i < n; ++i) {
-    char x = absl::ascii_tolower(static_cast<unsigned char>(a[i]));
-    char y = absl::ascii_tolower(static_cast<unsigned char>(b[i]));
-    if (x != y) return x < y;
-  }
-  return a.size() < b.size();
-}
-
-std::string HttpRequest::Header(const std::string& name,
-                                const std::string& fallback) const {
-  auto it = headers.find(name);
-  return it == headers.end() ? fallback : it->second;
-}
 
 HttpResponse HttpResponse::Json(int status, std::string body) {
   HttpResponse r;
@@ -183,9 +112,8 @@ HttpResponse HttpResponse::Text(int status, std::string body) {
 }
 
 HttpResponse HttpResponse::JsonError(int status, absl::string_view message) {
-  std::string body = "{\"error\": ";
-  AppendJsonString(message, &body);
-  body += "}";
+  std::string body;
+  JsonWriter(&body).BeginObject().Key("error").String(message).EndObject();
   return Json(status, std::move(body));
 }
 
@@ -215,225 +143,29 @@ const char* HttpReasonPhrase(int status) {
   }
 }
 
-void AppendJsonString(absl::string_view s, std::string* out) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out->push_back('"');
-  size_t i = 0;
-  const size_t n = s.size();
-  while (i < n) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      switch (c) {
-        case '"': out->append("\\\""); break;
-        case '\\': out->append("\\\\"); break;
-        case '\n': out->append("\\n"); break;
-        case '\r': out->append("\\r"); break;
-        case '\t': out->append("\\t"); break;
-        case '\b': out->append("\\b"); break;
-        case '\f': out->append("\\f"); break;
-        default:
-          if (c < 0x20) {
-            out->append("\\u00");
-            out->push_back(kHex[c >> 4]);
-            out->push_back(kHex[c & 15]);
-          } else {
-            out->push_back(static_cast<char>(c));
-          }
-      }
-      ++i;
-      continue;
-    }
-    // Validate one UTF-8 sequence.
-    int len = 0;
-    uint32_t cp = 0;
-    if ((c & 0xE0) == 0xC0) {
-      len = 2;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      len = 3;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      len = 4;
-      cp = c & 0x07;
-    }
-    bool ok = len > 0 && i + len <= n;
-    for (int k = 1; ok && k < len; ++k) {
-      unsigned char d = static_cast<unsigned char>(s[i + k]);
-      if ((d & 0xC0) != 0x80) ok = false;
-      cp = (cp << 6) | (d & 0x3F);
-    }
-    if (ok) {
-      static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-      ok = cp >= kMin[len] && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
-    }
-    if (ok) {
-      out->append(s.data() + i, len);
-      i += len;
-    } else {
-      out->append("\xEF\xBF\xBD");  // U+FFFD
-      ++i;
-    }
-  }
-  out->push_back('"');
-}
-
 // Implementation details follow.
 
 // One client connection. Owned by HttpServer::connections_; a worker that
 // holds `busy` (set under the server's mu_) is the only one touching the
 // fields below `busy`.
 struct HttpServer::Connection {
+  explicit Connection(const HttpParserOptions& options) : parser(options) {}
+
   int fd = -1;
   bool busy = false;  // guarded by the server's mu_
   int64_t last_active_ms = 0;
   int64_t request_start_ms = 0;  // 0: no partial request buffered
-  std::string in;                // bytes received, not yet consumed
   bool peer_closed = false;
+  HttpRequestParser parser;  // holds the bytes received, not yet consumed
 
-  // The request being received.
-  bool headers_done = false;
-  size_t header_scan = 0;   // where to resume looking for the blank line
-  size_t body_start = 0;    // offset of the body in `in`
-  int64_t content_length = 0;
-  bool chunked = false;
-  size_t chunk_pos = 0;     // chunked: next unparsed byte in `in`
-  bool chunk_trailers = false;
-  bool sent_continue = false;
-  bool expect_continue = false;
-  int64_t reserved = 0;     // bytes of max_buffered_body_bytes held
-  HttpRequest request;
-
-  void ResetRequest(std::atomic<int64_t>* budget) {
-    budget->fetch_sub(reserved);
-    reserved = 0;
-    headers_done = false;
-    header_scan = 0;
-    body_start = 0;
-    content_length = 0;
-    chunked = false;
-    chunk_pos = 0;
-    chunk_trailers = false;
-    sent_continue = false;
-    expect_continue = false;
-    request = HttpRequest();
-  }
+  // Open, with no worker on it and no byte of a request buffered.
+  bool Idle() const { return !busy && request_start_ms == 0 && parser.idle(); }
 };
 
-namespace {
-
-enum class ParseState { kIncomplete, kComplete, kError };
-
-// Note [bare LF]. RFC 9112 ends every line with CRLF, and lets a recipient
-// accept a bare LF as the end of the request line and of header fields
-// (section 2.2), as libevent's evhttp (TF Serving's HTTP server) does. We do
-// too, for compatibility with hand-written clients; a bare CR is refused
-// (it is a control character in a header value). In a chunked body every
-// line (chunk sizes, the CRLF after each chunk's data, trailers) must end
-// with CRLF, and a bare LF is a 400: the framing decides where a request
-// ends, proxies disagree on bare LF there (a request-smuggling vector), and
-// no client in use sends it. libevent accepts bare LF in chunked framing
-// too; this is a deliberate difference.
-
-// Parses the request line and headers in `text` (without the blank line).
-absl::Status ParseHead(absl::string_view text, HttpRequest* req,
-                       ProtocolError* err) {
-  std::vector<absl::string_view> lines = absl::StrSplit(text, '\n');
-  for (auto& line : lines) {
-    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  }
-  // Leading empty lines before the request line are allowed (RFC 9112 2.2).
-  size_t first = 0;
-  while (first < lines.size() && lines[first].empty()) ++first;
-  if (first == lines.size()) {
-    *err = {400, "empty request line"};
-    return absl::InvalidArgumentError(err->message);
-  }
-  absl::string_view rl = lines[first];
-  std::vector<absl::string_view> parts = absl::StrSplit(rl, ' ');
-  if (parts.size() != 3 || !IsToken(parts[0]) || parts[1].empty()) {
-    *err = {400, absl::StrCat("malformed request line ", Quote(rl))};
-    return absl::InvalidArgumentError(err->message);
-  }
-  absl::string_view version = parts[2];
-  if (!absl::StartsWith(version, "HTTP/")) {
-    *err = {400, absl::StrCat("malformed request line ", Quote(rl))};
-    return absl::InvalidArgumentError(err->message);
-  }
-  if (version == "HTTP/1.1") {
-    req->version_minor = 1;
-  } else if (version == "HTTP/1.0") {
-    req->version_minor = 0;
-  } else {
-    *err = {505, absl::StrCat("HTTP version ", Quote(version),
-                              " is not supported; use HTTP/1.1 or 1.0")};
-    return absl::InvalidArgumentError(err->message);
-  }
-  req->method = std::string(parts[0]);
-  absl::string_view target = parts[1];
-  for (char c : target) {
-    unsigned char u = static_cast<unsigned char>(c);
-    if (u <= 0x20 || u >= 0x7f) {
-      *err = {400, absl::StrCat("request target ", Quote(target),
-                                " has a byte that is not allowed")};
-      return absl::InvalidArgumentError(err->message);
-    }
-  }
-  req->target = std::string(target);
-  absl::string_view path = target;
-  if (absl::StartsWithIgnoreCase(path, "http://") ||
-      absl::StartsWithIgnoreCase(path, "https://")) {
-    size_t slash = path.find('/', path.find("//") + 2);
-    path = slash == absl::string_view::npos ? "/" : path.substr(slash);
-  }
-  if (path[0] != '/' && path != "*") {
-    *err = {400, absl::StrCat("request target ", Quote(target),
-                              " must start with '/'")};
-    return absl::InvalidArgumentError(err->message);
-  }
-  size_t q = path.find('?');
-  if (q != absl::string_view::npos) {
-    req->query = std::string(path.substr(q + 1));
-    path = path.substr(0, q);
-  }
-  req->path = std::string(path);
-
-  for (size_t i = first + 1; i < lines.size(); ++i) {
-    absl::string_view line = lines[i];
-    if (line.empty()) continue;
-    if (line[0] == ' ' || line[0] == '\t') {
-      *err = {400, "obsolete header line folding is not accepted"};
-      return absl::InvalidArgumentError(err->message);
-    }
-    size_t colon = line.find(':');
-    if (colon == absl::string_view::npos || !IsToken(line.substr(0, colon))) {
-      *err = {400, absl::StrCat("malformed header line ", Quote(line))};
-      return absl::InvalidArgumentError(err->message);
-    }
-    std::string name(line.substr(0, colon));
-    absl::string_view value = absl::StripAsciiWhitespace(line.substr(colon + 1));
-    for (char c : value) {
-      unsigned char u = static_cast<unsigned char>(c);
-      if ((u < 0x20 && u != '\t') || u == 0x7f) {
-        *err = {400, absl::StrCat("header ", Quote(name),
-                                  " has a control character")};
-        return absl::InvalidArgumentError(err->message);
-      }
-    }
-    auto [it, inserted] = req->headers.emplace(name, std::string(value));
-    if (!inserted) absl::StrAppend(&it->second, ", ", value);
-  }
-  if (!KnownMethod(req->method)) {
-    *err = {501, absl::StrCat("method ", Quote(req->method),
-                              " is not implemented")};
-    return absl::InvalidArgumentError(err->message);
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
-
 HttpServer::HttpServer(const HttpServerOptions& options, Handler handler)
-    : options_(options), handler_(std::move(handler)) {}
+    : options_(options),
+      handler_(std::move(handler)),
+      body_budget_(options.max_buffered_body_bytes) {}
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(
     const HttpServerOptions& options, Handler handler) {
@@ -538,10 +270,8 @@ void HttpServer::Stop() {
       close(conn->fd);
       conn->fd = -1;
     }
-    buffered_body_bytes_ -= conn->reserved;
-    conn->reserved = 0;
   }
-  connections_.clear();
+  connections_.clear();  // the parsers give back their body budget
 }
 
 void HttpServer::WorkerLoop() {
@@ -598,7 +328,11 @@ void HttpServer::AcceptAll() {
       close(fd);
       continue;
     }
-    auto conn = std::make_shared<Connection>();
+    HttpParserOptions parser_options;
+    parser_options.max_header_bytes = options_.max_header_bytes;
+    parser_options.max_body_bytes = options_.max_body_bytes;
+    parser_options.budget = &body_budget_;
+    auto conn = std::make_shared<Connection>(parser_options);
     conn->fd = fd;
     conn->last_active_ms = NowMs();
     uint64_t id = next_id_++;
@@ -627,8 +361,6 @@ void HttpServer::CloseConnection(uint64_t id) {
     close(c->fd);
     c->fd = -1;
   }
-  buffered_body_bytes_ -= c->reserved;
-  c->reserved = 0;
   connections_.erase(it);
 }
 
@@ -636,10 +368,7 @@ bool HttpServer::EvictOldestIdleLocked() {
   auto oldest = connections_.end();
   for (auto it = connections_.begin(); it != connections_.end(); ++it) {
     const Connection& c = *it->second;
-    // Idle: no worker on it and no byte of a request buffered.
-    if (c.busy || c.request_start_ms != 0 || c.headers_done || !c.in.empty()) {
-      continue;
-    }
+    if (!c.Idle()) continue;
     // Ties go to the lower id: the connection accepted first.
     if (oldest == connections_.end() ||
         c.last_active_ms < oldest->second->last_active_ms) {
@@ -651,8 +380,6 @@ bool HttpServer::EvictOldestIdleLocked() {
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
   close(c->fd);
   c->fd = -1;
-  buffered_body_bytes_ -= c->reserved;
-  c->reserved = 0;
   connections_.erase(oldest);
   ++evicted_;
   return true;
@@ -682,13 +409,64 @@ void HttpServer::ReapExpired() {
       epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
       close(c->fd);
       c->fd = -1;
-      buffered_body_bytes_ -= c->reserved;
-      c->reserved = 0;
       it = connections_.erase(it);
     } else {
       ++it;
     }
   }
+}
+
+void HttpServer::Refuse(uint64_t id, int fd, const HttpParseError& error) {
+  HttpResponse r = HttpResponse::JsonError(error.status, error.message);
+  std::string head = ResponseHead(r, r.body.size(), false, 1);
+  if (WriteAll(fd, head, r.body, options_.request_timeout_ms)) {
+    // Lingering close: the client may still be sending (a refused body);
+    // closing with unread bytes would reset the connection and could
+    // destroy the response before the client reads it. Drain briefly.
+    shutdown(fd, SHUT_WR);
+    const int64_t deadline = NowMs() + 200;
+    char sink[16 << 10];
+    size_t drained = 0;
+    while (drained < (4u << 20)) {
+      int64_t left = deadline - NowMs();
+      if (left <= 0) break;
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, static_cast<int>(left)) <= 0) break;
+      ssize_t r = recv(fd, sink, sizeof(sink), 0);
+      if (r <= 0) break;
+      drained += r;
+    }
+  }
+  CloseConnection(id);
+}
+
+bool HttpServer::Respond(uint64_t id, Connection& c) {
+  // The parser gave back the body's budget; the body now lives in `req`
+  // for the handler's duration, which num_threads bounds.
+  HttpRequest req = c.parser.TakeRequest();
+  c.request_start_ms = c.parser.idle() ? 0 : NowMs();  // pipelined bytes
+  bool keep_alive = req.KeepAlive();
+  HttpResponse resp;
+  try {
+    resp = handler_(req);
+  } catch (const std::exception& e) {
+    resp = HttpResponse::JsonError(500, absl::StrCat("handler failed: ", e.what()));
+  } catch (...) {
+    resp = HttpResponse::JsonError(500, "handler failed");
+  }
+  ++requests_;
+  if (stopping_.load()) keep_alive = false;
+  std::string head = ResponseHead(resp, resp.body.size(), keep_alive,
+                                  req.version_minor);
+  bool wrote = WriteAll(c.fd, head, req.method == "HEAD" ? "" : resp.body,
+                        options_.request_timeout_ms);
+  if (!wrote || !keep_alive) {
+    if (!keep_alive) shutdown(c.fd, SHUT_WR);
+    CloseConnection(id);
+    return false;
+  }
+  c.last_active_ms = NowMs();
+  return true;
 }
 
 void HttpServer::ServeConnection(uint64_t id) {
@@ -702,309 +480,60 @@ void HttpServer::ServeConnection(uint64_t id) {
   }
   Connection& c = *conn;
   const int fd = c.fd;
-
-  // Answers a protocol error and closes.
-  auto refuse = [&](const ProtocolError& e) {
-    HttpResponse r = HttpResponse::JsonError(e.status, e.message);
-    std::string head = ResponseHead(r, r.body.size(), false, 1);
-    if (WriteAll(fd, head, r.body, options_.request_timeout_ms)) {
-      // Lingering close: the client may still be sending (a refused body);
-      // closing with unread bytes would reset the connection and could
-      // destroy the response before the client reads it. Drain briefly.
-      shutdown(fd, SHUT_WR);
-      const int64_t deadline = NowMs() + 200;
-      char sink[16 << 10];
-      size_t drained = 0;
-      while (drained < (4u << 20)) {
-        int64_t left = deadline - NowMs();
-        if (left <= 0) break;
-        pollfd p{fd, POLLIN, 0};
-        if (poll(&p, 1, static_cast<int>(left)) <= 0) break;
-        ssize_t r = recv(fd, sink, sizeof(sink), 0);
-        if (r <= 0) break;
-        drained += r;
-      }
-    }
-    CloseConnection(id);
-  };
-
-  // Tries to complete the request buffered in c.in.
-  auto parse = [&](ProtocolError* err) -> ParseState {
-    if (!c.headers_done) {
-      size_t from = c.header_scan;
-      size_t a = c.in.find("\n\r\n", from);
-      size_t b = c.in.find("\n\n", from);
-      size_t end = std::min(a, b);
-      if (end == std::string::npos) {
-        if (static_cast<int64_t>(c.in.size()) > options_.max_header_bytes) {
-          *err = {431, absl::StrCat("request line and headers exceed ",
-                                    options_.max_header_bytes, " bytes")};
-          return ParseState::kError;
-        }
-        c.header_scan = c.in.size() > 2 ? c.in.size() - 2 : 0;
-        return ParseState::kIncomplete;
-      }
-      size_t body_start = end + (end == a ? 3 : 2);
-      if (static_cast<int64_t>(body_start) > options_.max_header_bytes) {
-        *err = {431, absl::StrCat("request line and headers exceed ",
-                                  options_.max_header_bytes, " bytes")};
-        return ParseState::kError;
-      }
-      if (!ParseHead(absl::string_view(c.in).substr(0, end), &c.request, err)
-               .ok()) {
-        return ParseState::kError;
-      }
-      c.headers_done = true;
-      c.body_start = body_start;
-      const HttpRequest& req = c.request;
-      auto te = req.headers.find("Transfer-Encoding");
-      auto cl = req.headers.find("Content-Length");
-      if (te != req.headers.end()) {
-        if (!absl::EqualsIgnoreCase(absl::StripAsciiWhitespace(te->second),
-                                    "chunked")) {
-          *err = {501, absl::StrCat("Transfer-Encoding ", Quote(te->second),
-                                    " is not implemented; send chunked or "
-                                    "Content-Length")};
-          return ParseState::kError;
-        }
-        if (cl != req.headers.end()) {
-          *err = {400, "both Transfer-Encoding and Content-Length were sent"};
-          return ParseState::kError;
-        }
-        c.chunked = true;
-        c.chunk_pos = body_start;
-      } else if (cl != req.headers.end()) {
-        int64_t len = -1;
-        bool digits = !cl->second.empty() && cl->second.size() <= 18 &&
-                      std::all_of(cl->second.begin(), cl->second.end(),
-                                  [](char ch) { return ch >= '0' && ch <= '9'; });
-        if (!digits || !absl::SimpleAtoi(cl->second, &len)) {
-          *err = {400, absl::StrCat("Content-Length ", Quote(cl->second),
-                                    " is not a decimal byte count")};
-          return ParseState::kError;
-        }
-        if (len > options_.max_body_bytes) {
-          *err = {413, absl::StrCat("request body of ", len,
-                                    " bytes exceeds the limit of ",
-                                    options_.max_body_bytes, " bytes")};
-          return ParseState::kError;
-        }
-        if (buffered_body_bytes_.fetch_add(len) + len >
-            options_.max_buffered_body_bytes) {
-          buffered_body_bytes_ -= len;
-          *err = {503, "the server is buffering too many request bodies; "
-                       "retry later"};
-          return ParseState::kError;
-        }
-        c.reserved = len;
-        c.content_length = len;
-      }
-      auto expect = req.headers.find("Expect");
-      if (expect != req.headers.end()) {
-        if (!absl::EqualsIgnoreCase(expect->second, "100-continue")) {
-          *err = {417,
-                  absl::StrCat("Expect ", Quote(expect->second),
-                               " is not supported")};
-          return ParseState::kError;
-        }
-        c.expect_continue = req.version_minor == 1;
-      }
-    }
-    if (!c.chunked) {
-      if (c.in.size() - c.body_start <
-          static_cast<size_t>(c.content_length)) {
-        if (c.expect_continue && !c.sent_continue) {
-          c.sent_continue = true;
-          WriteAll(fd, "HTTP/1.1 100 Continue\r\n\r\n", "",
-                   options_.request_timeout_ms);
-        }
-        return ParseState::kIncomplete;
-      }
-      c.request.body.assign(c.in, c.body_start, c.content_length);
-      c.in.erase(0, c.body_start + c.content_length);
-      return ParseState::kComplete;
-    }
-    // Chunked: chunk-size [; ext] CRLF data CRLF ... 0 CRLF trailers CRLF.
-    // Every line of the framing must end with CRLF: Note [bare LF].
-    while (true) {
-      size_t eol = c.in.find('\n', c.chunk_pos);
-      if (eol == std::string::npos) {
-        if (c.in.size() - c.chunk_pos > kMaxChunkLine) {
-          *err = {400, "chunk size line too long"};
-          return ParseState::kError;
-        }
+  // A per-thread buffer: growing a string to receive into would zero-fill
+  // 64 KiB per read.
+  thread_local std::unique_ptr<char[]> chunk(new char[kReadChunk]);
+  absl::string_view received;  // bytes read, not yet fed to the parser
+  while (!stopping_.load()) {
+    switch (c.parser.Feed(received)) {
+      case HttpRequestParser::kError:
+        Refuse(id, fd, c.parser.error());
+        return;
+      case HttpRequestParser::kComplete:
+        received = {};
+        if (!Respond(id, c)) return;
+        continue;  // a pipelined request may already be buffered
+      case HttpRequestParser::kNeedMore:
+        received = {};
         break;
-      }
-      absl::string_view line(c.in.data() + c.chunk_pos, eol - c.chunk_pos);
-      if (line.empty() || line.back() != '\r') {
-        *err = {400, absl::StrCat("a line of the chunked body (", Quote(line),
-                                  ") ends with a bare LF; chunked framing "
-                                  "needs CRLF")};
-        return ParseState::kError;
-      }
-      line.remove_suffix(1);
-      if (c.chunk_trailers) {
-        c.chunk_pos = eol + 1;
-        if (line.empty()) {
-          c.in.erase(0, c.chunk_pos);
-          return ParseState::kComplete;
-        }
-        if (c.chunk_pos - c.body_start > kMaxChunkLine * 64) {
-          *err = {431, "chunked trailers too large"};
-          return ParseState::kError;
-        }
-        continue;
-      }
-      absl::string_view size_text = line.substr(0, line.find(';'));
-      size_text = absl::StripAsciiWhitespace(size_text);
-      uint64_t size = 0;
-      bool ok = !size_text.empty() && size_text.size() <= 15;
-      for (char ch : size_text) {
-        int v = absl::ascii_isdigit(ch) ? ch - '0'
-                : (ch >= 'a' && ch <= 'f') ? ch - 'a' + 10
-                : (ch >= 'A' && ch <= 'F') ? ch - 'A' + 10 : -1;
-        if (v < 0) ok = false;
-        size = size * 16 + (v < 0 ? 0 : v);
-      }
-      if (!ok) {
-        *err = {400, absl::StrCat("malformed chunk size line ", Quote(line))};
-        return ParseState::kError;
-      }
-      if (size == 0) {
-        c.chunk_trailers = true;
-        c.chunk_pos = eol + 1;
-        continue;
-      }
-      int64_t new_size = static_cast<int64_t>(c.request.body.size() + size);
-      if (new_size > options_.max_body_bytes) {
-        *err = {413, absl::StrCat("chunked request body exceeds the limit of ",
-                                  options_.max_body_bytes, " bytes")};
-        return ParseState::kError;
-      }
-      size_t data = eol + 1;
-      size_t after = data + size;
-      if (c.in.size() < after + 1) break;  // wait for the data
-      if (c.in[after] != '\r' ||
-          (c.in.size() > after + 1 && c.in[after + 1] != '\n')) {
-        *err = {400, "chunk data is not followed by CRLF"};
-        return ParseState::kError;
-      }
-      if (c.in.size() < after + 2) break;
-      const size_t crlf_len = 2;
-      if (buffered_body_bytes_.fetch_add(size) + static_cast<int64_t>(size) >
-          options_.max_buffered_body_bytes) {
-        buffered_body_bytes_ -= size;
-        *err = {503, "the server is buffering too many request bodies; "
-                     "retry later"};
-        return ParseState::kError;
-      }
-      c.reserved += size;
-      c.request.body.append(c.in, data, size);
-      c.chunk_pos = after + crlf_len;
     }
-    if (c.expect_continue && !c.sent_continue) {
-      c.sent_continue = true;
+    if (c.parser.TakeContinue()) {
       WriteAll(fd, "HTTP/1.1 100 Continue\r\n\r\n", "",
                options_.request_timeout_ms);
     }
-    return ParseState::kIncomplete;
-  };
-
-  while (!stopping_.load()) {
-    ProtocolError err;
-    ParseState state = c.in.empty() && !c.headers_done
-                           ? ParseState::kIncomplete
-                           : parse(&err);
-    if (state == ParseState::kError) {
-      refuse(err);
-      return;
-    }
-    if (state == ParseState::kComplete) {
-      HttpRequest req = std::move(c.request);
-      c.ResetRequest(&buffered_body_bytes_);
-      // The reservation was released above; the body now lives in `req`
-      // for the handler's duration, which num_threads bounds.
-      c.request_start_ms = c.in.empty() ? 0 : NowMs();
-      bool keep_alive =
-          req.version_minor == 1
-              ? !HasToken(req.Header("Connection"), "close")
-              : HasToken(req.Header("Connection"), "keep-alive");
-      HttpResponse resp;
-      try {
-        resp = handler_(req);
-      } catch (const std::exception& e) {
-        resp = HttpResponse::JsonError(500, absl::StrCat("handler failed: ", e.what()));
-      } catch (...) {
-        resp = HttpResponse::JsonError(500, "handler failed");
-      }
-      ++requests_;
-      if (stopping_.load()) keep_alive = false;
-      std::string head = ResponseHead(resp, resp.body.size(), keep_alive,
-                                      req.version_minor);
-      bool wrote = WriteAll(fd, head, req.method == "HEAD" ? "" : resp.body,
-                            options_.request_timeout_ms);
-      if (!wrote || !keep_alive) {
-        if (!keep_alive) shutdown(fd, SHUT_WR);
-        CloseConnection(id);
-        return;
-      }
-      c.last_active_ms = NowMs();
-      continue;  // a pipelined request may already be buffered
-    }
-    // Incomplete: read what the socket has.
     if (c.peer_closed) {
       // A truncated request (or a clean close between requests): nobody is
       // left to answer.
       CloseConnection(id);
       return;
     }
-    bool would_block = false;
-    size_t got_total = 0;
-    // A per-thread buffer: resizing c.in to receive into it would zero-fill
-    // 64 KiB per read.
-    thread_local std::unique_ptr<char[]> chunk(new char[kReadChunk]);
-    while (got_total < 4 * kReadChunk) {
-      ssize_t r = recv(fd, chunk.get(), kReadChunk, 0);
-      if (r > 0) {
-        c.in.append(chunk.get(), r);
-        got_total += r;
-        if (c.request_start_ms == 0) c.request_start_ms = NowMs();
-        if (static_cast<size_t>(r) < kReadChunk) {
-          would_block = false;
-          break;  // likely drained; parse before the next recv
-        }
-        continue;
-      }
-      if (r == 0) {
-        c.peer_closed = true;
-        break;
-      }
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        would_block = true;
-        break;
-      }
+    const ssize_t r = recv(fd, chunk.get(), kReadChunk, 0);
+    if (r > 0) {
+      received = absl::string_view(chunk.get(), r);
+      c.last_active_ms = NowMs();
+      if (c.request_start_ms == 0) c.request_start_ms = c.last_active_ms;
+      continue;  // parse what arrived
+    }
+    if (r == 0) {
+      c.peer_closed = true;
+      continue;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
       CloseConnection(id);  // ECONNRESET and friends
       return;
     }
-    if (got_total > 0) {
-      c.last_active_ms = NowMs();
-      continue;  // parse what arrived
+    // Wait for more bytes without holding this thread.
+    MutexLock lock(&mu_);
+    if (c.parser.idle()) c.request_start_ms = 0;
+    c.busy = false;
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+    ev.data.u64 = id;
+    if (connections_.count(id) && !stopping_.load()) {
+      epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev);
     }
-    if (c.peer_closed) continue;  // handled at the top of the loop
-    if (would_block) {
-      // Wait for more bytes without holding this thread.
-      MutexLock lock(&mu_);
-      if (c.in.empty() && !c.headers_done) c.request_start_ms = 0;
-      c.busy = false;
-      epoll_event ev{};
-      ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
-      ev.data.u64 = id;
-      if (connections_.count(id) && !stopping_.load()) {
-        epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev);
-      }
-      return;
-    }
+    return;
   }
 }
 

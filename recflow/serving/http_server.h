@@ -12,38 +12,26 @@
 //
 // Design. `num_threads` worker threads share one epoll set (leader/follower
 // style, every connection registered EPOLLONESHOT): a worker that sees a
-// connection readable reads what is there, and once a whole request is
-// buffered it runs the handler on the same thread and writes the response,
-// so a request costs no thread hand-off. Connections waiting for bytes
-// (idle keep-alive connections, slow or partial requests) hold no thread,
-// so a slow client never blocks the others. Handlers may block (the batch
-// scheduler makes them wait): at most `num_threads` requests run at once;
-// further requests wait in their sockets' buffers and the kernel's accept
-// backlog, never in an unbounded queue of ours. Memory is bounded by
-// max_connections x (max_header_bytes + max_body_bytes) and, for bodies,
-// by the total budget `max_buffered_body_bytes` across connections.
+// connection readable reads what is there and feeds it to the connection's
+// HttpRequestParser (http_parser.h); once a whole request is parsed it runs
+// the handler on the same thread and writes the response, so a request
+// costs no thread hand-off. Connections waiting for bytes (idle keep-alive
+// connections, slow or partial requests) hold no thread, so a slow client
+// never blocks the others. Handlers may block (the batch scheduler makes
+// them wait): at most `num_threads` requests run at once; further requests
+// wait in their sockets' buffers and the kernel's accept backlog, never in
+// an unbounded queue of ours. Memory is bounded by max_connections x
+// (max_header_bytes + max_body_bytes) and, for bodies, by the total budget
+// `max_buffered_body_bytes` across connections.
 //
-// Protocol. HTTP/1.1 and 1.0 requests; keep-alive (1.1 default, 1.0 with
-// "Connection: keep-alive"); pipelined requests are answered in order;
-// bodies by Content-Length or `Transfer-Encoding: chunked` (decoded; trailers
-// ignored); "Expect: 100-continue" gets "100 Continue" before the body is
-// read, or the final error status at once when the body would be refused.
-// A bare LF ends the request line and header lines as CRLF does (RFC 9112
-// allows it; TF Serving's libevent server does it); the lines of a chunked
-// body must end with CRLF (Note [bare LF] in http_server.cc).
-// Errors the server answers itself (then closes the connection):
-//   400  malformed request line, header line, Content-Length or chunk (a
-//        bare LF in chunked framing)
+// Protocol: http_parser.h (HTTP/1.1 and 1.0, pipelining, Content-Length
+// and chunked bodies, Expect: 100-continue, the bare LF rules, and the
+// 400/413/417/431/501/503/505 answers to what it refuses). Keep-alive is
+// HTTP/1.1's default and HTTP/1.0's with "Connection: keep-alive";
+// pipelined requests are answered in order; a HEAD response has no body.
+// The server itself answers, then closes the connection:
 //   408  a request not complete within request_timeout_ms
-//   413  Content-Length (or the chunked body so far) over max_body_bytes;
-//        the body is not read
-//   431  request line + headers over max_header_bytes
-//   501  a method other than GET, HEAD, POST, PUT, DELETE, OPTIONS, PATCH,
-//        or a transfer coding other than chunked
-//   505  an HTTP version other than 1.0 / 1.1
-//   417  an Expect header other than 100-continue
-//   503  over max_connections with no idle connection to close, or over
-//        max_buffered_body_bytes
+//   503  over max_connections with no idle connection to close
 // Error bodies are JSON: {"error": "..."} (TF Serving's error shape).
 //
 // Thread-safety: the handler is called concurrently from the worker
@@ -67,6 +55,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "recflow/core/mutex.h"
+#include "recflow/serving/http_parser.h"
 
 namespace recflow::serving {
 
@@ -101,26 +90,6 @@ struct HttpServerOptions {
   int listen_backlog = 1024;
 };
 
-// Header names compare case-insensitively (HTTP); values keep their bytes.
-struct CaseInsensitiveLess {
-  bool operator()(const std::string& a, const std::string& b) const;
-};
-using HttpHeaders = std::map<std::string, std::string, CaseInsensitiveLess>;
-
-struct HttpRequest {
-  std::string method;  // "GET", "POST", ...
-  std::string target;  // as sent: "/v1/models/m:predict?x=1"
-  std::string path;    // target before '?', percent-decoding NOT applied
-  std::string query;   // after '?', without it; empty when none
-  int version_minor = 1;  // HTTP/1.<minor>
-  HttpHeaders headers;    // repeated names are joined with ", "
-  std::string body;       // de-chunked
-
-  // The header's value, or `fallback` when absent.
-  std::string Header(const std::string& name,
-                     const std::string& fallback = "") const;
-};
-
 struct HttpResponse {
   int status = 200;
   std::string content_type = "application/json";
@@ -137,11 +106,6 @@ struct HttpResponse {
 
 // The standard reason phrase ("Not Found"); "Unknown" for others.
 const char* HttpReasonPhrase(int status);
-
-// Appends `s` to `out` as a JSON string literal (quotes included; control
-// characters, quotes, backslashes escaped; invalid UTF-8 bytes become
-// U+FFFD so the output is always valid JSON).
-void AppendJsonString(absl::string_view s, std::string* out);
 
 class HttpServer {
  public:
@@ -176,6 +140,12 @@ class HttpServer {
   void WorkerLoop();
   void AcceptAll();
   void ServeConnection(uint64_t id);
+  // Runs the handler on the request `c` has parsed and writes the answer;
+  // false when the connection was closed (not kept alive, or a failed
+  // write).
+  bool Respond(uint64_t id, Connection& c);
+  // Answers a request the parser refused, and closes the connection.
+  void Refuse(uint64_t id, int fd, const HttpParseError& error);
   void CloseConnection(uint64_t id);
   void ReapExpired();
   // Closes the connection idle longest; false when none is idle.
@@ -183,6 +153,9 @@ class HttpServer {
 
   const HttpServerOptions options_;
   const Handler handler_;
+  // Shared by the connections' parsers (max_buffered_body_bytes); declared
+  // before connections_, which hold parsers, so that it outlives them.
+  HttpBodyBudget body_budget_;
   int listen_fd_ = -1;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;  // eventfd, readable once Stop() begins
@@ -191,7 +164,6 @@ class HttpServer {
   std::atomic<int64_t> accepted_{0};
   std::atomic<int64_t> evicted_{0};
   std::atomic<int64_t> requests_{0};
-  std::atomic<int64_t> buffered_body_bytes_{0};
   std::atomic<int64_t> last_reap_ms_{0};
   std::vector<std::thread> workers_;
 

@@ -186,7 +186,7 @@ TEST(HttpServerTest, BadChunkSizeIs400) {
   EXPECT_NE(r.body.find("chunk size"), std::string::npos) << r.body;
 }
 
-// Note [bare LF] in http_server.cc: a bare LF ends the request line and
+// Note [bare LF] in http_parser.cc: a bare LF ends the request line and
 // header fields (RFC 9112 section 2.2 allows it; libevent, TF Serving's
 // server, does it) ...
 TEST(HttpServerTest, BareLfIsAcceptedInRequestLineAndHeaders) {
@@ -262,6 +262,40 @@ TEST(HttpServerTest, OversizedBodyIs413WithoutReadingIt) {
   ASSERT_TRUE(r.ok);
   EXPECT_EQ(r.status, 413);
   EXPECT_NE(r.body.find("10000000"), std::string::npos);
+}
+
+// max_buffered_body_bytes bounds the bodies of all connections together; a
+// request's share comes back when it is answered or its connection closes.
+TEST(HttpServerTest, BufferedBodyBudgetIs503AndIsGivenBack) {
+  HttpServerOptions options;
+  options.max_buffered_body_bytes = 100;
+  auto server = StartServer(options);
+  TestClient a(server->port());
+  a.Send("POST /a HTTP/1.1\r\nContent-Length: 80\r\n\r\n");
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  TestClient b(server->port());
+  b.Send(Post("/b", std::string(50, 'b')));
+  TestResponse r = b.Read();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 503);
+  EXPECT_NE(r.body.find("buffering too many request bodies"), std::string::npos) << r.body;
+  a.Send(std::string(80, 'a'));
+  r = a.Read();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 200);
+  TestClient c(server->port());
+  c.Send(Post("/c", std::string(90, 'c')));
+  EXPECT_EQ(c.Read().status, 200);
+  {
+    // Closes with its 90 bytes reserved and the body not sent.
+    TestClient d(server->port());
+    d.Send("POST /d HTTP/1.1\r\nContent-Length: 90\r\n\r\n");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  TestClient e(server->port());
+  e.Send(Post("/e", std::string(90, 'e')));
+  EXPECT_EQ(e.Read().status, 200);
 }
 
 TEST(HttpServerTest, MalformedRequestsAre400) {
@@ -535,12 +569,6 @@ TEST(HttpServerTest, ThreadCountIsBoundedAndThreadFailureIsAStatus) {
   EXPECT_EQ(server.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(server.status().message()),
               ::testing::HasSubstr("started 0 of 3 worker threads"));
-}
-
-TEST(HttpServerTest, JsonStringEscaping) {
-  std::string out;
-  AppendJsonString(std::string("a\"b\\c\n\x01\xff\xc3\xa9", 10), &out);
-  EXPECT_EQ(out, "\"a\\\"b\\\\c\\n\\u0001\xEF\xBF\xBD\xc3\xa9\"");
 }
 
 }  // namespace

@@ -1,6 +1,27 @@
 #include "recflow/serving/prediction_api.h"
 
+#include <utility>
+
+#include "recflow/core/status.h"
+
 namespace recflow::serving {
+
+absl::Status PredictionApi::PredictWithInputBuilder(PredictRequest request,
+                                                    PredictInputBuilder build,
+                                                    PredictResponse* response) {
+  MetadataRequest meta_request;
+  meta_request.model_spec = request.model_spec;
+  MetadataResponse meta;
+  RETURN_IF_ERROR(GetModelMetadata(meta_request, &meta));
+  const SignatureMap signatures(meta.signature_def.begin(),
+                                meta.signature_def.end());
+  RETURN_IF_ERROR(build(signatures, &request));
+  if (meta.model_spec.version.has_value()) {
+    request.model_spec.version = meta.model_spec.version;
+    request.model_spec.version_label.clear();
+  }
+  return Predict(request, response);
+}
 
 const char* ModelVersionStateName(ModelVersionState state) {
   switch (state) {

@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "recflow/core/tensor.h"
 #include "recflow/proto/example.pb.h"
@@ -135,12 +136,34 @@ struct StatusResponse {
   std::vector<ModelVersionStatus> versions;  // ascending by version
 };
 
+// The signatures of one loaded version, by name.
+using SignatureMap =
+    google::protobuf::Map<std::string, tensorflow::SignatureDef>;
+
+// Fills request->inputs for the version whose signatures are `signatures`
+// (the REST API types a JSON body by the signature's input dtypes).
+using PredictInputBuilder = absl::FunctionRef<absl::Status(
+    const SignatureMap& signatures, PredictRequest* request)>;
+
 class PredictionApi {
  public:
   virtual ~PredictionApi() = default;
 
   virtual absl::Status Predict(const PredictRequest& request,
                                PredictResponse* response) = 0;
+  // Predict with inputs built for the version that runs them: resolves
+  // request.model_spec to one version, once; calls `build` with that
+  // version's signatures; runs `request` (with the inputs `build` made) on
+  // that same version. A version published or unloaded in between changes
+  // neither, so the inputs never meet another version's signature. An error
+  // of `build` is returned as it is, and nothing runs.
+  //
+  // The default asks GetModelMetadata for the version and its signatures,
+  // then runs Predict pinned to that version (it fails if the version was
+  // unloaded in between); ServerCore overrides it to hold the version.
+  virtual absl::Status PredictWithInputBuilder(PredictRequest request,
+                                               PredictInputBuilder build,
+                                               PredictResponse* response);
   virtual absl::Status Classify(const ClassifyRequest& request,
                                 ClassifyResponse* response) = 0;
   virtual absl::Status Regress(const RegressRequest& request,

@@ -10,6 +10,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "recflow/core/status.h"
+#include "recflow/serving/json_example.h"
+#include "recflow/serving/json_response.h"
 
 namespace recflow::serving {
 namespace {
@@ -77,9 +79,11 @@ absl::StatusOr<Route> ParseModelPath(absl::string_view path) {
   return route;
 }
 
-std::string SignatureNames(const std::map<std::string, tensorflow::SignatureDef>& m) {
+// The names of `signatures`, sorted, joined with ", ".
+std::string SignatureNames(const SignatureMap& signatures) {
   std::vector<std::string> names;
-  for (const auto& kv : m) names.push_back(kv.first);
+  for (const auto& kv : signatures) names.push_back(kv.first);
+  std::sort(names.begin(), names.end());
   return absl::StrJoin(names, ", ");
 }
 
@@ -121,8 +125,12 @@ HttpResponse RestApi::Handle(const HttpRequest& request) {
       return r;
     }
     if (route->verb == "predict") return Predict(route->spec, request.body);
-    if (route->verb == "classify") return Classify(route->spec, request.body);
-    return Regress(route->spec, request.body);
+    if (route->verb == "classify") {
+      return ExamplesCall(route->spec, request.body, &PredictionApi::Classify,
+                          &ClassifyResponseToJson);
+    }
+    return ExamplesCall(route->spec, request.body, &PredictionApi::Regress,
+                        &RegressResponseToJson);
   }
   if (!get) {
     HttpResponse r = HttpResponse::JsonError(
@@ -134,94 +142,51 @@ HttpResponse RestApi::Handle(const HttpRequest& request) {
   return route->metadata ? Metadata(route->spec) : ModelStatus(route->spec);
 }
 
-absl::StatusOr<RestApi::SignaturePtr> RestApi::LookupSignature(
-    const ModelSpec& spec, const std::string& signature, bool use_cache,
-    bool* from_cache) {
-  const std::string& name = signature.empty() ? kDefaultSignature : signature;
-  const std::string key = absl::StrCat(
-      spec.name, std::string(1, '\0'),
-      spec.version.has_value() ? absl::StrCat("v", *spec.version)
-                               : absl::StrCat("l", spec.version_label),
-      std::string(1, '\0'), name);
-  *from_cache = false;
-  if (use_cache) {
-    MutexLock lock(&cache_mu_);
-    auto it = signature_cache_.find(key);
-    if (it != signature_cache_.end()) {
-      *from_cache = true;
-      return it->second;
-    }
-  }
-  MetadataRequest meta_request;
-  meta_request.model_spec = spec;
-  MetadataResponse meta;
-  RETURN_IF_ERROR(api_->GetModelMetadata(meta_request, &meta));
-  auto it = meta.signature_def.find(name);
-  if (it == meta.signature_def.end()) {
-    return errors::NotFound("signature '", name, "' not found in model '",
-                            spec.name, "'; it has: ",
-                            SignatureNames(meta.signature_def));
-  }
-  auto def = std::make_shared<const tensorflow::SignatureDef>(std::move(it->second));
-  MutexLock lock(&cache_mu_);
-  // Keys come only from lookups that succeeded, so the cache holds real
-  // (model, version, signature) triples; still, bound it.
-  if (signature_cache_.size() >= 4096) signature_cache_.clear();
-  signature_cache_[key] = def;
-  return def;
-}
-
 HttpResponse RestApi::Predict(const ModelSpec& spec, const std::string& body) {
-  bool used_cache = false;
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    PredictRequest request;
-    request.model_spec = spec;
-    const bool use_cache = attempt == 0;
-    used_cache = false;
-    auto lookup = [&](const std::string& signature) {
-      return LookupSignature(spec, signature, use_cache, &used_cache);
-    };
-    JsonPredictFormat format;
-    absl::Status s =
-        ParsePredictRequestJson(body, lookup, options_.json, &request, &format);
-    if (s.ok()) {
-      PredictResponse response;
-      s = api_->Predict(request, &response);
-      if (s.ok()) {
-        absl::StatusOr<std::string> json = PredictResponseToJson(response, format);
-        if (!json.ok()) return ErrorResponse(json.status());
-        return HttpResponse::Json(200, *std::move(json));
-      }
+  absl::StatusOr<PredictRequestJson> json =
+      PredictRequestJson::Parse(body, options_.json);
+  if (!json.ok()) return ErrorResponse(json.status());
+  PredictRequest request;
+  request.model_spec = spec;
+  request.model_spec.signature_name = json->signature_name();
+  // The body is typed by the signature of the version that will run it.
+  auto build = [&](const SignatureMap& signatures,
+                   PredictRequest* r) -> absl::Status {
+    const std::string name = json->signature_name().empty()
+                                 ? std::string(kDefaultSignature)
+                                 : json->signature_name();
+    auto it = signatures.find(name);
+    if (it == signatures.end()) {
+      return errors::NotFound("signature '", name, "' not found in model '",
+                              spec.name, "'; it has: ",
+                              SignatureNames(signatures));
     }
-    // A cached signature may be stale (a new version with other inputs):
-    // retry once with fresh metadata before reporting the error.
-    if (!used_cache) return ErrorResponse(s);
-  }
-  return HttpResponse::JsonError(500, "unreachable");
+    return json->ToInputs(it->second, &r->inputs);
+  };
+  PredictResponse response;
+  absl::Status s =
+      api_->PredictWithInputBuilder(std::move(request), build, &response);
+  if (!s.ok()) return ErrorResponse(s);
+  absl::StatusOr<std::string> out =
+      PredictResponseToJson(response, json->format());
+  if (!out.ok()) return ErrorResponse(out.status());
+  return HttpResponse::Json(200, *std::move(out));
 }
 
-HttpResponse RestApi::Classify(const ModelSpec& spec, const std::string& body) {
-  ClassifyRequest request;
+template <typename Request, typename Response>
+HttpResponse RestApi::ExamplesCall(
+    const ModelSpec& spec, const std::string& body,
+    absl::Status (PredictionApi::*call)(const Request&, Response*),
+    std::string (*to_json)(const Response&)) {
+  Request request;
   request.model_spec = spec;
   absl::Status s = ParseExamplesRequestJson(
       body, options_.json, &request.model_spec.signature_name, &request.input);
   if (!s.ok()) return ErrorResponse(s);
-  ClassifyResponse response;
-  s = api_->Classify(request, &response);
+  Response response;
+  s = (api_->*call)(request, &response);
   if (!s.ok()) return ErrorResponse(s);
-  return HttpResponse::Json(200, ClassifyResponseToJson(response));
-}
-
-HttpResponse RestApi::Regress(const ModelSpec& spec, const std::string& body) {
-  RegressRequest request;
-  request.model_spec = spec;
-  absl::Status s = ParseExamplesRequestJson(
-      body, options_.json, &request.model_spec.signature_name, &request.input);
-  if (!s.ok()) return ErrorResponse(s);
-  RegressResponse response;
-  s = api_->Regress(request, &response);
-  if (!s.ok()) return ErrorResponse(s);
-  return HttpResponse::Json(200, RegressResponseToJson(response));
+  return HttpResponse::Json(200, to_json(response));
 }
 
 HttpResponse RestApi::ModelStatus(const ModelSpec& spec) {

@@ -1,5 +1,6 @@
 // RestApi: TF Serving's REST API over a PredictionApi (prediction_api.h),
-// served by HttpServer (http_server.h); JSON formats in json_tensor.h.
+// served by HttpServer (http_server.h); JSON formats in json_predict.h,
+// json_example.h and json_response.h.
 //
 //   ASSIGN_OR_RETURN(std::unique_ptr<RestServer> rest,
 //                    RestServer::Create(core.get(), http_options));
@@ -23,15 +24,13 @@
 // full or no version loaded, 429 over a limit. The model name is only ever
 // looked up by the PredictionApi, never used to build a path.
 //
-// Predict needs the signature's input dtypes to type the JSON values: it
-// asks GetModelMetadata for the model spec of the URL, then calls Predict
-// with the same spec (not pinned to the version the metadata came from, so
-// a version swap between the two calls cannot fail the request). The
-// signatures are cached per (model, version or label, signature name), so
-// a request costs no metadata copy; when a Predict that used a cached
-// signature fails, the entry is dropped and the request is parsed and run
-// once more with fresh metadata, so a new version with other dtypes never
-// sees a stale signature twice.
+// Predict needs the signature's input dtypes to type the JSON values. The
+// body is parsed first (malformed JSON is a 400 before any model lookup);
+// then PredictionApi::PredictWithInputBuilder resolves the URL's model spec
+// to one version, the values are typed by that version's signature, and
+// that same version runs them: with ServerCore, which holds that version
+// throughout, a version swapped in between can neither fail the request nor
+// see inputs typed for another version.
 //
 // Thread-safety: Handle() may be called concurrently (HttpServer does).
 #ifndef RECFLOW_SERVING_REST_API_H_
@@ -42,9 +41,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "recflow/core/mutex.h"
 #include "recflow/serving/http_server.h"
-#include "recflow/serving/json_tensor.h"
+#include "recflow/serving/json_predict.h"
 #include "recflow/serving/prediction_api.h"
 
 namespace recflow::serving {
@@ -66,22 +64,17 @@ class RestApi {
 
  private:
   HttpResponse Predict(const ModelSpec& spec, const std::string& body);
-  HttpResponse Classify(const ModelSpec& spec, const std::string& body);
-  HttpResponse Regress(const ModelSpec& spec, const std::string& body);
+  // Classify or regress: a tf.Example JSON body, `call`, `to_json`.
+  template <typename Request, typename Response>
+  HttpResponse ExamplesCall(
+      const ModelSpec& spec, const std::string& body,
+      absl::Status (PredictionApi::*call)(const Request&, Response*),
+      std::string (*to_json)(const Response&));
   HttpResponse ModelStatus(const ModelSpec& spec);
   HttpResponse Metadata(const ModelSpec& spec);
 
-  using SignaturePtr = std::shared_ptr<const tensorflow::SignatureDef>;
-  // The signature for `spec` + `signature`, from the cache or metadata.
-  absl::StatusOr<SignaturePtr> LookupSignature(const ModelSpec& spec,
-                                               const std::string& signature,
-                                               bool use_cache, bool* from_cache);
-
   PredictionApi* const api_;  // Not owned.
   const RestApiOptions options_;
-  Mutex cache_mu_;
-  std::map<std::string, SignaturePtr> signature_cache_
-      ABSL_GUARDED_BY(cache_mu_);
 };
 
 // An HttpServer serving a RestApi: the pair the model server runs.

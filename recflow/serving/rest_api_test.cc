@@ -17,6 +17,7 @@ namespace recflow::serving {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::StartsWith;
 using testutil::HttpCall;
 using testutil::TestResponse;
@@ -60,6 +61,7 @@ class FakeApi : public PredictionApi {
 
   absl::Status Predict(const PredictRequest& request,
                        PredictResponse* response) override {
+    last_predict_version = request.model_spec.version.value_or(-1);
     response->model_spec = request.model_spec;
     RETURN_IF_ERROR(Check(&response->model_spec));
     if (response->model_spec.signature_name == "multi") {
@@ -140,6 +142,7 @@ class FakeApi : public PredictionApi {
   // A "new version" whose serving_default takes int64 x.
   std::atomic<bool> int_mode{false};
   std::atomic<int> metadata_calls{0};
+  std::atomic<int64_t> last_predict_version{-1};
 
  private:
   std::map<std::string, tensorflow::SignatureDef> sigs_;
@@ -190,20 +193,31 @@ TEST_F(RestApiTest, PredictRowAndColumnar) {
                     R"({"b_bytes": {"b64": "eW8="}, "n": 2}]})");
 }
 
-TEST_F(RestApiTest, SignaturesAreCachedAndAStaleOneIsRetried) {
+// The body is typed by the signature of the version that runs it, found
+// once per request (FakeApi uses PredictionApi's default
+// PredictWithInputBuilder: one metadata call, then Predict pinned to the
+// version it reported), with no retry; a new version with another input
+// dtype is used from the next request on.
+TEST_F(RestApiTest, EachRequestIsTypedByTheVersionThatRunsIt) {
   const std::string req = R"({"instances": [1, 2]})";
-  EXPECT_EQ(Post("/v1/models/m:predict", req).body, R"({"predictions": [2.5, 3.0]})");
   const int calls = api_.metadata_calls.load();
   EXPECT_EQ(Post("/v1/models/m:predict", req).body, R"({"predictions": [2.5, 3.0]})");
-  EXPECT_EQ(api_.metadata_calls.load(), calls);  // served from the cache
+  EXPECT_EQ(api_.metadata_calls.load(), calls + 1);
+  EXPECT_EQ(api_.last_predict_version.load(), 3);  // pinned
   api_.int_mode = true;  // a new version with another input dtype
   TestResponse r = Post("/v1/models/m:predict", req);
   EXPECT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.body, R"({"predictions": [2.5, 3.0]})");
-  EXPECT_EQ(api_.metadata_calls.load(), calls + 1);
-  // A request that is wrong for the fresh signature still fails, clearly.
+  EXPECT_EQ(api_.metadata_calls.load(), calls + 2);
+  // A request that is wrong for the new signature fails, clearly.
   ExpectError(Post("/v1/models/m:predict", R"({"instances": [1.5]})"), 400,
               "not of expected type int64");
+  EXPECT_EQ(api_.metadata_calls.load(), calls + 3);
+  // A malformed body is refused before any lookup.
+  ExpectError(Post("/v1/models/m:predict", R"({"instances": )"), 400, "JSON parse error");
+  ExpectError(Post("/v1/models/m:predict", R"({"instances": [1], "inputs": [1]})"), 400,
+              "both");
+  EXPECT_EQ(api_.metadata_calls.load(), calls + 3);
 }
 
 TEST_F(RestApiTest, ClassifyAndRegress) {
@@ -335,6 +349,10 @@ TEST(RestApiEndToEnd, HalfPlusTwo) {
                R"({"inputs": {"x": [[1.0], [2.0]]}})");
   EXPECT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.body, R"({"outputs": [[2.5], [3.0]]})");
+  // ServerCore resolves the version once per predict: no metadata lookup.
+  EXPECT_THAT((*core)->MetricsText(),
+              HasSubstr("version=\"123\",api=\"predict\",status=\"OK\"} 2"));
+  EXPECT_THAT((*core)->MetricsText(), Not(HasSubstr("api=\"metadata\"")));
   r = HttpCall(port, "POST", "/v1/models/half_plus_two:regress",
                R"({"signature_name": "regress_x_to_y", "examples": [{"x": 1.0}, {"x": 5.0}]})");
   EXPECT_EQ(r.status, 200) << r.body;

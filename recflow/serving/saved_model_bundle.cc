@@ -140,7 +140,7 @@ absl::StatusOr<SavedModelBundle> LoadSavedModel(
     if (!s.ok()) return errors::Annotate(s, ctx("restoring the variables"));
   }
   {
-    absl::Status s = RestoreHashTables(bundle.session.get(), meta.graph_def(), env, prefix);
+    absl::Status s = RestoreHashTables(bundle.session.get(), env, prefix);
     if (!s.ok()) return errors::Annotate(s, ctx("restoring hash embedding tables"));
   }
 

@@ -19,9 +19,12 @@
 //   3b. imports every hash embedding table of the graph
 //      (HashEmbeddingTableOp nodes; train/saved_model_export.h writes them
 //      into the variables bundle under the table node's name): the table is
-//      created from the node's attrs, cleared and filled from K/keys,
-//      K/values (streamed), K/frequencies and K/versions; optimizer slots are
-//      not loaded. Lookups in serve mode read it without inserting.
+//      created from the node's attrs (embedding/graph_tables.h), cleared and
+//      filled from K/keys, K/values, K/frequencies and K/versions by the
+//      table <-> bundle bridge training restores with
+//      (embedding/table_bundle.h: streamed in lanes on the session's
+//      intra-op pool, every crc32c checked); optimizer slots are not
+//      loaded. Lookups in serve mode read it without inserting.
 //   4. runs the main op (collection "saved_model_main_op", the signature
 //      "__saved_model_init_op", or the legacy "legacy_init_op" collection)
 //      with every asset's tensor (meta_graph.asset_file_def, or the
@@ -63,13 +66,13 @@ absl::StatusOr<SavedModelBundle> LoadSavedModel(
     const LoadOptions& options, const std::string& export_dir,
     const std::vector<std::string>& tags);
 
-// Step 3b above, for tools: imports the graph's hash embedding tables from
-// the bundle at `variables_prefix` into the session's resources. OK when the
-// graph has none; NotFound when it has one but the bundle or the table's
-// rows are missing; DataLoss for a truncated or corrupted bundle (the table
-// is left empty, never half-filled).
-absl::Status RestoreHashTables(Session* session, const tensorflow::GraphDef& graph_def, Env* env,
-                               const std::string& variables_prefix);
+// Step 3b above, for tools: imports the hash embedding tables of the
+// session's graph from the bundle at `variables_prefix` into the session's
+// resources. OK when the graph has none; NotFound when it has one but the
+// bundle or the table's rows are missing; DataLoss naming the tensor for a
+// truncated or corrupted bundle (the table is left empty, never
+// half-filled).
+absl::Status RestoreHashTables(Session* session, Env* env, const std::string& variables_prefix);
 
 // Runs signature `signature_name` with `inputs` keyed by the signature's
 // input keys and returns every output keyed by output key (or only

@@ -126,7 +126,9 @@ TEST(SavedModelBundleTest, RecflowHalfPlusTwoMatchesTensorFlows) {
     results.push_back(r);
   }
   EXPECT_EQ(results[0], (std::vector<float>{2.5f, 0.5f, 5.5f, 4.f, 5.f, 6.f}));
-  if (results.size() == 2) EXPECT_EQ(results[1], results[0]);
+  if (results.size() == 2) {
+    EXPECT_EQ(results[1], results[0]);
+  }
 }
 
 TEST(SavedModelBundleTest, RunSignatureErrorsNameTheCulprit) {

@@ -1,10 +1,8 @@
 #include "recflow/serving/server_core.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstring>
-#include <set>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -17,7 +15,6 @@
 #include "recflow/core/logging.h"
 #include "recflow/core/record_io.h"
 #include "recflow/core/status.h"
-#include "recflow/core/threadpool.h"
 #include "recflow/framework/partial_shape.h"
 #include "recflow/proto/serving_prediction_log.pb.h"
 #include "recflow/serving/prediction_api_proto.h"
@@ -42,18 +39,6 @@ class CollectErrors : public google::protobuf::io::ErrorCollector {
  private:
   std::string first_;
 };
-
-// Version directory names: 1 to 18 digits (fits an int64).
-bool ParseVersion(const std::string& name, int64_t* version) {
-  if (name.empty() || name.size() > 18) return false;
-  int64_t v = 0;
-  for (char c : name) {
-    if (c < '0' || c > '9') return false;
-    v = v * 10 + (c - '0');
-  }
-  *version = v;
-  return true;
-}
 
 ModelSpec FromProto(const tensorflow::serving::ModelSpec& proto) {
   ModelSpec spec;
@@ -300,11 +285,13 @@ absl::Status ServerCore::Init() {
                                    static_cast<int64_t>(kMaxPollWaitSeconds),
                                    " seconds (<= 0: load once, never poll)");
   }
-  ASSIGN_OR_RETURN(ModelMap models, BuildModels(options_.model_server_config));
-  {
-    MutexLock lock(&models_mu_);
-    models_ = std::move(models);
+  constexpr int64_t kDayMicros = int64_t{24} * 3600 * 1000 * 1000;
+  if (options_.load_retry_interval_micros > kDayMicros) {
+    return errors::InvalidArgument(
+        "load_retry_interval_micros is ", options_.load_retry_interval_micros,
+        "; must be at most ", kDayMicros, " (one day)");
   }
+  ASSIGN_OR_RETURN(ModelMap models, BuildModels(options_.model_server_config));
   if (options_.enable_batching) {
     ASSIGN_OR_RETURN(BatchingOptions batching,
                      BatchingOptionsFromProto(options_.batching_parameters));
@@ -312,31 +299,48 @@ absl::Status ServerCore::Init() {
     batching.env = options_.env;
     ASSIGN_OR_RETURN(batcher_, BatchScheduler::Create(batching));
   }
+  // The poll thread starts first (it polls only once the initial versions
+  // are in, below); then the manager's load and unload threads.
+  ASSIGN_OR_RETURN(
+      source_,
+      VersionSource::Create(
+          {.env = options_.env, .poll_wait_seconds = poll},
+          [this](const std::string& model,
+                 const absl::StatusOr<VersionDirs>& dirs) {
+            manager_->SetVersionsOnDisk(model, dirs);
+          }));
+  VersionManagerOptions manager;
+  manager.num_load_threads = options_.num_load_threads;
+  manager.num_unload_threads = options_.num_unload_threads;
+  manager.max_num_load_retries = options_.max_num_load_retries;
+  manager.load_retry_interval_micros = options_.load_retry_interval_micros;
+  manager.env = options_.env;
+  manager.available_versions = available_versions_;
+  ASSIGN_OR_RETURN(
+      manager_,
+      VersionManager::Create(manager, [this](const std::string& model,
+                                             int64_t version,
+                                             const std::string& dir) {
+        return LoadVersion(model, version, dir);
+      }));
+  InstallModels(models);
   PollNow();
   if (options_.fail_if_zero_versions_at_startup) {
-    for (const auto& [name, model] : Models()) {
-      MutexLock lock(&model->mu);
-      if (model->states.empty()) {
+    for (const auto& [name, model] : models) {
+      if (model->versions->States().empty()) {
         return errors::NotFound("model '", name, "': no version under '",
                                 model->config.base_path(),
                                 "' (fail_if_zero_versions_at_startup)");
       }
     }
   }
-  if (options_.file_system_poll_wait_seconds > 0) {
-    ASSIGN_OR_RETURN(poll_thread_,
-                     StartThread("model_poll", [this] { PollLoop(); }));
-  }
+  source_->StartPolling();
   return absl::OkStatus();
 }
 
 ServerCore::~ServerCore() {
-  {
-    std::lock_guard<std::mutex> lock(stop_mu_.native());
-    stop_ = true;
-  }
-  stop_cv_.notify_all();
-  if (poll_thread_.joinable()) poll_thread_.join();
+  source_.reset();   // stops polling
+  manager_.reset();  // waits for loads in progress, unloads everything
   batcher_.reset();
 }
 
@@ -344,209 +348,49 @@ void ServerCore::StopBatching() {
   if (batcher_ != nullptr) batcher_->Shutdown();
 }
 
-void ServerCore::PollLoop() {
-  const auto wait = std::chrono::microseconds(
-      static_cast<int64_t>(options_.file_system_poll_wait_seconds * 1e6));
-  std::unique_lock<std::mutex> lock(stop_mu_.native());
-  for (;;) {
-    if (stop_cv_.wait_for(lock, wait, [this] { return stop_; })) return;
-    lock.unlock();
-    PollNow();
-    lock.lock();
-  }
-}
-
 ServerCore::ModelMap ServerCore::Models() const {
   MutexLock lock(&models_mu_);
   return models_;
 }
 
-void ServerCore::PollNow() {
-  MutexLock lock(&poll_mu_);
-  for (auto& [name, model] : Models()) PollModel(model.get());
-}
-
-absl::Status ServerCore::ReloadConfig(
-    const tensorflow::serving::ModelServerConfig& config) {
-  ASSIGN_OR_RETURN(ModelMap models, BuildModels(config));
-  MutexLock poll_lock(&poll_mu_);
-  ModelMap old = Models();
+void ServerCore::InstallModels(ModelMap& models) {
+  std::map<std::string, std::string> base_paths;
   for (auto& [name, model] : models) {
-    auto it = old.find(name);
-    if (it == old.end()) continue;
-    // Same name: the new config takes over the loaded versions and states.
-    Model* from = it->second.get();
-    {
-      MutexLock a(&from->mu);
-      MutexLock b(&model->mu);
-      model->available = from->available;
-      model->states = from->states;
-    }
-    model->failed = from->failed;
-    model->unloading = from->unloading;
-  }
-  for (const auto& [name, model] : old) {
-    if (!models.contains(name)) available_versions_->Set({name}, 0);
+    model->versions =
+        manager_->AddModel(name, model->config.model_version_policy());
+    base_paths[name] = model->config.base_path();
   }
   {
     MutexLock lock(&models_mu_);
     models_ = models;
   }
-  // Removed models go with `old`: their versions are destroyed as soon as
-  // no request holds them. Kept and new models are polled now.
-  for (auto& [name, model] : models) PollModel(model.get());
+  source_->SetModels(std::move(base_paths));
+}
+
+void ServerCore::PollNow() {
+  source_->PollNow();
+  manager_->WaitUntilSettled(ModelNames());
+}
+
+absl::Status ServerCore::ReloadConfig(
+    const tensorflow::serving::ModelServerConfig& config) {
+  ASSIGN_OR_RETURN(ModelMap models, BuildModels(config));
+  MutexLock lock(&reload_mu_);
+  const ModelMap old = Models();
+  // Kept models keep their versions and states (AddModel returns the same
+  // ServedVersions); removed ones go once no request holds their versions.
+  InstallModels(models);
+  for (const auto& [name, model] : old) {
+    if (!models.contains(name)) manager_->RemoveModel(name);
+  }
+  PollNow();
   return absl::OkStatus();
 }
 
-void ServerCore::SetState(Model* model, int64_t version,
-                          ModelVersionState state, absl::Status status) {
-  MutexLock lock(&model->mu);
-  ModelVersionStatus& s = model->states[version];
-  s.version = version;
-  s.state = state;
-  s.status = std::move(status);
-}
-
-void ServerCore::PollModel(Model* model) {
-  const std::string& name = model->config.name();
-  const std::string& base = model->config.base_path();
-  Env* env = options_.env;
-  auto stopping = [this] {
-    std::lock_guard<std::mutex> lock(stop_mu_.native());
-    return stop_;
-  };
-
-  // Destroy unloaded versions no request holds any more.
-  auto reap = [&] {
-    auto& u = model->unloading;
-    for (auto it = u.begin(); it != u.end();) {
-      if (it->use_count() == 1) {
-        const int64_t v = (*it)->version;
-        it = u.erase(it);
-        SetState(model, v, ModelVersionState::kEnd);
-      } else {
-        ++it;
-      }
-    }
-  };
-
-  auto children = env->GetChildren(base);
-  if (!children.ok()) {
-    LOG(WARNING) << "model '" << name << "': cannot list base_path '" << base
-                 << "': " << children.status().message();
-    reap();
-    return;
-  }
-  std::map<int64_t, std::string> on_disk;
-  for (const std::string& child : *children) {
-    int64_t v;
-    if (!ParseVersion(child, &v) || on_disk.contains(v)) continue;
-    const std::string dir = JoinPath(base, child);
-    if (!env->IsDirectory(dir).ok()) continue;
-    on_disk[v] = dir;
-  }
-  for (auto it = model->failed.begin(); it != model->failed.end();) {
-    it = on_disk.contains(*it) ? std::next(it) : model->failed.erase(it);
-  }
-
-  const auto& policy = model->config.model_version_policy();
-  auto aspire = [&] {
-    std::set<int64_t> aspired;
-    std::vector<int64_t> candidates;
-    for (const auto& [v, dir] : on_disk) {
-      if (!model->failed.contains(v)) candidates.push_back(v);
-    }
-    if (policy.has_all()) {
-      aspired.insert(candidates.begin(), candidates.end());
-    } else if (policy.has_specific()) {
-      for (int64_t v : policy.specific().versions()) {
-        if (std::find(candidates.begin(), candidates.end(), v) !=
-            candidates.end())
-          aspired.insert(v);
-      }
-    } else {
-      const size_t n = std::max<uint32_t>(1, policy.latest().num_versions());
-      for (size_t i = 0; i < n && i < candidates.size(); ++i)
-        aspired.insert(candidates[candidates.size() - 1 - i]);
-    }
-    return aspired;
-  };
-
-  std::set<int64_t> aspired;
-  for (bool retry = true; retry && !stopping();) {
-    retry = false;
-    aspired = aspire();
-    std::shared_ptr<const VersionMap> current;
-    {
-      MutexLock lock(&model->mu);
-      current = model->available;
-    }
-    // Newest first, so the newest aspired version serves soonest.
-    for (auto it = aspired.rbegin(); it != aspired.rend(); ++it) {
-      const int64_t v = *it;
-      if (current->contains(v)) continue;
-      if (stopping()) break;
-      SetState(model, v, ModelVersionState::kLoading);
-      const uint64_t start = env->NowMicros();
-      auto servable = LoadVersion(model, v, on_disk[v]);
-      if (!servable.ok()) {
-        LOG(WARNING) << "model '" << name << "' version " << v
-                     << " failed: " << servable.status().message();
-        model->failed.insert(v);
-        SetState(model, v, ModelVersionState::kEnd, servable.status());
-        retry = true;
-        break;
-      }
-      load_latency_->Observe({name}, (env->NowMicros() - start) * 1e-6);
-      {
-        MutexLock lock(&model->mu);
-        auto next = std::make_shared<VersionMap>(*model->available);
-        (*next)[v] = std::move(*servable);
-        model->available = std::move(next);
-        ModelVersionStatus& s = model->states[v];
-        s.version = v;
-        s.state = ModelVersionState::kAvailable;
-        s.status = absl::OkStatus();
-        current = model->available;
-      }
-      LOG(INFO) << "model '" << name << "' version " << v << " is available";
-    }
-  }
-  if (stopping()) return;
-
-  // Unload what is no longer aspired, now that the aspired ones are in.
-  {
-    MutexLock lock(&model->mu);
-    auto next = std::make_shared<VersionMap>();
-    for (const auto& [v, servable] : *model->available) {
-      if (aspired.contains(v)) {
-        (*next)[v] = servable;
-      } else {
-        model->unloading.push_back(servable);
-        ModelVersionStatus& s = model->states[v];
-        s.state = ModelVersionState::kUnloading;
-      }
-    }
-    model->available = std::move(next);
-    available_versions_->Set({name},
-                             static_cast<double>(model->available->size()));
-  }
-  reap();
-  // Forget finished versions that are gone from disk.
-  MutexLock lock(&model->mu);
-  for (auto it = model->states.begin(); it != model->states.end();) {
-    if (it->second.state == ModelVersionState::kEnd &&
-        !on_disk.contains(it->first)) {
-      it = model->states.erase(it);
-    } else {
-      ++it;
-    }
-  }
-}
-
-absl::StatusOr<std::shared_ptr<const ServerCore::Servable>>
-ServerCore::LoadVersion(Model* model, int64_t version, const std::string& dir) {
-  const std::string& name = model->config.name();
+absl::StatusOr<std::shared_ptr<const Servable>> ServerCore::LoadVersion(
+    const std::string& name, int64_t version, const std::string& dir) {
+  if (options_.pre_load_hook) options_.pre_load_hook(name, version);
+  const uint64_t start = options_.env->NowMicros();
   LoadOptions load;
   load.env = options_.env;
   load.session = options_.session;
@@ -567,6 +411,7 @@ ServerCore::LoadVersion(Model* model, int64_t version, const std::string& dir) {
     return errors::Annotate(warm, absl::StrCat("warming up version ", version,
                                                " of model '", name, "'"));
   }
+  load_latency_->Observe({name}, (options_.env->NowMicros() - start) * 1e-6);
   return std::shared_ptr<const Servable>(std::move(servable));
 }
 
@@ -696,8 +541,9 @@ std::vector<int64_t> ServerCore::AvailableVersions(
   const ModelMap models = Models();
   auto it = models.find(model);
   if (it == models.end()) return out;
-  MutexLock lock(&it->second->mu);
-  for (const auto& [v, s] : *it->second->available) out.push_back(v);
+  for (const auto& [v, s] : *it->second->versions->Available()) {
+    out.push_back(v);
+  }
   return out;
 }
 

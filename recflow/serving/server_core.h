@@ -12,6 +12,16 @@
 //   ...
 //   RETURN_IF_ERROR(core->Predict(request, &response));
 //
+// The parts. ServerCore keeps the requests: it resolves a model, version or
+// label to a loaded version (a shared_ptr<const Servable>) and runs it. What
+// is loaded is decided by three parts it wires together, as TF Serving's
+// ServerCore wires its source, policy and AspiredVersionsManager:
+//   VersionSource  (version_source.h)  lists each base path, on Create, on
+//                  PollNow and every file_system_poll_wait_seconds;
+//   DecideVersions (version_policy.h)  picks what to load and unload;
+//   VersionManager (version_manager.h) loads, warms up (through the core's
+//                  loader below), publishes and unloads, on its own threads.
+//
 // Versions. A version is a subdirectory of the base path whose name is all
 // digits (at most 18, so it fits an int64; "00000123" is version 123); other
 // entries are ignored. Paths are built only from the configured base paths
@@ -19,27 +29,32 @@
 // the aspired versions among those on disk that have not failed:
 // latest { num_versions: N } (default N = 1), all {}, specific { versions }.
 //
-// Loading. Create() loads the initial aspired versions synchronously, then
-// (when file_system_poll_wait_seconds > 0) a poll thread re-lists every base
-// path that often. A new aspired version is loaded (serving/
-// saved_model_bundle.h) and warmed up, while the versions already serving
-// keep answering; only then is it published (state AVAILABLE), by swapping
-// the model's version map (a shared_ptr to an immutable map, under a
-// mutex). Versions that left the aspired set are then removed from the map
+// Loading. Create() loads the initial aspired versions and returns when each
+// is loaded or failed; then (when file_system_poll_wait_seconds > 0) a poll
+// thread re-lists every base path that often. A new aspired version is
+// loaded (serving/saved_model_bundle.h) and warmed up on one of
+// num_load_threads threads, while the versions already serving keep
+// answering; only then is it published (state AVAILABLE), by swapping the
+// model's version map (a shared_ptr to an immutable map, under a mutex). A
+// slow load occupies its thread only: polling, and loading other models,
+// go on. Versions that left the aspired set are then removed from the map
 // (state UNLOADING); a request in flight holds a shared_ptr to its version,
 // so the version is destroyed (state END) only after the last such request
-// returned. A version that fails to load or warm up goes to END with its
-// error (GetModelStatus reports it), is never published and never retried
-// while its directory stays (publish versions atomically: write to a
-// temporary name, then rename); it is also left out of the aspired set, so
-// with latest{1} the previous version keeps serving. A version that
-// disappears from disk is unloaded.
+// returned. A version that fails to load or warm up is retried
+// max_num_load_retries times (default 0) with a growing wait; then it goes to
+// END with its error (GetModelStatus reports it), is never published and
+// never retried while its directory stays (publish versions atomically:
+// write to a temporary name, then rename); it is also left out of the
+// aspired set, so with latest{1} the previous version keeps serving. A
+// version that disappears from disk is unloaded.
 //
 // Startup. Create() fails on a malformed config (InvalidArgument naming the
 // model and field: a negative version in a specific policy or a label, ...), on
 // a base path that does not exist or is not a directory (NotFound /
-// InvalidArgument naming it), and, with fail_if_zero_versions_at_startup, when
-// a model has no version on disk. Otherwise it succeeds even if no version
+// InvalidArgument naming it), on loading options out of range
+// (InvalidArgument naming the option), on a thread that cannot start
+// (ResourceExhausted), and, with fail_if_zero_versions_at_startup, when a
+// model has no version on disk. Otherwise it succeeds even if no version
 // loaded: such a model answers Unavailable ("model M has no available version
 // ...") and GetModelStatus shows each version's error, and later versions are
 // picked up by polling.
@@ -85,18 +100,16 @@
 //
 // Thread-safety: every PredictionApi method may be called concurrently.
 // The destructor stops the poll thread (promptly: it waits on a condition
-// variable; a load in progress finishes first) and unloads everything.
+// variable), waits for the loads in progress, and unloads everything.
 // REQUIRES: no request is in flight when the destructor starts.
 #ifndef RECFLOW_SERVING_SERVER_CORE_H_
 #define RECFLOW_SERVING_SERVER_CORE_H_
 
-#include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
-#include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -111,6 +124,8 @@
 #include "recflow/serving/prediction_api.h"
 #include "recflow/serving/prediction_api_proto.h"
 #include "recflow/serving/saved_model_bundle.h"
+#include "recflow/serving/version_manager.h"
+#include "recflow/serving/version_source.h"
 
 namespace recflow::serving {
 
@@ -137,6 +152,23 @@ struct ServerCoreOptions {
   // Warm-up (see the top of this file). TF Serving's limits.
   int max_warmup_records = 1000;
   int warmup_replays = 1;
+  // Loading (TF Serving's flags of the same names; version_manager.h).
+  // Threads loading versions, 1..4096 (TF Serving's default, 0, loads one
+  // at a time on its manager thread; here loads never hold up polling).
+  int num_load_threads = 4;
+  // Threads destroying unloaded versions, 0..4096 (0: on the thread that
+  // unloads them, as TF Serving's 0).
+  int num_unload_threads = 1;
+  // Retries of a version that failed to load or warm up, >= 0 (TF Serving's
+  // default is 5; recflow's 0 keeps a failed version failed, see above).
+  int max_num_load_retries = 0;
+  // The wait before the first retry; each next wait doubles, up to 32 times
+  // this. At most one day; < 0: no wait (as in TF Serving).
+  int64_t load_retry_interval_micros = 60'000'000;
+  // Called on a load thread just before each load of a version (TF
+  // Serving's pre_load_hook); may block (tests use it to hold a load).
+  std::function<void(const std::string& model, int64_t version)>
+      pre_load_hook;
   std::vector<std::string> tags = {"serve"};
   Env* env = Env::Default();  // Not owned.
   SessionOptions session;     // per loaded version
@@ -182,6 +214,11 @@ class ServerCore : public PredictionApi {
 
   absl::Status Predict(const PredictRequest& request,
                        PredictResponse* response) override;
+  // Holds the one version it resolves from building the inputs to running
+  // them (counted as a "predict" request unless `build` fails).
+  absl::Status PredictWithInputBuilder(PredictRequest request,
+                                       PredictInputBuilder build,
+                                       PredictResponse* response) override;
   absl::Status Classify(const ClassifyRequest& request,
                         ClassifyResponse* response) override;
   absl::Status Regress(const RegressRequest& request,
@@ -194,7 +231,9 @@ class ServerCore : public PredictionApi {
 
   // Runs one poll cycle now (what the poll thread does every
   // file_system_poll_wait_seconds): lists the base paths, loads new aspired
-  // versions, unloads the others. Serialized with the poll thread.
+  // versions, unloads the others, and returns when every model's loads
+  // (with their retries) are done. Serialized with the poll thread's
+  // listings.
   void PollNow();
 
   // Replaces the served models with `config` (TF Serving's
@@ -204,7 +243,7 @@ class ServerCore : public PredictionApi {
   // policy, labels and base path; a new model is loaded. Returns after one
   // poll cycle over the new set (new models' versions loaded or failed).
   // On a config error nothing changes (errors as for Create). Serialized
-  // with polling.
+  // with other reloads.
   absl::Status ReloadConfig(const tensorflow::serving::ModelServerConfig& config);
 
   // Stops batching: requests waiting in the batch queues are run now,
@@ -221,23 +260,26 @@ class ServerCore : public PredictionApi {
 
   // Implementation details follow.
  private:
-  struct Servable;
-  struct Model;
-  using VersionMap = std::map<int64_t, std::shared_ptr<const Servable>>;
+  // A configured model. Its config and labels never change: ReloadConfig
+  // replaces the Model (a model kept by name keeps its ServedVersions).
+  struct Model {
+    tensorflow::serving::ModelConfig config;
+    std::map<std::string, int64_t> labels;
+    std::shared_ptr<const ServedVersions> versions;
+  };
   using ModelMap = std::map<std::string, std::shared_ptr<Model>>;
 
   explicit ServerCore(const ServerCoreOptions& options);
   absl::Status Init();
   absl::StatusOr<ModelMap> BuildModels(
       const tensorflow::serving::ModelServerConfig& config) const;
+  // Hands `models` to the manager and the source, and makes them current.
+  void InstallModels(ModelMap& models);
   ModelMap Models() const;  // a snapshot
-  void PollLoop();
-  void PollModel(Model* model);
+  // The VersionManager's loader: load, then warm up.
   absl::StatusOr<std::shared_ptr<const Servable>> LoadVersion(
-      Model* model, int64_t version, const std::string& dir);
+      const std::string& model, int64_t version, const std::string& dir);
   absl::Status WarmUp(const Servable& servable);
-  void SetState(Model* model, int64_t version, ModelVersionState state,
-                absl::Status status = absl::OkStatus());
 
   absl::StatusOr<std::shared_ptr<Model>> FindModel(
       const std::string& name) const;
@@ -287,39 +329,12 @@ class ServerCore : public PredictionApi {
   Histogram* load_latency_;
   Gauge* available_versions_;
   std::unique_ptr<BatchScheduler> batcher_;  // null without batching
-  // A Model's config and labels never change; ReloadConfig replaces the
-  // Model objects (handing over their versions).
   mutable Mutex models_mu_;
   ModelMap models_ ABSL_GUARDED_BY(models_mu_);
-
-  Mutex poll_mu_;  // serializes poll cycles
-  Mutex stop_mu_;
-  std::condition_variable stop_cv_;
-  bool stop_ ABSL_GUARDED_BY(stop_mu_) = false;
-  std::thread poll_thread_;
-};
-
-// Implementation details: what a loaded version and a configured model hold
-// (server_core.cc loads and polls; server_core_requests.cc answers).
-struct ServerCore::Servable {
-  std::string model;
-  int64_t version = 0;
-  SavedModelBundle bundle;
-};
-
-struct ServerCore::Model {
-  tensorflow::serving::ModelConfig config;
-  std::map<std::string, int64_t> labels;
-
-  mutable Mutex mu;
-  // The published versions; replaced (never mutated) on every swap.
-  std::shared_ptr<const VersionMap> available ABSL_GUARDED_BY(mu) =
-      std::make_shared<VersionMap>();
-  std::map<int64_t, ModelVersionStatus> states ABSL_GUARDED_BY(mu);
-
-  // Touched by poll cycles only (under poll_mu_).
-  std::set<int64_t> failed;
-  std::vector<std::shared_ptr<const Servable>> unloading;
+  Mutex reload_mu_;  // serializes ReloadConfig
+  // The source calls the manager; the destructor stops the source first.
+  std::unique_ptr<VersionManager> manager_;
+  std::unique_ptr<VersionSource> source_;
 };
 
 }  // namespace recflow::serving

@@ -1,6 +1,7 @@
 // ServerCore's request path: resolving a model spec to a loaded version,
 // running signatures (through the batch scheduler when enabled), and the
-// PredictionApi methods. Loading and polling are in server_core.cc.
+// PredictionApi methods. The config, the loader (load + warm-up) and the
+// wiring of the version source, policy and manager are in server_core.cc.
 #include <algorithm>
 #include <set>
 #include <utility>
@@ -61,29 +62,22 @@ absl::StatusOr<std::shared_ptr<ServerCore::Model>> ServerCore::FindModel(
   return it->second;
 }
 
-absl::StatusOr<std::shared_ptr<const ServerCore::Servable>>
-ServerCore::Resolve(const ModelSpec& spec) const {
+absl::StatusOr<std::shared_ptr<const Servable>> ServerCore::Resolve(
+    const ModelSpec& spec) const {
   ASSIGN_OR_RETURN(std::shared_ptr<Model> model, FindModel(spec.name));
-  std::shared_ptr<const VersionMap> available;
-  std::map<int64_t, ModelVersionStatus> states;
-  {
-    MutexLock lock(&model->mu);
-    available = model->available;
-  }
+  const std::shared_ptr<const VersionMap> available =
+      model->versions->Available();
   auto versions = [&] {
     std::vector<int64_t> v;
     for (const auto& [k, s] : *available) v.push_back(k);
     return JoinVersions(v);
   };
   auto why = [&](int64_t v) -> std::string {
-    MutexLock lock(&model->mu);
-    auto it = model->states.find(v);
-    if (it == model->states.end()) return "";
-    std::string out =
-        absl::StrCat(" (version ", v, " is ",
-                     ModelVersionStateName(it->second.state));
-    if (!it->second.status.ok())
-      absl::StrAppend(&out, ": ", it->second.status.message());
+    const std::optional<ModelVersionStatus> state = model->versions->State(v);
+    if (!state.has_value()) return "";
+    std::string out = absl::StrCat(" (version ", v, " is ",
+                                   ModelVersionStateName(state->state));
+    if (!state->status.ok()) absl::StrAppend(&out, ": ", state->status.message());
     return out + ")";
   };
   if (spec.version.has_value()) {
@@ -114,13 +108,10 @@ ServerCore::Resolve(const ModelSpec& spec) const {
   }
   if (available->empty()) {
     std::string detail;
-    {
-      MutexLock lock(&model->mu);
-      for (const auto& [v, s] : model->states) {
-        absl::StrAppend(&detail, detail.empty() ? "" : "; ", "version ", v,
-                        " ", ModelVersionStateName(s.state));
-        if (!s.status.ok()) absl::StrAppend(&detail, ": ", s.status.message());
-      }
+    for (const auto& [v, s] : model->versions->States()) {
+      absl::StrAppend(&detail, detail.empty() ? "" : "; ", "version ", v, " ",
+                      ModelVersionStateName(s.state));
+      if (!s.status.ok()) absl::StrAppend(&detail, ": ", s.status.message());
     }
     return errors::Unavailable("model '", spec.name,
                                "' has no available version yet",
@@ -402,6 +393,23 @@ absl::Status ServerCore::Predict(const PredictRequest& request,
                       [&] { return DoPredict(request, response, true); });
 }
 
+absl::Status ServerCore::PredictWithInputBuilder(PredictRequest request,
+                                                 PredictInputBuilder build,
+                                                 PredictResponse* response) {
+  absl::StatusOr<std::shared_ptr<const Servable>> servable =
+      Resolve(request.model_spec);
+  if (servable.ok()) {
+    // Inputs the builder refuses never reach the model, and are not counted
+    // (as a gRPC request whose tensors fail to decode is not).
+    RETURN_IF_ERROR(
+        build((*servable)->bundle.meta_graph_def.signature_def(), &request));
+  }
+  return RecordedCall("predict", request, response, [&]() -> absl::Status {
+    RETURN_IF_ERROR(servable.status());
+    return DoPredict(request, response, true, *servable);
+  });
+}
+
 absl::Status ServerCore::Classify(const ClassifyRequest& request,
                                   ClassifyResponse* response) {
   return RecordedCall("classify", request, response,
@@ -447,20 +455,20 @@ absl::Status ServerCore::GetModelStatus(const StatusRequest& request,
     }
     version = label->second;
   }
-  MutexLock lock(&model->mu);
+  const std::map<int64_t, ModelVersionStatus> states =
+      model->versions->States();
   response->versions.clear();
   if (version.has_value()) {
-    auto it = model->states.find(*version);
-    if (it == model->states.end()) {
+    auto it = states.find(*version);
+    if (it == states.end()) {
       return errors::NotFound("version ", *version, " of model '",
                               request.model_spec.name,
-                              "' is unknown; versions: ",
-                              JoinKeys(model->states));
+                              "' is unknown; versions: ", JoinKeys(states));
     }
     response->versions.push_back(it->second);
     return absl::OkStatus();
   }
-  for (const auto& [v, s] : model->states) response->versions.push_back(s);
+  for (const auto& [v, s] : states) response->versions.push_back(s);
   return absl::OkStatus();
 }
 

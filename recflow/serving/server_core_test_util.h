@@ -2,6 +2,7 @@
 //
 //   CopyHalfPlusTwo(base + "/123");          // TF Serving's test model
 //   WriteAffineModel(base + "/7", 2.f, 7.f); // y = 2 x + 7, recflow-built
+//   EXPECT_TRUE(Eventually([&] { return core->AvailableVersions("m") == want; }));
 //
 // Test-only (header-only, included by *_test.cc files). Not thread-safe.
 #ifndef RECFLOW_SERVING_SERVER_CORE_TEST_UTIL_H_
@@ -9,8 +10,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "recflow/checkpoint/half_plus_two_test_util.h"
@@ -64,10 +67,12 @@ inline void CopyHalfPlusTwo(const std::string& dir) {
 // A SavedModel computing y = a * x + b for x float [n] (signature
 // "serving_default": input "x" (-1), output "y" (-1); and "scalar": output
 // "b" = the scalar b, for tests of outputs without a batch dimension).
-// `assets_extra` files go under assets.extra/.
+// `assets_extra` files go under assets.extra/. With dtype DT_DOUBLE, x, y,
+// a and b are doubles.
 inline absl::Status WriteAffineModel(
     const std::string& dir, float a, float b,
-    const std::map<std::string, std::string>& assets_extra = {}) {
+    const std::map<std::string, std::string>& assets_extra = {},
+    tensorflow::DataType dtype = tensorflow::DT_FLOAT) {
   // The graph is written as NodeDefs (serving/ may not include ops/).
   tensorflow::GraphDef graph;
   auto node = [&](const std::string& name, const std::string& op,
@@ -78,13 +83,15 @@ inline absl::Status WriteAffineModel(
     for (const auto& in : inputs) n->add_input(in);
     return n;
   };
-  auto set_dtype = [](tensorflow::NodeDef* n, const char* attr) {
-    (*n->mutable_attr())[attr].set_type(tensorflow::DT_FLOAT);
+  auto set_dtype = [&](tensorflow::NodeDef* n, const char* attr) {
+    (*n->mutable_attr())[attr].set_type(dtype);
   };
   auto constant = [&](const std::string& name, float value) {
     tensorflow::NodeDef* n = node(name, "Const", {});
     set_dtype(n, "dtype");
-    TensorToProto(Tensor::Scalar<float>(value),
+    TensorToProto(dtype == tensorflow::DT_DOUBLE
+                      ? Tensor::Scalar<double>(value)
+                      : Tensor::Scalar<float>(value),
                   (*n->mutable_attr())["value"].mutable_tensor());
   };
   tensorflow::NodeDef* x = node("x", "Placeholder", {});
@@ -99,10 +106,10 @@ inline absl::Status WriteAffineModel(
   tensorflow::MetaGraphDef* mg = sm.add_meta_graphs();
   mg->mutable_meta_info_def()->add_tags("serve");
   *mg->mutable_graph_def() = graph;
-  auto info = [](const std::string& name, std::vector<int64_t> dims) {
+  auto info = [&](const std::string& name, std::vector<int64_t> dims) {
     tensorflow::TensorInfo t;
     t.set_name(name);
-    t.set_dtype(tensorflow::DT_FLOAT);
+    t.set_dtype(dtype);
     for (int64_t d : dims) t.mutable_tensor_shape()->add_dim()->set_size(d);
     return t;
   };
@@ -117,6 +124,16 @@ inline absl::Status WriteAffineModel(
   checkpoint::SavedModelWriteOptions options;
   options.assets_extra = assets_extra;
   return checkpoint::WriteSavedModel(Env::Default(), dir, sm, options);
+}
+
+// Polls `done` every 10 ms for up to 10 s; its last answer.
+template <typename F>
+bool Eventually(F done) {
+  for (int i = 0; i < 1000; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return done();
 }
 
 // A TFRecord file's bytes holding `records`.

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -65,19 +66,44 @@ absl::Status StopAtStepHook::AfterRun(SessionRunContext* context, const RunValue
 
 // --- CheckpointSaverHook ------------------------------------------------------
 
+namespace {
+
+class SaverCheckpointer : public Checkpointer {
+ public:
+  explicit SaverCheckpointer(checkpoint::Saver* saver) : saver_(saver) {}
+  absl::StatusOr<std::string> Save(int64_t step) override { return saver_->Save(step); }
+  std::vector<std::string> checkpoints() const override { return saver_->checkpoints(); }
+
+ private:
+  checkpoint::Saver* saver_;
+};
+
+}  // namespace
+
 CheckpointSaverHook::CheckpointSaverHook(checkpoint::Saver* saver, int64_t every_steps,
                                          double every_secs)
-    : saver_(saver), every_steps_(every_steps), every_secs_(every_secs) {}
+    : owned_(std::make_unique<SaverCheckpointer>(saver)),
+      checkpointer_(owned_.get()),
+      options_{.every_steps = every_steps, .every_secs = every_secs} {}
+
+CheckpointSaverHook::CheckpointSaverHook(Checkpointer* checkpointer,
+                                         CheckpointSaverOptions options)
+    : checkpointer_(checkpointer), options_(std::move(options)) {}
+
+CheckpointSaverHook::~CheckpointSaverHook() = default;
 
 absl::Status CheckpointSaverHook::AfterCreateSession(Session*, int64_t global_step) {
-  last_saved_step_ = StepOf(global_step, 0);
+  period_start_step_ = StepOf(global_step, 0);
+  last_saved_step_ = checkpointer_->saved_step().value_or(period_start_step_);
+  period_start_step_ = std::max(period_start_step_, last_saved_step_);
   last_save_time_ = Clock::now();
   return absl::OkStatus();
 }
 
-absl::Status CheckpointSaverHook::Save(int64_t step) {
-  RETURN_IF_ERROR(saver_->Save(step).status());
-  last_saved_step_ = step;
+absl::Status CheckpointSaverHook::Save(int64_t step, bool after_failure) {
+  RETURN_IF_ERROR(after_failure ? checkpointer_->SaveAfterFailure(step).status()
+                                : checkpointer_->Save(step).status());
+  last_saved_step_ = period_start_step_ = step;
   last_save_time_ = Clock::now();
   ++saves_;
   return absl::OkStatus();
@@ -87,9 +113,17 @@ absl::Status CheckpointSaverHook::AfterRun(SessionRunContext* context, const Run
   ++runs_;
   const int64_t step = StepOf(context->global_step(), runs_);
   if (step == last_saved_step_) return absl::OkStatus();
-  const bool by_steps = every_steps_ > 0 && step - last_saved_step_ >= every_steps_;
-  const bool by_time = every_secs_ > 0 && SecondsSince(last_save_time_) >= every_secs_;
-  if (by_steps || by_time) return Save(step);
+  const bool by_steps =
+      options_.every_steps > 0 && step - period_start_step_ >= options_.every_steps;
+  const bool by_time =
+      options_.every_secs > 0 && SecondsSince(last_save_time_) >= options_.every_secs;
+  if (!by_steps && !by_time) return absl::OkStatus();
+  absl::Status s = Save(step);
+  if (s.ok() || !options_.on_failed_periodic_save) return s;
+  options_.on_failed_periodic_save(step, s);
+  // The next period tries again; the final save still happens.
+  period_start_step_ = step;
+  last_save_time_ = Clock::now();
   return absl::OkStatus();
 }
 
@@ -97,6 +131,16 @@ absl::Status CheckpointSaverHook::End(Session*, int64_t global_step) {
   const int64_t step = StepOf(global_step, runs_);
   if (step != last_saved_step_) return Save(step);
   return absl::OkStatus();
+}
+
+absl::Status CheckpointSaverHook::EndAfterFailure(Session*, int64_t global_step) {
+  const int64_t step = StepOf(global_step, runs_);
+  if (step != last_saved_step_) return Save(step, /*after_failure=*/true);
+  return absl::OkStatus();
+}
+
+bool CheckpointSaverHook::HasUnsavedState(int64_t global_step) const {
+  return StepOf(global_step, runs_) != last_saved_step_;
 }
 
 // --- NanLossHook ---------------------------------------------------------------
@@ -155,15 +199,21 @@ absl::Status ProgressHook::AfterCreateSession(Session*, int64_t global_step) {
 
 absl::Status ProgressHook::BeforeRun(SessionRunContext*, RunArgs* args) {
   if (!options_.loss_tensor.empty()) args->fetches.push_back(options_.loss_tensor);
+  if (!options_.examples_tensor.empty()) args->fetches.push_back(options_.examples_tensor);
   return absl::OkStatus();
 }
 
 absl::Status ProgressHook::AfterRun(SessionRunContext* context, const RunValues& values) {
   ++runs_;
   last_step_ = StepOf(context->global_step(), start_step_ + runs_);
+  size_t at = 0;
   if (!options_.loss_tensor.empty()) {
-    ASSIGN_OR_RETURN(loss_, ScalarValue(values.results[0], options_.loss_tensor));
+    ASSIGN_OR_RETURN(loss_, ScalarValue(values.results[at++], options_.loss_tensor));
     have_loss_ = true;
+  }
+  if (!options_.examples_tensor.empty()) {
+    ASSIGN_OR_RETURN(double n, ScalarValue(values.results[at++], options_.examples_tensor));
+    examples_ += static_cast<int64_t>(n);
   }
   if (SecondsSince(last_print_) >= options_.every_secs) Print(last_step_, false);
   return absl::OkStatus();
@@ -171,7 +221,9 @@ absl::Status ProgressHook::AfterRun(SessionRunContext* context, const RunValues&
 
 void ProgressHook::Print(int64_t step, bool final) {
   const double period = SecondsSince(last_print_);
-  if (period > 0 && step > last_print_step_) {
+  if (period > 0 && !options_.examples_tensor.empty()) {
+    if (examples_ > last_print_examples_) rate_ = (examples_ - last_print_examples_) / period;
+  } else if (period > 0 && step > last_print_step_) {
     rate_ = (step - last_print_step_) * static_cast<double>(options_.batch_size) / period;
   }
   const double elapsed = SecondsSince(start_);
@@ -179,8 +231,9 @@ void ProgressHook::Print(int64_t step, bool final) {
   if (options_.total_steps > 0 && step > start_step_) {
     eta = elapsed / (step - start_step_) * std::max<int64_t>(0, options_.total_steps - step);
   }
-  std::string line = FormatLine(step, options_.total_steps, options_.batch_size > 0 ? rate_ : 0,
-                                have_loss_, loss_, eta, terminal_);
+  const bool show_rate = options_.batch_size > 0 || !options_.examples_tensor.empty();
+  std::string line =
+      FormatLine(step, options_.total_steps, show_rate ? rate_ : 0, have_loss_, loss_, eta, terminal_);
   if (options_.note) {
     if (std::string note = options_.note(); !note.empty()) absl::StrAppend(&line, "  (", note, ")");
   }
@@ -192,6 +245,7 @@ void ProgressHook::Print(int64_t step, bool final) {
   std::fflush(options_.out);
   last_print_ = Clock::now();
   last_print_step_ = step;
+  last_print_examples_ = examples_;
 }
 
 absl::Status ProgressHook::End(Session*, int64_t global_step) {
@@ -213,10 +267,13 @@ absl::Status SummarySaverHook::AfterCreateSession(Session*, int64_t global_step)
 }
 
 absl::Status SummarySaverHook::BeforeRun(SessionRunContext* context, RunArgs* args) {
-  // Fetch the scalars only on steps that write: the step about to run is the
-  // current one + 1.
+  // Fetch the scalars only on steps that write: those reaching the next
+  // multiple of every_steps. The step about to run is the current one + 1
+  // (or more, when other workers step too: then the write comes a step
+  // late, never skipped).
   const int64_t next = StepOf(context->global_step(), runs_) + 1;
-  fetching_ = options_.every_steps > 0 && next % options_.every_steps == 0;
+  fetching_ =
+      options_.every_steps > 0 && next / options_.every_steps > last_step_ / options_.every_steps;
   if (fetching_) {
     for (const auto& [tag, tensor] : scalars_) args->fetches.push_back(tensor);
   }

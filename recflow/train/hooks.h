@@ -21,6 +21,8 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,22 +57,59 @@ class StopAtStepHook : public SessionRunHook {
   int64_t runs_ = 0;
 };
 
+// Where a CheckpointSaverHook saves: a checkpoint::Saver (the hook's
+// constructor taking one adapts it), or a cluster's checkpointer
+// (distributed/worker_session.h).
+class Checkpointer {
+ public:
+  virtual ~Checkpointer() = default;
+  // Saves the state at `step`; returns the checkpoint's prefix.
+  virtual absl::StatusOr<std::string> Save(int64_t step) = 0;
+  // The save after a failed step or hook (Note [Saving after a failure]).
+  // Default: Save.
+  virtual absl::StatusOr<std::string> SaveAfterFailure(int64_t step) { return Save(step); }
+  // The retained checkpoints' prefixes, oldest first.
+  virtual std::vector<std::string> checkpoints() const = 0;
+  // The step of the newest checkpoint when it may lag the session's first
+  // global step (a cluster's chief restarted while workers trained on; -1:
+  // no checkpoint); nullopt: it is that step, or there is none.
+  virtual std::optional<int64_t> saved_step() const { return std::nullopt; }
+};
+
+struct CheckpointSaverOptions {
+  // Save every N steps and/or S seconds (<= 0: not by that rule).
+  int64_t every_steps = 0;
+  double every_secs = 0;
+  // A periodic save that fails stops training with its error, unless this
+  // is set: then it is told here and training goes on (the next period
+  // tries again). The final save's failure is always an error.
+  std::function<void(int64_t step, const absl::Status& error)> on_failed_periodic_save;
+};
+
 class CheckpointSaverHook : public SessionRunHook {
  public:
   // `saver` is not owned and must outlive the hook. every_steps / every_secs
   // <= 0 disable that rule; the final step is always saved at End.
   CheckpointSaverHook(checkpoint::Saver* saver, int64_t every_steps, double every_secs);
+  // `checkpointer` is not owned and must outlive the hook.
+  CheckpointSaverHook(Checkpointer* checkpointer, CheckpointSaverOptions options);
+  ~CheckpointSaverHook() override;
   absl::Status AfterCreateSession(Session* session, int64_t global_step) override;
   absl::Status AfterRun(SessionRunContext* context, const RunValues& values) override;
+  // Saves the final step unless a checkpoint of it exists.
   absl::Status End(Session* session, int64_t global_step) override;
+  bool SavesState() const override { return true; }
+  absl::Status EndAfterFailure(Session* session, int64_t global_step) override;
+  bool HasUnsavedState(int64_t global_step) const override;
   int64_t saves() const { return saves_; }
 
  private:
-  absl::Status Save(int64_t step);
-  checkpoint::Saver* saver_;
-  int64_t every_steps_;
-  double every_secs_;
-  int64_t last_saved_step_ = -1;
+  absl::Status Save(int64_t step, bool after_failure = false);
+  std::unique_ptr<Checkpointer> owned_;  // adapts a Saver
+  Checkpointer* checkpointer_;
+  CheckpointSaverOptions options_;
+  int64_t last_saved_step_ = -1;  // the newest checkpoint's step
+  int64_t period_start_step_ = 0;  // the periodic rule counts from here
   int64_t runs_ = 0;
   std::chrono::steady_clock::time_point last_save_time_;
   int64_t saves_ = 0;
@@ -95,6 +134,11 @@ class NanLossHook : public SessionRunHook {
 
 struct ProgressOptions {
   int64_t batch_size = 0;        // examples per step (0: examples/s not shown)
+  // An int64 scalar tensor counting the step's examples ("batch_examples:0"),
+  // fetched with every step: examples/s counts those (a short last batch, a
+  // worker's own steps while the global step counts the whole cluster's)
+  // instead of steps x batch_size. Shown when set, whatever batch_size.
+  std::string examples_tensor;
   int64_t total_steps = 0;       // the last global step, when known (bar, ETA)
   std::string loss_tensor;       // shown when set
   double every_secs = 1.0;       // refresh period
@@ -125,6 +169,7 @@ class ProgressHook : public SessionRunHook {
   bool terminal_ = false;
   std::chrono::steady_clock::time_point start_, last_print_;
   int64_t start_step_ = 0, last_step_ = 0, last_print_step_ = 0, runs_ = 0;
+  int64_t examples_ = 0, last_print_examples_ = 0;  // counted by examples_tensor
   double loss_ = 0;
   bool have_loss_ = false;
   double rate_ = 0;  // examples/s over the last period
@@ -153,7 +198,7 @@ class SummarySaverHook : public SessionRunHook {
   SummaryOptions options_;
   std::vector<std::pair<std::string, std::string>> scalars_;
   bool fetching_ = false;
-  int64_t runs_ = 0, last_step_ = -1;
+  int64_t runs_ = 0, last_step_ = -1;  // the step last written (or the first)
   std::chrono::steady_clock::time_point last_time_;
 };
 

@@ -15,38 +15,48 @@
 //   RETURN_IF_ERROR(sess->Close());                     // final checkpoint
 //
 // Create, in this order:
-//   1. builds a Session over the graph;
+//   1. builds a Session over the graph (or takes the StepRunner given);
 //   2. runs options.setup(session) (register input pipelines there, so their
 //      positions are restored with the variables);
 //   3. hooks' Begin();
-//   4. creates the graph's hash embedding tables (runs their ops), then, as
-//      chief, restores the newest checkpoint of checkpoint_dir when there
-//      is one (every variable, and the position of every IteratorV2 the graph
-//      holds), else runs options.init_target ("init" when the graph has it);
+//   4. creates the graph's hash embedding tables (runs their ops), runs the
+//      runner's Start (a distributed worker starts or joins its cluster
+//      there), then, as chief, restores the newest checkpoint of
+//      checkpoint_dir when there is one (every variable, and the position of
+//      every IteratorV2 the graph holds), else runs options.init_target
+//      ("init" when the graph has it);
 //   5. hooks' AfterCreateSession(session).
 // Run(feeds, fetches, targets): every hook's BeforeRun may add fetches,
-// feeds and targets and ask for a trace; one Session::Run does it all; the
-// global step is read after the step; every hook's AfterRun sees its own
-// fetched values and may request a stop. End of input (OutOfRange, e.g.
-// IteratorGetNext past the last element) stops the session: ShouldStop()
-// becomes true and Run returns that status.
+// feeds and targets and ask for a trace; one step runs it all, and fetches
+// the global step after it in the same Session::Run (a read of it ordered
+// after the step's increment of it); every hook's AfterRun sees its own
+// fetched values and may request a stop. Hooks that persist state
+// (SessionRunHook::SavesState: the checkpoint saver) run their AfterRun
+// after the others. End of input (OutOfRange, from the step, e.g.
+// IteratorGetNext past the last element, or from a hook's BeforeRun, e.g.
+// FeedInputHook) stops the session: ShouldStop() becomes true and Run
+// returns that status.
 // A hook may stop the session before its first step (StopBeforeFirstStep:
 // a restored run already at StopAtStepHook's last step): ShouldStop() is
 // true right after Create. A session that completed no step (stopped
 // before it, or its input ended at once: a restored run whose epochs are
 // read) runs no End at Close: nothing happened, nothing is saved or
-// evaluated.
-// Close(): hooks' End(session) (the checkpoint saver saves the final step),
-// then the session is closed. After a failure, Close keeps what a
-// checkpoint can keep (Note [Saving after a failure]). A failed Create
-// runs no End. Not thread-safe: one training loop per MonitoredSession.
+// evaluated; unless a hook holds state from before the session that is not
+// saved yet (HasUnsavedState: a cluster's chief restarted after its workers
+// trained past the newest checkpoint).
+// Close(): reads the global step, then hooks' End(session, step) (the
+// checkpoint saver saves the final step), then the session is closed. After
+// a failure, Close keeps what a checkpoint can keep (Note [Saving after a
+// failure]). A failed Create runs no End. Not thread-safe: one training loop
+// per MonitoredSession.
 //
 // Note [Saving after a failure]
 // TensorFlow's MonitoredSession runs no hook's end() after an exception, so
 // everything since the last periodic checkpoint is lost. Here, after a
 // failed step or hook (any error but the end of input), Close runs only the
-// checkpoint saver's End: the state after the last completed step is saved
-// (unless a checkpoint of that step exists), so a run that stops on a data
+// EndAfterFailure of the hooks that persist state (SavesState: the
+// checkpoint saver, an InputPositionHook): the state after the last
+// completed step is saved (unless a checkpoint of that step exists), so a run that stops on a data
 // error, an evaluation error or a failed kernel resumes where it stopped.
 // The failed step itself was cut short: a step that fails in its input
 // (IteratorGetNext, the first node) applied nothing; one that fails in a
@@ -54,8 +64,9 @@
 // ps update would. The exception is a hook that marks the state unsafe
 // (SessionRunContext::RequestStopKeepingLastCheckpoint; NanLossHook does on
 // a NaN or infinite loss: the step's update has already applied NaN
-// gradients): then Close saves nothing and runs no End, and the last good
-// checkpoint stays the newest.
+// gradients): then no state-saving hook runs its AfterRun for that step,
+// Close saves nothing and runs no End, and the last good checkpoint stays
+// the newest.
 #ifndef RECFLOW_TRAIN_MONITORED_SESSION_H_
 #define RECFLOW_TRAIN_MONITORED_SESSION_H_
 
@@ -134,12 +145,49 @@ class SessionRunHook {
     return absl::OkStatus();
   }
   virtual absl::Status End(Session* session, int64_t global_step) { return absl::OkStatus(); }
+
+  // Hooks that persist training state (a checkpoint, an input position)
+  // return true: their AfterRun runs after the other hooks' and not after a
+  // step a hook found unsafe, and after a failure Close runs their
+  // EndAfterFailure instead of any End (Note [Saving after a failure]).
+  virtual bool SavesState() const { return false; }
+  // What a state-saving hook keeps after a failed step or hook; the global
+  // step is the one the model holds now. Default: End.
+  virtual absl::Status EndAfterFailure(Session* session, int64_t global_step) {
+    return End(session, global_step);
+  }
+  // True when the state at `global_step` is not saved although this session
+  // ran no step (a cluster's chief restarted after the workers trained past
+  // its newest checkpoint): Close then runs every hook's End.
+  virtual bool HasUnsavedState(int64_t global_step) const { return false; }
+};
+
+// What a MonitoredSession runs its steps on: by default a Session of its
+// own (MonitoredSession::Create with a GraphDef); a distributed worker runs
+// each step through the ps tasks instead (distributed/worker_session.h).
+// Called from the training thread only.
+class StepRunner {
+ public:
+  virtual ~StepRunner() = default;
+  // The session hooks, evaluations and the saver see; owned by the runner.
+  virtual Session* session() const = 0;
+  // Create's step 4, before the chief's restore or init: brings up state
+  // that lives elsewhere (a distributed worker starts or joins its cluster).
+  virtual absl::Status Start() { return absl::OkStatus(); }
+  // One step: args' feeds, fetches and targets (a trace when args.trace,
+  // into `metadata`). `results` receives the fetches' values, `global_step`
+  // the global step after the step (-1 when there is none).
+  virtual absl::Status Run(const RunArgs& args, std::vector<Tensor>* results,
+                           RunMetadata* metadata, int64_t* global_step) = 0;
+  // The global step now (-1 when there is none).
+  virtual absl::StatusOr<int64_t> ReadGlobalStep() = 0;
 };
 
 struct MonitoredSessionOptions {
-  SessionOptions session;
-  // The chief initializes or restores; others (ps-style workers) only wait
-  // for nothing here and run.
+  SessionOptions session;  // for Create with a GraphDef
+  // The chief initializes or restores the session's variables; others
+  // (workers whose variables live elsewhere, whose StepRunner brings them
+  // up) do not.
   bool is_chief = true;
   // Where checkpoints are restored from (the newest, by its `checkpoint`
   // state file) and saved to. Empty: no checkpoints.
@@ -166,6 +214,10 @@ class MonitoredSession {
   static absl::StatusOr<std::unique_ptr<MonitoredSession>> Create(
       MonitoredSessionOptions options, const tensorflow::GraphDef& graph_def,
       std::vector<std::unique_ptr<SessionRunHook>> hooks = {});
+  // Steps run on `runner` (options.session is not used).
+  static absl::StatusOr<std::unique_ptr<MonitoredSession>> Create(
+      MonitoredSessionOptions options, std::unique_ptr<StepRunner> runner,
+      std::vector<std::unique_ptr<SessionRunHook>> hooks = {});
   ~MonitoredSession();
 
   // One step; see the file comment. `outputs` receives the caller's fetches.
@@ -175,8 +227,12 @@ class MonitoredSession {
   // Runs the hooks' End once, or after a failure what Note [Saving after a
   // failure] says. Idempotent; the destructor calls it.
   absl::Status Close();
+  // Closes without running any hook's End (nothing is saved or evaluated):
+  // for a caller that cannot end the run (a chief whose cluster is gone).
+  void Abandon() { closed_ = should_stop_ = true; }
 
-  Session* session() const { return session_.get(); }
+  Session* session() const { return runner_->session(); }
+  StepRunner* runner() const { return runner_.get(); }
   // The Saver over checkpoint_dir (null without one).
   checkpoint::Saver* saver() const { return saver_.get(); }
   // The checkpoint restored by Create ("" when none was).
@@ -193,20 +249,23 @@ class MonitoredSession {
   bool stopped_before_first_step() const { return stopped_before_first_step_; }
   // Steps completed by Run in this session.
   int64_t steps_run() const { return steps_run_; }
-  // The global step as of the last step (-1 when the graph has none).
+  // The global step as of the last step, or as Close read it (-1 when the
+  // graph has none).
   int64_t global_step() const { return global_step_; }
 
  private:
   MonitoredSession() = default;
-  absl::StatusOr<int64_t> ReadGlobalStep();
+  static absl::StatusOr<std::unique_ptr<MonitoredSession>> CreateWithRunner(
+      MonitoredSessionOptions options, std::unique_ptr<StepRunner> runner,
+      std::vector<std::unique_ptr<SessionRunHook>> hooks);
 
-  std::unique_ptr<Session> session_;
+  std::unique_ptr<StepRunner> runner_;
   std::unique_ptr<checkpoint::Saver> saver_;
   std::vector<std::unique_ptr<SessionRunHook>> hooks_;
-  std::string global_step_tensor_;  // "" when the graph has none
+  // hooks_ in AfterRun order: the others first, then those that save state.
+  std::vector<size_t> after_run_order_;
   std::string restored_from_;
   std::string restore_recovery_;
-  SessionRunHook* checkpoint_saver_hook_ = nullptr;  // in hooks_; null without a saver
   int64_t global_step_ = -1;
   bool should_stop_ = false;
   bool closed_ = false;
@@ -228,8 +287,9 @@ class MonitoredSession {
 // the saveables must not outlive the session.
 absl::StatusOr<std::vector<checkpoint::Saveable>> GraphSaveables(Session* session);
 
-// Runs the session graph's HashEmbeddingTableOp nodes so that their tables
-// exist (a restore fills existing tables only). MonitoredSession::Create does
+// Creates the tables of the session graph's HashEmbeddingTableOp nodes
+// (embedding::CreateGraphTables) so that they exist before a restore (a
+// restore fills existing tables only). MonitoredSession::Create does
 // this; call it before restoring with a Saver of your own.
 absl::Status CreateHashTables(Session* session);
 

@@ -348,8 +348,8 @@ TEST(MonitoredSessionTest, NanLossNeverSavesEvenWhenOnlyStopping) {
     EXPECT_TRUE((*ms)->ShouldStop());
     EXPECT_TRUE((*ms)->state_unsafe_to_save());
     ASSERT_TRUE((*ms)->Close().ok());
-    // Saved at step 1 by the every-step rule (which runs after the NaN
-    // guard: hooks added by the session come last); never at step 2.
+    // Saved at step 1 by the every-step rule (state-saving hooks run after
+    // the others, so after the NaN guard); never at step 2.
     EXPECT_THAT((*ms)->saver()->checkpoints(), testing::ElementsAre(HasSubstr("model.ckpt-1")))
         << "fail_on_nan " << fail;
   }

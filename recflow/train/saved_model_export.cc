@@ -8,19 +8,16 @@
 #include "recflow/checkpoint/saver.h"
 #include "recflow/core/status.h"
 #include "recflow/framework/attr_value_util.h"
+#include "recflow/framework/resource_mgr.h"
 #include "recflow/framework/op_registry.h"
 #include "recflow/framework/tensor_util.h"
-#include "recflow/train/table_saveable.h"
+#include "recflow/embedding/embedding_resource.h"
+#include "recflow/embedding/graph_tables.h"
+#include "recflow/embedding/table_bundle.h"
 #include "recflow/train/variables.h"
 
 namespace recflow::train {
 namespace {
-
-std::string StringAttr(const Node& node, const std::string& name) {
-  std::string value;
-  if (!GetNodeAttr(AttrSlice(node.def()), name, &value).ok()) return "";
-  return value;
-}
 
 // Appends nodes to a GraphDef, TensorFlow-style names ("save/Assign_3").
 class DefBuilder {
@@ -263,7 +260,9 @@ absl::Status ExportSavedModel(
     Session* session, const std::map<std::string, ExportSignature>& signatures,
     const std::string& export_dir, const ExportOptions& options) {
   std::shared_ptr<const Graph> graph = session->graph();
-  const std::vector<Output> tables = HashTables(*graph);
+  ResourceMgr* rm = session->device()->resource_manager();
+  ASSIGN_OR_RETURN(const std::vector<embedding::TableNode> tables,
+                   embedding::FindGraphTables(*graph, *rm));
   std::vector<const Node*> vars;
   if (options.variable_names.empty()) {
     for (const Output& v : GlobalVariables(*graph)) vars.push_back(v.node());
@@ -287,7 +286,6 @@ absl::Status ExportSavedModel(
   checkpoint::SavedModelWriteOptions write;
   write.assets = options.assets;
   write.assets_extra = options.assets_extra;
-  ResourceMgr* rm = session->device()->resource_manager();
   if (!vars.empty() || !tables.empty()) {
     write.write_variables = [&](const std::string& prefix) -> absl::Status {
       ASSIGN_OR_RETURN(auto writer, checkpoint::BundleWriter::Create(
@@ -299,30 +297,25 @@ absl::Status ExportSavedModel(
       for (const Node* n : sorted) {
         checkpoint::VarRef ref;
         ref.checkpoint_key = n->name();
-        ref.container = StringAttr(*n, "container");
-        ref.name = StringAttr(*n, "shared_name");
-        if (ref.name.empty()) ref.name = n->name();
+        ResourceLocation where = NodeResourceLocation(n->def(), rm->default_container());
+        ref.container = std::move(where.container);
+        ref.name = std::move(where.name);
         ref.dtype = VariableDtype(Output(const_cast<Node*>(n)));
         ref.shape = VariableShape(Output(const_cast<Node*>(n)));
         checkpoint::Saveable s = checkpoint::VarSaveable(rm, ref);
         RETURN_IF_ERROR(s.save(writer.get(), ref.checkpoint_key));
       }
-      // Hash embedding tables, in TableSaveable's layout under the table
+      // Hash embedding tables, in the bridge's layout under the table
       // node's name (serving/saved_model_bundle.h imports them on load).
-      for (const Output& t : tables) {
-        const Node* n = t.node();
-        std::string container = StringAttr(*n, "container");
-        if (container.empty()) container = rm->default_container();
-        std::string name = StringAttr(*n, "shared_name");
-        if (name.empty()) name = n->name();
-        auto res = embedding::EmbeddingTableResource::Lookup(*rm, container, name);
+      for (const embedding::TableNode& t : tables) {
+        auto res = embedding::EmbeddingTableResource::Lookup(*rm, t.container, t.name);
         if (!res.ok()) {
-          return errors::FailedPrecondition("hash embedding table '", n->name(),
+          return errors::FailedPrecondition("hash embedding table '", t.node,
                                             "' does not exist in the session (run the graph "
                                             "or restore a checkpoint first): ",
                                             res.status().message());
         }
-        RETURN_IF_ERROR(SaveTable((*res)->table(), writer.get(), n->name(), -1));
+        RETURN_IF_ERROR(embedding::SaveTable((*res)->table(), writer.get(), t.node, -1));
       }
       return writer->Finish();
     };

@@ -32,7 +32,7 @@
 // Everything is published atomically (WriteSavedModel): AlreadyExists when
 // export_dir exists, and a failed export leaves nothing under export_dir.
 // Hash embedding tables of the graph (HashEmbeddingTableOp nodes) go into
-// the variables bundle too, in train/table_saveable.h's layout under the
+// the variables bundle too, in embedding/table_bundle.h's layout under the
 // table node's name (K/keys, K/values, K/slots, K/frequencies, K/versions);
 // LoadSavedModel (serving/saved_model_bundle.h) imports them. TensorFlow
 // itself cannot run such a graph (the ops are recflow's).

@@ -663,7 +663,7 @@ class PartitionedTableTest : public ::testing::Test {
                        bool delta = false, std::function<bool(int64_t)> keep = nullptr) {
     auto reader = checkpoint::BundleReader::Open(&env_, prefix);
     if (!reader.ok()) return reader.status();
-    return RestoreTable(table, **reader, "emb", delta, Opts(std::move(keep)));
+    return embedding::RestoreTable(table, **reader, "emb", delta, Opts(std::move(keep)));
   }
 
   MemEnv env_;
@@ -815,7 +815,7 @@ TEST_F(PartitionedTableTest, MissingPartTensorOrGapIsDataLossNamingThePart) {
     auto reader = checkpoint::BundleReader::Open(&env_, prefix);
     ASSERT_TRUE(reader.ok());
     ASSERT_GT(parts_[0]->table()->size(), 0);
-    absl::Status st = RestoreTable(parts_[0]->table(), **reader, "emb", false, Opts());
+    absl::Status st = embedding::RestoreTable(parts_[0]->table(), **reader, "emb", false, Opts());
     EXPECT_TRUE(absl::IsDataLoss(st)) << st;
     EXPECT_THAT(st.message(), HasSubstr(what));
     EXPECT_THAT(st.message(), HasSubstr("embedding table 'emb'"));
@@ -824,7 +824,7 @@ TEST_F(PartitionedTableTest, MissingPartTensorOrGapIsDataLossNamingThePart) {
   // No table at all: NotFound naming both layouts.
   auto t = Fresh();
   auto reader = checkpoint::BundleReader::Open(&env_, "/ckpt/merged");
-  absl::Status st = RestoreTable(t->table(), **reader, "other", false, Opts());
+  absl::Status st = embedding::RestoreTable(t->table(), **reader, "other", false, Opts());
   EXPECT_TRUE(absl::IsNotFound(st)) << st;
   EXPECT_THAT(st.message(), HasSubstr("other/keys"));
   EXPECT_THAT(st.message(), HasSubstr("other/part_0"));

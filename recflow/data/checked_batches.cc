@@ -1,6 +1,4 @@
-// The checks between parsing and training (train_pipeline.h,
-// CheckedBatches): batches whose lines were all bad are skipped and
-// counted, and a file none of whose lines is good is an error naming it.
+// The checks between parsing and training (checked_batches.h).
 //
 // The parse Map counts, per batch, how many lines of each file it read and
 // how many of them were good, and passes those counts as two extra
@@ -8,14 +6,15 @@
 // stage above it consumes them in order: it keeps the running counts of
 // the file being read, which is complete when a later file shows up or the
 // input ends.
+#include "recflow/data/checked_batches.h"
+
 #include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "recflow/cli/train_pipeline.h"
 #include "recflow/core/status.h"
 
-namespace recflow::cli {
+namespace recflow::data {
 namespace {
 
 // "path:LINE" -> "path".
@@ -26,16 +25,16 @@ absl::string_view PathOf(absl::string_view origin) {
 
 class CheckedBatchesDataset;
 
-class CheckedBatchesIterator : public data::IteratorBase {
+class CheckedBatchesIterator : public IteratorBase {
  public:
   CheckedBatchesIterator(std::shared_ptr<const CheckedBatchesDataset> ds,
-                         std::shared_ptr<const data::IteratorContext> ctx,
-                         const std::string& prefix, std::unique_ptr<data::IteratorBase> input)
+                         std::shared_ptr<const IteratorContext> ctx,
+                         const std::string& prefix, std::unique_ptr<IteratorBase> input)
       : IteratorBase(std::move(ctx), prefix), ds_(std::move(ds)), input_(std::move(input)) {}
 
-  absl::Status GetNext(data::Element* out, bool* end_of_sequence) override;
-  absl::Status Save(data::IteratorState* state) override;
-  absl::Status Restore(const data::IteratorState& state) override;
+  absl::Status GetNext(Element* out, bool* end_of_sequence) override;
+  absl::Status Save(IteratorState* state) override;
+  absl::Status Restore(const IteratorState& state) override;
 
  private:
   // The file being read is complete: an error when none of its lines was
@@ -43,7 +42,7 @@ class CheckedBatchesIterator : public data::IteratorBase {
   absl::Status FinishFile(const std::string& next);
 
   std::shared_ptr<const CheckedBatchesDataset> ds_;
-  std::unique_ptr<data::IteratorBase> input_;
+  std::unique_ptr<IteratorBase> input_;
   std::string file_;  // being read ("" before the first line)
   int64_t file_lines_ = 0, file_good_ = 0;
   int64_t pass_lines_ = 0, pass_good_ = 0;  // this pass, every file
@@ -51,12 +50,12 @@ class CheckedBatchesIterator : public data::IteratorBase {
   // line: the error is returned first, the batch by the next GetNext (and
   // saved with the position), so a run resumed after the error loses no
   // line.
-  data::Element held_;
+  Element held_;
 };
 
-class CheckedBatchesDataset : public data::DatasetBase {
+class CheckedBatchesDataset : public DatasetBase {
  public:
-  CheckedBatchesDataset(data::DatasetPtr input, CheckedBatchesOptions options)
+  CheckedBatchesDataset(DatasetPtr input, CheckedBatchesOptions options)
       : input_(std::move(input)), options_(std::move(options)) {
     dtypes_ = input_->output_dtypes();
     shapes_ = input_->output_shapes();
@@ -64,8 +63,8 @@ class CheckedBatchesDataset : public data::DatasetBase {
     shapes_.resize(std::min(shapes_.size(), dtypes_.size()));
   }
 
-  std::unique_ptr<data::IteratorBase> MakeIteratorInternal(
-      std::shared_ptr<const data::IteratorContext> ctx, const std::string& prefix) const override {
+  std::unique_ptr<IteratorBase> MakeIteratorInternal(
+      std::shared_ptr<const IteratorContext> ctx, const std::string& prefix) const override {
     // The input keeps this stage's prefix: the stage adds keys of its own
     // but does not move its input's, so positions saved before it existed
     // still restore.
@@ -83,7 +82,7 @@ class CheckedBatchesDataset : public data::DatasetBase {
   const CheckedBatchesOptions& options() const { return options_; }
 
  private:
-  data::DatasetPtr input_;
+  DatasetPtr input_;
   CheckedBatchesOptions options_;
   std::vector<DataType> dtypes_;
   std::vector<PartialShape> shapes_;
@@ -104,7 +103,7 @@ absl::Status CheckedBatchesIterator::FinishFile(const std::string& next) {
   return s;
 }
 
-absl::Status CheckedBatchesIterator::GetNext(data::Element* out, bool* end_of_sequence) {
+absl::Status CheckedBatchesIterator::GetNext(Element* out, bool* end_of_sequence) {
   out->clear();
   *end_of_sequence = false;
   if (!held_.empty()) {
@@ -113,7 +112,7 @@ absl::Status CheckedBatchesIterator::GetNext(data::Element* out, bool* end_of_se
     return absl::OkStatus();
   }
   for (;;) {
-    data::Element e;
+    Element e;
     bool end = false;
     RETURN_IF_ERROR(input_->GetNext(&e, &end));
     if (end) {
@@ -165,7 +164,7 @@ absl::Status CheckedBatchesIterator::GetNext(data::Element* out, bool* end_of_se
   }
 }
 
-absl::Status CheckedBatchesIterator::Save(data::IteratorState* state) {
+absl::Status CheckedBatchesIterator::Save(IteratorState* state) {
   RETURN_IF_ERROR(input_->Save(state));
   state->WriteString(Key("checked_batches/file"), file_);
   state->WriteInt(Key("checked_batches/file_lines"), file_lines_);
@@ -179,7 +178,7 @@ absl::Status CheckedBatchesIterator::Save(data::IteratorState* state) {
   return absl::OkStatus();
 }
 
-absl::Status CheckedBatchesIterator::Restore(const data::IteratorState& state) {
+absl::Status CheckedBatchesIterator::Restore(const IteratorState& state) {
   RETURN_IF_ERROR(input_->Restore(state));
   file_.clear();
   file_lines_ = file_good_ = pass_lines_ = pass_good_ = 0;
@@ -201,15 +200,15 @@ absl::Status CheckedBatchesIterator::Restore(const data::IteratorState& state) {
 
 }  // namespace
 
-data::MapFn CountingParseFn(std::shared_ptr<const data::TextParser> parser,
-                            std::shared_ptr<const data::TextParser> quiet) {
+MapFn CountingParseFn(std::shared_ptr<const TextParser> parser,
+                            std::shared_ptr<const TextParser> quiet) {
   return [parser = std::move(parser),
-          quiet = std::move(quiet)](data::Element e) -> absl::StatusOr<data::Element> {
+          quiet = std::move(quiet)](Element e) -> absl::StatusOr<Element> {
     if (e.size() != 2) {
       return errors::InvalidArgument("the parse step needs {lines, origins}, got ", e.size(),
                                      " components");
     }
-    ASSIGN_OR_RETURN(data::Batch batch, parser->ParseTensor(e[0], &e[1]));
+    ASSIGN_OR_RETURN(Batch batch, parser->ParseTensor(e[0], &e[1]));
     // Runs of lines from one file: [begin, end) and the file.
     const int64_t n = e[1].NumElements();
     const std::string* origins = e[1].data<std::string>();
@@ -235,11 +234,11 @@ data::MapFn CountingParseFn(std::shared_ptr<const data::TextParser> parser,
       const std::string* lines = e[0].data<std::string>();
       for (size_t r = 0; r < runs.size(); ++r) {
         std::vector<absl::string_view> views(lines + runs[r].first, lines + runs[r].second);
-        ASSIGN_OR_RETURN(data::Batch part, quiet->Parse(views));
+        ASSIGN_OR_RETURN(Batch part, quiet->Parse(views));
         good[r] = part.batch_size;
       }
     }
-    data::Element out = batch.ToElement();
+    Element out = batch.ToElement();
     Tensor path_tensor(DT_STRING, TensorShape({static_cast<int64_t>(runs.size())}));
     Tensor count_tensor(DT_INT64, TensorShape({static_cast<int64_t>(runs.size()), 2}));
     for (size_t r = 0; r < runs.size(); ++r) {
@@ -253,9 +252,23 @@ data::MapFn CountingParseFn(std::shared_ptr<const data::TextParser> parser,
   };
 }
 
-data::Dataset CheckedBatches(const data::Dataset& counted, CheckedBatchesOptions options) {
-  return data::Dataset(
+Dataset CheckedBatches(const Dataset& counted, CheckedBatchesOptions options) {
+  return Dataset(
       std::make_shared<CheckedBatchesDataset>(counted.impl(), std::move(options)));
 }
 
-}  // namespace recflow::cli
+std::string SkippedBatchesNote(const BatchStats* batches) {
+  const int64_t n = batches != nullptr ? batches->empty_batches.load() : 0;
+  if (n == 0) return "";
+  return absl::StrCat(n, n == 1 ? " batch" : " batches", " of only bad lines skipped");
+}
+
+std::string SkippedRecordsReport(const DataStats* records, const BatchStats* batches) {
+  const std::string skipped = SkippedBatchesNote(batches);
+  if ((records == nullptr || records->records_skipped() == 0) && skipped.empty()) return "";
+  return absl::StrCat("input: ", records != nullptr ? records->Summary() : "",
+                      skipped.empty() ? "" : "; ", skipped,
+                      " (bad lines are skipped and counted; docs/formats/text.md, \"Bad records\")");
+}
+
+}  // namespace recflow::data

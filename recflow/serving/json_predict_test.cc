@@ -1,4 +1,4 @@
-#include "recflow/serving/json_tensor.h"
+#include "recflow/serving/json_predict.h"
 
 #include <gtest/gtest.h>
 
@@ -9,6 +9,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "recflow/core/tensor.h"
+#include "recflow/serving/json_example.h"
+#include "recflow/serving/json_response.h"
 
 namespace recflow::serving {
 namespace {
@@ -27,26 +29,24 @@ tensorflow::SignatureDef Sig(std::map<std::string, DataType> inputs) {
   return def;
 }
 
-SignatureLookup Lookup(tensorflow::SignatureDef def, std::string* asked = nullptr) {
-  auto shared = std::make_shared<const tensorflow::SignatureDef>(std::move(def));
-  return [shared, asked](const std::string& name)
-             -> absl::StatusOr<std::shared_ptr<const tensorflow::SignatureDef>> {
-    if (asked) *asked = name;
-    if (name == "missing") return absl::NotFoundError("no signature 'missing'");
-    return shared;
-  };
-}
-
 struct Parsed {
   absl::Status status;
   PredictRequest request;
   JsonPredictFormat format = JsonPredictFormat::kRow;
 };
 
+// Both steps: the body, then its tensors typed by `def`.
 Parsed Parse(const std::string& json, const tensorflow::SignatureDef& def,
              const JsonLimits& limits = {}) {
   Parsed p;
-  p.status = ParsePredictRequestJson(json, Lookup(def), limits, &p.request, &p.format);
+  absl::StatusOr<PredictRequestJson> parsed = PredictRequestJson::Parse(json, limits);
+  if (!parsed.ok()) {
+    p.status = parsed.status();
+    return p;
+  }
+  p.format = parsed->format();
+  p.request.model_spec.signature_name = parsed->signature_name();
+  p.status = parsed->ToInputs(def, &p.request.inputs);
   return p;
 }
 
@@ -57,33 +57,7 @@ void ExpectError(const Parsed& p, const std::string& needle,
       << "'" << needle << "' not in: " << p.status.message();
 }
 
-std::string Float(float v) {
-  std::string s;
-  AppendJsonFloat(v, &s);
-  return s;
-}
-
-TEST(JsonTensorTest, FloatsPrintAsTfServing) {
-  EXPECT_EQ(Float(2.5f), "2.5");
-  EXPECT_EQ(Float(3.f), "3.0");
-  EXPECT_EQ(Float(0.1f), "0.1");
-  EXPECT_EQ(Float(-4.f), "-4.0");
-  EXPECT_EQ(Float(1e-5f), "1e-05");
-  EXPECT_EQ(Float(9e6f), "9e+06");
-  EXPECT_EQ(Float(16777216.f), "16777216.0");
-  EXPECT_EQ(Float(1.f / 3), "0.333333343");
-  EXPECT_EQ(Float(std::nanf("")), "NaN");
-  EXPECT_EQ(Float(std::numeric_limits<float>::infinity()), "Infinity");
-  EXPECT_EQ(Float(-std::numeric_limits<float>::infinity()), "-Infinity");
-  std::string d;
-  AppendJsonDouble(0.1, &d);
-  EXPECT_EQ(d, "0.1");
-  d.clear();
-  AppendJsonDouble(1.0 / 3, &d);
-  EXPECT_EQ(d, "0.33333333333333331");
-}
-
-TEST(JsonTensorTest, RowFormatSingleInput) {
+TEST(JsonPredictTest, RowFormatSingleInput) {
   Parsed p = Parse(R"({"instances": [1.0, 2.0, 5.0]})", Sig({{"x", DT_FLOAT}}));
   ASSERT_TRUE(p.status.ok()) << p.status;
   EXPECT_EQ(p.format, JsonPredictFormat::kRow);
@@ -95,7 +69,7 @@ TEST(JsonTensorTest, RowFormatSingleInput) {
                            Tensor::FromVector<int64_t>({1, 2, 3, 4}, {2, 1, 2})));
 }
 
-TEST(JsonTensorTest, RowFormatNamedInputsWithStringsAndB64) {
+TEST(JsonPredictTest, RowFormatNamedInputsWithStringsAndB64) {
   Parsed p = Parse(R"({"signature_name": "s", "instances": [
       {"ids": [1, 2], "tag": "foo", "img_bytes": {"b64": "aGVsbG8="}, "on": true},
       {"ids": [3, 4], "tag": "bar", "img_bytes": {"b64": "d29ybGQ="}, "on": false}]})",
@@ -120,7 +94,7 @@ TEST(JsonTensorTest, RowFormatNamedInputsWithStringsAndB64) {
 // beyond its exact integers, is refused; anything else rounds to nearest
 // (1e-46 is 0 as a float, as in TF Serving). Half and bfloat16 check their
 // own range and precision (70000 as half used to become infinity).
-TEST(JsonTensorTest, FloatingValuesRoundOrAreRefusedOutsideTheRange) {
+TEST(JsonPredictTest, FloatingValuesRoundOrAreRefusedOutsideTheRange) {
   Parsed p = Parse(R"({"instances": [1e-46, -1e-46, 1e-40, 0.1, 3.4e38]})",
                    Sig({{"x", DT_FLOAT}}));
   ASSERT_TRUE(p.status.ok()) << p.status;
@@ -156,7 +130,7 @@ TEST(JsonTensorTest, FloatingValuesRoundOrAreRefusedOutsideTheRange) {
             255.f);
 }
 
-TEST(JsonTensorTest, RowFormatErrorsNameInputAndInstance) {
+TEST(JsonPredictTest, RowFormatErrorsNameInputAndInstance) {
   auto sig = Sig({{"x", DT_FLOAT}});
   ExpectError(Parse(R"({"instances": [[1, 2], [3]]})", sig), "input 'x', instance 1");
   ExpectError(Parse(R"({"instances": [[1, 2], [3, [4]]]})", sig), "ragged");
@@ -187,7 +161,7 @@ TEST(JsonTensorTest, RowFormatErrorsNameInputAndInstance) {
               "instance 1 is array");
 }
 
-TEST(JsonTensorTest, ColumnarFormat) {
+TEST(JsonPredictTest, ColumnarFormat) {
   auto sig = Sig({{"a", DT_FLOAT}, {"b", DT_STRING}});
   Parsed p = Parse(R"({"inputs": {"a": [[1, 2], [3, 4], [5, 6]], "b": "x"}})", sig);
   ASSERT_TRUE(p.status.ok()) << p.status;
@@ -210,7 +184,7 @@ TEST(JsonTensorTest, ColumnarFormat) {
               "input 'a'");
 }
 
-TEST(JsonTensorTest, RequestLevelErrors) {
+TEST(JsonPredictTest, RequestLevelErrors) {
   auto sig = Sig({{"x", DT_FLOAT}});
   ExpectError(Parse(R"({"instances": [1], "inputs": [1]})", sig), "both");
   ExpectError(Parse(R"({"foo": 1})", sig), "lacks 'instances' or 'inputs'");
@@ -221,18 +195,35 @@ TEST(JsonTensorTest, RequestLevelErrors) {
   ExpectError(Parse("", sig), "empty");
   ExpectError(Parse("[1, 2]", sig), "must be a JSON object");
   ExpectError(Parse("{\"inputs\": \"\xff\xfe\"}", sig), "JSON parse error");
-  ExpectError(Parse(R"({"signature_name": "missing", "inputs": [1]})", sig),
-              "no signature 'missing'", absl::StatusCode::kNotFound);
-  std::string asked = "unset";
-  PredictRequest req;
-  JsonPredictFormat format;
-  ASSERT_TRUE(ParsePredictRequestJson(R"({"inputs": [1]})", Lookup(sig, &asked), {},
-                                      &req, &format)
-                  .ok());
-  EXPECT_EQ(asked, "");
+  // The signature name is the request's, as written.
+  Parsed p = Parse(R"({"signature_name": "missing", "inputs": [1]})", sig);
+  ASSERT_TRUE(p.status.ok()) << p.status;
+  EXPECT_EQ(p.request.model_spec.signature_name, "missing");
+  p = Parse(R"({"inputs": [1]})", sig);
+  ASSERT_TRUE(p.status.ok()) << p.status;
+  EXPECT_EQ(p.request.model_spec.signature_name, "");
+  tensorflow::SignatureDef no_inputs;
+  ExpectError(Parse(R"({"inputs": [1]})", no_inputs),
+              "signature 'serving_default' has no inputs");
+  ExpectError(Parse(R"({"signature_name": "s", "inputs": [1]})", no_inputs),
+              "signature 's' has no inputs");
 }
 
-TEST(JsonTensorTest, DeepNestingIsRefusedAtTheLimit) {
+// One parsed body, typed by the signature of whichever version runs it.
+TEST(JsonPredictTest, OneBodyTypedByEachSignature) {
+  auto json = PredictRequestJson::Parse(R"({"instances": [1, 2]})", {});
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_EQ(json->format(), JsonPredictFormat::kRow);
+  std::map<std::string, Tensor> inputs;
+  ASSERT_TRUE(json->ToInputs(Sig({{"x", DT_FLOAT}}), &inputs).ok());
+  EXPECT_TRUE(TensorsEqual(inputs.at("x"), Tensor::FromVector<float>({1, 2}, {2})));
+  ASSERT_TRUE(json->ToInputs(Sig({{"ids", DT_INT64}}), &inputs).ok());
+  EXPECT_EQ(inputs.count("x"), 0u);
+  EXPECT_TRUE(TensorsEqual(inputs.at("ids"), Tensor::FromVector<int64_t>({1, 2}, {2})));
+  EXPECT_FALSE(json->ToInputs(Sig({{"s", DT_STRING}}), &inputs).ok());
+}
+
+TEST(JsonPredictTest, DeepNestingIsRefusedAtTheLimit) {
   auto sig = Sig({{"x", DT_FLOAT}});
   std::string deep = "{\"inputs\": " + std::string(1000000, '[');
   ExpectError(Parse(deep, sig), "deeper than the limit of 64");
@@ -246,7 +237,7 @@ TEST(JsonTensorTest, DeepNestingIsRefusedAtTheLimit) {
   EXPECT_EQ(p.request.inputs.at("x").dims(), 63);
 }
 
-TEST(JsonTensorTest, ElementAndStringLimits) {
+TEST(JsonPredictTest, ElementAndStringLimits) {
   JsonLimits limits;
   limits.max_elements = 10;
   limits.max_string_bytes = 8;
@@ -264,36 +255,9 @@ TEST(JsonTensorTest, ElementAndStringLimits) {
               "exceeds the limit of 8", absl::StatusCode::kResourceExhausted);
 }
 
-TEST(JsonTensorTest, PredictResponses) {
-  PredictResponse r;
-  r.outputs["y"] = Tensor::FromVector<float>({2.5f, 3.f, 4.5f}, {3});
-  EXPECT_EQ(*PredictResponseToJson(r, JsonPredictFormat::kRow),
-            R"({"predictions": [2.5, 3.0, 4.5]})");
-  EXPECT_EQ(*PredictResponseToJson(r, JsonPredictFormat::kColumnar),
-            R"({"outputs": [2.5, 3.0, 4.5]})");
-  r.outputs["labels"] = Tensor::FromVector<std::string>({"a\"", "b", "c"}, {3});
-  r.outputs["raw_bytes"] = Tensor::FromVector<std::string>({"hello", "", "x"}, {3});
-  r.outputs["y"] = Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, {3, 2});
-  EXPECT_EQ(*PredictResponseToJson(r, JsonPredictFormat::kRow),
-            R"({"predictions": [{"labels": "a\"", "raw_bytes": {"b64": "aGVsbG8="}, )"
-            R"("y": [1.0, 2.0]}, {"labels": "b", "raw_bytes": {"b64": ""}, "y": [3.0, 4.0]}, )"
-            R"({"labels": "c", "raw_bytes": {"b64": "eA=="}, "y": [5.0, 6.0]}]})");
-  EXPECT_EQ(*PredictResponseToJson(r, JsonPredictFormat::kColumnar),
-            R"({"outputs": {"labels": ["a\"", "b", "c"], "raw_bytes": [{"b64": "aGVsbG8="}, )"
-            R"({"b64": ""}, {"b64": "eA=="}], "y": [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]}})");
-  r.outputs["z"] = Tensor::FromVector<int64_t>({1, 2}, {2});
-  auto bad = PredictResponseToJson(r, JsonPredictFormat::kRow);
-  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(bad.status().message().find("output 'z' has 2 rows"), std::string::npos);
-  r.outputs.clear();
-  r.outputs["s"] = Tensor::Scalar<int32_t>(7);
-  EXPECT_FALSE(PredictResponseToJson(r, JsonPredictFormat::kRow).ok());
-  EXPECT_EQ(*PredictResponseToJson(r, JsonPredictFormat::kColumnar), R"({"outputs": 7})");
-}
-
 // Reference check: random tensors written as columnar JSON parse back to the
 // same tensors (floats print with enough digits to round-trip).
-TEST(JsonTensorTest, RandomRoundTrip) {
+TEST(JsonPredictTest, RandomRoundTrip) {
   std::mt19937 rng(42);
   for (int iter = 0; iter < 200; ++iter) {
     int rank = rng() % 4;
@@ -333,91 +297,9 @@ TEST(JsonTensorTest, RandomRoundTrip) {
   }
 }
 
-TEST(JsonTensorTest, ExamplesRequest) {
-  std::string sig;
-  ExampleInput input;
-  ASSERT_TRUE(ParseExamplesRequestJson(R"({
-      "signature_name": "classify_x",
-      "context": {"user": 42, "country": "fr", "ctr": [0.5, 1.25]},
-      "examples": [{"item": 7, "price": 2.5, "raw": {"b64": "AAE="}},
-                   {"item": [8, 9], "flag": true}]})",
-                                       {}, &sig, &input)
-                  .ok());
-  EXPECT_EQ(sig, "classify_x");
-  ASSERT_TRUE(input.context.has_value());
-  const auto& ctx = input.context->features().feature();
-  EXPECT_EQ(ctx.at("user").int64_list().value(0), 42);
-  EXPECT_EQ(ctx.at("country").bytes_list().value(0), "fr");
-  EXPECT_EQ(ctx.at("ctr").float_list().value(1), 1.25f);
-  ASSERT_EQ(input.examples.size(), 2u);
-  const auto& e0 = input.examples[0].features().feature();
-  EXPECT_EQ(e0.at("price").float_list().value(0), 2.5f);
-  EXPECT_EQ(e0.at("raw").bytes_list().value(0), std::string("\0\1", 2));
-  const auto& e1 = input.examples[1].features().feature();
-  EXPECT_EQ(e1.at("item").int64_list().value_size(), 2);
-  EXPECT_EQ(e1.at("flag").int64_list().value(0), 1);
-
-  auto err = [](const std::string& json) {
-    std::string s;
-    ExampleInput in;
-    return ParseExamplesRequestJson(json, {}, &s, &in);
-  };
-  EXPECT_NE(err(R"({"examples": [{"a": [1, 2.5]}]})").message().find(
-                "feature 'a' mixes int64 and float"),
-            std::string::npos);
-  EXPECT_NE(err(R"({"examples": [{"a": null}]})").message().find("feature 'a'"),
-            std::string::npos);
-  EXPECT_NE(err(R"({"examples": [{"a": [[1]]}]})").message().find("example 0"),
-            std::string::npos);
-  EXPECT_NE(err(R"({"context": {}})").message().find("lacks 'examples'"),
-            std::string::npos);
-  EXPECT_NE(err(R"({"examples": []})").message().find("empty"), std::string::npos);
-  EXPECT_NE(err(R"({"examples": [1]})").message().find("example 0 must be a JSON object"),
-            std::string::npos);
-  EXPECT_NE(err(R"({"context": [1], "examples": [{}]})").message().find("'context'"),
-            std::string::npos);
-  EXPECT_NE(err(R"({"examples": [{"a": 18446744073709551615}]})").message().find(
-                "beyond int64"),
-            std::string::npos);
-}
-
-TEST(JsonTensorTest, ClassifyRegressStatusMetadataResponses) {
-  ClassifyResponse c;
-  c.classifications = {{{"cat", 0.75f}, {"dog", 0.25f}}, {{"", 1.f}}};
-  EXPECT_EQ(ClassifyResponseToJson(c),
-            R"({"results": [[["cat", 0.75], ["dog", 0.25]], [["", 1.0]]]})");
-  RegressResponse r;
-  r.results = {2.5f, 3.f};
-  EXPECT_EQ(RegressResponseToJson(r), R"({"results": [2.5, 3.0]})");
-  StatusResponse s;
-  s.versions.push_back({123, ModelVersionState::kAvailable, absl::OkStatus()});
-  s.versions.push_back({124, ModelVersionState::kEnd,
-                        absl::DataLossError("corrupt \"variables\"")});
-  EXPECT_EQ(StatusResponseToJson(s),
-            R"({"model_version_status": [{"version": "123", "state": "AVAILABLE", )"
-            R"("status": {"error_code": "OK", "error_message": ""}}, {"version": "124", )"
-            R"("state": "END", "status": {"error_code": "DATA_LOSS", "error_message": )"
-            R"("corrupt \"variables\""}}]})");
-  MetadataResponse m;
-  m.model_spec.name = "half_plus_two";
-  m.model_spec.version = 123;
-  m.signature_def["serving_default"] = Sig({{"x", DT_FLOAT}});
-  auto json = MetadataResponseToJson(m);
-  ASSERT_TRUE(json.ok()) << json.status();
-  EXPECT_EQ(json->rfind(R"({"model_spec": {"name": "half_plus_two", "signature_name": "", )"
-                        R"("version": "123"}, "metadata": {"signature_def": {"signature_def": )"
-                        R"({"serving_default": {)",
-                        0),
-            0u)
-      << *json;
-  EXPECT_NE(json->find(R"("method_name":"tensorflow/serving/predict")"), std::string::npos)
-      << *json;
-  EXPECT_NE(json->find(R"("dtype":"DT_FLOAT")"), std::string::npos) << *json;
-}
-
 // Bounded fuzz: random mutations of valid requests and random bytes. Every
 // outcome must be OK or an error status; nothing may crash or hang.
-TEST(JsonTensorTest, FuzzRequestParsers) {
+TEST(JsonPredictTest, FuzzRequestParsers) {
   const std::vector<std::string> seeds = {
       R"({"instances": [1.0, 2.0, 5.0]})",
       R"({"signature_name": "s", "instances": [{"a": [1, 2], "b": "x", "c": {"b64": "aGk="}}, {"a": [3, 4], "b": "y", "c": {"b64": "aGk="}}]})",
@@ -452,10 +334,8 @@ TEST(JsonTensorTest, FuzzRequestParsers) {
       doc.assign(rng() % 200, '\0');
       for (char& c : doc) c = static_cast<char>(rng());
     }
-    PredictRequest req;
-    JsonPredictFormat format;
-    absl::Status s1 = ParsePredictRequestJson(doc, Lookup(multi), {}, &req, &format);
-    absl::Status s2 = ParsePredictRequestJson(doc, Lookup(single), {}, &req, &format);
+    absl::Status s1 = Parse(doc, multi).status;
+    absl::Status s2 = Parse(doc, single).status;
     std::string sig;
     ExampleInput input;
     absl::Status s3 = ParseExamplesRequestJson(doc, {}, &sig, &input);

@@ -6,7 +6,8 @@
 #include <chrono>
 #include <random>
 
-#include "recflow/serving/json_tensor.h"
+#include "recflow/serving/json_example.h"
+#include "recflow/serving/json_predict.h"
 
 namespace recflow::serving {
 namespace {
@@ -22,7 +23,7 @@ std::shared_ptr<const tensorflow::SignatureDef> Sig(
   return def;
 }
 
-TEST(JsonTensorSlowTest, Fuzz30Seconds) {
+TEST(JsonRequestSlowTest, Fuzz30Seconds) {
   const std::vector<std::string> seeds = {
       R"({"instances": [1.0, 2.0, 5.0]})",
       R"({"instances": [[[1, 2]], [[3, 4]]]})",
@@ -61,21 +62,19 @@ TEST(JsonTensorSlowTest, Fuzz30Seconds) {
       }
     }
     const auto& sig = sigs[rng() % sigs.size()];
-    PredictRequest req;
-    JsonPredictFormat format;
-    absl::Status s = ParsePredictRequestJson(
-        doc,
-        [&](const std::string&)
-            -> absl::StatusOr<std::shared_ptr<const tensorflow::SignatureDef>> {
-          return sig;
-        },
-        limits, &req, &format);
-    if (!s.ok()) {
-      ASSERT_FALSE(s.message().empty());
+    absl::StatusOr<PredictRequestJson> json = PredictRequestJson::Parse(doc, limits);
+    if (json.ok()) {
+      std::map<std::string, Tensor> inputs;
+      absl::Status s = json->ToInputs(*sig, &inputs);
+      if (!s.ok()) {
+        ASSERT_FALSE(s.message().empty());
+      }
+    } else {
+      ASSERT_FALSE(json.status().message().empty());
     }
     std::string name;
     ExampleInput input;
-    s = ParseExamplesRequestJson(doc, limits, &name, &input);
+    absl::Status s = ParseExamplesRequestJson(doc, limits, &name, &input);
     if (!s.ok()) {
       ASSERT_FALSE(s.message().empty());
     }
