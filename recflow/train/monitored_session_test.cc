@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "recflow/data/dataset.h"
 #include "recflow/data/iterator_resource.h"
+#include "recflow/embedding/embedding_resource.h"
 #include "recflow/ops/array_ops.h"
 #include "recflow/ops/data_ops.h"
 #include "recflow/ops/hash_table_ops.h"
@@ -518,6 +519,35 @@ TEST(HooksTest, ProgressLogSummariesProfileAndEvaluation) {
   EXPECT_THAT(trace, HasSubstr("traceEvents"));
   EXPECT_THAT(trace, HasSubstr("ApplyGradientDescent"));
   EXPECT_EQ(evaluated, (std::vector<int64_t>{4, 8, 10}));
+}
+
+
+// GraphSaveables saves every HashEmbeddingTableOp node (the set
+// CreateHashTables creates), including one added as a raw op, as an imported
+// GraphDef has it, not only tables made by train::HashEmbeddingTable; a
+// table with a container / shared_name attr is found there.
+TEST(GraphSaveablesTest, SavesEveryTableNodeAtItsResourceLocation) {
+  Scope root = Scope::NewRootScope();
+  ops::HashEmbeddingTableAttrs raw;
+  raw.dim = 2;
+  raw.container = "tables";
+  raw.shared_name = "raw_shared";
+  ops::HashEmbeddingTableOp(root.WithOpName("raw_table"), raw);
+  ops::HashEmbeddingTableAttrs made;
+  made.dim = 3;
+  HashEmbeddingTable(root, "made_table", made);
+  auto def = root.ToGraphDef();
+  ASSERT_TRUE(def.ok()) << def.status();
+  auto session = Session::Create({}, *def);
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE(CreateHashTables(session->get()).ok());
+  auto saveables = GraphSaveables(session->get());
+  ASSERT_TRUE(saveables.ok()) << saveables.status();
+  std::vector<std::string> names;
+  for (const auto& s : *saveables) names.push_back(s.name);
+  EXPECT_THAT(names, testing::UnorderedElementsAre("raw_table", "made_table"));
+  ResourceMgr* rm = (*session)->device()->resource_manager();
+  EXPECT_TRUE(embedding::EmbeddingTableResource::Lookup(*rm, "tables", "raw_shared").ok());
 }
 
 }  // namespace
