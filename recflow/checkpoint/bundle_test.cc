@@ -13,7 +13,7 @@
 #include "recflow/core/crc32c.h"
 #include "recflow/core/status.h"
 #include "recflow/core/mem_env.h"
-#include "recflow/core/tf_testdata.h"
+#include "recflow/core/testing/tf_testdata.h"
 
 namespace recflow::checkpoint {
 namespace {

@@ -8,10 +8,10 @@
 
 #include "recflow/checkpoint/bundle_reader.h"
 #include "recflow/checkpoint/bundle_writer.h"
-#include "recflow/checkpoint/half_plus_two_test_util.h"
+#include "recflow/checkpoint/testing/half_plus_two.h"
 #include "recflow/core/env.h"
 #include "recflow/core/status.h"
-#include "recflow/core/tf_testdata.h"
+#include "recflow/core/testing/tf_testdata.h"
 
 namespace recflow::checkpoint {
 namespace {

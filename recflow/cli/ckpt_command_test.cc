@@ -22,7 +22,7 @@
 #include "recflow/checkpoint/tensor_slice.h"
 #include "recflow/core/env.h"
 #include "recflow/core/tensor.h"
-#include "recflow/core/tf_testdata.h"
+#include "recflow/core/testing/tf_testdata.h"
 
 namespace recflow::cli {
 namespace {

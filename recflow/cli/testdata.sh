@@ -1,7 +1,7 @@
 # Sourced by the shell tests after RECFLOW, SRC and TMP are set. Finds TF
 # Serving's half_plus_two as TensorFlow wrote it (under $RECFLOW_TESTDATA,
 # default $SRC/../shared/testdata); in a clone without it, writes recflow's
-# stand-in (checkpoint/half_plus_two_test_util.h: the same signatures,
+# stand-in (checkpoint/testing/half_plus_two.h: the same signatures,
 # node names and answers), which every check of these scripts accepts.
 #   HPT        the model directory to use
 TESTDATA=${RECFLOW_TESTDATA:-$SRC/../shared/testdata}

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "recflow/core/thread_test_util.h"
+#include "recflow/core/testing/thread_creation_failure.h"
 
 // Only std synchronization here (not absl's): ThreadSanitizer cannot see
 // inside an uninstrumented, system-packaged absl.

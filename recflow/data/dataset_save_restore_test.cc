@@ -12,7 +12,7 @@
 #include "recflow/core/mem_env.h"
 #include "recflow/core/threadpool.h"
 #include "recflow/data/dataset.h"
-#include "recflow/data/dataset_test_util.h"
+#include "recflow/data/testing/dataset_util.h"
 
 namespace recflow::data {
 namespace {

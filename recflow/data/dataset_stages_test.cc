@@ -17,7 +17,7 @@
 #include "gtest/gtest.h"
 #include "recflow/core/threadpool.h"
 #include "recflow/data/dataset.h"
-#include "recflow/data/dataset_test_util.h"
+#include "recflow/data/testing/dataset_util.h"
 
 namespace recflow::data {
 namespace {

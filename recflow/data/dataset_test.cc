@@ -14,7 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "recflow/core/mem_env.h"
-#include "recflow/data/dataset_test_util.h"
+#include "recflow/data/testing/dataset_util.h"
 
 namespace recflow::data {
 namespace {

@@ -17,7 +17,7 @@
 #include "recflow/checkpoint/bundle_reader.h"
 #include "recflow/checkpoint/bundle_writer.h"
 #include "recflow/core/mem_env.h"
-#include "recflow/core/thread_test_util.h"
+#include "recflow/core/testing/thread_creation_failure.h"
 #include "recflow/embedding/embedding_resource.h"
 #include "recflow/train/table_saveable.h"
 

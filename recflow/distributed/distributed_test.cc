@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "recflow/cli/zoo_test_util.h"
+#include "recflow/cli/testing/zoo_util.h"
 #include "recflow/core/status.h"
 #include "recflow/checkpoint/bundle_reader.h"
 #include "recflow/distributed/placement.h"

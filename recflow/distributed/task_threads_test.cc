@@ -6,7 +6,7 @@
 
 #include "gtest/gtest.h"
 #include "recflow/core/status.h"
-#include "recflow/core/thread_test_util.h"
+#include "recflow/core/testing/thread_creation_failure.h"
 
 namespace recflow::distributed {
 namespace {

@@ -27,7 +27,7 @@
 #include "recflow/framework/op_kernel.h"
 #include "recflow/framework/op_registry.h"
 #include "recflow/framework/scope.h"
-#include "recflow/framework/shape_inference_testutil.h"
+#include "recflow/framework/testing/shape_inference_util.h"
 #include "recflow/ops/array_ops.h"
 #include "recflow/runtime/session.h"
 

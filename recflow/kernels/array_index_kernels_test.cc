@@ -4,7 +4,7 @@
 // multi-threaded, plus bad-input errors. StridedSlice's random specs also
 // check that the shape function (ops/) and the kernel agree on the output
 // shape.
-#include "recflow/kernels/array_kernels_test_util.h"
+#include "recflow/kernels/testing/array_kernels_util.h"
 #include "recflow/ops/array_ops.h"
 
 namespace recflow {

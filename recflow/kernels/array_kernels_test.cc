@@ -3,7 +3,7 @@
 // element types of every size the copy kernels move (1, 2, 4, 8, 16 bytes
 // and strings); bad inputs give clear errors. Slicing and gathering kernels
 // are tested in array_index_kernels_test.cc.
-#include "recflow/kernels/array_kernels_test_util.h"
+#include "recflow/kernels/testing/array_kernels_util.h"
 #include "recflow/ops/array_ops.h"
 #include "recflow/runtime/session.h"
 

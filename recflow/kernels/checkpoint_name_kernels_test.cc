@@ -9,7 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "recflow/core/env.h"
-#include "recflow/core/tf_testdata.h"
+#include "recflow/core/testing/tf_testdata.h"
 #include "recflow/framework/scope.h"
 #include "recflow/ops/array_ops.h"
 #include "recflow/ops/checkpoint_name_ops.h"

@@ -6,7 +6,7 @@
 #include "recflow/data/dataset.h"
 #include "recflow/data/iterator_resource.h"
 #include "recflow/framework/scope.h"
-#include "recflow/framework/shape_inference_testutil.h"
+#include "recflow/framework/testing/shape_inference_util.h"
 #include "recflow/ops/array_ops.h"
 #include "recflow/ops/data_ops.h"
 #include "recflow/runtime/session.h"

@@ -7,7 +7,7 @@
 #include <map>
 
 #include "recflow/core/fingerprint.h"
-#include "recflow/kernels/array_kernels_test_util.h"
+#include "recflow/kernels/testing/array_kernels_util.h"
 #include "recflow/ops/array_ops.h"
 #include "recflow/ops/embedding_ops.h"
 #include "recflow/ops/state_ops.h"

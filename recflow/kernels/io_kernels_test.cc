@@ -9,7 +9,7 @@
 #include "gtest/gtest.h"
 #include "recflow/checkpoint/bundle_reader.h"
 #include "recflow/checkpoint/saver.h"
-#include "recflow/core/tf_testdata.h"
+#include "recflow/core/testing/tf_testdata.h"
 #include "recflow/framework/scope.h"
 #include "recflow/ops/array_ops.h"
 #include "recflow/ops/io_ops.h"

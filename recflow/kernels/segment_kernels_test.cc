@@ -4,7 +4,7 @@
 #include <cmath>
 #include <map>
 
-#include "recflow/kernels/array_kernels_test_util.h"
+#include "recflow/kernels/testing/array_kernels_util.h"
 #include "recflow/ops/array_ops.h"
 #include "recflow/ops/sparse_ops.h"
 

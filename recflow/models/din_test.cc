@@ -12,7 +12,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "recflow/cli/zoo_test_util.h"
+#include "recflow/cli/testing/zoo_util.h"
 #include "recflow/data/synthetic.h"
 #include "recflow/data/text_parsers.h"
 #include "recflow/framework/attr_value_util.h"

@@ -14,7 +14,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "recflow/cli/zoo_test_util.h"
+#include "recflow/cli/testing/zoo_util.h"
 #include "recflow/core/env.h"
 #include "recflow/serving/saved_model_bundle.h"
 #include "recflow/train/saved_model_export.h"

@@ -1,6 +1,6 @@
 // Shape-function tests of checkpoint_name_ops.cc.
 #include "gtest/gtest.h"
-#include "recflow/framework/shape_inference_testutil.h"
+#include "recflow/framework/testing/shape_inference_util.h"
 
 namespace recflow {
 namespace {

@@ -2,7 +2,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "recflow/framework/shape_inference_testutil.h"
+#include "recflow/framework/testing/shape_inference_util.h"
 
 namespace recflow {
 namespace {

@@ -1,7 +1,7 @@
 // Shape-function tests for the nn ops, and their builder helpers.
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "recflow/framework/shape_inference_testutil.h"
+#include "recflow/framework/testing/shape_inference_util.h"
 #include "recflow/ops/array_ops.h"
 #include "recflow/ops/nn_ops.h"
 

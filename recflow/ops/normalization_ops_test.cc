@@ -3,7 +3,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "recflow/framework/shape_inference_testutil.h"
+#include "recflow/framework/testing/shape_inference_util.h"
 #include "recflow/ops/array_ops.h"
 
 namespace recflow {

@@ -5,7 +5,7 @@
 #include "gtest/gtest.h"
 #include "recflow/framework/op_kernel.h"
 #include "recflow/framework/op_registry.h"
-#include "recflow/framework/shape_inference_testutil.h"
+#include "recflow/framework/testing/shape_inference_util.h"
 
 namespace recflow {
 namespace {

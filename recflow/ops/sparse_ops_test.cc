@@ -3,7 +3,7 @@
 // (sparse_training_ops.cc).
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "recflow/framework/shape_inference_testutil.h"
+#include "recflow/framework/testing/shape_inference_util.h"
 
 namespace recflow {
 namespace {

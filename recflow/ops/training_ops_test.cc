@@ -8,7 +8,7 @@
 #include "recflow/framework/gradients.h"
 #include "recflow/framework/op_kernel.h"
 #include "recflow/framework/op_registry.h"
-#include "recflow/framework/shape_inference_testutil.h"
+#include "recflow/framework/testing/shape_inference_util.h"
 
 namespace recflow {
 namespace {

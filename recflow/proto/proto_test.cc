@@ -15,7 +15,7 @@
 #include <sstream>
 #include <string>
 
-#include "recflow/core/tf_testdata.h"
+#include "recflow/core/testing/tf_testdata.h"
 #include "recflow/proto/attr_value.pb.h"
 #include "recflow/proto/graph.pb.h"
 #include "recflow/proto/meta_graph.pb.h"

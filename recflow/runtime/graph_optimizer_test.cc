@@ -13,7 +13,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "recflow/core/tf_testdata.h"
+#include "recflow/core/testing/tf_testdata.h"
 #include "recflow/framework/gradients.h"
 #include "recflow/framework/op_kernel.h"
 #include "recflow/framework/op_registry.h"

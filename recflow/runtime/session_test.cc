@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "recflow/core/mutex.h"
-#include "recflow/core/tf_testdata.h"
+#include "recflow/core/testing/tf_testdata.h"
 #include "recflow/framework/op_kernel.h"
 #include "recflow/framework/op_registry.h"
 #include "recflow/framework/scope.h"

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "recflow/core/status.h"
-#include "recflow/core/thread_test_util.h"
+#include "recflow/core/testing/thread_creation_failure.h"
 
 namespace recflow::serving {
 namespace {

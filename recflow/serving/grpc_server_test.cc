@@ -17,13 +17,13 @@
 #include "grpcpp/grpcpp.h"
 #include "recflow/core/mutex.h"
 #include "recflow/core/status.h"
-#include "recflow/core/thread_test_util.h"
+#include "recflow/core/testing/thread_creation_failure.h"
 #include "recflow/framework/tensor_util.h"
 #include "recflow/proto/model_server_config.pb.h"
 #include "recflow/serving/model_service.grpc.pb.h"
 #include "recflow/serving/prediction_service.grpc.pb.h"
 #include "recflow/serving/server_core.h"
-#include "recflow/serving/server_core_test_util.h"
+#include "recflow/serving/testing/server_core_util.h"
 
 namespace recflow::serving {
 namespace {

@@ -11,8 +11,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "recflow/core/mutex.h"
-#include "recflow/core/thread_test_util.h"
-#include "recflow/serving/http_test_client.h"
+#include "recflow/core/testing/thread_creation_failure.h"
+#include "recflow/serving/testing/http_client.h"
 
 namespace recflow::serving {
 namespace {

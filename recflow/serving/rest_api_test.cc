@@ -9,9 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "recflow/core/status.h"
-#include "recflow/serving/http_test_client.h"
 #include "recflow/serving/server_core.h"
-#include "recflow/serving/server_core_test_util.h"
+#include "recflow/serving/testing/http_client.h"
+#include "recflow/serving/testing/server_core_util.h"
 
 namespace recflow::serving {
 namespace {

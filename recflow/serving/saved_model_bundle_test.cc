@@ -6,10 +6,10 @@
 #include <atomic>
 #include <thread>
 
-#include "recflow/checkpoint/half_plus_two_test_util.h"
 #include "recflow/checkpoint/saved_model.h"
+#include "recflow/checkpoint/testing/half_plus_two.h"
 #include "recflow/core/env.h"
-#include "recflow/core/tf_testdata.h"
+#include "recflow/core/testing/tf_testdata.h"
 #include "recflow/proto/example.pb.h"
 
 namespace recflow::serving {

@@ -9,9 +9,9 @@
 
 #include "absl/strings/match.h"
 #include "recflow/core/env.h"
-#include "recflow/core/thread_test_util.h"
+#include "recflow/core/testing/thread_creation_failure.h"
 #include "recflow/serving/server_core.h"
-#include "recflow/serving/server_core_test_util.h"
+#include "recflow/serving/testing/server_core_util.h"
 
 namespace recflow::serving {
 namespace {

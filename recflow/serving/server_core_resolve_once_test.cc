@@ -7,7 +7,7 @@
 
 #include "recflow/core/env.h"
 #include "recflow/serving/server_core.h"
-#include "recflow/serving/server_core_test_util.h"
+#include "recflow/serving/testing/server_core_util.h"
 
 namespace recflow::serving {
 namespace {

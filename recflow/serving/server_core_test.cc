@@ -10,11 +10,11 @@
 
 #include "google/protobuf/text_format.h"
 #include "recflow/core/env.h"
-#include "recflow/core/thread_test_util.h"
+#include "recflow/core/testing/thread_creation_failure.h"
 #include "recflow/framework/tensor_util.h"
 #include "recflow/proto/saved_model.pb.h"
 #include "recflow/proto/serving_prediction_log.pb.h"
-#include "recflow/serving/server_core_test_util.h"
+#include "recflow/serving/testing/server_core_util.h"
 
 namespace recflow::serving {
 namespace {

@@ -13,10 +13,10 @@
 #include <random>
 #include <thread>
 
+#include "recflow/cli/testing/zoo_util.h"
 #include "recflow/core/env.h"
-#include "recflow/cli/zoo_test_util.h"
 #include "recflow/serving/server_core.h"
-#include "recflow/serving/server_core_test_util.h"
+#include "recflow/serving/testing/server_core_util.h"
 #include "recflow/train/saved_model_export.h"
 
 namespace recflow::serving {

@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "google/protobuf/text_format.h"
-#include "recflow/core/thread_test_util.h"
-#include "recflow/serving/server_core_test_util.h"
+#include "recflow/core/testing/thread_creation_failure.h"
+#include "recflow/serving/testing/server_core_util.h"
 
 namespace recflow::serving {
 namespace {

@@ -1,7 +1,7 @@
 // The long kill test of the Saver: 30 SIGKILLs at random moments (seeded
 // delays), with full checkpoints every save, every 3rd or every 5th save
-// drawn per child life. See saver_kill_test_util.h.
-#include "recflow/train/saver_kill_test_util.h"
+// drawn per child life. See testing/saver_kill_util.h.
+#include "recflow/train/testing/saver_kill_util.h"
 
 namespace recflow::train::testing {
 namespace {

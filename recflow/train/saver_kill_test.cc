@@ -1,7 +1,7 @@
 // The short kill test of the Saver (a handful of SIGKILLs, part of `make
 // test`); saver_kill_slow_test.cc runs the long one. See
-// saver_kill_test_util.h.
-#include "recflow/train/saver_kill_test_util.h"
+// testing/saver_kill_util.h.
+#include "recflow/train/testing/saver_kill_util.h"
 
 namespace recflow::train::testing {
 namespace {

@@ -7,8 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "recflow/train/checkpoint_test_model.h"
 #include "recflow/train/table_saveable.h"
+#include "recflow/train/testing/checkpoint_model.h"
 
 namespace recflow::train {
 namespace {

@@ -15,7 +15,7 @@
 #include "gtest/gtest.h"
 #include "recflow/core/mem_env.h"
 #include "recflow/core/threadpool.h"
-#include "recflow/train/checkpoint_test_model.h"
+#include "recflow/train/testing/checkpoint_model.h"
 
 namespace recflow::train {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <string>
 
-#include "recflow/checkpoint/half_plus_two_test_util.h"
+#include "recflow/checkpoint/testing/half_plus_two.h"
 #include "recflow/core/env.h"
 
 int main(int argc, char** argv) {

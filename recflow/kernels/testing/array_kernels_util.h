@@ -2,8 +2,8 @@
 // array_index_kernels_test.cc): random tensors of any dtype, index
 // arithmetic for plain references, and running a small graph through a
 // Session (Run, defined in array_kernels_test.cc). For tests only.
-#ifndef RECFLOW_KERNELS_ARRAY_KERNELS_TEST_UTIL_H_
-#define RECFLOW_KERNELS_ARRAY_KERNELS_TEST_UTIL_H_
+#ifndef RECFLOW_KERNELS_TESTING_ARRAY_KERNELS_UTIL_H_
+#define RECFLOW_KERNELS_TESTING_ARRAY_KERNELS_UTIL_H_
 
 #include <algorithm>
 #include <functional>
@@ -145,4 +145,4 @@ absl::StatusOr<Tensor> RunOne(
 
 }  // namespace recflow::array_test
 
-#endif  // RECFLOW_KERNELS_ARRAY_KERNELS_TEST_UTIL_H_
+#endif  // RECFLOW_KERNELS_TESTING_ARRAY_KERNELS_UTIL_H_

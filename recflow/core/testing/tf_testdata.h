@@ -13,8 +13,8 @@
 //     auto reader = BundleReader::Open(env, TfTestDataPath(kHalfPlusTwoTf) + "/variables/variables");
 //
 // Header-only; needs RECFLOW_SOURCE_DIR, which the test binaries define.
-#ifndef RECFLOW_CORE_TF_TESTDATA_H_
-#define RECFLOW_CORE_TF_TESTDATA_H_
+#ifndef RECFLOW_CORE_TESTING_TF_TESTDATA_H_
+#define RECFLOW_CORE_TESTING_TF_TESTDATA_H_
 
 #include <sys/stat.h>
 
@@ -64,4 +64,4 @@ inline bool HaveTfTestData(const std::string& rel) {
     }                                                                         \
   } while (0)
 
-#endif  // RECFLOW_CORE_TF_TESTDATA_H_
+#endif  // RECFLOW_CORE_TESTING_TF_TESTDATA_H_

@@ -11,8 +11,8 @@
 //
 // SIGKILL tests process crashes, not power loss: the page cache survives, so
 // the saves run with sync = false to reach more kill points per second.
-#ifndef RECFLOW_TRAIN_SAVER_KILL_TEST_UTIL_H_
-#define RECFLOW_TRAIN_SAVER_KILL_TEST_UTIL_H_
+#ifndef RECFLOW_TRAIN_TESTING_SAVER_KILL_UTIL_H_
+#define RECFLOW_TRAIN_TESTING_SAVER_KILL_UTIL_H_
 
 #include <fcntl.h>
 #include <signal.h>
@@ -31,7 +31,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "recflow/checkpoint/saver.h"
-#include "recflow/train/checkpoint_test_model.h"
+#include "recflow/train/testing/checkpoint_model.h"
 
 extern char** environ;
 
@@ -208,4 +208,4 @@ inline void MaybeRunKillChild() {
 
 }  // namespace recflow::train::testing
 
-#endif  // RECFLOW_TRAIN_SAVER_KILL_TEST_UTIL_H_
+#endif  // RECFLOW_TRAIN_TESTING_SAVER_KILL_UTIL_H_

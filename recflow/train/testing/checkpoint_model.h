@@ -2,8 +2,8 @@
 // hash embedding table in a ResourceMgr whose state after Step(1..s) depends
 // only on s (so a test can replay it to know what a checkpoint must hold).
 // Test-only. Not thread-safe.
-#ifndef RECFLOW_TRAIN_CHECKPOINT_TEST_MODEL_H_
-#define RECFLOW_TRAIN_CHECKPOINT_TEST_MODEL_H_
+#ifndef RECFLOW_TRAIN_TESTING_CHECKPOINT_MODEL_H_
+#define RECFLOW_TRAIN_TESTING_CHECKPOINT_MODEL_H_
 
 #include <algorithm>
 #include <cmath>
@@ -195,4 +195,4 @@ class TestModel {
 
 }  // namespace recflow::train::testing
 
-#endif  // RECFLOW_TRAIN_CHECKPOINT_TEST_MODEL_H_
+#endif  // RECFLOW_TRAIN_TESTING_CHECKPOINT_MODEL_H_

@@ -1,6 +1,6 @@
 // Test helpers for code that starts threads.
-#ifndef RECFLOW_CORE_THREAD_TEST_UTIL_H_
-#define RECFLOW_CORE_THREAD_TEST_UTIL_H_
+#ifndef RECFLOW_CORE_TESTING_THREAD_CREATION_FAILURE_H_
+#define RECFLOW_CORE_TESTING_THREAD_CREATION_FAILURE_H_
 
 #include <pthread.h>
 
@@ -39,4 +39,4 @@ class ScopedThreadCreationFailure {
 
 }  // namespace recflow
 
-#endif  // RECFLOW_CORE_THREAD_TEST_UTIL_H_
+#endif  // RECFLOW_CORE_TESTING_THREAD_CREATION_FAILURE_H_

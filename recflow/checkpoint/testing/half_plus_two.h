@@ -1,6 +1,6 @@
 // Test-only: a recflow-written stand-in for TF Serving's half_plus_two.
 //
-// TensorFlow's own copy (../shared/testdata, see core/tf_testdata.h) lives
+// TensorFlow's own copy (../shared/testdata, see core/testing/tf_testdata.h) lives
 // outside the repository. Tests that exercise recflow's machinery rather
 // than TensorFlow's bytes (the model server, `saved_model run`, hot swaps)
 // use this one when TensorFlow's is absent, so they run in a clone of the
@@ -15,8 +15,8 @@
 // y = 0.5x + 2, y2 = 0.5x + 3, y3 = 0.5x2 + 3, with x2 defaulting to 0.
 //
 // Header-only; not thread-safe.
-#ifndef RECFLOW_CHECKPOINT_HALF_PLUS_TWO_TEST_UTIL_H_
-#define RECFLOW_CHECKPOINT_HALF_PLUS_TWO_TEST_UTIL_H_
+#ifndef RECFLOW_CHECKPOINT_TESTING_HALF_PLUS_TWO_H_
+#define RECFLOW_CHECKPOINT_TESTING_HALF_PLUS_TWO_H_
 
 #include <map>
 #include <memory>
@@ -228,4 +228,4 @@ inline absl::Status WriteHalfPlusTwo(Env* env, const std::string& dir) {
 
 }  // namespace recflow::checkpoint::testutil
 
-#endif  // RECFLOW_CHECKPOINT_HALF_PLUS_TWO_TEST_UTIL_H_
+#endif  // RECFLOW_CHECKPOINT_TESTING_HALF_PLUS_TWO_H_

@@ -1,7 +1,7 @@
 // Test helpers for the Dataset tests (recflow/data/*_test.cc). Test-only.
 
-#ifndef RECFLOW_DATA_DATASET_TEST_UTIL_H_
-#define RECFLOW_DATA_DATASET_TEST_UTIL_H_
+#ifndef RECFLOW_DATA_TESTING_DATASET_UTIL_H_
+#define RECFLOW_DATA_TESTING_DATASET_UTIL_H_
 
 #include <cstdint>
 #include <string>
@@ -120,4 +120,4 @@ inline void WriteOrDie(Env* env, const std::string& path,
 
 }  // namespace recflow::data::testutil
 
-#endif  // RECFLOW_DATA_DATASET_TEST_UTIL_H_
+#endif  // RECFLOW_DATA_TESTING_DATASET_UTIL_H_

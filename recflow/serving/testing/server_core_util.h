@@ -5,8 +5,8 @@
 //   EXPECT_TRUE(Eventually([&] { return core->AvailableVersions("m") == want; }));
 //
 // Test-only (header-only, included by *_test.cc files). Not thread-safe.
-#ifndef RECFLOW_SERVING_SERVER_CORE_TEST_UTIL_H_
-#define RECFLOW_SERVING_SERVER_CORE_TEST_UTIL_H_
+#ifndef RECFLOW_SERVING_TESTING_SERVER_CORE_UTIL_H_
+#define RECFLOW_SERVING_TESTING_SERVER_CORE_UTIL_H_
 
 #include <gtest/gtest.h>
 
@@ -16,11 +16,11 @@
 #include <thread>
 #include <vector>
 
-#include "recflow/checkpoint/half_plus_two_test_util.h"
 #include "recflow/checkpoint/saved_model.h"
+#include "recflow/checkpoint/testing/half_plus_two.h"
 #include "recflow/core/env.h"
-#include "recflow/core/tf_testdata.h"
 #include "recflow/core/record_io.h"
+#include "recflow/core/testing/tf_testdata.h"
 #include "recflow/framework/tensor_util.h"
 #include "recflow/proto/saved_model.pb.h"
 
@@ -37,7 +37,7 @@ inline std::string FreshDir(const std::string& name) {
 
 // Copies half_plus_two into `dir` (written under a temporary name, then
 // renamed, as a version should be published): TensorFlow's copy when the
-// fixture is there (core/tf_testdata.h), else recflow's stand-in
+// fixture is there (core/testing/tf_testdata.h), else recflow's stand-in
 // (checkpoint/half_plus_two_test_util.h).
 inline void CopyHalfPlusTwo(const std::string& dir) {
   Env* env = Env::Default();
@@ -152,4 +152,4 @@ inline std::string TfRecords(const std::vector<std::string>& records) {
 
 }  // namespace recflow::serving::testutil
 
-#endif  // RECFLOW_SERVING_SERVER_CORE_TEST_UTIL_H_
+#endif  // RECFLOW_SERVING_TESTING_SERVER_CORE_UTIL_H_

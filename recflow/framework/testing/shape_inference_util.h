@@ -8,8 +8,8 @@
 // Inputs and outputs are ';'-separated shapes: "[2,?]", "[]" (scalar), "?"
 // (unknown rank). Constant input values can be given with InputTensor().
 // For tests only.
-#ifndef RECFLOW_FRAMEWORK_SHAPE_INFERENCE_TESTUTIL_H_
-#define RECFLOW_FRAMEWORK_SHAPE_INFERENCE_TESTUTIL_H_
+#ifndef RECFLOW_FRAMEWORK_TESTING_SHAPE_INFERENCE_UTIL_H_
+#define RECFLOW_FRAMEWORK_TESTING_SHAPE_INFERENCE_UTIL_H_
 
 #include <map>
 #include <string>
@@ -58,4 +58,4 @@ class ShapeTestOp {
 
 }  // namespace recflow
 
-#endif  // RECFLOW_FRAMEWORK_SHAPE_INFERENCE_TESTUTIL_H_
+#endif  // RECFLOW_FRAMEWORK_TESTING_SHAPE_INFERENCE_UTIL_H_

@@ -4,8 +4,8 @@
 // built from per-example id lists, and a train-then-evaluate loop.
 // Not thread-safe. Test-only. It lives in cli/ (the layer that may include
 // every other) because it spans models/ and runtime/.
-#ifndef RECFLOW_CLI_ZOO_TEST_UTIL_H_
-#define RECFLOW_CLI_ZOO_TEST_UTIL_H_
+#ifndef RECFLOW_CLI_TESTING_ZOO_UTIL_H_
+#define RECFLOW_CLI_TESTING_ZOO_UTIL_H_
 
 #include <chrono>
 #include <cstdint>
@@ -158,4 +158,4 @@ inline absl::StatusOr<TrainResult> TrainAndEvaluate(
 
 }  // namespace recflow::models::testing
 
-#endif  // RECFLOW_CLI_ZOO_TEST_UTIL_H_
+#endif  // RECFLOW_CLI_TESTING_ZOO_UTIL_H_

@@ -7,8 +7,8 @@
 //   TestResponse r = client.Read();   // r.status == 200
 //
 // Test-only (header-only). Not thread-safe; one per thread.
-#ifndef RECFLOW_SERVING_HTTP_TEST_CLIENT_H_
-#define RECFLOW_SERVING_HTTP_TEST_CLIENT_H_
+#ifndef RECFLOW_SERVING_TESTING_HTTP_CLIENT_H_
+#define RECFLOW_SERVING_TESTING_HTTP_CLIENT_H_
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -161,4 +161,4 @@ inline TestResponse HttpCall(int port, const std::string& method,
 
 }  // namespace recflow::serving::testutil
 
-#endif  // RECFLOW_SERVING_HTTP_TEST_CLIENT_H_
+#endif  // RECFLOW_SERVING_TESTING_HTTP_CLIENT_H_

@@ -2,8 +2,8 @@
 // class, not std::string_view) as text instead of a list of characters, so
 // a failed HasSubstr on status.message() shows the message. The build
 // force-includes this into the test binaries.
-#ifndef RECFLOW_CORE_GTEST_PRINTERS_H_
-#define RECFLOW_CORE_GTEST_PRINTERS_H_
+#ifndef RECFLOW_CORE_TESTING_GTEST_PRINTERS_H_
+#define RECFLOW_CORE_TESTING_GTEST_PRINTERS_H_
 
 #include <ostream>
 
@@ -15,4 +15,4 @@ inline void PrintTo(string_view s, std::ostream* os) { *os << '"' << s << '"'; }
 ABSL_NAMESPACE_END
 }  // namespace absl
 
-#endif  // RECFLOW_CORE_GTEST_PRINTERS_H_
+#endif  // RECFLOW_CORE_TESTING_GTEST_PRINTERS_H_

@@ -1,4 +1,4 @@
-#include "recflow/framework/shape_inference_testutil.h"
+#include "recflow/framework/testing/shape_inference_util.h"
 
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
