@@ -2,10 +2,7 @@
 // bags), lr and fm match a hand computation, bad configs name the field,
 // embedding gradients stay sparse, optimizers and schedules per group, a
 // GraphDef round trip trains the same, and training on synthetic click logs
-// (data/synthetic.h) whose ground truth has strong pairwise interactions
-// between categorical fields: every model lowers its loss and reaches a test
-// AUC clearly above 0.5, and the models with interactions beat logistic
-// regression.
+// (model_zoo_training_test.cc).
 #include "recflow/models/model.h"
 
 #include <algorithm>
@@ -25,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "recflow/cli/testing/zoo_util.h"
 #include "recflow/core/status.h"
 #include "recflow/core/tensor.h"
 #include "recflow/data/batch.h"
@@ -43,11 +41,13 @@ namespace recflow::models {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::CtrModelTypes;
+using testing::Feeds;
+using testing::FeedsFor;
+using testing::Harness;
 
-// --- Helpers: a model on placeholders with a session, random batches
+// --- Helpers: random batches (the model harness: cli/testing/zoo_util.h)
 // ----------
-
-using Feeds = std::vector<std::pair<std::string, Tensor>>;
 
 // A small config of every kind of feature: 2 dense, 3 sparse features
 // (vocabularies 50, 40, 30; combiners sum, mean, sqrtn), dim 4.
@@ -104,57 +104,7 @@ data::Batch RandomBatch(const ModelConfig& c, int64_t b, uint32_t seed) {
   return batch;
 }
 
-// The placeholders' feeds for `batch` (features of `c`, in order).
-Feeds FeedsFor(const ModelConfig& c, const data::Batch& batch) {
-  Feeds feeds = {{"labels", batch.labels}, {"dense", batch.dense}};
-  for (size_t f = 0; f < c.sparse_features.size(); ++f) {
-    feeds.emplace_back(absl::StrCat(c.sparse_features[f].name, "/ids"),
-                       batch.sparse[f].ids);
-    feeds.emplace_back(absl::StrCat(c.sparse_features[f].name, "/row_splits"),
-                       batch.sparse[f].row_splits);
-  }
-  return feeds;
-}
-
-// A model on placeholders under the root scope, with an initialized
-// single-threaded session (deterministic).
-struct Harness {
-  Scope root = Scope::NewRootScope();
-  Model model;
-  std::unique_ptr<Session> session;
-
-  absl::Status Build(const ModelConfig& c, const BuildOptions& options = {}) {
-    RETURN_IF_ERROR(BuildGraph(c, options));
-    ASSIGN_OR_RETURN(tensorflow::GraphDef def, root.ToGraphDef());
-    return StartSession(def);
-  }
-  // The model and "init", without a session.
-  absl::Status BuildGraph(const ModelConfig& c,
-                          const BuildOptions& options = {}) {
-    ModelInputs in = Placeholders(root, c);
-    ASSIGN_OR_RETURN(model, BuildModel(root, c, in, options));
-    train::GlobalVariablesInitializer(root);
-    return root.status();
-  }
-  absl::Status StartSession(const tensorflow::GraphDef& def) {
-    SessionOptions so;
-    so.inter_op_threads = 1;
-    so.intra_op_threads = 1;
-    ASSIGN_OR_RETURN(session, Session::Create(so, def));
-    std::vector<Tensor> out;
-    return session->Run({}, {}, {"init"}, &out);
-  }
-  absl::StatusOr<std::vector<Tensor>> Run(
-      const Feeds& feeds, const std::vector<std::string>& fetches,
-      const std::vector<std::string>& targets = {}) {
-    std::vector<Tensor> out;
-    RETURN_IF_ERROR(session->Run(feeds, fetches, targets, &out));
-    return out;
-  }
-};
-
-const std::vector<std::string> kTypes = {"lr",     "fm",     "mlp", "wide_deep",
-                                         "deepfm", "dcn_v2", "dlrm"};
+const std::vector<std::string>& kTypes = CtrModelTypes();
 
 // The CTR models above take any features; din (a behaviour sequence) and
 // two_tower (user and item towers) need more of the config and are tested
@@ -1070,230 +1020,6 @@ TEST_P(EveryModelTest, GraphDefRoundTripTrainsTheSame) {
     ASSERT_TRUE(la.ok() && lb.ok());
     EXPECT_EQ((*la)[0].scalar<float>(), (*lb)[0].scalar<float>())
         << "step " << step;
-  }
-}
-
-// --- Training on synthetic data
-// -------------------------------------------------
-
-constexpr int kFields = 8;
-constexpr int64_t kTrainRows = 32768, kTestRows = 4096, kBatch = 256;
-constexpr int kEpochs = 2;
-
-// 8 informative categorical fields of 20 ids (the other 18 constant),
-// pairs (0,1), (2,3), (4,5), (6,7) interacting strongly, modest
-// first-order and dense effects.
-data::SyntheticConfig InteractionData() {
-  data::SyntheticConfig d;
-  d.seed = 3;
-  d.target_ctr = 0.3;
-  for (int f = 0; f < data::kSyntheticNumCategorical; ++f) {
-    d.categorical[f] = f < kFields
-                           ? data::SyntheticCategoricalSpec{20, 0.8, 0.0, 0.2}
-                           : data::SyntheticCategoricalSpec{1, 1.0, 0.0, 0.0};
-  }
-  d.interactions = {
-      {0, 1, 4, 1.2}, {2, 3, 4, 1.2}, {4, 5, 4, 1.2}, {6, 7, 4, 1.2}};
-  d.dense_effect_scale = 0.5;
-  d.calibration_rows = 20000;
-  return d;
-}
-
-ModelConfig ZooConfig(const std::string& type, bool with_dense) {
-  ModelConfig c;
-  c.type = type;
-  for (int j = 0; with_dense && j < data::kSyntheticNumDense; ++j) {
-    c.dense_features.push_back(absl::StrCat("I", j + 1));
-  }
-  for (int f = 0; f < kFields; ++f) {
-    c.sparse_features.push_back(
-        {.name = absl::StrCat("C", f + 1), .vocabulary_size = 128});
-  }
-  c.embedding_dim = 8;
-  c.hidden_units = {32, 16};
-  c.bottom_units = {16};
-  c.cross_layers = 2;
-  c.seed = 1;
-  // Adam for the tables too: adagrad's accumulator (initial value 0.1)
-  // damps the small early gradients of the pairwise terms, so FM-style
-  // models leave their saddle at 0 too slowly for a short test.
-  c.embedding_optimizer = {.type = "adam", .learning_rate = 0.01};
-  c.dense_optimizer = {.type = "adam", .learning_rate = 0.005};
-  return c;
-}
-
-// The first kFields sparse features of a synthetic batch (the model's).
-data::Batch Slice(const data::Batch& b, int64_t begin, int64_t n,
-                  bool with_dense) {
-  data::Batch out;
-  out.batch_size = n;
-  out.labels =
-      Tensor::FromVector<float>(b.labels.flat<float>().subspan(begin, n));
-  const int64_t d = b.dense.shape().dim_size(1);
-  out.dense = !with_dense ? Tensor(DT_FLOAT, TensorShape({n, 0}))
-                          : Tensor::FromVector<float>(
-                                b.dense.flat<float>().subspan(begin * d, n * d),
-                                TensorShape({n, d}));
-  for (int f = 0; f < kFields; ++f) {
-    const int64_t* splits = b.sparse[f].row_splits.data<int64_t>();
-    const int64_t lo = splits[begin], hi = splits[begin + n];
-    std::vector<int64_t> rs;
-    for (int64_t i = 0; i <= n; ++i) rs.push_back(splits[begin + i] - lo);
-    data::SparseBatch s;
-    s.ids = Tensor::FromVector<int64_t>(
-        b.sparse[f].ids.flat<int64_t>().subspan(lo, hi - lo));
-    s.row_splits = Tensor::FromVector<int64_t>(absl::MakeConstSpan(rs));
-    out.sparse.push_back(std::move(s));
-  }
-  return out;
-}
-
-struct SyntheticData {
-  data::Batch train, test;
-  double oracle_auc = 0, oracle_logloss = 0;
-};
-
-const SyntheticData& Data() {
-  static const SyntheticData* d = [] {
-    auto gen = data::SyntheticGenerator::Create(InteractionData());
-    CHECK(gen.ok()) << gen.status();
-    auto* out = new SyntheticData;
-    const auto train =
-        (*gen)->GenerateRows(data::SyntheticSplit::kTrain, 0, kTrainRows);
-    const auto test =
-        (*gen)->GenerateRows(data::SyntheticSplit::kTest, 0, kTestRows);
-    out->train = data::RowsToBatch(train.data(), kTrainRows);
-    out->test = data::RowsToBatch(test.data(), kTestRows);
-    // Standardize the dense columns (log1p counts) with the train set's
-    // mean and stddev, as an input pipeline would.
-    const int64_t nd = data::kSyntheticNumDense;
-    for (int64_t j = 0; j < nd; ++j) {
-      double sum = 0, sq = 0;
-      const float* x = out->train.dense.data<float>();
-      for (int64_t r = 0; r < kTrainRows; ++r) {
-        sum += x[r * nd + j];
-        sq += x[r * nd + j] * x[r * nd + j];
-      }
-      const double mean = sum / kTrainRows;
-      const double sd =
-          std::sqrt(std::max(sq / kTrainRows - mean * mean, 1e-6));
-      for (data::Batch* b : {&out->train, &out->test}) {
-        float* y = b->dense.data<float>();
-        for (int64_t r = 0; r < b->batch_size; ++r) {
-          y[r * nd + j] = static_cast<float>((y[r * nd + j] - mean) / sd);
-        }
-      }
-    }
-    std::vector<float> labels;
-    std::vector<double> p;
-    for (const auto& r : test) {
-      labels.push_back(r.label);
-      p.push_back(r.probability);
-    }
-    out->oracle_auc = data::ExactAuc(labels, p);
-    out->oracle_logloss = data::MeanLogLoss(labels, p);
-    return out;
-  }();
-  return *d;
-}
-
-struct TrainResult {
-  double first_loss = 0;  // mean over the first epoch's batches
-  double last_loss = 0;   // mean over the last epoch's batches
-  train::BinaryMetricsResult test;
-  double examples_per_second = 0;
-  std::vector<float> test_probabilities;
-};
-
-// Trains `epochs` epochs in order (batch kBatch), then evaluates on the test
-// set.
-absl::StatusOr<TrainResult> TrainAndEvaluate(Harness& h, const ModelConfig& c,
-                                             int epochs) {
-  const bool with_dense = !c.dense_features.empty();
-  const SyntheticData& d = Data();
-  TrainResult r;
-  const int64_t steps_per_epoch = kTrainRows / kBatch;
-  std::vector<Feeds> batches;
-  for (int64_t s = 0; s < steps_per_epoch; ++s) {
-    batches.push_back(
-        FeedsFor(c, Slice(d.train, s * kBatch, kBatch, with_dense)));
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int e = 0; e < epochs; ++e) {
-    double sum = 0;
-    for (const Feeds& feeds : batches) {
-      ASSIGN_OR_RETURN(std::vector<Tensor> out,
-                       h.Run(feeds, {"loss:0"}, {"train"}));
-      sum += out[0].scalar<float>();
-    }
-    if (e == 0) r.first_loss = sum / steps_per_epoch;
-    r.last_loss = sum / steps_per_epoch;
-  }
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-          .count();
-  r.examples_per_second = epochs * steps_per_epoch * kBatch / secs;
-  train::BinaryMetrics metrics;
-  ASSIGN_OR_RETURN(std::vector<Tensor> out,
-                   h.Run(FeedsFor(c, Slice(d.test, 0, kTestRows, with_dense)),
-                         {"probabilities:0"}));
-  auto p = out[0].flat<float>();
-  r.test_probabilities.assign(p.begin(), p.end());
-  RETURN_IF_ERROR(metrics.Add(p, d.test.labels.flat<float>()));
-  r.test = metrics.Result();
-  return r;
-}
-
-// Trains every model; returns the results by type.
-std::map<std::string, TrainResult> TrainAll(bool with_dense) {
-  std::map<std::string, TrainResult> results;
-  for (const std::string& type : kTypes) {
-    const ModelConfig c = ZooConfig(type, with_dense);
-    Harness h;
-    EXPECT_TRUE(h.Build(c).ok()) << type << ": " << h.root.status();
-    auto r = TrainAndEvaluate(h, c, kEpochs);
-    EXPECT_TRUE(r.ok()) << type << ": " << r.status();
-    if (!r.ok()) continue;
-    std::printf(
-        "%-10s params %6lld  train loss %.4f -> %.4f  test auc %.4f logloss "
-        "%.4f  "
-        "%.0f examples/s\n",
-        type.c_str(), static_cast<long long>(h.model.num_parameters),
-        r->first_loss, r->last_loss, r->test.auc, r->test.logloss,
-        r->examples_per_second);
-    results[type] = *r;
-  }
-  std::printf("oracle     test auc %.4f logloss %.4f\n", Data().oracle_auc,
-              Data().oracle_logloss);
-  return results;
-}
-
-TEST(ZooTrainingTest, InteractionModelsBeatLrOnInteractionData) {
-  // Sparse features only: the labels come mostly from pairwise
-  // interactions of categorical fields, which lr cannot express. Observed
-  // (2 epochs of 32768 rows): lr 0.675 AUC, the others 0.79 - 0.86; the
-  // test asks for a 0.05 margin.
-  std::map<std::string, TrainResult> results = TrainAll(/*with_dense=*/false);
-  ASSERT_EQ(results.size(), kTypes.size());
-  for (const auto& [type, r] : results) {
-    EXPECT_LT(r.last_loss, r.first_loss) << type;
-    EXPECT_GT(r.test.auc, 0.62) << type;
-  }
-  const double lr_auc = results["lr"].test.auc;
-  for (const std::string type :
-       {"fm", "deepfm", "dcn_v2", "dlrm", "wide_deep", "mlp"}) {
-    EXPECT_GT(results[type].test.auc, lr_auc + 0.05) << type << " vs lr";
-  }
-}
-
-TEST(ZooTrainingTest, EveryModelLearnsWithDenseFeatures) {
-  // With the 13 (standardized) dense features as well: every model lowers
-  // its loss and beats chance clearly.
-  std::map<std::string, TrainResult> results = TrainAll(/*with_dense=*/true);
-  ASSERT_EQ(results.size(), kTypes.size());
-  for (const auto& [type, r] : results) {
-    EXPECT_LT(r.last_loss, r.first_loss) << type;
-    EXPECT_GT(r.test.auc, 0.62) << type;
   }
 }
 

@@ -91,11 +91,19 @@ struct Harness {
   std::unique_ptr<Session> session;
 
   absl::Status Build(const ModelConfig& c, const BuildOptions& options = {}) {
+    RETURN_IF_ERROR(BuildGraph(c, options));
+    ASSIGN_OR_RETURN(tensorflow::GraphDef def, root.ToGraphDef());
+    return StartSession(def);
+  }
+  // The model and "init", without a session.
+  absl::Status BuildGraph(const ModelConfig& c, const BuildOptions& options = {}) {
     inputs = Placeholders(root, c);
     ASSIGN_OR_RETURN(model, BuildModel(root, c, inputs, options));
     train::GlobalVariablesInitializer(root);
-    RETURN_IF_ERROR(root.status());
-    ASSIGN_OR_RETURN(tensorflow::GraphDef def, root.ToGraphDef());
+    return root.status();
+  }
+  // A single-threaded session over `def`, with "init" run.
+  absl::Status StartSession(const tensorflow::GraphDef& def) {
     SessionOptions so;
     so.inter_op_threads = 1;
     so.intra_op_threads = 1;
@@ -111,6 +119,14 @@ struct Harness {
     return out;
   }
 };
+
+// The CTR models of the zoo: any features, logits [B]. din (a behaviour
+// sequence) and two_tower (user and item towers) need more of the config.
+inline const std::vector<std::string>& CtrModelTypes() {
+  static const auto* types = new std::vector<std::string>{
+      "lr", "fm", "mlp", "wide_deep", "deepfm", "dcn_v2", "dlrm"};
+  return *types;
+}
 
 struct TrainResult {
   double first_loss = 0;  // mean over the first epoch's batches
