@@ -7,7 +7,11 @@ ClusterSpec/Server -- is not here yet (docs/python.md, What is missing).
 
 # pylint: disable=unused-import
 from recflow.framework.graph_io import write_graph
+from recflow.training.adagrad import AdagradOptimizer
+from recflow.training.adam import AdamOptimizer
+from recflow.training.ftrl import FtrlOptimizer
 from recflow.training.gradient_descent import GradientDescentOptimizer
+from recflow.training.momentum import MomentumOptimizer
 from recflow.training.optimizer import Optimizer
 from recflow.training.training_util import (create_global_step, get_global_step,
                                             get_or_create_global_step, global_step)
