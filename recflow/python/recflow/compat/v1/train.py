@@ -11,6 +11,9 @@ from recflow.training.adagrad import AdagradOptimizer
 from recflow.training.adam import AdamOptimizer
 from recflow.training.ftrl import FtrlOptimizer
 from recflow.training.gradient_descent import GradientDescentOptimizer
+from recflow.training.learning_rate_decay import (cosine_decay, exponential_decay,
+                                                  inverse_time_decay, natural_exp_decay,
+                                                  piecewise_constant, polynomial_decay)
 from recflow.training.momentum import MomentumOptimizer
 from recflow.training.optimizer import Optimizer
 from recflow.training.training_util import (create_global_step, get_global_step,
