@@ -6,7 +6,6 @@ import glob
 import logging
 import os
 import re
-import time
 
 _logger = logging.getLogger("recflow")
 
@@ -230,7 +229,3 @@ def remove_checkpoint(checkpoint_prefix, checkpoint_format_version=2, meta_graph
       os.remove(p)
     except OSError:
       pass
-
-
-def _now():
-  return time.time()

@@ -1,7 +1,6 @@
 """tf.train.Coordinator: a stop flag shared by threads, with the first exception
 reported to it re-raised by join()."""
 
-import sys
 import threading
 import time
 
@@ -63,7 +62,6 @@ class Coordinator(object):
 
   def join(self, threads=None, stop_grace_period_secs=120, ignore_live_threads=False):
     threads = set(threads or []) | self._registered_threads
-    deadline = None
     while any(t.is_alive() for t in threads) and not self.wait_for_stop(0.1):
       pass
     deadline = time.time() + stop_grace_period_secs
@@ -88,6 +86,3 @@ class Coordinator(object):
     with self._lock:
       if self._exc_info_to_raise:
         raise self._exc_info_to_raise[1].with_traceback(self._exc_info_to_raise[2])
-
-
-_ = sys

@@ -3,7 +3,6 @@ named as TensorFlow names them ("save/Const", "save/SaveV2",
 "save/control_dependency", "save/RestoreV2", "save/restore_all"), so the files
 are readable by TensorFlow and by recflow's C++ checkpoint reader."""
 
-import collections
 import logging
 import os
 import struct
@@ -474,6 +473,3 @@ def checkpoint_management_meta(checkpoint_file, meta_graph_suffix="meta"):
   if os.path.basename(basename).split("-")[-1].startswith("?????"):
     basename = basename.rsplit("-", 1)[0]
   return basename + "." + meta_graph_suffix
-
-
-_ = collections
