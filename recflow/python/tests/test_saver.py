@@ -258,8 +258,15 @@ def read_proto_fields(data):
 
 
 def recflow_cli():
-  for p in [os.path.join(os.environ.get("RECFLOW_SOURCE_DIR", ""), "build", "recflow"),
-            "/work/main/build/recflow"]:
+  """The `recflow` binary: $RECFLOW_CLI, the build directory's, the source tree's
+  build/, or the main checkout's on the development machine."""
+  candidates = [os.environ.get("RECFLOW_CLI", "")]
+  if os.environ.get("RECFLOW_BUILD_DIR"):
+    candidates.append(os.path.join(os.environ["RECFLOW_BUILD_DIR"], "recflow"))
+  if os.environ.get("RECFLOW_SOURCE_DIR"):
+    candidates.append(os.path.join(os.environ["RECFLOW_SOURCE_DIR"], "build", "recflow"))
+  candidates.append("/work/main/build/recflow")
+  for p in candidates:
     if p and os.path.isfile(p) and os.access(p, os.X_OK):
       return p
   return None
