@@ -277,12 +277,46 @@ def test_checkpoint_saver_hook_every_n_steps_with_listener(tmp_path):
 
 def test_run_step_fn():
   x, y, loss, train_op, step = logistic_regression()
+  steps = []
 
-  def step_fn(ctx):
-    ctx.run_with_hooks(train_op, dict(zip((x, y), batch(0))))
-    if ctx.session.run(step) >= 3:
-      ctx.request_stop()
+  def step_fn(step_context):
+    step_context.run_with_hooks(train_op, dict(zip((x, y), batch(0))))
+    steps.append(step_context.session.run(step))
+    if steps[-1] >= 3:
+      step_context.request_stop()  # raises StopIteration: the with block ends cleanly
   with tf.train.MonitoredSession() as sess:
     while not sess.should_stop():
       sess.run_step_fn(step_fn)
-    assert sess.run(step) == 3
+  assert steps == [1, 2, 3]
+  with tf.Graph().as_default():
+    with tf.train.MonitoredSession() as sess:
+      with pytest.raises(ValueError, match="step_context"):
+        sess.run_step_fn(lambda ctx: None)
+
+
+def test_close_unfinalizes_the_graph_and_twice_is_an_error():
+  tf.Variable(1.0)
+  sess = tf.train.MonitoredSession()
+  assert tf.get_default_graph().finalized
+  sess.close()
+  assert not tf.get_default_graph().finalized
+  with pytest.raises(RuntimeError, match="already closed"):
+    sess.close()
+  with pytest.raises(RuntimeError, match="already closed"):
+    sess.run(tf.global_variables()[0])
+  assert sess.should_stop()
+
+
+def test_hooks_see_run_options_and_metadata():
+  v = tf.Variable(1.0)
+  seen = []
+
+  class OptionsHook(tf.train.SessionRunHook):
+    def before_run(self, run_context):
+      return tf.train.SessionRunArgs(None, options=tf.RunOptions(timeout_in_ms=5000))
+
+    def after_run(self, run_context, run_values):
+      seen.append((run_values.options.timeout_in_ms, run_values.run_metadata is not None))
+  with tf.train.MonitoredSession(hooks=[OptionsHook()]) as sess:
+    assert sess.run(v) == 1.0
+  assert seen == [(5000, True)]

@@ -43,18 +43,12 @@ class SecondOrStepTimer(object):
   def __init__(self, every_secs=None, every_steps=None):
     self._last_triggered_step = None
     self._last_triggered_time = None
-    if self._is_none_or_zero(every_secs) == self._is_none_or_zero(every_steps):
-      raise ValueError("exactly one of every_n_steps and every_n_secs should be provided.")
     self._every_secs = every_secs
     self._every_steps = every_steps
-    if self._every_secs is not None and self._every_secs < 0:
-      raise ValueError("every_n_secs should be positive.")
-    if self._every_steps is not None and self._every_steps < 0:
-      raise ValueError("every_n_steps should be positive.")
-
-  @staticmethod
-  def _is_none_or_zero(x):
-    return x is None or x == 0
+    if every_secs is None and every_steps is None:
+      raise ValueError("Either every_secs or every_steps should be provided.")
+    if every_secs is not None and every_steps is not None:
+      raise ValueError("Can not provide both every_secs and every_steps.")
 
   def reset(self):
     self._last_triggered_step = None

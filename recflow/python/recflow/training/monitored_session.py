@@ -10,6 +10,7 @@ without an error, end() of every hook, then the session closes. Leaving a
 `with` block on OutOfRangeError (end of input) or StopIteration is a clean end.
 """
 
+import inspect
 import logging
 
 from recflow.client import session as session_lib
@@ -62,8 +63,6 @@ class Scaffold(object):
 
   def finalize(self):
     graph = ops.get_default_graph()
-    if graph.finalized:
-      return self
     if self._init_op is None:
       self._init_op = Scaffold.get_or_default(
           "init_op", ops.GraphKeys.INIT_OP,
@@ -226,8 +225,9 @@ class _HookedSession(object):
     actual_fetches = {"caller": fetches}
     run_context = SessionRunContext(original_args=SessionRunArgs(fetches, feed_dict),
                                     session=self._sess)
-    feed_dict, options = self._call_hook_before_run(run_context, actual_fetches, feed_dict,
-                                                    options)
+    options = options or session_lib.RunOptions()
+    feed_dict = self._call_hook_before_run(run_context, actual_fetches, feed_dict, options)
+    run_metadata = run_metadata or session_lib.RunMetadata()
     outputs = self._sess.run(actual_fetches, feed_dict=feed_dict, options=options,
                              run_metadata=run_metadata)
     for hook in self._hooks:
@@ -250,16 +250,15 @@ class _HookedSession(object):
                                   "Same tensor is fed by two hooks.")
         hook_feeds.update(request.feed_dict)
       if request.options is not None:
-        options = _merge_run_options(options, request.options)
+        _merge_run_options(options, request.options)
     if not hook_feeds:
-      return user_feed_dict, options
+      return user_feed_dict
     if not user_feed_dict:
-      return hook_feeds, options
+      return hook_feeds
     _raise_if_feeds_intersect(user_feed_dict, hook_feeds,
                               "Same tensor is fed by a SessionRunHook and user.")
-    feed_dict = dict(user_feed_dict)
-    feed_dict.update(hook_feeds)
-    return feed_dict, options
+    hook_feeds.update(user_feed_dict)
+    return hook_feeds
 
 
 def _raise_if_feeds_intersect(feeds1, feeds2, message):
@@ -269,21 +268,18 @@ def _raise_if_feeds_intersect(feeds1, feeds2, message):
 
 
 def _merge_run_options(options, incoming):
-  if options is None:
-    return incoming
-  for field in ("trace_level", "timeout_in_ms"):
-    if hasattr(incoming, field) and hasattr(options, field):
-      try:
-        setattr(options, field, max(getattr(options, field), getattr(incoming, field)))
-      except (TypeError, AttributeError):
-        pass
-  return options
+  """Numbers: the larger; flags: either (TF's merge into options)."""
+  for field in ("trace_level", "timeout_in_ms", "inter_op_thread_pool"):
+    setattr(options, field, max(getattr(options, field), getattr(incoming, field)))
+  for field in ("output_partition_graphs", "report_tensor_allocations_upon_oom"):
+    setattr(options, field, getattr(options, field) or getattr(incoming, field))
 
 
 class _MonitoredSession(object):
 
   def __init__(self, session_creator, hooks, should_recover=False,
                stop_grace_period_secs=120):
+    self._graph_was_finalized = ops.get_default_graph().finalized
     self._hooks = list(hooks or [])
     for h in self._hooks:
       h.begin()
@@ -328,16 +324,16 @@ class _MonitoredSession(object):
 
   def run_step_fn(self, step_fn):
     """step_fn(step_context): step_context.run_with_hooks(...) is this session's
-    run, step_context.session the raw session, request_stop() ends training."""
-    step_context = _StepContext(self._tf_sess_or_raise(), self.run)
-    try:
-      return step_fn(step_context)
-    except StopIteration:
-      self._coord.request_stop()
-      return None
-    finally:
-      if step_context._stop_requested:  # pylint: disable=protected-access
-        self._coord.request_stop()
+    run, step_context.session the raw session; step_context.request_stop()
+    raises StopIteration, which ends a `with` block cleanly."""
+    args = tuple(inspect.signature(step_fn).parameters)
+    if inspect.ismethod(step_fn):
+      args = ("self",) + args
+    if args != ("step_context",) and args != ("self", "step_context"):
+      raise ValueError("`step_fn` may either have one `step_context` argument, or `self` and "
+                       "`step_context` arguments if it's an instance method. Got {} "
+                       "instead.".format(args))
+    return step_fn(_StepContext(self._tf_sess_or_raise(), self.run))
 
   def should_stop(self):
     return (self._sess is None or self._closed or self._sess.should_stop() or
@@ -348,7 +344,7 @@ class _MonitoredSession(object):
 
   def _close_internal(self, exception_type=None):
     if self._closed:
-      return
+      raise RuntimeError("Session is already closed.")
     try:
       if not exception_type and self._tf_sess is not None:
         for h in self._hooks:
@@ -362,6 +358,8 @@ class _MonitoredSession(object):
         if self._tf_sess is not None:
           self._tf_sess.close()
         self._sess = None
+        if not self._graph_was_finalized:
+          ops.get_default_graph()._unsafe_unfinalize()  # pylint: disable=protected-access
 
   def __enter__(self):
     return self
@@ -378,7 +376,6 @@ class _StepContext(object):
   def __init__(self, session, run_with_hooks_fn):
     self._session = session
     self._run_with_hooks_fn = run_with_hooks_fn
-    self._stop_requested = False
 
   @property
   def session(self):
@@ -388,7 +385,6 @@ class _StepContext(object):
     return self._run_with_hooks_fn(*args, **kwargs)
 
   def request_stop(self):
-    self._stop_requested = True
     raise StopIteration("step_fn has requested the iterations to stop.")
 
 
