@@ -36,6 +36,8 @@ from recflow.training.monitored_session import (ChiefSessionCreator, MonitoredSe
                                                 WorkerSessionCreator)
 from recflow.training.coordinator import Coordinator
 from recflow.training.optimizer import Optimizer
+from recflow.training.py_checkpoint_reader import (NewCheckpointReader, list_variables,
+                                                   load_checkpoint, load_variable)
 from recflow.training.saver import Saver, SaverDef
 from recflow.training.session_run_hook import (SessionRunArgs, SessionRunContext,
                                                SessionRunHook, SessionRunValues)
