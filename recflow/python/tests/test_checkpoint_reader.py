@@ -71,3 +71,24 @@ def test_adam_slots_readable_by_name(tmp_path):
   names = [n for n, _ in tf.train.list_variables(path)]
   assert names == ["beta1_power", "beta2_power", "w", "w/Adam", "w/Adam_1"]
   assert tf.train.load_variable(path, "beta1_power") == pytest.approx(0.81)
+
+
+def test_init_from_checkpoint_by_name_scope_and_variable(tmp_path):
+  path, values = save_some(tmp_path)
+  tf.reset_default_graph()
+  with tf.variable_scope("new"):
+    b = tf.get_variable("b", [3], dtype=tf.int64, initializer=tf.zeros_initializer())
+  w = tf.get_variable("weights", [3, 4], initializer=tf.zeros_initializer())
+  d = tf.Variable(0.0, dtype=tf.float64, name="dd", use_resource=True)
+  untouched = tf.get_variable("untouched", [2], initializer=tf.ones_initializer())
+  tf.train.init_from_checkpoint(str(tmp_path), {"scope/": "new/", "w": "weights", "d": d})
+  with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    np.testing.assert_array_equal(sess.run(b), values["scope/b"])
+    np.testing.assert_array_equal(sess.run(w), values["w"])
+    assert sess.run(d) == 2.5
+    np.testing.assert_array_equal(sess.run(untouched), [1.0, 1.0])
+  with pytest.raises(ValueError, match="not found"):
+    tf.train.init_from_checkpoint(path, {"nope": "weights"})
+  with pytest.raises(ValueError, match="doesn't match"):
+    tf.train.init_from_checkpoint(path, {"scope/b": "weights"})

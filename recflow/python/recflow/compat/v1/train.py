@@ -34,6 +34,7 @@ from recflow.training.monitored_session import (ChiefSessionCreator, MonitoredSe
                                                 MonitoredTrainingSession, Scaffold,
                                                 SessionCreator, SingularMonitoredSession,
                                                 WorkerSessionCreator)
+from recflow.training.checkpoint_utils import init_from_checkpoint
 from recflow.training.coordinator import Coordinator
 from recflow.training.optimizer import Optimizer
 from recflow.training.py_checkpoint_reader import (NewCheckpointReader, list_variables,
