@@ -207,6 +207,11 @@ def test_sharded_save_merges_into_one_prefix(tmp_path):
     assert sorted(os.listdir(str(tmp_path))) == ["checkpoint", "sh-3.data-00000-of-00001",
                                                  "sh-3.index", "sh-3.meta"]
     sess.run(tf.assign(w, tf.zeros_like(w)))
+    g = tf.get_default_graph()
+    for name in ["save/StringJoin", "save/ShardedFilename", "save/SaveV2",
+                 "save/MergeV2Checkpoints", "save/restore_shard", "save/restore_all"]:
+      g.get_operation_by_name(name)
+    assert saver.saver_def.save_tensor_name == "save/Identity:0"
     saver.restore(sess, path)
     np.testing.assert_array_equal(sess.run(w), np.arange(6).reshape(2, 3))
 

@@ -54,7 +54,6 @@ def test_adam_with_monitored_training_session_then_restore_and_evaluate(tmp_path
            tf.train.NanTensorHook(loss),
            tf.train.LoggingTensorHook({"loss": loss, "step": global_step}, every_n_iter=100)]
   losses = []
-  os.makedirs(model_dir)
   with tf.train.MonitoredTrainingSession(checkpoint_dir=model_dir, hooks=hooks,
                                          save_checkpoint_steps=100,
                                          config=tf.ConfigProto(

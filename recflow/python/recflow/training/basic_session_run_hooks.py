@@ -235,6 +235,7 @@ class CheckpointSaverHook(SessionRunHook):
     self._steps_per_run = steps_per_run
 
   def begin(self):
+    os.makedirs(self._checkpoint_dir, exist_ok=True)
     self._global_step_tensor = _require_global_step("CheckpointSaverHook")
     for l in self._listeners:
       l.begin()

@@ -266,7 +266,14 @@ class BaseSaverBuilder(object):
         save_tensor = self._add_sharded_save_ops(filename_tensor, saveables)
       else:
         save_tensor = self._add_save_ops(filename_tensor, saveables)
-      restore_op = self._add_restore_ops(filename_tensor, saveables, reshape)
+      if sharded:
+        # One device: one shard's restore ("save/restore_shard"), grouped as TF does.
+        with ops.device("/device:CPU:0"):
+          shard = self._add_restore_ops(filename_tensor, saveables, reshape,
+                                        name="restore_shard")
+        restore_op = control_flow_ops.group(shard, name="restore_all")
+      else:
+        restore_op = self._add_restore_ops(filename_tensor, saveables, reshape)
     return SaverDef(filename_tensor_name=filename_tensor.name,
                     save_tensor_name=save_tensor.name,
                     restore_op_name=restore_op.name, max_to_keep=max_to_keep or 0,
