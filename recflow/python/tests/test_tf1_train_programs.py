@@ -1,8 +1,6 @@
 """TensorFlow 1.15 training programs (tf.train: Adam, decays, clipping,
 MonitoredTrainingSession, Saver), with only the import line changed."""
 
-import os
-
 import numpy as np
 
 import recflow.compat.v1 as tf
