@@ -301,3 +301,42 @@ def test_checkpoint_read_by_recflow_cpp_reader(tmp_path):
   assert lines["layer/b"][1:3] == ["int64", "[3]"]
   assert lines["global_step"][1:3] == ["int64", "[]"]
   assert " 0 bad" in out
+
+
+def test_keep_checkpoint_every_n_hours_keeps_popped_checkpoints(tmp_path):
+  make_vars()
+  saver = tf.train.Saver(max_to_keep=1, keep_checkpoint_every_n_hours=1e-9)
+  with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    paths = [saver.save(sess, str(tmp_path / "m"), global_step=s) for s in (1, 2, 3)]
+  assert saver.last_checkpoints == paths[2:]
+  assert all(os.path.exists(p + ".index") for p in paths)  # older ones kept for good
+
+
+def test_save_relative_paths_and_no_max_to_keep(tmp_path):
+  make_vars()
+  saver = tf.train.Saver(max_to_keep=None, save_relative_paths=True)
+  with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    paths = [saver.save(sess, str(tmp_path / "m"), global_step=s) for s in (1, 2)]
+  with open(str(tmp_path / "checkpoint")) as f:
+    assert f.read() == 'model_checkpoint_path: "m-2"\nall_model_checkpoint_paths: "m-2"\n'
+  assert tf.train.latest_checkpoint(str(tmp_path)) == paths[1]
+  assert all(os.path.exists(p + ".index") for p in paths)
+  assert saver.last_checkpoints == []
+
+
+def test_recover_last_checkpoints_counts_existing_ones(tmp_path):
+  make_vars()
+  saver = tf.train.Saver(max_to_keep=2)
+  with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    old = [saver.save(sess, str(tmp_path / "m"), global_step=s) for s in (1, 2)]
+    saver2 = tf.train.Saver(max_to_keep=2)
+    saver2.recover_last_checkpoints(tf.train.get_checkpoint_state(
+        str(tmp_path)).all_model_checkpoint_paths)
+    assert saver2.last_checkpoints == old
+    new = saver2.save(sess, str(tmp_path / "m"), global_step=3)
+  assert not os.path.exists(old[0] + ".index")
+  assert tf.train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths == \
+      [old[1], new]
