@@ -216,3 +216,49 @@ def test_bad_hyperparameters_raise_value_error():
     tf.train.FtrlOptimizer(0.1, learning_rate_power=0.5)
   with pytest.raises(ValueError):
     tf.train.FtrlOptimizer(0.1, l1_regularization_strength=-1.0)
+
+
+def test_exponential_moving_average_and_variables_to_restore(tmp_path):
+  w = tf.Variable([1.0, 2.0], name="w")
+  b = tf.Variable(0.0, name="b", use_resource=True)
+  step = tf.Variable(0, name="step", trainable=False)
+  train = tf.train.GradientDescentOptimizer(1.0).minimize(-(tf.reduce_sum(w) + b))
+  ema = tf.train.ExponentialMovingAverage(0.9)
+  with tf.control_dependencies([train]):
+    train_and_average = ema.apply([w, b])
+  assert ema.average(w).op.name == "w/ExponentialMovingAverage"
+  assert ema.average_name(b) == "b/ExponentialMovingAverage"
+  assert w in tf.get_collection(tf.GraphKeys.MOVING_AVERAGE_VARIABLES)
+  with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    np.testing.assert_allclose(sess.run(ema.average(w)), [1.0, 2.0])
+    want_w, want_avg = np.array([1.0, 2.0]), np.array([1.0, 2.0])
+    for _ in range(3):
+      sess.run(train_and_average)
+      want_w = want_w + 1.0
+      want_avg = want_avg - 0.1 * (want_avg - want_w)
+    np.testing.assert_allclose(sess.run(w), want_w, rtol=1e-6)
+    np.testing.assert_allclose(sess.run(ema.average(w)), want_avg, rtol=1e-6)
+    path = tf.train.Saver().save(sess, str(tmp_path / "m"))
+  names = ema.variables_to_restore()
+  assert names["w/ExponentialMovingAverage"] is w
+  assert names["step"] is step
+  assert "w" not in names
+  with tf.Session() as sess:
+    tf.train.Saver(names).restore(sess, path)
+    np.testing.assert_allclose(sess.run(w), want_avg, rtol=1e-6)
+  with pytest.raises(ValueError, match="already computed"):
+    ema.apply([w])
+
+
+def test_exponential_moving_average_num_updates():
+  v = tf.Variable(0.0, name="v")
+  n = tf.placeholder(tf.int32, [])
+  ema = tf.train.ExponentialMovingAverage(0.99, num_updates=n)
+  update = ema.apply([v])
+  assign = tf.assign(v, 10.0)
+  with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    sess.run(assign)
+    sess.run(update, {n: 0})  # decay min(0.99, 1/10) = 0.1
+    assert sess.run(ema.average(v)) == pytest.approx(9.0)

@@ -36,6 +36,7 @@ from recflow.training.monitored_session import (ChiefSessionCreator, MonitoredSe
                                                 WorkerSessionCreator)
 from recflow.training.checkpoint_utils import init_from_checkpoint
 from recflow.training.coordinator import Coordinator
+from recflow.training.moving_averages import ExponentialMovingAverage
 from recflow.training.optimizer import Optimizer
 from recflow.training.py_checkpoint_reader import (NewCheckpointReader, list_variables,
                                                    load_checkpoint, load_variable)
