@@ -320,6 +320,7 @@ class Saver(object):
     self._is_built = False
     self._is_empty = None
     self._last_checkpoints = []  # (path, time saved), oldest first
+    self._checkpoints_to_be_deleted = []
     self._next_checkpoint_time = time.time() + keep_checkpoint_every_n_hours * 3600
     self._graph = None
     if not defer_build:
@@ -380,13 +381,18 @@ class Saver(object):
     self._last_checkpoints = [(p, t) for p, t in self._last_checkpoints if p != path]
     self._last_checkpoints.append((path, time.time()))
     while len(self._last_checkpoints) > self.saver_def.max_to_keep:
-      p, t = self._last_checkpoints.pop(0)
+      self._checkpoints_to_be_deleted.append(self._last_checkpoints.pop(0))
+
+  def _maybe_delete_old_checkpoints(self, meta_graph_suffix="meta"):
+    """Deletes the checkpoints max_to_keep pushed out (after the state file
+    stopped naming them), keeping one per keep_checkpoint_every_n_hours."""
+    while self._checkpoints_to_be_deleted:
+      p, t = self._checkpoints_to_be_deleted.pop(0)
       if t is not None and t > self._next_checkpoint_time and \
          self.saver_def.keep_checkpoint_every_n_hours:
-        # Kept for good: one checkpoint per keep_checkpoint_every_n_hours.
         self._next_checkpoint_time += self.saver_def.keep_checkpoint_every_n_hours * 3600
         continue
-      checkpoint_management.remove_checkpoint(p)
+      checkpoint_management.remove_checkpoint(p, meta_graph_suffix=meta_graph_suffix)
 
   def save(self, sess, save_path, global_step=None, latest_filename=None,
            meta_graph_suffix="meta", write_meta_graph=True, write_state=True,
@@ -430,6 +436,7 @@ class Saver(object):
           save_dir=save_path_parent or ".", model_checkpoint_path=model_checkpoint_path,
           all_model_checkpoint_paths=self.last_checkpoints, latest_filename=latest_filename,
           save_relative_paths=self._save_relative_paths)
+      self._maybe_delete_old_checkpoints(meta_graph_suffix=meta_graph_suffix)
     if write_meta_graph:
       self.export_meta_graph(checkpoint_management_meta(checkpoint_file, meta_graph_suffix))
     return model_checkpoint_path
