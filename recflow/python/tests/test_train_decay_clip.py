@@ -139,3 +139,23 @@ def test_clipped_gradients_train():
     sess.run(tf.global_variables_initializer())
     sess.run(train)
     np.testing.assert_allclose(sess.run(w), [10.0 - 0.5 ** 0.5, -10.0 + 0.5 ** 0.5], rtol=1e-6)
+
+
+def test_global_step_helpers():
+  assert tf.train.get_global_step() is None
+  step = tf.train.get_or_create_global_step()
+  assert tf.train.get_global_step() is step
+  assert tf.train.get_or_create_global_step() is step
+  assert step.op.name == "global_step" and step.dtype.base_dtype == tf.int64
+  with pytest.raises(ValueError, match="already exists"):
+    tf.train.create_global_step()
+  with pytest.raises(TypeError, match="integer"):
+    tf.train.assert_global_step(tf.constant(1.0))
+  with pytest.raises(TypeError, match="scalar"):
+    tf.train.assert_global_step(tf.constant([1, 2]))
+  with tf.Graph().as_default():
+    tf.Variable(3, name="global_step", dtype=tf.int64)  # found by name
+    assert tf.train.get_global_step().name == "global_step:0"
+  with tf.Session() as sess:
+    sess.run(step.initializer)
+    assert tf.train.global_step(sess, step) == 0

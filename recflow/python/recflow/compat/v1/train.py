@@ -43,5 +43,6 @@ from recflow.training.py_checkpoint_reader import (NewCheckpointReader, list_var
 from recflow.training.saver import Saver, SaverDef
 from recflow.training.session_run_hook import (SessionRunArgs, SessionRunContext,
                                                SessionRunHook, SessionRunValues)
-from recflow.training.training_util import (create_global_step, get_global_step,
-                                            get_or_create_global_step, global_step)
+from recflow.training.training_util import (assert_global_step, create_global_step,
+                                            get_global_step, get_or_create_global_step,
+                                            global_step)
