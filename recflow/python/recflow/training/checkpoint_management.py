@@ -169,7 +169,7 @@ update_checkpoint_state_internal = update_checkpoint_state
 
 
 def get_checkpoint_state(checkpoint_dir, latest_filename=None):
-  """The CheckpointState in checkpoint_dir (relative paths made relative to the
+  """The CheckpointState in checkpoint_dir (relative paths resolved against the
   directory, as TF does), or None when there is no state file."""
   path = _state_path(checkpoint_dir, latest_filename)
   if not os.path.exists(path):
@@ -177,9 +177,8 @@ def get_checkpoint_state(checkpoint_dir, latest_filename=None):
   try:
     with open(path) as f:
       state = parse_checkpoint_state(f.read())
-  except (ValueError, UnicodeDecodeError) as e:
+  except (ValueError, UnicodeDecodeError):
     _logger.warning("%s: Checkpoint ignored", path)
-    _ = e
     return None
   if not state.model_checkpoint_path:
     raise ValueError("Invalid checkpoint state loaded from " + checkpoint_dir)

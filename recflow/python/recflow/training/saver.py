@@ -257,8 +257,6 @@ class BaseSaverBuilder(object):
   def build(self, names_to_saveables, reshape=False, sharded=False, max_to_keep=5,
             keep_checkpoint_every_n_hours=10000.0, name=None, restore_sequentially=False,
             filename="model"):
-    if not names_to_saveables and not isinstance(names_to_saveables, dict):
-      pass
     saveables = _saveables(names_to_saveables)
     with ops.name_scope(name, "save", [s.op for s in saveables]) as name:
       filename_tensor = constant(filename or "model", dtype=dtypes.string, name="Const")
