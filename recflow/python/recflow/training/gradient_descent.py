@@ -29,6 +29,14 @@ class GradientDescentOptimizer(optimizer.Optimizer):
     return gen.resource_apply_gradient_descent(handle, self._lr(grad.dtype), grad,
                                                use_locking=self._use_locking)
 
+  # The kernels add repeated rows one after the other, which is what summing
+  # them first gives: no deduplication (as TF).
+  def _apply_sparse_duplicate_indices(self, grad, var):
+    return self._apply_sparse(grad, var)
+
+  def _resource_apply_sparse_duplicate_indices(self, grad, handle, indices):
+    return self._resource_apply_sparse(grad, handle, indices)
+
   def _apply_sparse(self, grad, var):
     return gen.sparse_apply_gradient_descent(var, self._lr(var.dtype), grad.values,
                                              grad.indices, use_locking=self._use_locking).op

@@ -32,6 +32,8 @@ class Optimizer(object):
     self._use_locking = use_locking
     self._name = name
     self._slots = {}  # slot name -> {variable key -> slot variable}
+    self._non_slot_dict = {}  # (name, graph) -> variable (Adam's beta1_power, ...)
+    self._handle_vars = {}  # resource handle name -> its variable (for _resource_apply_*)
 
   def get_name(self):
     return self._name
@@ -126,10 +128,13 @@ class Optimizer(object):
 
   def _apply(self, grad, var):
     resource = getattr(var, "_is_resource_variable", False)
+    if resource:
+      self._handle_vars[var.handle.name] = var
     if isinstance(grad, ops.IndexedSlices):
       if resource:
-        return self._resource_apply_sparse(grad.values, var.handle, grad.indices)
-      return self._apply_sparse(grad, var)
+        return self._resource_apply_sparse_duplicate_indices(grad.values, var.handle,
+                                                             grad.indices)
+      return self._apply_sparse_duplicate_indices(grad, var)
     if resource:
       return self._resource_apply_dense(grad, var.handle)
     return self._apply_dense(grad, var)
@@ -170,6 +175,39 @@ class Optimizer(object):
             use_resource=getattr(var, "_is_resource_variable", False))
     return named_slots[id(var)]
 
+  def _var_of_handle(self, handle):
+    """The variable whose handle _resource_apply_* was given (to find its slots)."""
+    return self._handle_vars[handle.name]
+
+  # Non-slot variables (one per graph, e.g. Adam's beta1_power), as TF 1.x.
+  def _create_non_slot_variable(self, initial_value, name, colocate_with):
+    graph = colocate_with.graph
+    key = (name, graph)
+    v = self._non_slot_dict.get(key)
+    if v is None:
+      with ops.colocate_with(colocate_with):
+        v = variables.Variable(initial_value, name=name, trainable=False,
+                               use_resource=getattr(colocate_with, "_is_resource_variable",
+                                                    False))
+      self._non_slot_dict[key] = v
+    return v
+
+  def _get_non_slot_variable(self, name, graph=None):
+    return self._non_slot_dict.get((name, graph or ops.get_default_graph()))
+
+  def _non_slot_variables(self):
+    return list(self._non_slot_dict.values())
+
+  # Sparse gradients: duplicate indices are summed first (TF's default), so
+  # that a kernel applying rows one at a time sees each row once.
+  def _apply_sparse_duplicate_indices(self, grad, var):
+    values, indices = _deduplicate_indexed_slices(grad.values, grad.indices)
+    return self._apply_sparse(ops.IndexedSlices(values, indices, grad.dense_shape), var)
+
+  def _resource_apply_sparse_duplicate_indices(self, grad, handle, indices):
+    values, indices = _deduplicate_indexed_slices(grad, indices)
+    return self._resource_apply_sparse(values, handle, indices)
+
   # What subclasses implement.
   def _create_slots(self, var_list):
     pass
@@ -193,10 +231,13 @@ class Optimizer(object):
     return control_flow_ops.group(*update_ops, name=name_scope)
 
   def variables(self):
-    out = []
+    """The optimizer's variables (slots and non-slot variables) of the default graph,
+    sorted by name as TF does."""
+    graph = ops.get_default_graph()
+    out = [v for v in self._non_slot_variables() if v.graph is graph]
     for named in self._slots.values():
-      out.extend(named.values())
-    return out
+      out.extend(v for v in named.values() if v.graph is graph)
+    return sorted(out, key=lambda v: v.name)
 
   @staticmethod
   def _cast_to(value, dtype):
@@ -204,6 +245,14 @@ class Optimizer(object):
       return value
     from recflow.ops import math_ops  # pylint: disable=g-import-not-at-top
     return math_ops.cast(value, dtype)
+
+
+def _deduplicate_indexed_slices(values, indices):
+  """Sums the values of repeated indices: (summed values, unique indices)."""
+  from recflow.ops import gen_ops as gen  # pylint: disable=g-import-not-at-top
+  unique_indices, positions = gen.unique(indices)
+  summed = gen.unsorted_segment_sum(values, positions, array_ops.shape(unique_indices)[0])
+  return summed, unique_indices
 
 
 _ = dtypes

@@ -42,6 +42,8 @@ from recflow.ops.array_ops import (concat, expand_dims, fill, gather, gather_nd,
                                    transpose, unique, unstack, where, where_v2, zeros,
                                    zeros_like)
 from recflow.ops.control_flow_ops import case, cond, group, no_op, tuple, while_loop
+from recflow.ops.clip_ops import (clip_by_average_norm, clip_by_global_norm, clip_by_norm,
+                                  clip_by_value, global_norm)
 from recflow.ops.gradients_impl import gradients
 from recflow.ops.init_ops import (constant_initializer, glorot_normal_initializer,
                                   glorot_uniform_initializer, ones_initializer,

@@ -1,0 +1,235 @@
+"""Reading V2 checkpoints (tensor bundles) from Python: tf.train.NewCheckpointReader,
+load_checkpoint, load_variable, list_variables.
+
+The `.index` file is a LevelDB table (docs/formats/checkpoint.md): data blocks of
+prefix-compressed (key, BundleEntryProto) entries found through an index block,
+a 48-byte footer at the end; the entry "" holds the BundleHeaderProto. Tensor
+bytes are read from `<prefix>.data-<shard>-of-<n>` at the entry's offset."""
+
+import os
+import struct
+
+import numpy as np
+
+from recflow.framework import dtypes
+from recflow.framework import errors
+from recflow.training import checkpoint_management
+
+_TABLE_MAGIC = 0xdb4775248b80fb57
+_FOOTER_SIZE = 48
+_BLOCK_TRAILER_SIZE = 5
+
+
+def _data_loss(path, what):
+  return errors.DataLossError(None, None, "Checkpoint %s is corrupt: %s" % (path, what))
+
+
+def _varint(buf, pos, path):
+  n = shift = 0
+  while True:
+    if pos >= len(buf) or shift > 63:
+      raise _data_loss(path, "bad varint")
+    b = buf[pos]
+    pos += 1
+    n |= (b & 0x7F) << shift
+    shift += 7
+    if not b & 0x80:
+      return n, pos
+
+
+def _proto_fields(buf, path):
+  """(field number, wire type, value) of a protobuf message's fields."""
+  pos = 0
+  while pos < len(buf):
+    key, pos = _varint(buf, pos, path)
+    field, wire = key >> 3, key & 7
+    if wire == 0:
+      value, pos = _varint(buf, pos, path)
+    elif wire == 1:
+      value = buf[pos:pos + 8]
+      pos += 8
+    elif wire == 2:
+      n, pos = _varint(buf, pos, path)
+      value = buf[pos:pos + n]
+      pos += n
+    elif wire == 5:
+      value = buf[pos:pos + 4]
+      pos += 4
+    else:
+      raise _data_loss(path, "bad wire type %d" % wire)
+    if pos > len(buf):
+      raise _data_loss(path, "truncated message")
+    yield field, wire, value
+
+
+def _read_block(data, offset, size, path):
+  end = offset + size
+  if end + _BLOCK_TRAILER_SIZE > len(data):
+    raise _data_loss(path, "truncated block")
+  if data[end] != 0:
+    raise _data_loss(path, "compressed blocks (type %d) are not supported" % data[end])
+  return data[offset:end]
+
+
+def _block_entries(block, path):
+  if len(block) < 4:
+    raise _data_loss(path, "block too small")
+  num_restarts = struct.unpack_from("<I", block, len(block) - 4)[0]
+  limit = len(block) - 4 - 4 * num_restarts
+  if limit < 0:
+    raise _data_loss(path, "bad restart count")
+  pos = 0
+  key = b""
+  while pos < limit:
+    shared, pos = _varint(block, pos, path)
+    unshared, pos = _varint(block, pos, path)
+    value_len, pos = _varint(block, pos, path)
+    if shared > len(key) or pos + unshared + value_len > limit:
+      raise _data_loss(path, "bad block entry")
+    key = key[:shared] + block[pos:pos + unshared]
+    pos += unshared
+    yield bytes(key), block[pos:pos + value_len]
+    pos += value_len
+
+
+def _block_handle(buf, pos, path):
+  offset, pos = _varint(buf, pos, path)
+  size, pos = _varint(buf, pos, path)
+  return offset, size, pos
+
+
+class _Entry(object):
+  __slots__ = ("dtype", "shape", "shard_id", "offset", "size", "has_slices")
+
+  def __init__(self, raw, path):
+    self.dtype = 0
+    self.shape = []
+    self.shard_id = self.offset = self.size = 0
+    self.has_slices = False
+    for field, _, value in _proto_fields(raw, path):
+      if field == 1:
+        self.dtype = value
+      elif field == 2:
+        for f, _, dim in _proto_fields(value, path):
+          if f == 2:
+            size = -1
+            for g, _, v in _proto_fields(dim, path):
+              if g == 1:
+                size = v if v < (1 << 63) else v - (1 << 64)
+            self.shape.append(size)
+      elif field == 3:
+        self.shard_id = value
+      elif field == 4:
+        self.offset = value
+      elif field == 5:
+        self.size = value
+      elif field == 7:
+        self.has_slices = True
+
+
+class CheckpointReader(object):
+  """TF's CheckpointReader: the tensors of one V2 checkpoint, by name."""
+
+  def __init__(self, prefix):
+    self._prefix = prefix
+    index = prefix + ".index"
+    try:
+      with open(index, "rb") as f:
+        data = f.read()
+    except (IOError, OSError):
+      raise errors.NotFoundError(
+          None, None, "Unsuccessful TensorSliceReader constructor: Failed to find any "
+          "matching files for %s" % prefix)
+    if len(data) < _FOOTER_SIZE or \
+       struct.unpack_from("<Q", data, len(data) - 8)[0] != _TABLE_MAGIC:
+      raise _data_loss(index, "not a table (bad magic number)")
+    footer = data[len(data) - _FOOTER_SIZE:]
+    _, _, pos = _block_handle(footer, 0, index)  # metaindex
+    index_offset, index_size, _ = _block_handle(footer, pos, index)
+    self._entries = {}
+    self._num_shards = 1
+    for _, handle in _block_entries(_read_block(data, index_offset, index_size, index), index):
+      offset, size, _ = _block_handle(handle, 0, index)
+      for key, value in _block_entries(_read_block(data, offset, size, index), index):
+        if key == b"":
+          for field, _, v in _proto_fields(value, index):
+            if field == 1:
+              self._num_shards = v
+            elif field == 2 and v != 0:
+              raise _data_loss(index, "big-endian checkpoints are not supported")
+          continue
+        self._entries[key.decode("utf-8")] = _Entry(value, index)
+
+  def has_tensor(self, name):
+    return name in self._entries
+
+  def get_variable_to_shape_map(self):
+    return {k: list(e.shape) for k, e in self._entries.items()}
+
+  def get_variable_to_dtype_map(self):
+    return {k: dtypes.as_dtype(e.dtype) for k, e in self._entries.items()}
+
+  def debug_string(self):
+    return "".join("%s (%s) %s\n" % (k, dtypes.as_dtype(e.dtype).name, e.shape)
+                   for k, e in sorted(self._entries.items())).encode("utf-8")
+
+  def get_tensor(self, name):
+    entry = self._entries.get(name)
+    if entry is None:
+      raise errors.NotFoundError(None, None,
+                                 "Key %s not found in checkpoint %s" % (name, self._prefix))
+    if entry.has_slices:
+      raise NotImplementedError("partitioned (sliced) checkpoint entries are not supported")
+    shard = "%s.data-%05d-of-%05d" % (self._prefix, entry.shard_id, self._num_shards)
+    with open(shard, "rb") as f:
+      f.seek(entry.offset)
+      raw = f.read(entry.size)
+    if len(raw) != entry.size:
+      raise _data_loss(shard, "tensor %s lies past the end of the file" % name)
+    dtype = dtypes.as_dtype(entry.dtype)
+    shape = tuple(entry.shape)
+    if dtype == dtypes.string:
+      n = int(np.prod(shape)) if shape else 1
+      lengths = []
+      pos = 0
+      for _ in range(n):
+        length, pos = _varint(raw, pos, shard)
+        lengths.append(length)
+      pos += 4  # masked crc32c of the lengths
+      out = []
+      for length in lengths:
+        out.append(raw[pos:pos + length])
+        pos += length
+      return np.array(out, dtype=object).reshape(shape)
+    return np.frombuffer(raw, dtype=dtype.as_numpy_dtype).reshape(shape).copy()
+
+
+def NewCheckpointReader(filepattern):  # pylint: disable=invalid-name
+  return CheckpointReader(filepattern)
+
+
+def _get_checkpoint_filename(ckpt_dir_or_file):
+  if os.path.isdir(ckpt_dir_or_file):
+    return checkpoint_management.latest_checkpoint(ckpt_dir_or_file)
+  return ckpt_dir_or_file
+
+
+def load_checkpoint(ckpt_dir_or_file):
+  filename = _get_checkpoint_filename(ckpt_dir_or_file)
+  if filename is None:
+    raise ValueError("Couldn't find 'checkpoint' file or checkpoints in given directory %s" %
+                     ckpt_dir_or_file)
+  return NewCheckpointReader(filename)
+
+
+def load_variable(ckpt_dir_or_file, name):
+  if name.endswith(":0"):
+    name = name[:-2]
+  return load_checkpoint(ckpt_dir_or_file).get_tensor(name)
+
+
+def list_variables(ckpt_dir_or_file):
+  """Sorted (name, shape) pairs of the checkpoint's tensors."""
+  reader = load_checkpoint(ckpt_dir_or_file)
+  shapes = reader.get_variable_to_shape_map()
+  return [(name, shapes[name]) for name in sorted(shapes)]
