@@ -102,20 +102,9 @@ def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits
     return loss
 
 
-def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_indices=True,
-                     max_norm=None):
-  """Rows of params at ids. One table only (a list of one is accepted); recflow's
-  hash embedding tables serve the sharded case."""
-  if isinstance(params, (list, tuple)):
-    if len(params) != 1:
-      raise NotImplementedError(
-          "embedding_lookup over %d partitioned tables is not supported by recflow's Python "
-          "layer yet; use one table (or recflow's hash embedding tables)" % len(params))
-    params = params[0]
-  if max_norm is not None:
-    raise NotImplementedError("embedding_lookup(max_norm=...) is not supported by recflow yet")
-  with ops.name_scope(name, "embedding_lookup", [params, ids]) as name:
-    return array_ops.gather(params, ids, name=name)
+# embedding_lookup over one or several tables, and the sparse lookups.
+from recflow.ops.embedding_ops import (embedding_lookup, embedding_lookup_sparse,  # pylint: disable=g-import-not-at-top,wrong-import-position
+                                       safe_embedding_lookup_sparse)
 
 
 def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None):

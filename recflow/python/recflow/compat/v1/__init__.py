@@ -43,6 +43,9 @@ from recflow.ops.array_ops import (concat, expand_dims, fill, gather, gather_nd,
                                    zeros_like)
 from recflow.ops.control_flow_ops import case, cond, group, no_op, tuple, while_loop
 from recflow.ops.gradients_impl import gradients
+from recflow.framework.sparse_tensor import SparseTensor, SparseTensorValue
+from recflow.ops.sparse_ops import (sparse_placeholder, sparse_reduce_sum, sparse_reorder,
+                                    sparse_retain, sparse_tensor_to_dense)
 from recflow.ops.init_ops import (constant_initializer, glorot_normal_initializer,
                                   glorot_uniform_initializer, ones_initializer,
                                   random_normal_initializer, random_uniform_initializer,
@@ -74,6 +77,7 @@ from recflow.compat.v1 import initializers
 from recflow.compat.v1 import math
 from recflow.compat.v1 import nn
 from recflow.compat.v1 import random
+from recflow.compat.v1 import sparse
 from recflow.compat.v1 import train
 from recflow.ops import gen_ops as _gen_ops
 
