@@ -143,3 +143,16 @@ def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):
 
 
 _ = dtypes
+
+
+def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name=None):
+  """(x - mean) * scale / sqrt(variance + epsilon) + offset (TF's formula: x * inv +
+  (offset - mean * inv))."""
+  with ops.name_scope(name, "batchnorm", [x, mean, variance, scale, offset]):
+    inv = gen.rsqrt(gen.add_v2(variance, variance_epsilon))
+    if scale is not None:
+      inv = gen.mul(inv, scale)
+    x = ops.convert_to_tensor(x)
+    shift = gen.neg(gen.mul(mean, inv)) if offset is None else gen.sub(offset,
+                                                                       gen.mul(mean, inv))
+    return gen.add_v2(gen.mul(x, math_ops.cast(inv, x.dtype)), math_ops.cast(shift, x.dtype))

@@ -74,6 +74,7 @@ from recflow.ops.variables import (Variable, global_variables, global_variables_
 from recflow.compat.v1 import dtypes
 from recflow.compat.v1 import errors
 from recflow.compat.v1 import initializers
+from recflow.compat.v1 import layers
 from recflow.compat.v1 import losses
 from recflow.compat.v1 import math
 from recflow.compat.v1 import nn
