@@ -77,6 +77,7 @@ from recflow.compat.v1 import initializers
 from recflow.compat.v1 import layers
 from recflow.compat.v1 import losses
 from recflow.compat.v1 import math
+from recflow.compat.v1 import metrics
 from recflow.compat.v1 import nn
 from recflow.compat.v1 import random
 from recflow.compat.v1 import sparse
