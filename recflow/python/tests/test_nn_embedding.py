@@ -266,3 +266,28 @@ def test_bad_arguments_name_the_argument():
     tf.nn.safe_embedding_lookup_sparse(table, sp, default_id="0")
   with pytest.raises(ValueError, match="embedding_weights"):
     tf.nn.safe_embedding_lookup_sparse(None, sp)
+
+
+@pytest.mark.parametrize("use_resource", [False, True])
+def test_partitioned_tables_train_with_sparse_updates(use_resource):
+  tables = [tf.get_variable("t%d" % i, [5, 2], initializer=tf.ones_initializer(),
+                            use_resource=use_resource) for i in range(2)]
+  sp = tf.SparseTensor([[0, 0], [1, 0], [1, 1]], tf.constant([3, 7, 7], tf.int64), [3, 2])
+  out = tf.nn.safe_embedding_lookup_sparse(tables, sp, combiner="sum", default_id=9)
+  assert out.get_shape().as_list() == [None, 2]
+  loss = tf.reduce_sum(out)
+  grads = tf.gradients(loss, tables)
+  assert all(isinstance(g, ops.IndexedSlices) for g in grads)
+  train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+  with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    sess.run(train)
+    t0, t1 = sess.run(tables)
+  # "div" over 10 ids: 3 -> t0[3]; 7 -> t1[2] (twice); 9 (default, row 2) -> t1[4]
+  want0 = np.ones((5, 2), np.float32)
+  want0[3] -= 0.5
+  want1 = np.ones((5, 2), np.float32)
+  want1[2] -= 1.0
+  want1[4] -= 0.5
+  np.testing.assert_allclose(t0, want0)
+  np.testing.assert_allclose(t1, want1)

@@ -126,3 +126,42 @@ def test_missing_sparse_ops_say_so():
     tf.sparse.reorder(sp)
   with pytest.raises(NotImplementedError, match="Where"):
     tf.sparse_retain(sp, [True])
+
+
+@pytest.mark.parametrize("adjoint_a", [False, True])
+@pytest.mark.parametrize("adjoint_b", [False, True])
+def test_sparse_dense_matmul_and_gradients(adjoint_a, adjoint_b):
+  rng = np.random.RandomState(2)
+  flat = rng.choice(12, size=6, replace=False)
+  indices = np.stack(np.unravel_index(flat, (3, 4)), axis=1)
+  values = tf.Variable(rng.randn(6).astype(np.float32))
+  a_dense_shape = (3, 4)
+  b_np = rng.randn(*((3, 5) if adjoint_a else (4, 5))).astype(np.float32)
+  b = tf.Variable(b_np.T.copy() if adjoint_b else b_np)
+  out = tf.sparse.sparse_dense_matmul(tf.SparseTensor(indices, values, a_dense_shape), b,
+                                      adjoint_a=adjoint_a, adjoint_b=adjoint_b)
+  coeff = rng.randn(4 if adjoint_a else 3, 5).astype(np.float32)
+  loss = tf.reduce_sum(out * coeff)
+  gv, gb = tf.gradients(loss, [values, b])
+  with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    got, v, g_values, g_b = sess.run([out, values, gv, tf.convert_to_tensor(gb)])
+  a = _dense(indices, v, a_dense_shape)
+  a = a.T if adjoint_a else a
+  np.testing.assert_allclose(got, a @ b_np, rtol=1e-5, atol=1e-5)
+  # d loss / d a = coeff @ b^T, read at the indices; d loss / d b = a^T @ coeff
+  da = coeff @ b_np.T
+  da = da.T if adjoint_a else da
+  np.testing.assert_allclose(g_values, da[tuple(indices.T)], rtol=1e-4, atol=1e-5)
+  db = a.T @ coeff
+  np.testing.assert_allclose(g_b, db.T if adjoint_b else db, rtol=1e-4, atol=1e-5)
+
+
+def test_sparse_dense_matmul_bad_arguments():
+  sp = tf.SparseTensor([[0, 0]], [1.0], [2, 2])
+  with pytest.raises(TypeError, match="sp_a"):
+    tf.sparse.sparse_dense_matmul(tf.ones([2, 2]), tf.ones([2, 2]))
+  with pytest.raises(TypeError, match="dtype"):
+    tf.sparse.sparse_dense_matmul(sp, tf.ones([2, 2], tf.float64))
+  with pytest.raises(ValueError, match="b must be a matrix"):
+    tf.sparse.sparse_dense_matmul(sp, tf.ones([2]))

@@ -47,6 +47,11 @@ def _clip_by_norm_rows(t, max_norm, axes):
 
 def _gather_rows(param, ids, max_norm):
   result = array_ops.gather(param, ids)
+  param_shape = param.get_shape() if hasattr(param, "get_shape") else None
+  if param_shape is not None and param_shape.ndims is not None:
+    static = ids.get_shape().concatenate(param_shape[1:])
+    if result.get_shape().is_compatible_with(static):
+      result.set_shape(result.get_shape().merge_with(static))
   if max_norm is not None:
     rank = result.get_shape().ndims
     if rank is None:
@@ -54,6 +59,21 @@ def _gather_rows(param, ids, max_norm):
     if rank > 1:
       result = _clip_by_norm_rows(result, max_norm, list(range(1, rank)))
   return result
+
+
+def _param_tail(params):
+  """params[0].shape[1:] (the embedding's shape), possibly unknown."""
+  p = params[0]
+  shape = p.get_shape() if hasattr(p, "get_shape") else ops.convert_to_tensor(p).get_shape()
+  if shape.ndims is None:
+    return tensor_shape.unknown_shape()
+  return shape[1:]
+
+
+def _with_shape(t, shape):
+  if t.get_shape().is_compatible_with(shape):
+    t.set_shape(shape)
+  return t
 
 
 def _table_rows(p):
@@ -84,9 +104,10 @@ def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_
     if not ids.dtype.is_integer:
       raise TypeError("ids must be int32 or int64, got %s" % ids.dtype.name)
     n = len(params)
+    out_shape = ids.get_shape().concatenate(_param_tail(params))
     if n == 1:
       result = _gather_rows(params[0], ids, max_norm)
-      return array_ops.identity(result, name=name)
+      return _with_shape(array_ops.identity(result, name=name), out_shape)
     ids_shape = ids.get_shape()
     flat_ids = ids if ids_shape.ndims == 1 else gen.reshape(ids, [-1])
     id_dtype = flat_ids.dtype.base_dtype
@@ -117,11 +138,10 @@ def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_
         parts.append(gen.select(mine, rows_i, array_ops.zeros_like(rows_i)))
     result = math_ops.add_n(parts)
     if ids_shape.ndims == 1:
-      return array_ops.identity(result, name=name)
+      return _with_shape(array_ops.identity(result, name=name), out_shape)
     trailing = array_ops.shape(result)[1:]
     out = gen.reshape(result, array_ops.concat([array_ops.shape(ids), trailing], 0), name=name)
-    out.set_shape(ids_shape.concatenate(result.get_shape()[1:]))
-    return out
+    return _with_shape(out, out_shape)
 
 
 def _check_combiner(combiner):
@@ -133,7 +153,8 @@ def _bcast_weights(weights, embeddings):
   """weights [N] reshaped to [N, 1, ...] against embeddings [N, ...]."""
   rank = embeddings.get_shape().ndims
   if rank is None:
-    raise ValueError("weighted embedding lookups need the tables' rank to be known")
+    ones = gen.fill(gen.expand_dims(gen.sub(array_ops.rank(embeddings), 1), 0), 1)
+    return gen.reshape(weights, array_ops.concat([array_ops.shape(weights), ones], 0))
   if rank == 1:
     return weights
   return gen.reshape(weights, [-1] + [1] * (rank - 1))
@@ -168,6 +189,7 @@ def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy="mod"
     sp_ids.values.get_shape().assert_is_compatible_with(sp_weights.values.get_shape())
     sp_ids.indices.get_shape().assert_is_compatible_with(sp_weights.indices.get_shape())
   with ops.name_scope(name, "embedding_lookup_sparse", params + [sp_ids]) as name:
+    out_shape = tensor_shape.TensorShape([None]).concatenate(_param_tail(params))
     segment_ids = math_ops.cast(sp_ids.indices[:, 0], dtypes.int32)
     ids, idx = gen.unique(sp_ids.values)
     embeddings = embedding_lookup(params, ids, partition_strategy=partition_strategy,
@@ -175,19 +197,19 @@ def embedding_lookup_sparse(params, sp_ids, sp_weights, partition_strategy="mod"
     if ignore_weights:
       fn = {"sum": gen.sparse_segment_sum, "mean": gen.sparse_segment_mean,
             "sqrtn": gen.sparse_segment_sqrt_n}[combiner]
-      return fn(embeddings, idx, segment_ids, name=name)
+      return _with_shape(fn(embeddings, idx, segment_ids, name=name), out_shape)
     weights = math_ops.cast(sp_weights.values, embeddings.dtype)
     embeddings = array_ops.gather(embeddings, idx)
     weights = _bcast_weights(weights, embeddings)
     positions = math_ops.range(0, array_ops.shape(segment_ids)[0])
     summed = gen.sparse_segment_sum(gen.mul(embeddings, weights), positions, segment_ids)
     if combiner == "sum":
-      return array_ops.identity(summed, name=name)
+      return _with_shape(array_ops.identity(summed, name=name), out_shape)
     if combiner == "mean":
       denom = gen.sparse_segment_sum(weights, positions, segment_ids)
     else:
       denom = gen.sqrt(gen.sparse_segment_sum(gen.square(weights), positions, segment_ids))
-    return gen.div_no_nan(summed, denom, name=name)
+    return _with_shape(gen.div_no_nan(summed, denom, name=name), out_shape)
 
 
 def safe_embedding_lookup_sparse(embedding_weights, sparse_ids, sparse_weights=None,
@@ -270,10 +292,11 @@ def safe_embedding_lookup_sparse(embedding_weights, sparse_ids, sparse_weights=N
                                  partition_strategy=partition_strategy, max_norm=max_norm)
       default_rows = array_ops.gather(default, array_ops.zeros_like(count))
       result = gen.select(empty, default_rows, result)
+    tail = _param_tail(params)
     if rank == 2:
-      return array_ops.identity(result, name=scope)
+      return _with_shape(array_ops.identity(result, name=scope),
+                         tensor_shape.TensorShape([None]).concatenate(tail))
     out_shape = array_ops.concat([math_ops.cast(shape[:rank - 1], dtypes.int32),
                                   array_ops.shape(result)[1:]], 0)
     final = gen.reshape(result, out_shape, name=scope)
-    final.set_shape(tensor_shape.unknown_shape(rank - 1).concatenate(result.get_shape()[1:]))
-    return final
+    return _with_shape(final, tensor_shape.unknown_shape(rank - 1).concatenate(tail))

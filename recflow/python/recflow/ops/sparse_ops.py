@@ -119,6 +119,37 @@ def sparse_reduce_sum(sp_input, axis=None, keepdims=None, reduction_axes=None, k
 reduce_sum = sparse_reduce_sum
 
 
+def sparse_tensor_dense_matmul(sp_a, b, adjoint_a=False, adjoint_b=False, name=None):
+  """sp_a (a 2-D SparseTensor) @ b, as a GatherV2 of b's rows scaled by the values
+  and an UnsortedSegmentSum into the output rows (differentiable in values and b)."""
+  sp_a = _check_sparse(sp_a, "sp_a")
+  with ops.name_scope(name, "SparseTensorDenseMatMul", [sp_a, b]) as name:
+    b = ops.convert_to_tensor(b, name="b")
+    if b.dtype.base_dtype != sp_a.dtype.base_dtype:
+      raise TypeError("sp_a and b must have the same dtype, got %s and %s" %
+                      (sp_a.dtype.name, b.dtype.name))
+    if b.get_shape().ndims not in (None, 2):
+      raise ValueError("b must be a matrix, got shape %s" % b.get_shape())
+    if _static_rank(sp_a) not in (None, 2):
+      raise ValueError("sp_a must be a matrix (rank 2), got rank %d" % _static_rank(sp_a))
+    rows, cols = sp_a.indices[:, 0], sp_a.indices[:, 1]
+    out_rows = sp_a.dense_shape[0]
+    if adjoint_a:
+      rows, cols = cols, rows
+      out_rows = sp_a.dense_shape[1]
+    if adjoint_b:
+      b = array_ops.transpose(b)
+    picked = array_ops.gather(b, cols)
+    scaled = gen.mul(picked, gen.expand_dims(sp_a.values, 1))
+    out = gen.unsorted_segment_sum(scaled, rows, out_rows, name=name)
+    if b.get_shape().ndims == 2:
+      out.set_shape([None, b.get_shape()[1].value])
+    return out
+
+
+sparse_dense_matmul = sparse_tensor_dense_matmul
+
+
 def sparse_reorder(sp_input, name=None):
   raise NotImplementedError("tf.sparse.reorder needs a sort op, which recflow does not have "
                             "yet; build SparseTensors in row-major order")

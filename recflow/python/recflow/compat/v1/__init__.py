@@ -45,7 +45,8 @@ from recflow.ops.control_flow_ops import case, cond, group, no_op, tuple, while_
 from recflow.ops.gradients_impl import gradients
 from recflow.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from recflow.ops.sparse_ops import (sparse_placeholder, sparse_reduce_sum, sparse_reorder,
-                                    sparse_retain, sparse_tensor_to_dense)
+                                    sparse_retain, sparse_tensor_dense_matmul,
+                                    sparse_tensor_to_dense)
 from recflow.ops.init_ops import (constant_initializer, glorot_normal_initializer,
                                   glorot_uniform_initializer, ones_initializer,
                                   random_normal_initializer, random_uniform_initializer,

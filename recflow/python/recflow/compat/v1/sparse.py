@@ -3,4 +3,4 @@
 # pylint: disable=unused-import,redefined-builtin
 from recflow.framework.sparse_tensor import SparseTensor, SparseTensorValue
 from recflow.ops.sparse_ops import (fill_empty_rows, placeholder, reduce_sum, reorder, retain,
-                                    to_dense)
+                                    sparse_dense_matmul, to_dense)
