@@ -56,7 +56,7 @@ def test_embedding_lookup_div_with_unknown_table_sizes():
 def test_embedding_lookup_max_norm(n):
   rng = np.random.RandomState(0)
   table = (rng.randn(9, 4) * 3).astype(np.float32)
-  ids = np.array([0, 4, 8, 4])
+  ids = np.array([[0, 4], [8, 4]])
   out = tf.nn.embedding_lookup([tf.constant(p) for p in _split(table, n, "mod")], ids,
                                max_norm=1.5)
   with tf.Session() as sess:

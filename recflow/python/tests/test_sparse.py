@@ -56,7 +56,9 @@ def test_sparse_placeholder_with_known_shape_makes_a_constant_shape():
   assert sp2.indices.get_shape().as_list() == [None, 2]
   with tf.Session() as sess:
     d = sess.run(tf.sparse_tensor_to_dense(sp), {sp: ([[3, 4]], [9], [4, 5])})
-  assert d[3, 4] == 9 and d.sum() == 9
+    assert d[3, 4] == 9 and d.sum() == 9
+    with pytest.raises(ValueError, match="dense_shape"):
+      sess.run(tf.sparse_tensor_to_dense(sp), {sp: ([[0, 0]], [9], [5, 5])})
 
 
 def test_sparse_feed_bad_values():

@@ -254,6 +254,12 @@ def _sparse_feeds(key, value):
   feeds = [(key.indices, indices), (key.values, vals)]
   if key.dense_shape.op.type != "Const":
     feeds.append((key.dense_shape, shape))
+  else:
+    fixed = key.dense_shape.op.get_attr("value")
+    if list(np.asarray(fixed).reshape(-1)) != list(shape.reshape(-1)):
+      raise ValueError("Cannot feed a SparseTensorValue of dense_shape %s for %s, whose "
+                       "shape is fixed to %s" % (list(shape.reshape(-1)), key.values.name,
+                                                 list(np.asarray(fixed).reshape(-1))))
   return feeds
 
 

@@ -54,10 +54,12 @@ def _gather_rows(param, ids, max_norm):
       result.set_shape(result.get_shape().merge_with(static))
   if max_norm is not None:
     rank = result.get_shape().ndims
-    if rank is None:
-      raise ValueError("embedding_lookup(max_norm=...) needs the tables' rank to be known")
-    if rank > 1:
-      result = _clip_by_norm_rows(result, max_norm, list(range(1, rank)))
+    ids_rank = ids.get_shape().ndims
+    if rank is None or ids_rank is None:
+      raise ValueError("embedding_lookup(max_norm=...) needs the ranks of ids and of the "
+                       "tables to be known")
+    if rank > ids_rank:
+      result = _clip_by_norm_rows(result, max_norm, list(range(ids_rank, rank)))
   return result
 
 
