@@ -88,6 +88,7 @@ def test_deepfm_like_ctr_model_trains_and_reaches_auc():
     for start in range(0, len(test_y), 512):
       sess.run(auc_update, batch(test_x, test_y, np.arange(start, start + 512)))
     test_auc = sess.run(auc)
-  print("loss %.3f -> %.3f, test auc %.3f" % (np.mean(losses[:30]), np.mean(losses[-30:]), test_auc))
+  print("loss %.3f -> %.3f, test auc %.3f" % (np.mean(losses[:30]), np.mean(losses[-30:]),
+                                              test_auc))
   assert np.mean(losses[-30:]) < np.mean(losses[:30]) - 0.05
   assert test_auc > 0.7, test_auc

@@ -153,5 +153,3 @@ def sparse_value_parts(value, what):
     indices = indices.reshape(0, len(np.asarray(shape).reshape(-1)))
   return indices, values, np.asarray(shape, dtype=np.int64)
 
-
-_ = tensor_shape

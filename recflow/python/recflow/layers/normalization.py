@@ -16,7 +16,6 @@ from recflow.framework import ops
 from recflow.framework import tensor_shape
 from recflow.layers import base
 from recflow.layers import core
-from recflow.ops import array_ops
 from recflow.ops import gen_ops as gen
 from recflow.ops import init_ops
 from recflow.ops import math_ops
@@ -170,5 +169,3 @@ def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=Tru
       name=name, _reuse=reuse, _scope=name)
   return layer.apply(inputs, training=training)
 
-
-_ = array_ops

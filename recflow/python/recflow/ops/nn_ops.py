@@ -1,8 +1,11 @@
-"""tf.nn: activations, losses, bias_add, embedding_lookup, dropout."""
+"""tf.nn: activations, losses, bias_add, embedding lookups (embedding_ops), dropout,
+batch_normalization."""
 
 from recflow.framework import dtypes
 from recflow.framework import ops
 from recflow.ops import array_ops
+from recflow.ops.embedding_ops import (embedding_lookup, embedding_lookup_sparse,  # pylint: disable=unused-import
+                                       safe_embedding_lookup_sparse)
 from recflow.ops import gen_ops as gen
 from recflow.ops import math_ops
 from recflow.ops import random_ops
@@ -100,11 +103,6 @@ def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits
   with ops.name_scope(name, "SparseSoftmaxCrossEntropyWithLogits", [labels, logits]) as name:
     loss, _ = gen.sparse_softmax_cross_entropy_with_logits(logits, labels, name=name)
     return loss
-
-
-# embedding_lookup over one or several tables, and the sparse lookups.
-from recflow.ops.embedding_ops import (embedding_lookup, embedding_lookup_sparse,  # pylint: disable=g-import-not-at-top,wrong-import-position
-                                       safe_embedding_lookup_sparse)
 
 
 def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None):
