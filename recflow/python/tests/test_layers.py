@@ -247,3 +247,21 @@ def test_batch_normalization_bad_arguments():
     tf.layers.batch_normalization(x, renorm=True)
   with pytest.raises(ValueError, match="undefined `axis` dimension"):
     tf.layers.batch_normalization(tf.placeholder(tf.float32, [None, None]))
+
+
+def test_layers_in_a_reentered_scope_are_reused_as_in_tf():
+  x = tf.placeholder(tf.float32, [None, 3])
+  with tf.variable_scope("model"):
+    y1 = tf.layers.dense(tf.layers.dense(x, 4), 2)
+  with tf.variable_scope("model", reuse=True):
+    y2 = tf.layers.dense(tf.layers.dense(x, 4), 2)
+  with tf.variable_scope("model"):
+    with pytest.raises(ValueError, match="already exists"):
+      tf.layers.dense(x, 4)
+  assert [v.op.name for v in tf.global_variables()] == [
+      "model/dense/kernel", "model/dense/bias", "model/dense_1/kernel", "model/dense_1/bias"]
+  xv = np.ones((2, 3), np.float32)
+  with tf.Session() as sess:
+    _init(sess)
+    a, b = sess.run([y1, y2], {x: xv})
+  np.testing.assert_array_equal(a, b)
