@@ -92,3 +92,29 @@ def test_deepfm_like_ctr_model_trains_and_reaches_auc():
                                               test_auc))
   assert np.mean(losses[-30:]) < np.mean(losses[:30]) - 0.05
   assert test_auc > 0.7, test_auc
+
+
+def test_batch_norm_and_dropout_with_a_training_placeholder_and_update_ops():
+  rng = np.random.RandomState(0)
+  x_data = rng.randn(512, 4).astype(np.float32) * 5 + 3
+  y_data = (x_data[:, :1] > 3).astype(np.float32)
+  x = tf.placeholder(tf.float32, [None, 4])
+  y = tf.placeholder(tf.float32, [None, 1])
+  is_training = tf.placeholder_with_default(False, [])
+  h = tf.layers.batch_normalization(x, training=is_training)
+  h = tf.layers.dense(h, 8, activation=tf.nn.relu)
+  h = tf.layers.dropout(h, 0.1, training=is_training)
+  logits = tf.layers.dense(h, 1)
+  loss = tf.losses.sigmoid_cross_entropy(y, logits)
+  with tf.control_dependencies(tf.get_collection(tf.GraphKeys.UPDATE_OPS)):
+    train = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+  accuracy, accuracy_update = tf.metrics.accuracy(y, tf.cast(logits > 0, tf.float32))
+  moving_mean = [v for v in tf.global_variables() if "moving_mean" in v.op.name][0]
+  with tf.Session() as sess:
+    sess.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
+    for _ in range(200):
+      sess.run(train, {x: x_data, y: y_data, is_training: True})
+    sess.run(accuracy_update, {x: x_data, y: y_data})
+    acc, mm = sess.run([accuracy, moving_mean])
+  assert acc > 0.9
+  np.testing.assert_allclose(mm, x_data.mean(0) * (1 - 0.99 ** 200), rtol=1e-3)
