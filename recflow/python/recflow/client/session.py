@@ -24,6 +24,7 @@ from recflow import _pywrap
 from recflow.framework import dtypes
 from recflow.framework import errors
 from recflow.framework import ops
+from recflow.framework import sparse_tensor
 
 
 # --- Configuration (ConfigProto-like) ---------------------------------------
@@ -139,6 +140,10 @@ class _FetchPlan(object):
       parts = (self._element(fetch.values), self._element(fetch.indices),
                None if fetch.dense_shape is None else self._element(fetch.dense_shape))
       return ("slices", parts)
+    if isinstance(fetch, sparse_tensor.SparseTensor):
+      parts = (self._element(fetch.indices), self._element(fetch.values),
+               self._element(fetch.dense_shape))
+      return ("sparse", parts)
     if isinstance(fetch, (list, tuple)):
       items = [self._build(f) for f in fetch]
       if isinstance(fetch, tuple) and hasattr(fetch, "_fields"):
@@ -181,6 +186,9 @@ class _FetchPlan(object):
       v, i, s = node[1]
       return ops.IndexedSlicesValue(values[v[1]], values[i[1]],
                                     None if s is None else values[s[1]])
+    if kind == "sparse":
+      i, v, s = node[1]
+      return sparse_tensor.SparseTensorValue(values[i[1]], values[v[1]], values[s[1]])
     if kind == "namedtuple":
       return node[1](*[self.build(values, n) for n in node[2]])
     if kind == "seq":
@@ -237,6 +245,22 @@ def _feed_value(tensor, value, key):
                                                                            dtype.name))
     arr = np.asarray(value, dtype=dtype.as_numpy_dtype)
   return arr
+
+
+def _sparse_feeds(key, value):
+  """(tensor, value) feeds for a SparseTensor key: its indices, values and (unless
+  it is a constant, as sparse_placeholder makes for a known shape) dense_shape."""
+  indices, vals, shape = sparse_tensor.sparse_value_parts(value, key)
+  feeds = [(key.indices, indices), (key.values, vals)]
+  if key.dense_shape.op.type != "Const":
+    feeds.append((key.dense_shape, shape))
+  else:
+    fixed = key.dense_shape.op.get_attr("value")
+    if list(np.asarray(fixed).reshape(-1)) != list(shape.reshape(-1)):
+      raise ValueError("Cannot feed a SparseTensorValue of dense_shape %s for %s, whose "
+                       "shape is fixed to %s" % (list(shape.reshape(-1)), key.values.name,
+                                                 list(np.asarray(fixed).reshape(-1))))
+  return feeds
 
 
 class _FeedInfo(object):
@@ -376,6 +400,13 @@ class BaseSession(object):
     if not isinstance(feed_dict, collections.abc.Mapping):
       raise TypeError("feed_dict must be a dict, not %s" % type(feed_dict).__name__)
     for key, value in feed_dict.items():
+      if isinstance(key, sparse_tensor.SparseTensor):
+        for part_key, part_value in _sparse_feeds(key, value):
+          info = self._feed_info(part_key)
+          names.append(info.name)
+          values.append(info.convert(part_value, part_key))
+          types.append(info.enum)
+        continue
       info = self._feed_info(key)
       names.append(info.name)
       values.append(info.convert(value, key))
@@ -420,6 +451,10 @@ class BaseSession(object):
   def make_callable(self, fetches, feed_list=None, accept_options=False):
     """A function running `fetches` with positional feeds for `feed_list` (TF 1.x)."""
     plan = _FetchPlan(self._graph, fetches)
+    if any(isinstance(f, sparse_tensor.SparseTensor) for f in (feed_list or [])):
+      raise NotImplementedError("make_callable with a SparseTensor in feed_list is not "
+                                "supported by recflow yet; feed its indices, values and "
+                                "dense_shape tensors")
     infos = [_FeedInfo(self._graph, f) for f in (feed_list or [])]
     feed_names = [i.name for i in infos]
     feed_types = [i.enum for i in infos]

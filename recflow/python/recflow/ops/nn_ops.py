@@ -1,8 +1,11 @@
-"""tf.nn: activations, losses, bias_add, embedding_lookup, dropout."""
+"""tf.nn: activations, losses, bias_add, embedding lookups (embedding_ops), dropout,
+batch_normalization."""
 
 from recflow.framework import dtypes
 from recflow.framework import ops
 from recflow.ops import array_ops
+from recflow.ops.embedding_ops import (embedding_lookup, embedding_lookup_sparse,  # pylint: disable=unused-import
+                                       safe_embedding_lookup_sparse)
 from recflow.ops import gen_ops as gen
 from recflow.ops import math_ops
 from recflow.ops import random_ops
@@ -102,22 +105,6 @@ def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits
     return loss
 
 
-def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_indices=True,
-                     max_norm=None):
-  """Rows of params at ids. One table only (a list of one is accepted); recflow's
-  hash embedding tables serve the sharded case."""
-  if isinstance(params, (list, tuple)):
-    if len(params) != 1:
-      raise NotImplementedError(
-          "embedding_lookup over %d partitioned tables is not supported by recflow's Python "
-          "layer yet; use one table (or recflow's hash embedding tables)" % len(params))
-    params = params[0]
-  if max_norm is not None:
-    raise NotImplementedError("embedding_lookup(max_norm=...) is not supported by recflow yet")
-  with ops.name_scope(name, "embedding_lookup", [params, ids]) as name:
-    return array_ops.gather(params, ids, name=name)
-
-
 def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None):
   """x scaled by 1/keep_prob where kept, 0 elsewhere (TF 1.x signature)."""
   if keep_prob is not None and rate is not None:
@@ -154,3 +141,16 @@ def moments(x, axes, shift=None, name=None, keep_dims=None, keepdims=None):
 
 
 _ = dtypes
+
+
+def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name=None):
+  """(x - mean) * scale / sqrt(variance + epsilon) + offset (TF's formula: x * inv +
+  (offset - mean * inv))."""
+  with ops.name_scope(name, "batchnorm", [x, mean, variance, scale, offset]):
+    inv = gen.rsqrt(gen.add_v2(variance, variance_epsilon))
+    if scale is not None:
+      inv = gen.mul(inv, scale)
+    x = ops.convert_to_tensor(x)
+    shift = gen.neg(gen.mul(mean, inv)) if offset is None else gen.sub(offset,
+                                                                       gen.mul(mean, inv))
+    return gen.add_v2(gen.mul(x, math_ops.cast(inv, x.dtype)), math_ops.cast(shift, x.dtype))

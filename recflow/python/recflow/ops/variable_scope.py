@@ -351,6 +351,13 @@ class variable_scope(object):  # pylint: disable=invalid-name
       if self._auxiliary_name_scope:
         name_scope_str = self._stack.enter_context(graph.name_scope(self._default_name))
     store.variable_scopes_count[name] = store.variable_scopes_count.get(name, 0) + 1
+    # TF: leaving a scope entered by name forgets the default-named scopes opened
+    # in it (re-entering "model" makes "model/dense" again, not "model/dense_1");
+    # leaving a VariableScope object restores the counts as they were.
+    self._new_name = name
+    self._store = store
+    self._old_subscopes = (dict(store.variable_scopes_count)
+                           if isinstance(self._name_or_scope, VariableScope) else None)
     # TF 1.x: reuse=True (or AUTO_REUSE) sticks for every sub-scope.
     if isinstance(self._name_or_scope, VariableScope):
       reuse = self._reuse if self._reuse else base.reuse
@@ -379,6 +386,15 @@ class variable_scope(object):  # pylint: disable=invalid-name
 
   def __exit__(self, *exc):
     _scope_stack(self._graph).pop()
+    counts = self._store.variable_scopes_count
+    if self._old_subscopes is not None:
+      counts.clear()
+      counts.update(self._old_subscopes)
+    else:
+      prefix = self._new_name + "/"
+      for k in counts:
+        if k.startswith(prefix):
+          counts[k] = 0
     self._stack.close()
     return False
 

@@ -45,6 +45,10 @@ from recflow.ops.control_flow_ops import case, cond, group, no_op, tuple, while_
 from recflow.ops.clip_ops import (clip_by_average_norm, clip_by_global_norm, clip_by_norm,
                                   clip_by_value, global_norm)
 from recflow.ops.gradients_impl import gradients
+from recflow.framework.sparse_tensor import SparseTensor, SparseTensorValue
+from recflow.ops.sparse_ops import (sparse_placeholder, sparse_reduce_sum, sparse_reorder,
+                                    sparse_retain, sparse_tensor_dense_matmul,
+                                    sparse_tensor_to_dense)
 from recflow.ops.init_ops import (constant_initializer, glorot_normal_initializer,
                                   glorot_uniform_initializer, ones_initializer,
                                   random_normal_initializer, random_uniform_initializer,
@@ -73,9 +77,13 @@ from recflow.ops.variables import (Variable, global_variables, global_variables_
 from recflow.compat.v1 import dtypes
 from recflow.compat.v1 import errors
 from recflow.compat.v1 import initializers
+from recflow.compat.v1 import layers
+from recflow.compat.v1 import losses
 from recflow.compat.v1 import math
+from recflow.compat.v1 import metrics
 from recflow.compat.v1 import nn
 from recflow.compat.v1 import random
+from recflow.compat.v1 import sparse
 from recflow.compat.v1 import train
 from recflow.ops import gen_ops as _gen_ops
 
