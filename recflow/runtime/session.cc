@@ -165,6 +165,16 @@ absl::StatusOr<std::shared_ptr<const Session::Signature>> Session::GetOrCreateSi
     target_nodes.push_back(n);
   }
 
+  // A node whose only output is fed (a fed Placeholder) is replaced by its
+  // _Arg: control edges out of it leave from the _Arg instead, so it does not
+  // run (TensorFlow moves a fed node's control edges the same way). -1 when
+  // `n` is not such a node.
+  auto replacing_arg = [&](const Node* n) -> int {
+    if (n->num_outputs() != 1) return -1;
+    auto it = fed.find({n->id(), 0});
+    return it == fed.end() ? -1 : static_cast<int>(it->second);
+  };
+
   // Prune: walk back from fetches and targets; a fed tensor cuts the walk.
   std::vector<bool> keep(graph->num_nodes(), false);
   std::vector<const Node*> stack;
@@ -183,6 +193,7 @@ absl::StatusOr<std::shared_ptr<const Session::Signature>> Session::GetOrCreateSi
     stack.pop_back();
     for (const Edge* e : n->in_edges()) {
       if (!e->IsControlEdge() && fed.contains({e->src->id(), e->src_output})) continue;
+      if (e->IsControlEdge() && replacing_arg(e->src) >= 0) continue;
       visit(e->src);
     }
   }
@@ -210,7 +221,8 @@ absl::StatusOr<std::shared_ptr<const Session::Signature>> Session::GetOrCreateSi
     *nd = n->def();
     for (const Edge* e : n->in_edges()) {
       if (e->IsControlEdge()) {
-        nd->add_input(absl::StrCat("^", e->src->name()));
+        const int arg = replacing_arg(e->src);
+        nd->add_input(absl::StrCat("^", arg >= 0 ? arg_names[arg] : e->src->name()));
       } else {
         nd->add_input(source_name(e->src, e->src_output));
       }

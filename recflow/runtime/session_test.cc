@@ -152,6 +152,25 @@ TEST(SessionTest, PrunesWhatFetchesDoNotNeed) {
   EXPECT_EQ(g_counting_runs.load(), 1);  // a target runs for its effect
 }
 
+// A control dependency on a fed Placeholder waits for the feed instead of
+// running the Placeholder (which would fail: "must feed a value"), as in
+// TensorFlow; a node with an unfed output still runs.
+TEST(SessionTest, ControlDependencyOnAFedPlaceholderUsesTheFeed) {
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT);
+  Output c = ops::Const(root.WithOpName("c"), 3.f);
+  ops::Identity(root.WithOpName("after_x").WithControlDependencies({x}), c);
+  auto session = MakeSession(root);
+  std::vector<Tensor> out;
+  absl::Status s = session->Run({{"x", Tensor::Scalar(1.f)}}, {"after_x"}, {}, &out);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(out[0].scalar<float>(), 3.f);
+  // Unfed, the Placeholder runs and names itself.
+  s = session->Run({}, {"after_x"}, {}, &out);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("x"), std::string::npos) << s;
+}
+
 TEST(SessionTest, BadFeedsAndFetchesAreNamed) {
   Scope root = Scope::NewRootScope();
   Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, PartialShape({-1, 3}));
