@@ -63,3 +63,15 @@ def test_meta_file_parses_as_meta_graph_def(tmp_path):
   assert any(n["name"] == "v" for n in mg["graph_def"]["node"])
 
 
+
+
+def test_checkpoint_state_text_roundtrip():
+  from recflow.training import checkpoint_management as cm
+  state = cm.CheckpointState('dir/\u00fc"x\nq', ["a", 'dir/\u00fc"x\nq'], [1700000000.25, 2.5], 3.25)
+  text = str(state)
+  assert text.startswith('model_checkpoint_path: "dir/\\303\\274\\"x\\nq"\n')
+  again = cm.parse_checkpoint_state(text)
+  assert again == state and again.all_model_checkpoint_timestamps == [1700000000.25, 2.5]
+  assert cm.parse_checkpoint_state("model_checkpoint_path: 'm-1'\n").model_checkpoint_path == "m-1"
+  with pytest.raises(ValueError, match="no field named \"bogus\""):
+    cm.parse_checkpoint_state("bogus: 1")
