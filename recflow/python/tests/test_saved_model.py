@@ -316,3 +316,15 @@ def test_load_tensorflow_half_plus_two():
     np.testing.assert_allclose(y, [[2.5], [3.0], [4.5]])
     assert "regress_x_to_y" in mg.signature_def
     assert mg.signature_def["regress_x_to_y"].method_name == "tensorflow/serving/regress"
+
+
+def test_tensorflow2_saved_model_is_refused_clearly():
+  tf2 = os.path.join(os.path.dirname(os.path.dirname(HPT)), "saved_model_half_plus_two_tf2_cpu")
+  versions = sorted(os.listdir(tf2)) if os.path.isdir(tf2) else []
+  if not versions:
+    pytest.skip("TensorFlow 2's half_plus_two SavedModel is not here (%s)" % tf2)
+  # TF 2 SavedModels call functions (StatefulPartitionedCall), which recflow's
+  # runtime does not run, in Python as in `recflow saved_model run`.
+  with tf.Graph().as_default() as g, tf.Session(graph=g) as sess:
+    with pytest.raises(tf.errors.NotFoundError, match="StatefulPartitionedCall"):
+      tf.saved_model.loader.load(sess, ["serve"], os.path.join(tf2, versions[0]))
