@@ -328,3 +328,29 @@ def test_tensorflow2_saved_model_is_refused_clearly():
   with tf.Graph().as_default() as g, tf.Session(graph=g) as sess:
     with pytest.raises(tf.errors.NotFoundError, match="StatefulPartitionedCall"):
       tf.saved_model.loader.load(sess, ["serve"], os.path.join(tf2, versions[0]))
+
+
+def test_import_scope_and_sparse_signature(tmp_path):
+  export_dir = str(tmp_path / "scoped")
+  with tf.Graph().as_default(), tf.Session() as sess:
+    x = tf.placeholder(tf.float32, [None, 2], name="x")
+    sp = tf.sparse_placeholder(tf.float32, name="sp")
+    w = tf.get_variable("w", [2, 1], initializer=tf.ones_initializer())
+    y = tf.matmul(x, w, name="y")
+    s = tf.sparse.reduce_sum(sp, name="s")
+    sess.run(tf.global_variables_initializer())
+    sess.run(tf.assign(w, [[2.0], [3.0]]))
+    tf.saved_model.simple_save(sess, export_dir, {"x": x, "sp": sp}, {"y": y, "s": s})
+  with tf.Graph().as_default() as g, tf.Session(graph=g) as sess:
+    mg = tf.saved_model.loader.load(sess, ["serve"], export_dir, import_scope="m")
+    sig = mg.signature_def["serving_default"]
+    assert sig.inputs["sp"].WhichOneof("encoding") == "coo_sparse"
+    get = tf.saved_model.utils.get_tensor_from_tensor_info
+    yt = get(sig.outputs["y"], import_scope="m")
+    spt = get(sig.inputs["sp"], import_scope="m")
+    assert yt.name == "m/y:0" and spt.values.name.startswith("m/")
+    out = sess.run([yt, get(sig.outputs["s"], import_scope="m")],
+                   {get(sig.inputs["x"], import_scope="m"): [[1.0, 1.0]],
+                    spt: tf.SparseTensorValue([[0, 0], [1, 2]], [1.5, 2.0], [2, 3])})
+    np.testing.assert_allclose(out[0], [[5.0]])
+    np.testing.assert_allclose(out[1], 3.5)
