@@ -1,7 +1,8 @@
 // recflow._pywrap: the one extension module of the Python package. It binds
 // graph construction (py_graph.h), sessions (py_session.cc), NumPy
 // conversion (py_tensor.h), the op and gradient registries, custom-op
-// libraries and error translation (py_status.h). The `recflow` package
+// libraries, error translation (py_status.h) and the protobuf bridge
+// (py_proto.cc). The `recflow` package
 // (recflow/python/recflow/) builds TensorFlow 1.x's API on top of it; nothing
 // here is meant to be called by users directly. See docs/python.md.
 #include <pybind11/numpy.h>
@@ -17,6 +18,7 @@ namespace py = pybind11;
 namespace recflow {
 namespace python {
 void RegisterSessionBindings(py::module_& m);  // py_session.cc
+void RegisterProtoBindings(py::module_& m);    // py_proto.cc
 }  // namespace python
 }  // namespace recflow
 
@@ -28,6 +30,7 @@ PYBIND11_MODULE(_pywrap, m) {
   RegisterStatusBindings(m);
   RegisterGraphBindings(m);
   RegisterSessionBindings(m);
+  RegisterProtoBindings(m);
   m.def(
       "dtype_name",
       [](int dtype) { return DataTypeString(static_cast<DataType>(dtype)); },

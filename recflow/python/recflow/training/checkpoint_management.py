@@ -1,11 +1,13 @@
 """The `checkpoint` state file (TF's CheckpointState in protobuf text format) and
 the functions that read it: get_checkpoint_state, latest_checkpoint,
-checkpoint_exists, update_checkpoint_state."""
+checkpoint_exists, update_checkpoint_state. The text format is read and
+written by the protobuf bridge (framework/proto_bridge.py)."""
 
 import glob
 import logging
 import os
-import re
+
+from recflow.framework import proto_bridge
 
 _logger = logging.getLogger("recflow")
 
@@ -21,17 +23,25 @@ class CheckpointState(object):
     self.all_model_checkpoint_timestamps = list(all_model_checkpoint_timestamps or [])
     self.last_preserved_timestamp = last_preserved_timestamp
 
-  def __str__(self):
-    out = []
+  def _as_dict(self):
+    d = {}
     if self.model_checkpoint_path:
-      out.append("model_checkpoint_path: %s" % _quote(self.model_checkpoint_path))
-    for p in self.all_model_checkpoint_paths:
-      out.append("all_model_checkpoint_paths: %s" % _quote(p))
-    for t in self.all_model_checkpoint_timestamps:
-      out.append("all_model_checkpoint_timestamps: %r" % float(t))
+      d["model_checkpoint_path"] = self.model_checkpoint_path
+    if self.all_model_checkpoint_paths:
+      d["all_model_checkpoint_paths"] = list(self.all_model_checkpoint_paths)
+    if self.all_model_checkpoint_timestamps:
+      d["all_model_checkpoint_timestamps"] = [float(t) for t in
+                                              self.all_model_checkpoint_timestamps]
     if self.last_preserved_timestamp:
-      out.append("last_preserved_timestamp: %r" % float(self.last_preserved_timestamp))
-    return "".join(line + "\n" for line in out)
+      d["last_preserved_timestamp"] = float(self.last_preserved_timestamp)
+    return d
+
+  def SerializeToString(self):  # pylint: disable=invalid-name
+    return proto_bridge.encode("tensorflow.CheckpointState", self._as_dict())
+
+  def __str__(self):
+    """The protobuf text format (as TF writes the `checkpoint` file)."""
+    return proto_bridge.to_text("tensorflow.CheckpointState", self.SerializeToString())
 
   def __repr__(self):
     return "CheckpointState(%r, %r)" % (self.model_checkpoint_path,
@@ -41,86 +51,17 @@ class CheckpointState(object):
     return isinstance(other, CheckpointState) and str(self) == str(other)
 
 
-def _quote(s):
-  """A protobuf text-format string literal (C escapes, as TF writes them)."""
-  if isinstance(s, str):
-    s = s.encode("utf-8")
-  out = []
-  for b in s:
-    c = chr(b)
-    if c == "\n":
-      out.append("\\n")
-    elif c == "\r":
-      out.append("\\r")
-    elif c == "\t":
-      out.append("\\t")
-    elif c in "\"'\\":
-      out.append("\\" + c)
-    elif 32 <= b < 127:
-      out.append(c)
-    else:
-      out.append("\\%03o" % b)
-  return '"' + "".join(out) + '"'
-
-
-_ESCAPES = {"n": b"\n", "r": b"\r", "t": b"\t", "\\": b"\\", "'": b"'", '"': b'"', "a": b"\a",
-            "b": b"\b", "f": b"\f", "v": b"\v", "?": b"?"}
-
-
-def _unquote(lit):
-  body = lit[1:-1]
-  out = bytearray()
-  i = 0
-  while i < len(body):
-    c = body[i]
-    if c != "\\":
-      out += c.encode("utf-8")
-      i += 1
-      continue
-    n = body[i + 1]
-    if n in _ESCAPES:
-      out += _ESCAPES[n]
-      i += 2
-    elif n in "01234567":
-      m = re.match(r"[0-7]{1,3}", body[i + 1:])
-      out.append(int(m.group(0), 8) & 0xFF)
-      i += 1 + len(m.group(0))
-    elif n in "xX":
-      m = re.match(r"[0-9a-fA-F]{1,2}", body[i + 2:])
-      out.append(int(m.group(0), 16))
-      i += 2 + len(m.group(0))
-    else:
-      raise ValueError("bad escape \\%s" % n)
-  return out.decode("utf-8")
-
-
-_FIELD = re.compile(r'\s*([A-Za-z_]+)\s*:\s*("(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|[^\s]+)')
-
-
 def parse_checkpoint_state(text):
   """A CheckpointState from its text format; ValueError if it is not one."""
-  state = CheckpointState()
-  pos = 0
-  text = text.strip()
-  while pos < len(text):
-    m = _FIELD.match(text, pos)
-    if not m:
-      raise ValueError("cannot parse checkpoint state at %r" % text[pos:pos + 40])
-    key, value = m.group(1), m.group(2)
-    if key == "model_checkpoint_path":
-      state.model_checkpoint_path = _unquote(value)
-    elif key == "all_model_checkpoint_paths":
-      state.all_model_checkpoint_paths.append(_unquote(value))
-    elif key == "all_model_checkpoint_timestamps":
-      state.all_model_checkpoint_timestamps.append(float(value))
-    elif key == "last_preserved_timestamp":
-      state.last_preserved_timestamp = float(value)
-    else:
-      raise ValueError("unknown field %r in checkpoint state" % key)
-    pos = m.end()
-    while pos < len(text) and text[pos].isspace():
-      pos += 1
-  return state
+  try:
+    d = proto_bridge.decode("tensorflow.CheckpointState",
+                            proto_bridge.from_text("tensorflow.CheckpointState", text))
+  except ValueError as e:
+    raise ValueError("cannot parse checkpoint state: %s" % e)
+  return CheckpointState(d.get("model_checkpoint_path", ""),
+                         d.get("all_model_checkpoint_paths", []),
+                         [float(t) for t in d.get("all_model_checkpoint_timestamps", [])],
+                         float(d.get("last_preserved_timestamp", 0.0)))
 
 
 def _state_path(save_dir, latest_filename=None):

@@ -3,7 +3,9 @@ load_checkpoint, load_variable, list_variables.
 
 The `.index` file is a LevelDB table (docs/formats/checkpoint.md): data blocks of
 prefix-compressed (key, BundleEntryProto) entries found through an index block,
-a 48-byte footer at the end; the entry "" holds the BundleHeaderProto. Tensor
+a 48-byte footer at the end; the entry "" holds the BundleHeaderProto. The
+table layout is read here; the protos in it are decoded by the protobuf bridge
+(framework/proto_bridge.py). Tensor
 bytes are read from `<prefix>.data-<shard>-of-<n>` at the entry's offset."""
 
 import os
@@ -13,6 +15,7 @@ import numpy as np
 
 from recflow.framework import dtypes
 from recflow.framework import errors
+from recflow.framework import proto_bridge
 from recflow.training import checkpoint_management
 
 _TABLE_MAGIC = 0xdb4775248b80fb57
@@ -35,31 +38,6 @@ def _varint(buf, pos, path):
     shift += 7
     if not b & 0x80:
       return n, pos
-
-
-def _proto_fields(buf, path):
-  """(field number, wire type, value) of a protobuf message's fields."""
-  pos = 0
-  while pos < len(buf):
-    key, pos = _varint(buf, pos, path)
-    field, wire = key >> 3, key & 7
-    if wire == 0:
-      value, pos = _varint(buf, pos, path)
-    elif wire == 1:
-      value = buf[pos:pos + 8]
-      pos += 8
-    elif wire == 2:
-      n, pos = _varint(buf, pos, path)
-      value = buf[pos:pos + n]
-      pos += n
-    elif wire == 5:
-      value = buf[pos:pos + 4]
-      pos += 4
-    else:
-      raise _data_loss(path, "bad wire type %d" % wire)
-    if pos > len(buf):
-      raise _data_loss(path, "truncated message")
-    yield field, wire, value
 
 
 def _read_block(data, offset, size, path):
@@ -98,33 +76,25 @@ def _block_handle(buf, pos, path):
   return offset, size, pos
 
 
+def _decode(type_name, raw, path):
+  try:
+    return proto_bridge.decode(type_name, raw, enums_as_ints=True)
+  except ValueError as e:
+    raise _data_loss(path, str(e))
+
+
 class _Entry(object):
+  """A tensor's BundleEntryProto (decoded by the protobuf bridge)."""
   __slots__ = ("dtype", "shape", "shard_id", "offset", "size", "has_slices")
 
   def __init__(self, raw, path):
-    self.dtype = 0
-    self.shape = []
-    self.shard_id = self.offset = self.size = 0
-    self.has_slices = False
-    for field, _, value in _proto_fields(raw, path):
-      if field == 1:
-        self.dtype = value
-      elif field == 2:
-        for f, _, dim in _proto_fields(value, path):
-          if f == 2:
-            size = -1
-            for g, _, v in _proto_fields(dim, path):
-              if g == 1:
-                size = v if v < (1 << 63) else v - (1 << 64)
-            self.shape.append(size)
-      elif field == 3:
-        self.shard_id = value
-      elif field == 4:
-        self.offset = value
-      elif field == 5:
-        self.size = value
-      elif field == 7:
-        self.has_slices = True
+    d = _decode("tensorflow.BundleEntryProto", raw, path)
+    self.dtype = int(d.get("dtype", 0))
+    self.shape = [int(dim.get("size", 0)) for dim in d.get("shape", {}).get("dim", [])]
+    self.shard_id = int(d.get("shard_id", 0))
+    self.offset = int(d.get("offset", 0))
+    self.size = int(d.get("size", 0))
+    self.has_slices = bool(d.get("slices"))
 
 
 class CheckpointReader(object):
@@ -152,11 +122,10 @@ class CheckpointReader(object):
       offset, size, _ = _block_handle(handle, 0, index)
       for key, value in _block_entries(_read_block(data, offset, size, index), index):
         if key == b"":
-          for field, _, v in _proto_fields(value, index):
-            if field == 1:
-              self._num_shards = v
-            elif field == 2 and v != 0:
-              raise _data_loss(index, "big-endian checkpoints are not supported")
+          header = _decode("tensorflow.BundleHeaderProto", value, index)
+          self._num_shards = int(header.get("num_shards", 1))
+          if int(header.get("endianness", 0)) != 0:
+            raise _data_loss(index, "big-endian checkpoints are not supported")
           continue
         self._entries[key.decode("utf-8")] = _Entry(value, index)
 

@@ -5,13 +5,13 @@ are readable by TensorFlow and by recflow's C++ checkpoint reader."""
 
 import logging
 import os
-import struct
 import time
 import uuid
 
 from recflow.framework import dtypes
 from recflow.framework import errors
 from recflow.framework import ops
+from recflow.framework import proto_bridge
 from recflow.framework.constant_op import constant
 from recflow.ops import array_ops
 from recflow.ops import control_flow_ops
@@ -25,7 +25,7 @@ _logger = logging.getLogger("recflow")
 
 
 class SaverDef(object):
-  """TF's SaverDef message (the fields; serialized by hand into .meta files)."""
+  """TF's SaverDef message (the fields; serialized through the protobuf bridge)."""
 
   LEGACY = 0
   V1 = 1
@@ -41,12 +41,30 @@ class SaverDef(object):
     self.keep_checkpoint_every_n_hours = keep_checkpoint_every_n_hours
     self.version = version
 
+  def _as_dict(self):
+    return {"filename_tensor_name": self.filename_tensor_name,
+            "save_tensor_name": self.save_tensor_name,
+            "restore_op_name": self.restore_op_name, "max_to_keep": int(self.max_to_keep),
+            "sharded": bool(self.sharded),
+            "keep_checkpoint_every_n_hours": float(self.keep_checkpoint_every_n_hours),
+            "version": int(self.version)}
+
+  @classmethod
+  def _from_dict(cls, d):
+    return cls(filename_tensor_name=d.get("filename_tensor_name", ""),
+               save_tensor_name=d.get("save_tensor_name", ""),
+               restore_op_name=d.get("restore_op_name", ""),
+               max_to_keep=int(d.get("max_to_keep", 0)), sharded=bool(d.get("sharded", False)),
+               keep_checkpoint_every_n_hours=float(d.get("keep_checkpoint_every_n_hours", 0.0)),
+               version=int(d.get("version", cls.LEGACY)))
+
   def SerializeToString(self):  # pylint: disable=invalid-name
-    return b"".join([
-        _pb_bytes(1, self.filename_tensor_name), _pb_bytes(2, self.save_tensor_name),
-        _pb_bytes(3, self.restore_op_name), _pb_varint(4, self.max_to_keep),
-        _pb_varint(5, int(bool(self.sharded))),
-        _pb_float(6, self.keep_checkpoint_every_n_hours), _pb_varint(7, self.version)])
+    return proto_bridge.encode("tensorflow.SaverDef", self._as_dict())
+
+  @classmethod
+  def FromString(cls, serialized):  # pylint: disable=invalid-name
+    return cls._from_dict(proto_bridge.decode("tensorflow.SaverDef", serialized,
+                                              enums_as_ints=True))
 
   def __repr__(self):
     return ("SaverDef(filename_tensor_name=%r, save_tensor_name=%r, restore_op_name=%r, "
@@ -56,43 +74,14 @@ class SaverDef(object):
              self.version))
 
 
-# --- The few protobuf encodings a .meta file needs ----------------------------
-
-def _varint(n):
-  if n < 0:
-    n += 1 << 64
-  out = bytearray()
-  while True:
-    b = n & 0x7F
-    n >>= 7
-    if n:
-      out.append(b | 0x80)
-    else:
-      out.append(b)
-      return bytes(out)
-
-
-def _pb_varint(field, n):
-  return _varint(field << 3) + _varint(n) if n else b""
-
-
-def _pb_bytes(field, data):
-  if isinstance(data, str):
-    data = data.encode("utf-8")
-  return _varint((field << 3) | 2) + _varint(len(data)) + data if data else b""
-
-
-def _pb_float(field, x):
-  return _varint((field << 3) | 5) + struct.pack("<f", x) if x else b""
-
-
 def _meta_graph_bytes(graph, saver_def):
   """A MetaGraphDef with meta_info_def (version), graph_def and saver_def."""
-  meta_info = _pb_bytes(5, "1.15.0") + _pb_bytes(1, "")
-  graph_def = graph.as_graph_def().SerializeToString()
-  return (_varint((1 << 3) | 2) + _varint(len(meta_info)) + meta_info +
-          _varint((2 << 3) | 2) + _varint(len(graph_def)) + graph_def +
-          _pb_bytes(3, saver_def.SerializeToString()))
+  graph_def = proto_bridge.decode("tensorflow.GraphDef",
+                                  graph.as_graph_def().SerializeToString())
+  return proto_bridge.encode("tensorflow.MetaGraphDef", {
+      "meta_info_def": {"tensorflow_version": "1.15.0"},
+      "graph_def": graph_def,
+      "saver_def": saver_def._as_dict()})  # pylint: disable=protected-access
 
 
 # --- What gets saved ---------------------------------------------------------

@@ -83,6 +83,7 @@ from recflow.compat.v1 import math
 from recflow.compat.v1 import metrics
 from recflow.compat.v1 import nn
 from recflow.compat.v1 import random
+from recflow.compat.v1 import saved_model
 from recflow.compat.v1 import sparse
 from recflow.compat.v1 import train
 from recflow.ops import gen_ops as _gen_ops

@@ -1,0 +1,17 @@
+"""tf.saved_model.constants: file and collection names of TF 1.15's layout."""
+
+ASSETS_DIRECTORY = "assets"
+ASSETS_KEY = "saved_model_assets"
+EXTRA_ASSETS_DIRECTORY = "assets.extra"
+DEBUG_DIRECTORY = "debug"
+DEBUG_INFO_FILENAME_PB = "saved_model_debug_info.pb"
+LEGACY_INIT_OP_KEY = "legacy_init_op"
+MAIN_OP_KEY = "saved_model_main_op"
+TRAIN_OP_KEY = "saved_model_train_op"
+TRAIN_OP_SIGNATURE_KEY = "__saved_model_train_op"
+SAVED_MODEL_SCHEMA_VERSION = 1
+SAVED_MODEL_FILENAME_PB = "saved_model.pb"
+SAVED_MODEL_FILENAME_PBTXT = "saved_model.pbtxt"
+VARIABLES_DIRECTORY = "variables"
+VARIABLES_FILENAME = "variables"
+INIT_OP_SIGNATURE_KEY = "__saved_model_init_op"
