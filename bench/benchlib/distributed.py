@@ -49,7 +49,7 @@ def dist_config(path, threads):
     with open(src) as f:
         text = f.read()
     if "batch_size: 1024" not in text:
-        die("%s no longer has 'batch_size: 1024'; update bench/run's dist_config" % src)
+        die("%s no longer has 'batch_size: 1024'; update dist_config in bench/benchlib/distributed.py" % src)
     text = text.replace("batch_size: 1024", "batch_size: %d\n  threads: %d"
                         % (DIST_BATCH, threads))
     with open(path, "w") as f:
