@@ -96,10 +96,9 @@ data::Batch RandomBatch(const ModelConfig& c, int64_t b, uint32_t seed) {
       }
       splits.push_back(static_cast<int64_t>(ids.size()));
     }
-    data::SparseBatch s;
+    data::SparseBatch& s = batch.sparse.emplace_back();
     s.ids = Tensor::FromVector<int64_t>(absl::MakeConstSpan(ids));
     s.row_splits = Tensor::FromVector<int64_t>(absl::MakeConstSpan(splits));
-    batch.sparse.push_back(std::move(s));
   }
   return batch;
 }

@@ -93,11 +93,10 @@ data::Batch Slice(const data::Batch& b, int64_t begin, int64_t n,
     const int64_t lo = splits[begin], hi = splits[begin + n];
     std::vector<int64_t> rs;
     for (int64_t i = 0; i <= n; ++i) rs.push_back(splits[begin + i] - lo);
-    data::SparseBatch s;
+    data::SparseBatch& s = out.sparse.emplace_back();
     s.ids = Tensor::FromVector<int64_t>(
         b.sparse[f].ids.flat<int64_t>().subspan(lo, hi - lo));
     s.row_splits = Tensor::FromVector<int64_t>(absl::MakeConstSpan(rs));
-    out.sparse.push_back(std::move(s));
   }
   return out;
 }
@@ -151,13 +150,7 @@ const SyntheticData& Data() {
   return *d;
 }
 
-struct TrainResult {
-  double first_loss = 0;  // mean over the first epoch's batches
-  double last_loss = 0;   // mean over the last epoch's batches
-  train::BinaryMetricsResult test;
-  double examples_per_second = 0;
-  std::vector<float> test_probabilities;
-};
+using testing::TrainResult;
 
 // Trains `epochs` epochs in order (batch kBatch), then evaluates on the test
 // set.
@@ -165,37 +158,12 @@ absl::StatusOr<TrainResult> TrainAndEvaluate(Harness& h, const ModelConfig& c,
                                              int epochs) {
   const bool with_dense = !c.dense_features.empty();
   const SyntheticData& d = Data();
-  TrainResult r;
-  const int64_t steps_per_epoch = kTrainRows / kBatch;
   std::vector<Feeds> batches;
-  for (int64_t s = 0; s < steps_per_epoch; ++s) {
-    batches.push_back(
-        FeedsFor(c, Slice(d.train, s * kBatch, kBatch, with_dense)));
+  for (int64_t s = 0; s < kTrainRows / kBatch; ++s) {
+    batches.push_back(FeedsFor(c, Slice(d.train, s * kBatch, kBatch, with_dense)));
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int e = 0; e < epochs; ++e) {
-    double sum = 0;
-    for (const Feeds& feeds : batches) {
-      ASSIGN_OR_RETURN(std::vector<Tensor> out,
-                       h.Run(feeds, {"loss:0"}, {"train"}));
-      sum += out[0].scalar<float>();
-    }
-    if (e == 0) r.first_loss = sum / steps_per_epoch;
-    r.last_loss = sum / steps_per_epoch;
-  }
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-          .count();
-  r.examples_per_second = epochs * steps_per_epoch * kBatch / secs;
-  train::BinaryMetrics metrics;
-  ASSIGN_OR_RETURN(std::vector<Tensor> out,
-                   h.Run(FeedsFor(c, Slice(d.test, 0, kTestRows, with_dense)),
-                         {"probabilities:0"}));
-  auto p = out[0].flat<float>();
-  r.test_probabilities.assign(p.begin(), p.end());
-  RETURN_IF_ERROR(metrics.Add(p, d.test.labels.flat<float>()));
-  r.test = metrics.Result();
-  return r;
+  return testing::TrainOnBatches(h, c, batches, kBatch, epochs,
+                                 Slice(d.test, 0, kTestRows, with_dense));
 }
 
 // Trains every model; returns the results by type.

@@ -133,7 +133,38 @@ struct TrainResult {
   double last_loss = 0;   // mean over the last epoch's batches
   train::BinaryMetricsResult test;
   double examples_per_second = 0;
+  std::vector<float> test_probabilities;  // of the test examples, in order
 };
+
+// Runs "train" over `batches` in order for `epochs` passes (each batch
+// holds `batch_size` examples), then evaluates probabilities:0 on `test`.
+inline absl::StatusOr<TrainResult> TrainOnBatches(Harness& h, const ModelConfig& c,
+                                                  const std::vector<Feeds>& batches,
+                                                  int64_t batch_size, int epochs,
+                                                  const data::Batch& test) {
+  const int64_t steps = static_cast<int64_t>(batches.size());
+  TrainResult r;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int e = 0; e < epochs; ++e) {
+    double sum = 0;
+    for (const Feeds& feeds : batches) {
+      ASSIGN_OR_RETURN(std::vector<Tensor> out, h.Run(feeds, {"loss:0"}, {"train"}));
+      sum += out[0].scalar<float>();
+    }
+    if (e == 0) r.first_loss = sum / steps;
+    r.last_loss = sum / steps;
+  }
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.examples_per_second = epochs * steps * batch_size / secs;
+  ASSIGN_OR_RETURN(std::vector<Tensor> out, h.Run(FeedsFor(c, test), {"probabilities:0"}));
+  auto p = out[0].flat<float>();
+  r.test_probabilities.assign(p.begin(), p.end());
+  train::BinaryMetrics metrics;
+  RETURN_IF_ERROR(metrics.Add(p, test.labels.flat<float>()));
+  r.test = metrics.Result();
+  return r;
+}
 
 // Trains `epochs` passes over `train` in order (batches of `batch`), then
 // evaluates probabilities:0 on `test`.
@@ -146,30 +177,8 @@ inline absl::StatusOr<TrainResult> TrainAndEvaluate(
   for (int64_t s = 0; s < steps; ++s) {
     batches.push_back(FeedsFor(c, train.ToBatch(s * batch, batch, nd)));
   }
-  TrainResult r;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int e = 0; e < epochs; ++e) {
-    double sum = 0;
-    for (const Feeds& feeds : batches) {
-      ASSIGN_OR_RETURN(std::vector<Tensor> out,
-                       h.Run(feeds, {"loss:0"}, {"train"}));
-      sum += out[0].scalar<float>();
-    }
-    if (e == 0) r.first_loss = sum / steps;
-    r.last_loss = sum / steps;
-  }
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-          .count();
-  r.examples_per_second = epochs * steps * batch / secs;
   const int64_t n = static_cast<int64_t>(test.labels.size());
-  const data::Batch tb = test.ToBatch(0, n, nd);
-  ASSIGN_OR_RETURN(std::vector<Tensor> out,
-                   h.Run(FeedsFor(c, tb), {"probabilities:0"}));
-  train::BinaryMetrics metrics;
-  RETURN_IF_ERROR(metrics.Add(out[0].flat<float>(), tb.labels.flat<float>()));
-  r.test = metrics.Result();
-  return r;
+  return TrainOnBatches(h, c, batches, batch, epochs, test.ToBatch(0, n, nd));
 }
 
 }  // namespace recflow::models::testing
