@@ -1,7 +1,6 @@
 """tf.train.AdagradOptimizer: accum += grad^2; var -= lr * grad / sqrt(accum)."""
 
 from recflow.framework import ops
-from recflow.ops import array_ops
 from recflow.ops import gen_ops as gen
 from recflow.training import optimizer
 
@@ -22,13 +21,7 @@ class AdagradOptimizer(optimizer.Optimizer):
 
   def _create_slots(self, var_list):
     for v in var_list:
-      dtype = v.dtype.base_dtype
-      shape = v.get_shape().as_list()
-      init = self._initial_accumulator_value
-
-      def value(shape=shape, dtype=dtype, init=init):
-        return array_ops.fill(shape, ops.convert_to_tensor(init, dtype=dtype))
-      self._get_or_make_slot(v, value, "accumulator", self._name)
+      self._filled_slot(v, self._initial_accumulator_value, "accumulator", self._name)
 
   def _prepare(self):
     lr = self._learning_rate() if callable(self._learning_rate) else self._learning_rate

@@ -2,7 +2,6 @@
 formulation, with optional online L2 shrinkage (ApplyFtrlV2)."""
 
 from recflow.framework import ops
-from recflow.ops import array_ops
 from recflow.ops import gen_ops as gen
 from recflow.training import optimizer
 
@@ -43,13 +42,7 @@ class FtrlOptimizer(optimizer.Optimizer):
 
   def _create_slots(self, var_list):
     for v in var_list:
-      dtype = v.dtype.base_dtype
-      shape = v.get_shape().as_list()
-      init = self._initial_accumulator_value
-
-      def value(shape=shape, dtype=dtype, init=init):
-        return array_ops.fill(shape, ops.convert_to_tensor(init, dtype=dtype))
-      self._get_or_make_slot(v, value, "accum", self._accum_name or self._name)
+      self._filled_slot(v, self._initial_accumulator_value, "accum", self._accum_name or self._name)
       self._zeros_slot(v, "linear", self._linear_name or self._name)
 
   def _prepare(self):

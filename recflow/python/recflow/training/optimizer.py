@@ -162,18 +162,22 @@ class Optimizer(object):
     return named_slots[id(var)]
 
   def _zeros_slot(self, var, slot_name, op_name):
-    named_slots = self._slot_dict(slot_name)
-    if id(var) not in named_slots:
-      shape = var.get_shape()
-      dtype = var.dtype.base_dtype
+    shape = var.get_shape().as_list()
+    dtype = var.dtype.base_dtype
 
-      def zeros():
-        return array_ops.zeros(shape.as_list(), dtype=dtype)
-      with ops.name_scope(None):
-        named_slots[id(var)] = variables.Variable(
-            zeros, name=var.op.name + "/" + op_name, trainable=False,
-            use_resource=getattr(var, "_is_resource_variable", False))
-    return named_slots[id(var)]
+    def zeros():
+      return array_ops.zeros(shape, dtype=dtype)
+    return self._get_or_make_slot(var, zeros, slot_name, op_name)
+
+  def _filled_slot(self, var, value, slot_name, op_name):
+    """A slot shaped like `var`, every element `value` (Adagrad's and Ftrl's
+    accumulators start at initial_accumulator_value)."""
+    shape = var.get_shape().as_list()
+    dtype = var.dtype.base_dtype
+
+    def filled():
+      return array_ops.fill(shape, ops.convert_to_tensor(value, dtype=dtype))
+    return self._get_or_make_slot(var, filled, slot_name, op_name)
 
   def _var_of_handle(self, handle):
     """The variable whose handle _resource_apply_* was given (to find its slots)."""
