@@ -174,9 +174,11 @@ std::vector<std::string> KernelRegistry::ListKernels() const {
 
 absl::StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::CreateKernel(
     Device* device, const tensorflow::NodeDef& def, const tensorflow::OpDef& op_def,
-    const std::vector<DataType>& input_types, const std::vector<DataType>& output_types) const {
+    const std::vector<DataType>& input_types, const std::vector<DataType>& output_types,
+    FunctionLibraryRuntime* flr) const {
   ASSIGN_OR_RETURN(const Registration* r, Find(device->device_type(), def));
   OpKernelConstruction construction(device, def, op_def, input_types, output_types);
+  construction.set_function_library(flr);
   std::unique_ptr<OpKernel> kernel = r->factory(&construction);
   if (!construction.status().ok()) {
     return errors::Annotate(construction.status(),

@@ -40,6 +40,7 @@
 #include "recflow/core/tensor.h"
 #include "recflow/framework/attr_value_util.h"
 #include "recflow/framework/device.h"
+#include "recflow/framework/function.h"
 #include "recflow/framework/node_def_util.h"
 #include "recflow/framework/resource_var.h"
 #include "recflow/proto/node_def.pb.h"
@@ -84,6 +85,10 @@ class OpKernelConstruction {
   ResourceMgr* resource_manager() const { return device_->resource_manager(); }
   const std::vector<DataType>& input_types() const { return input_types_; }
   const std::vector<DataType>& output_types() const { return output_types_; }
+  // The runtime of the graph's function library; null where the kernel is
+  // made outside a session that has one.
+  FunctionLibraryRuntime* function_library() const { return function_library_; }
+  void set_function_library(FunctionLibraryRuntime* flr) { function_library_ = flr; }
 
   template <typename T>
   absl::Status GetAttr(absl::string_view name, T* value) const {
@@ -101,6 +106,7 @@ class OpKernelConstruction {
   const tensorflow::OpDef& op_def_;      // Not owned.
   std::vector<DataType> input_types_;
   std::vector<DataType> output_types_;
+  FunctionLibraryRuntime* function_library_ = nullptr;  // Not owned.
   absl::Status status_;
 };
 
@@ -144,6 +150,7 @@ class OpKernelContext {
     Device* device = nullptr;                 // Not owned.
     absl::Span<TensorValue> inputs;           // Not owned; one per input.
     CallFrame* call_frame = nullptr;          // Not owned; may be null.
+    FunctionLibraryRuntime* function_library = nullptr;  // Not owned; may be null.
     int64_t step_id = 0;
   };
 
@@ -156,6 +163,8 @@ class OpKernelContext {
   // Null when kernels must run single-threaded.
   ThreadPool* intra_op_pool() const { return params_->device->intra_op_pool(); }
   CallFrame* call_frame() const { return params_->call_frame; }
+  // See OpKernelConstruction::function_library().
+  FunctionLibraryRuntime* function_library() const { return params_->function_library; }
   int64_t step_id() const { return params_->step_id; }
 
   int num_inputs() const { return static_cast<int>(params_->inputs.size()); }
@@ -282,9 +291,11 @@ class KernelRegistry {
 
   // Instantiates the kernel for `def` (defaults already added) on `device`.
   // Errors name the node: no kernel, or the constructor's reported failure.
+  // `flr` (may be null) is what the kernel's function_library() returns.
   absl::StatusOr<std::unique_ptr<OpKernel>> CreateKernel(
       Device* device, const tensorflow::NodeDef& def, const tensorflow::OpDef& op_def,
-      const std::vector<DataType>& input_types, const std::vector<DataType>& output_types) const;
+      const std::vector<DataType>& input_types, const std::vector<DataType>& output_types,
+      FunctionLibraryRuntime* flr = nullptr) const;
 
  private:
   struct Registration {
