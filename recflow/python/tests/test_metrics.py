@@ -139,6 +139,10 @@ def test_accuracy_and_mean():
   vals = tf.placeholder(tf.float32, [None, 2])
   m, m_up = tf.metrics.mean(vals)
   wm, wm_up = tf.metrics.mean(vals, weights=tf.constant([[1.0, 0.0]]))
+  # As in TensorFlow, the count update waits for `values` (here a feed).
+  count_update = m_up.op.inputs[1].op.inputs[0].op
+  assert count_update.type == "AssignAdd"
+  assert vals.op in count_update.control_inputs
   names = sorted(v.op.name for v in tf.local_variables())
   assert names == ["accuracy/count", "accuracy/total", "accuracy_1/count", "accuracy_1/total",
                    "mean/count", "mean/total", "mean_1/count", "mean_1/total"]

@@ -85,9 +85,8 @@ def mean(values, weights=None, metrics_collections=None, updates_collections=Non
       values = gen.mul(values, weights)
       num_values = math_ops.reduce_sum(weights)
     update_total = state_ops.assign_add(total, math_ops.reduce_sum(values))
-    # (TF also makes this depend on `values`; recflow cannot run a control
-    # dependency on a fed placeholder, and the order does not matter here.)
-    update_count = state_ops.assign_add(count, num_values)
+    with ops.control_dependencies([values]):
+      update_count = state_ops.assign_add(count, num_values)
     value = gen.div_no_nan(total.read_value(), gen.maximum(count.read_value(), 0.0),
                            name="value")
     update_op = gen.div_no_nan(update_total, gen.maximum(update_count, 0.0), name="update_op")
