@@ -81,7 +81,8 @@ class Instantiator {
   absl::StatusOr<InstantiatedFunction> Run() {
     RETURN_IF_ERROR(BindSignatureAttrs());
     for (int i = 0; i < sig_.input_arg_size(); ++i) RETURN_IF_ERROR(AddArg(i));
-    const int first_body = result_.graph.node_size();
+    first_body_ = result_.graph.node_size();
+    const int first_body = first_body_;
     body_ops_.resize(fdef_.node_def_size());
     for (int i = 0; i < fdef_.node_def_size(); ++i) {
       RETURN_IF_ERROR(IndexBodyNode(i, first_body + i));
@@ -229,8 +230,15 @@ class Instantiator {
     return absl::OkStatus();
   }
 
-  static std::string GraphInput(const NodeDef& src, int index) {
-    return index == 0 ? src.name() : absl::StrCat(src.name(), ":", index);
+  // The name of node `nid` of the result, which may not be added yet (a body
+  // may name nodes that come later in node_def).
+  const std::string& NodeName(int nid) const {
+    return nid < first_body_ ? result_.graph.node(nid).name()
+                             : fdef_.node_def(nid - first_body_).name();
+  }
+
+  std::string GraphInput(int nid, int index) const {
+    return index == 0 ? NodeName(nid) : absl::StrCat(NodeName(nid), ":", index);
   }
 
   absl::Status AddBodyNode(int i) {
@@ -270,9 +278,9 @@ class Instantiator {
                          DataTypeString(item.dtypes[k]));
           }
           if (item.is_arg) {
-            gnode->add_input(result_.graph.node(item.nid + int(k)).name());
+            gnode->add_input(NodeName(item.nid + int(k)));
           } else {
-            gnode->add_input(GraphInput(result_.graph.node(item.nid), item.idx + int(k)));
+            gnode->add_input(GraphInput(item.nid, item.idx + int(k)));
           }
         }
       }
@@ -293,7 +301,7 @@ class Instantiator {
         if (lo != index_.end() && absl::StartsWith(lo->first, dep + ":")) nid = lo->second.nid;
       }
       if (nid < 0) return Error(label(), ": control input '", input, "' names no body node");
-      gnode->add_input(absl::StrCat("^", result_.graph.node(nid).name()));
+      gnode->add_input(absl::StrCat("^", NodeName(nid)));
     }
     if (body_ops_[i].callee != nullptr) {
       RETURN_IF_ERROR(RewriteCallByName(*body_ops_[i].callee, gnode));
@@ -331,9 +339,9 @@ class Instantiator {
       NodeDef* n = AddNode(name);
       n->set_op("_Retval");
       if (item.is_arg) {
-        n->add_input(result_.graph.node(item.nid + int(k)).name());
+        n->add_input(NodeName(item.nid + int(k)));
       } else {
-        n->add_input(GraphInput(result_.graph.node(item.nid), item.idx + int(k)));
+        n->add_input(GraphInput(item.nid, item.idx + int(k)));
       }
       SetAttrValue((*dtypes)[k], &(*n->mutable_attr())["T"]);
       SetAttrValue(static_cast<int64_t>(result_.ret_types.size()), &(*n->mutable_attr())["index"]);
@@ -356,6 +364,7 @@ class Instantiator {
   std::map<std::string, NameItem> index_;
   absl::flat_hash_set<std::string> body_names_;
   absl::flat_hash_set<std::string> graph_names_;  // nodes of result_.graph so far
+  int first_body_ = 0;  // index of the first body node in result_.graph
   std::vector<BodyOp> body_ops_;
   InstantiatedFunction result_;
 };

@@ -147,6 +147,34 @@ TEST(FunctionInstantiationTest, ListArgumentsExpand) {
   EXPECT_EQ(retval_index, 3);
 }
 
+TEST(FunctionInstantiationTest, BodyNodesInAnyOrder) {
+  // TensorFlow 2 writes bodies unsorted: "second" names "first" before it.
+  auto f = ParseFunction(R"pb(
+    signature {
+      name: "Unsorted"
+      input_arg { name: "x" type: DT_FLOAT }
+      output_arg { name: "y" type: DT_FLOAT }
+    }
+    node_def {
+      name: "second"
+      op: "Identity"
+      input: "first:output:0"
+      input: "^third"
+      attr { key: "T" value { type: DT_FLOAT } }
+    }
+    node_def { name: "first" op: "Identity" input: "x" attr { key: "T" value { type: DT_FLOAT } } }
+    node_def { name: "third" op: "NoOp" }
+    ret { key: "y" value: "second:output:0" }
+  )pb");
+  auto inst = InstantiateFunction(f, AttrMap(), nullptr);
+  ASSERT_TRUE(inst.ok()) << inst.status();
+  auto nodes = Summarize(inst->graph);
+  EXPECT_EQ(nodes["second"], "Identity(first, ^third)");
+  EXPECT_EQ(nodes["y_RetVal"], "_Retval(second)");
+  Graph graph;
+  EXPECT_TRUE(ConvertGraphDefToGraph(GraphConstructorOptions(), inst->graph, &graph).ok());
+}
+
 TEST(FunctionInstantiationTest, SignatureDefaultsAndArgAttrs) {
   auto f = ParseFunction(R"pb(
     signature {

@@ -16,9 +16,11 @@
 // never waits for a pool thread that may itself be blocked; callers get
 // parallelism by calling concurrently (a parallel map).
 //
-// Lifetime: the session destroys its device (and with it every resource:
-// datasets, iterators, which may hold this runtime and handles) before this
-// runtime, and this runtime before its thread pools.
+// Lifetime: a Session keeps its runtime as a resource of its device
+// (SessionFunctionLibrary below); it drops every other resource (datasets,
+// iterators, which may hold this runtime and handles) and its cached
+// executors before the runtime, and the runtime before its device and
+// thread pools.
 //
 // Thread-safe: Instantiate, Run and AddLibrary may be called concurrently.
 #ifndef RECFLOW_RUNTIME_FUNCTION_LIBRARY_RUNTIME_H_
@@ -38,6 +40,7 @@
 namespace recflow {
 
 class Executor;
+class Session;
 
 class LocalFunctionLibraryRuntime : public FunctionLibraryRuntime {
  public:
@@ -83,6 +86,11 @@ class LocalFunctionLibraryRuntime : public FunctionLibraryRuntime {
   std::vector<std::unique_ptr<Item>> items_ ABSL_GUARDED_BY(mu_);
   std::atomic<int64_t> next_step_id_{1};
 };
+
+// The runtime of `session`'s graph library (one per session, made with it;
+// never null for a session made by Session::Create). Implemented in
+// session.cc: Note [Session function library].
+LocalFunctionLibraryRuntime* SessionFunctionLibrary(const Session& session);
 
 }  // namespace recflow
 

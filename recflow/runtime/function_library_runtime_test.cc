@@ -170,13 +170,13 @@ TEST(FunctionLibraryRuntimeTest, NestedCallsAndCallByName) {
   for (const auto& n : session->graph()->nodes()) kept |= n->name() == "by_name";
   EXPECT_TRUE(kept);
   // Twice and Affine[T=float] are instantiated once each, whoever calls them.
-  EXPECT_EQ(session->function_library()->num_instantiations(), 2);
+  EXPECT_EQ(SessionFunctionLibrary(*session)->num_instantiations(), 2);
 }
 
 TEST(FunctionLibraryRuntimeTest, HandlesAreCachedPerNameAndAttrs) {
   auto session = NewSession(Parse<tensorflow::GraphDef>(std::string("library {") + kLibrary + "}"));
   ASSERT_NE(session, nullptr);
-  LocalFunctionLibraryRuntime* flr = session->function_library();
+  LocalFunctionLibraryRuntime* flr = SessionFunctionLibrary(*session);
   auto f32 = Parse<tensorflow::NameAttrList>(kAffineFloat);
   auto i64 = Parse<tensorflow::NameAttrList>(
       R"pb(name: "Affine" attr { key: "T" value { type: DT_INT64 } })pb");
@@ -196,7 +196,7 @@ TEST(FunctionLibraryRuntimeTest, HandlesAreCachedPerNameAndAttrs) {
 TEST(FunctionLibraryRuntimeTest, ConcurrentRunsOfOneHandle) {
   auto session = NewSession(Parse<tensorflow::GraphDef>(std::string("library {") + kLibrary + "}"));
   ASSERT_NE(session, nullptr);
-  LocalFunctionLibraryRuntime* flr = session->function_library();
+  LocalFunctionLibraryRuntime* flr = SessionFunctionLibrary(*session);
   auto handle = flr->Instantiate(Parse<tensorflow::NameAttrList>(R"pb(name: "Twice")pb"));
   ASSERT_TRUE(handle.ok()) << handle.status();
   constexpr int kThreads = 8, kRuns = 50;
@@ -331,7 +331,7 @@ TEST(FunctionLibraryRuntimeTest, BodyErrorsNameTheFunction) {
   tensorflow::GraphDef def;
   *def.mutable_library() = lib;
   ASSERT_TRUE(session->Extend(def).ok());
-  LocalFunctionLibraryRuntime* flr = session->function_library();
+  LocalFunctionLibraryRuntime* flr = SessionFunctionLibrary(*session);
   auto unknown = flr->Instantiate(Parse<tensorflow::NameAttrList>(R"pb(name: "UsesUnknownOp")pb"));
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kNotFound);
@@ -423,11 +423,11 @@ struct HoldsFunction : public ResourceBase {
 TEST(FunctionLibraryRuntimeTest, RuntimeOutlivesSessionResources) {
   auto session = NewSession(Parse<tensorflow::GraphDef>(std::string("library {") + kLibrary + "}"));
   ASSERT_NE(session, nullptr);
-  auto handle = session->function_library()->Instantiate(
+  auto handle = SessionFunctionLibrary(*session)->Instantiate(
       Parse<tensorflow::NameAttrList>(R"pb(name: "Twice")pb"));
   ASSERT_TRUE(handle.ok());
   auto holder = std::make_shared<HoldsFunction>();
-  holder->flr = session->function_library();
+  holder->flr = SessionFunctionLibrary(*session);
   holder->handle = *handle;
   ASSERT_TRUE(session->device()->resource_manager()->Create("c", "h", std::move(holder)).ok());
   g_destructor_runs = 0;

@@ -220,8 +220,9 @@ int64_t ValueBytes(const Tensor& t) {
 // the caller.
 bool IsFoldable(const Node& n, const GraphOptimizerOptions& options) {
   if (!n.IsOpRegistered() || n.IsStateful() || n.num_outputs() == 0) return false;
-  // A function call (PartitionedCall) needs the session's function library,
-  // which the folding executor does not have.
+  // A function call (PartitionedCall, any node with a func attr) needs the
+  // session's function library, which the folding executor does not have:
+  // never folded (graph_optimizer.h's list of never-folded nodes omits it).
   for (const auto& [name, value] : n.def().attr()) {
     if (value.value_case() == tensorflow::AttrValue::kFunc) return false;
   }

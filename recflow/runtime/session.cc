@@ -23,25 +23,57 @@ struct Session::Signature {
   std::vector<PartialShape> feed_shapes;
 };
 
-Session::~Session() {
-  // Resources (datasets, iterators) may run library functions until they are
-  // gone: drop them while the device and the function library are whole.
-  // The cached executors go next (members in reverse order), then the
-  // device, then the function library, then the thread pools.
-  if (device_ != nullptr) {
-    // ResourceMgr lists resources as "container/name (type): ..."; the
-    // container is the text before one of the slashes (a container name may
-    // have slashes too), so cleaning every such prefix drops every resource.
-    ResourceMgr* rm = device_->resource_manager();
-    absl::flat_hash_set<std::string> containers;
-    for (const std::string& entry : rm->DebugStrings()) {
-      for (size_t slash = entry.find('/'); slash != std::string::npos;
-           slash = entry.find('/', slash + 1)) {
-        containers.insert(entry.substr(0, slash));
-      }
-    }
-    for (const std::string& c : containers) rm->Cleanup(c);
+// Note [Session function library]
+// The session's LocalFunctionLibraryRuntime is a resource of its device, in
+// the container kFunctionLibraryContainer (nothing else uses it), so that
+// the device owns it and session.h stays as it was. It must outlive the
+// other resources (a dataset may run its map function until it is gone) and
+// every kernel (call kernels keep a pointer): ~Session drops the other
+// containers first, then the cached executors, then the runtime's container.
+namespace {
+
+constexpr char kFunctionLibraryContainer[] = "_function_library";
+constexpr char kFunctionLibraryName[] = "runtime";
+
+struct FunctionLibraryResource : public ResourceBase {
+  explicit FunctionLibraryResource(std::unique_ptr<LocalFunctionLibraryRuntime> r)
+      : runtime(std::move(r)) {}
+  std::string DebugString() const override {
+    return absl::StrCat("FunctionLibraryRuntime(", runtime->ToProto().function_size(),
+                        " functions, ", runtime->num_instantiations(), " instantiated)");
   }
+  std::unique_ptr<LocalFunctionLibraryRuntime> runtime;
+};
+
+}  // namespace
+
+LocalFunctionLibraryRuntime* SessionFunctionLibrary(const Session& session) {
+  auto r = session.device()->resource_manager()->Lookup<FunctionLibraryResource>(
+      kFunctionLibraryContainer, kFunctionLibraryName);
+  return r.ok() ? (*r)->runtime.get() : nullptr;
+}
+
+Session::~Session() {
+  if (device_ == nullptr) return;
+  // Note [Session function library]. ResourceMgr lists resources as
+  // "container/name (type): ..."; the container is the text before one of
+  // the slashes (a container name may have slashes too), so cleaning every
+  // such prefix drops every resource.
+  ResourceMgr* rm = device_->resource_manager();
+  absl::flat_hash_set<std::string> containers;
+  for (const std::string& entry : rm->DebugStrings()) {
+    for (size_t slash = entry.find('/'); slash != std::string::npos;
+         slash = entry.find('/', slash + 1)) {
+      containers.insert(entry.substr(0, slash));
+    }
+  }
+  containers.erase(kFunctionLibraryContainer);
+  for (const std::string& c : containers) rm->Cleanup(c);
+  {
+    MutexLock lock(&mu_);
+    signatures_.clear();
+  }
+  rm->Cleanup(kFunctionLibraryContainer);
 }
 
 absl::StatusOr<std::unique_ptr<Session>> Session::Create(const SessionOptions& options,
@@ -73,7 +105,10 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(const SessionOptions& o
   LocalFunctionLibraryRuntime::Options flr_options;
   flr_options.device = s->device_.get();
   flr_options.optimizer = s->optimizer_options_;
-  s->function_library_ = std::make_unique<LocalFunctionLibraryRuntime>(flr_options);
+  RETURN_IF_ERROR(s->device_->resource_manager()->Create(
+      kFunctionLibraryContainer, kFunctionLibraryName,
+      std::make_shared<FunctionLibraryResource>(
+          std::make_unique<LocalFunctionLibraryRuntime>(flr_options))));
   {
     MutexLock lock(&s->mu_);
     s->graph_ = std::make_shared<Graph>();
@@ -91,8 +126,9 @@ absl::Status Session::Extend(const tensorflow::GraphDef& graph_def) {
   if (graph_def.has_versions()) *merged.mutable_versions() = graph_def.versions();
   if (graph_def.has_library()) {
     // Functions already present are skipped; a clashing redefinition fails.
-    RETURN_IF_ERROR(function_library_->AddLibrary(graph_def.library()));
-    *merged.mutable_library() = function_library_->ToProto();
+    LocalFunctionLibraryRuntime* flr = SessionFunctionLibrary(*this);
+    RETURN_IF_ERROR(flr->AddLibrary(graph_def.library()));
+    *merged.mutable_library() = flr->ToProto();
   }
   auto graph = std::make_shared<Graph>();
   GraphConstructorOptions opts;
@@ -301,7 +337,7 @@ absl::StatusOr<std::shared_ptr<const Session::Signature>> Session::GetOrCreateSi
   Executor::Options exec_options;
   exec_options.device = device_.get();
   exec_options.inter_op_pool = inter_op_pool_.get();
-  exec_options.function_library = function_library_.get();
+  exec_options.function_library = SessionFunctionLibrary(*this);
   ASSIGN_OR_RETURN(sig->executor, Executor::Create(exec_options, std::move(pruned)));
 
   MutexLock lock(&mu_);

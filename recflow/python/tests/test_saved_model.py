@@ -318,16 +318,22 @@ def test_load_tensorflow_half_plus_two():
     assert mg.signature_def["regress_x_to_y"].method_name == "tensorflow/serving/regress"
 
 
-def test_tensorflow2_saved_model_is_refused_clearly():
+def test_tensorflow2_saved_model_runs_through_its_functions():
   tf2 = os.path.join(os.path.dirname(os.path.dirname(HPT)), "saved_model_half_plus_two_tf2_cpu")
   versions = sorted(os.listdir(tf2)) if os.path.isdir(tf2) else []
   if not versions:
     pytest.skip("TensorFlow 2's half_plus_two SavedModel is not here (%s)" % tf2)
-  # TF 2 SavedModels call functions (StatefulPartitionedCall), which recflow's
-  # runtime does not run, in Python as in `recflow saved_model run`.
+  # TF 2 SavedModels call library functions (StatefulPartitionedCall), which
+  # the session's function runtime runs; its variables are read inside them.
   with tf.Graph().as_default() as g, tf.Session(graph=g) as sess:
-    with pytest.raises(tf.errors.NotFoundError, match="StatefulPartitionedCall"):
-      tf.saved_model.loader.load(sess, ["serve"], os.path.join(tf2, versions[0]))
+    mg = tf.saved_model.loader.load(sess, ["serve"], os.path.join(tf2, versions[0]))
+    sig = mg.signature_def["serving_default"]
+    x = sig.inputs["x"].name
+    y = sig.outputs["y"].name
+    assert g.get_tensor_by_name(y).op.type == "StatefulPartitionedCall"
+    for value in (3.0, -4.0, 0.5):
+      got = sess.run(y, {x: np.array([value], np.float32)})
+      np.testing.assert_allclose(got, [value / 2 + 2], rtol=1e-6)
 
 
 def test_import_scope_and_sparse_signature(tmp_path):
