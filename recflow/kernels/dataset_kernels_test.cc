@@ -490,8 +490,8 @@ TEST(DatasetOpsShapeTest, ScalarArgumentsAndSignatures) {
   INFER_OK(batch, "[];[];[]", "[]");
   INFER_ERROR("must be rank 0", batch, "[];[2];[]");
   INFER_ERROR("must be rank 0", batch, "[];[];[1]");
-  batch.Attr("output_shapes", std::vector<PartialShape>{});
-  INFER_ERROR("output_shapes has 0", batch, "[];[];[]");
+  batch.Attr("output_shapes", std::vector<PartialShape>{PartialShape({}), PartialShape({})});
+  INFER_ERROR("output_shapes has 2", batch, "[];[];[]");
 
   ShapeTestOp text("TextLineDataset");
   INFER_OK(text, "[3];[];[]", "[]");
