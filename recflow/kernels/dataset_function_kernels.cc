@@ -245,23 +245,26 @@ class OneShotIteratorOp : public OpKernel {
   }
 
  private:
+  // Runs the factory outside the resource manager's lock (its body may use
+  // resources); a concurrent maker that registered first wins.
   absl::StatusOr<std::shared_ptr<data::IteratorResource>> Make(OpKernelContext* ctx) {
-    return ctx->resource_manager()->LookupOrCreate<data::IteratorResource>(
+    ResourceMgr* rm = ctx->resource_manager();
+    auto existing = rm->Lookup<data::IteratorResource>(container_, name_);
+    if (existing.ok()) return existing;
+    Element rets;
+    RETURN_IF_ERROR(factory_.Run({}, &rets));
+    if (rets.size() != 1) {
+      return errors::InvalidArgument("dataset_factory '", factory_.name,
+                                     "' must return one dataset, returned ", rets.size(),
+                                     " values");
+    }
+    ASSIGN_OR_RETURN(Dataset ds, data::DatasetFromTensor(rets[0], "dataset_factory's result"));
+    auto made = std::make_shared<data::IteratorResource>(types_, shapes_,
+                                                         absl::StrCat("'", def().name(), "'"));
+    RETURN_IF_ERROR(made->Initialize(ds, dataset_kernels::GraphIteratorContext()));
+    return rm->LookupOrCreate<data::IteratorResource>(
         container_, name_,
-        [&]() -> absl::StatusOr<std::shared_ptr<data::IteratorResource>> {
-          Element rets;
-          RETURN_IF_ERROR(factory_.Run({}, &rets));
-          if (rets.size() != 1) {
-            return errors::InvalidArgument("dataset_factory '", factory_.name,
-                                           "' must return one dataset, returned ",
-                                           rets.size(), " values");
-          }
-          ASSIGN_OR_RETURN(Dataset ds, data::DatasetFromTensor(rets[0], "dataset_factory's result"));
-          auto r = std::make_shared<data::IteratorResource>(
-              types_, shapes_, absl::StrCat("'", def().name(), "'"));
-          RETURN_IF_ERROR(r->Initialize(ds, dataset_kernels::GraphIteratorContext()));
-          return r;
-        });
+        [&]() -> absl::StatusOr<std::shared_ptr<data::IteratorResource>> { return made; });
   }
 
   BoundFunction factory_;

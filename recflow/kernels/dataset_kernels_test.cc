@@ -160,8 +160,10 @@ class DatasetOpsTest : public testing::Test {
                                                               "Toutput_types"));
   }
 
-  Device device_;
+  // Destroyed in reverse: kernels, then the device and its iterators (whose
+  // map functions may still call the library), then the library.
   FakeFunctionLibrary flr_;
+  Device device_;
   std::vector<std::unique_ptr<OpKernel>> kernels_;
 };
 
