@@ -269,6 +269,30 @@ TEST_F(DatasetOpsTest, TakeSkipShardAndNegativeCountsFollowTensorFlow) {
   EXPECT_TRUE(absl::IsUnimplemented(file_cache.status()));
 }
 
+TEST_F(DatasetOpsTest, ZipEndsWithTheShortestInputAndSavesItsPosition) {
+  const std::vector<DataType> two = {DT_INT64, DT_INT64};
+  const std::vector<PartialShape> scalars = {PartialShape({}), PartialShape({})};
+  Tensor zip = RunOne(MakeOp("ZipDataset").In(Slices({1, 2, 3})).In(Slices({10, 20}))
+                          .Attr("N", 2).Types(two, scalars));
+  Tensor it = IteratorOver(zip, two, scalars);
+  auto first = Run(MakeOp("IteratorGetNext").In(it).Types(two, scalars));
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ((*first)[0].scalar<int64_t>(), 1);
+  EXPECT_EQ((*first)[1].scalar<int64_t>(), 10);
+  Tensor saved = RunOne(MakeOp("IteratorSaveState").In(it));
+  auto rest = Drain(it, two, scalars);
+  ASSERT_TRUE(rest.ok());
+  ASSERT_EQ(rest->size(), 1u);
+  EXPECT_EQ((*rest)[0][1].scalar<int64_t>(), 20);
+  ASSERT_TRUE(Run(MakeOp("IteratorRestoreState").In(it).In(saved)).ok());
+  auto again = Drain(it, two, scalars);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->size(), 1u);
+  auto not_ds = Run(MakeOp("ZipDataset").In(Slices({1})).In(Tensor::Scalar<int64_t>(1))
+                        .Attr("N", 2).Types(two, scalars));
+  EXPECT_THAT(not_ds.status().message(), HasSubstr("input_datasets[1]"));
+}
+
 TEST_F(DatasetOpsTest, BadArgumentsAreInvalidArgument) {
   auto batch0 = Run(MakeOp("BatchDataset").In(Slices({1})).In(Tensor::Scalar<int64_t>(0))
                         .Types(kI64, kVector));

@@ -119,6 +119,16 @@ REGISTER_OP("TFRecordDataset")
     .Doc("A dataset of the records of the TFRecord files.");
 
 // Stages without functions.
+REGISTER_OP("ZipDataset")
+    .Input("input_datasets: N * variant")
+    .Output("handle: variant")
+    .Attr("output_types: list(type) >= 1")
+    .Attr("output_shapes: list(shape) >= 1")
+    .Attr("N: int >= 1")
+    .Attr("metadata: string = ''")
+    .SetShapeFn(DatasetShape())
+    .Doc("The components of every input's next element, until one input ends.");
+
 REGISTER_OP("BatchDataset")
     .Input("input_dataset: variant")
     .Input("batch_size: int64")
@@ -486,6 +496,7 @@ REGISTER_NO_GRADIENT_OP("TensorSliceDataset");
 REGISTER_NO_GRADIENT_OP("RangeDataset");
 REGISTER_NO_GRADIENT_OP("TextLineDataset");
 REGISTER_NO_GRADIENT_OP("TFRecordDataset");
+REGISTER_NO_GRADIENT_OP("ZipDataset");
 REGISTER_NO_GRADIENT_OP("BatchDataset");
 REGISTER_NO_GRADIENT_OP("BatchDatasetV2");
 REGISTER_NO_GRADIENT_OP("ShuffleDataset");

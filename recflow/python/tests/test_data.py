@@ -68,6 +68,18 @@ def test_dicts_range_take_skip_shard_cache_prefetch():
     assert _drain(sess, rit.get_next()) == [3, 7, 11, 3, 7, 11]
 
 
+def test_zip_pairs_elements_until_the_shortest_ends():
+  a = tf.data.Dataset.range(5)
+  b = tf.data.Dataset.from_tensor_slices({"y": np.array([1.5, 2.5, 3.5], np.float32)})
+  ds = tf.data.Dataset.zip((a, b)).batch(2)
+  assert ds.output_types == (tf.int64, {"y": tf.float32})
+  it = ds.make_initializable_iterator()
+  with tf.Session() as sess:
+    sess.run(it.initializer)
+    got = _drain(sess, it.get_next())
+  assert [(x.tolist(), d["y"].tolist()) for x, d in got] == [([0, 1], [1.5, 2.5]), ([2], [3.5])]
+
+
 def test_from_tensors_and_mismatched_batch_shapes_fail_like_tensorflow():
   ds = tf.data.Dataset.from_tensors(np.array([[1, 2], [3, 4]], np.int32))
   it = ds.make_initializable_iterator()

@@ -96,8 +96,16 @@ class Dataset(object):
 
   @staticmethod
   def zip(datasets):
-    raise NotImplementedError("Dataset.zip is not supported by recflow yet; build one "
-                              "dataset of tuples with from_tensor_slices((a, b)) instead")
+    """Elements of every dataset in `datasets` (a nest of Datasets) side by
+    side, in that nest's structure, until the shortest ends."""
+    flat = nest.flatten(datasets)
+    if not flat or not all(isinstance(d, Dataset) for d in flat):
+      raise TypeError("Dataset.zip takes a (nested) structure of Datasets, got %r" % (datasets,))
+    spec = nest.pack_sequence_as(datasets, [d.element_spec for d in flat])
+    with ops.name_scope("ZipDataset"):
+      t = _apply("ZipDataset", spec,
+                 input_datasets=[d._variant_tensor for d in flat])  # pylint: disable=protected-access
+    return Dataset(t, spec)
 
   # --- transformations ------------------------------------------------------
   def _unary(self, op_type, spec=None, **kwargs):
