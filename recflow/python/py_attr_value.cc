@@ -140,10 +140,21 @@ void ScalarFromPython(py::handle v, absl::string_view kind,
   } else if (kind == "tensor") {
     SetAttrValue(TensorFromPython(v, DT_INVALID, where), out);
   } else if (kind == "func") {
-    throw py::type_error(
-        absl::StrCat(where,
-                     ": attrs of type func (graph functions) are not "
-                     "supported: recflow runs no graph functions"));
+    // A function's name (str), or a serialized NameAttrList (bytes: a name
+    // plus attrs).
+    if (py::isinstance<py::str>(v)) {
+      out->mutable_func()->set_name(py::cast<std::string>(v));
+    } else if (py::isinstance<py::bytes>(v)) {
+      if (!out->mutable_func()->ParseFromString(py::cast<std::string>(v)) ||
+          out->func().name().empty()) {
+        throw py::type_error(absl::StrCat(
+            where, ": bytes for a func attr must be a serialized NameAttrList with a name"));
+      }
+    } else {
+      throw py::type_error(absl::StrCat(
+          where, ": a func attr takes a function name (str) or a serialized NameAttrList "
+                 "(bytes), not ", py::str(py::type::of(v)).cast<std::string>()));
+    }
   } else {
     throw py::type_error(
         absl::StrCat(where, ": unknown attr type '", kind, "'"));

@@ -7,8 +7,8 @@
 // float: int or float; bool: bool or numpy.bool_; type: the DataType number
 // (TensorFlow's enum) or an object with `as_datatype_enum`; shape: None
 // (unknown rank) or a sequence of int / None (-1 also means unknown); tensor:
-// anything np.asarray takes; list(T): a list or tuple of T. Attrs of type
-// func are refused (recflow runs no functions).
+// anything np.asarray takes; func: a library function's name (str) or a
+// serialized NameAttrList (bytes); list(T): a list or tuple of T.
 //
 // Call with the GIL held.
 #ifndef RECFLOW_PYTHON_PY_ATTR_VALUE_H_

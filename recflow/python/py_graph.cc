@@ -13,6 +13,7 @@
 #include "absl/strings/str_join.h"
 #include "recflow/core/status.h"
 #include "recflow/framework/gradients.h"
+#include "recflow/framework/function_instantiation.h"
 #include "recflow/framework/load_library.h"
 #include "recflow/framework/node_def_util.h"
 #include "recflow/framework/op_registry.h"
@@ -297,6 +298,9 @@ GraphDef PyGraph::ToGraphDef(int start, int end) const {
   for (int id = start; id < end; ++id)
     WriteNode(*graph()->nodes()[id], def.add_node());
   *def.mutable_versions() = graph()->versions();
+  // The whole library goes with every slice: a session merges it (identical
+  // functions are skipped).
+  if (graph()->library().function_size() > 0) *def.mutable_library() = graph()->library();
   return def;
 }
 
@@ -304,7 +308,16 @@ std::vector<int> PyGraph::ImportGraphDef(const std::string& serialized,
                                          const std::string& prefix,
                                          const py::dict& input_map) {
   CheckUsable();
-  const GraphDef imported = ParseGraphDef(serialized);
+  GraphDef imported = ParseGraphDef(serialized);
+  // The imported functions join the library (checked before any change); a
+  // node calling one by name (TF1's Defun) becomes a StatefulPartitionedCall.
+  tensorflow::FunctionDefLibrary library = graph()->library();
+  ThrowIfError(errors::Annotate(MergeFunctionLibrary(imported.library(), &library),
+                                "import_graph_def"));
+  if (library.function_size() > 0) {
+    *imported.mutable_library() = library;
+    ThrowIfError(errors::Annotate(RewriteCallsByName(&imported), "import_graph_def"));
+  }
   auto new_name = [&](const std::string& name) {
     return prefix.empty() ? name : absl::StrCat(prefix, "/", name);
   };
@@ -432,6 +445,7 @@ std::vector<int> PyGraph::ImportGraphDef(const std::string& serialized,
       if (--pending[c] == 0) ready.push_back(c);
     }
   }
+  graph()->set_library(library);
   std::vector<int> ids;
   for (Node* n : added) ids.push_back(n->id());
   return ids;

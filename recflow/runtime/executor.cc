@@ -94,7 +94,8 @@ absl::StatusOr<std::unique_ptr<Executor>> Executor::Create(const Options& option
     }
     ASSIGN_OR_RETURN(item.kernel, KernelRegistry::Global()->CreateKernel(
                                       options.device, n->def(), n->op_reg()->op_def,
-                                      n->input_types(), n->output_types()));
+                                      n->input_types(), n->output_types(),
+                                      options.function_library));
     item.expensive = item.kernel->IsExpensive();
     item.input_start = slot;
     item.num_inputs = n->num_inputs();
@@ -196,6 +197,7 @@ void Executor::ProcessQueue(StepState* step, std::vector<int> queue) const {
       params.device = options_.device;
       params.inputs = absl::MakeSpan(inputs, item.num_inputs);
       params.call_frame = step->args->call_frame;
+      params.function_library = options_.function_library;
       params.step_id = step->args->step_id;
       OpKernelContext ctx(&params);
       StepStatsCollector* stats = step->args->stats;

@@ -35,6 +35,9 @@ class Executor {
   struct Options {
     Device* device = nullptr;              // Not owned; required.
     ThreadPool* inter_op_pool = nullptr;   // Not owned; null runs all inline.
+    // What kernels see as function_library() (at construction and in
+    // Compute); null when the graph has no function library.
+    FunctionLibraryRuntime* function_library = nullptr;  // Not owned.
   };
   struct Args {
     CallFrame* call_frame = nullptr;       // Not owned.

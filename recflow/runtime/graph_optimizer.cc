@@ -220,6 +220,11 @@ int64_t ValueBytes(const Tensor& t) {
 // the caller.
 bool IsFoldable(const Node& n, const GraphOptimizerOptions& options) {
   if (!n.IsOpRegistered() || n.IsStateful() || n.num_outputs() == 0) return false;
+  // A function call (PartitionedCall) needs the session's function library,
+  // which the folding executor does not have.
+  for (const auto& [name, value] : n.def().attr()) {
+    if (value.value_case() == tensorflow::AttrValue::kFunc) return false;
+  }
   if (n.op() == "Const" || IsPlaceholderOp(n.op()) || IsControlFlowOp(n.op())) return false;
   if (HasStateTypes(n)) return false;
   // The inputs' size, when every input's shape is known (-1 otherwise).

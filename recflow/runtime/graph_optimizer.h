@@ -17,7 +17,7 @@
 //     replaces. A folded node nobody outside the constant subgraph consumes
 //     is dropped instead. Never folded: stateful ops (random ops are), _Arg /
 //     _Retval, Placeholder(WithDefault), control-flow ops, ops without a
-//     kernel. A multi-output node becomes one Const per consumed output
+//     kernel, function calls (nodes with a func attr, such as PartitionedCall). A multi-output node becomes one Const per consumed output
 //     ("NAME/_folded_I") plus, when its name is still needed for control
 //     edges, a NoOp NAME. If evaluating the constant subgraph fails, the pass
 //     changes nothing, and the step reports the error when it runs.

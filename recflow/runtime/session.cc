@@ -7,9 +7,11 @@
 #include "absl/strings/str_join.h"
 #include "recflow/core/logging.h"
 #include "recflow/core/status.h"
+#include "recflow/framework/function_instantiation.h"
 #include "recflow/runtime/caching_allocator.h"
 #include "recflow/runtime/call_frame.h"
 #include "recflow/runtime/executor.h"
+#include "recflow/runtime/function_library_runtime.h"
 
 namespace recflow {
 
@@ -21,7 +23,26 @@ struct Session::Signature {
   std::vector<PartialShape> feed_shapes;
 };
 
-Session::~Session() = default;
+Session::~Session() {
+  // Resources (datasets, iterators) may run library functions until they are
+  // gone: drop them while the device and the function library are whole.
+  // The cached executors go next (members in reverse order), then the
+  // device, then the function library, then the thread pools.
+  if (device_ != nullptr) {
+    // ResourceMgr lists resources as "container/name (type): ..."; the
+    // container is the text before one of the slashes (a container name may
+    // have slashes too), so cleaning every such prefix drops every resource.
+    ResourceMgr* rm = device_->resource_manager();
+    absl::flat_hash_set<std::string> containers;
+    for (const std::string& entry : rm->DebugStrings()) {
+      for (size_t slash = entry.find('/'); slash != std::string::npos;
+           slash = entry.find('/', slash + 1)) {
+        containers.insert(entry.substr(0, slash));
+      }
+    }
+    for (const std::string& c : containers) rm->Cleanup(c);
+  }
+}
 
 absl::StatusOr<std::unique_ptr<Session>> Session::Create(const SessionOptions& options,
                                                          const tensorflow::GraphDef& graph_def) {
@@ -49,11 +70,17 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Create(const SessionOptions& o
   // runtime/caching_allocator.h; RECFLOW_ALLOCATOR_CACHE_MB=0 turns it off).
   device_options.allocator = caching_cpu_allocator();
   s->device_ = std::make_unique<Device>(device_options);
+  LocalFunctionLibraryRuntime::Options flr_options;
+  flr_options.device = s->device_.get();
+  flr_options.optimizer = s->optimizer_options_;
+  s->function_library_ = std::make_unique<LocalFunctionLibraryRuntime>(flr_options);
   {
     MutexLock lock(&s->mu_);
     s->graph_ = std::make_shared<Graph>();
   }
-  if (graph_def.node_size() > 0) RETURN_IF_ERROR(s->Extend(graph_def));
+  if (graph_def.node_size() > 0 || graph_def.library().function_size() > 0) {
+    RETURN_IF_ERROR(s->Extend(graph_def));
+  }
   return s;
 }
 
@@ -62,10 +89,22 @@ absl::Status Session::Extend(const tensorflow::GraphDef& graph_def) {
   tensorflow::GraphDef merged = graph_def_;
   for (const auto& node : graph_def.node()) *merged.add_node() = node;
   if (graph_def.has_versions()) *merged.mutable_versions() = graph_def.versions();
-  if (graph_def.has_library()) merged.mutable_library()->MergeFrom(graph_def.library());
+  if (graph_def.has_library()) {
+    // Functions already present are skipped; a clashing redefinition fails.
+    RETURN_IF_ERROR(function_library_->AddLibrary(graph_def.library()));
+    *merged.mutable_library() = function_library_->ToProto();
+  }
   auto graph = std::make_shared<Graph>();
   GraphConstructorOptions opts;
-  RETURN_IF_ERROR(ConvertGraphDefToGraph(opts, merged, graph.get()));
+  if (merged.library().function_size() > 0) {
+    // Nodes that call a library function by name (TF1's Defun) run as
+    // StatefulPartitionedCall; graph_def_ keeps them as written.
+    tensorflow::GraphDef rewritten = merged;
+    RETURN_IF_ERROR(RewriteCallsByName(&rewritten));
+    RETURN_IF_ERROR(ConvertGraphDefToGraph(opts, rewritten, graph.get()));
+  } else {
+    RETURN_IF_ERROR(ConvertGraphDefToGraph(opts, merged, graph.get()));
+  }
   graph_def_ = std::move(merged);
   graph_ = std::move(graph);
   signatures_.clear();  // built against the old graph; rebuilt on demand
@@ -262,6 +301,7 @@ absl::StatusOr<std::shared_ptr<const Session::Signature>> Session::GetOrCreateSi
   Executor::Options exec_options;
   exec_options.device = device_.get();
   exec_options.inter_op_pool = inter_op_pool_.get();
+  exec_options.function_library = function_library_.get();
   ASSIGN_OR_RETURN(sig->executor, Executor::Create(exec_options, std::move(pruned)));
 
   MutexLock lock(&mu_);

@@ -10,6 +10,11 @@
 // graph_optimizer.h), builds an executor for that feed/fetch/target
 // signature once and caches it. Variables and other
 // resources live in the session's device and persist across Runs.
+// The graph's function library (GraphDef.library, merged over Extends) is
+// run by the session's FunctionLibraryRuntime: call ops (PartitionedCall,
+// StatefulPartitionedCall, a function named as an op) and kernels with
+// function attrs (a dataset's map) use it. It outlives the session's
+// resources: the device and its ResourceMgr are destroyed first.
 // Thread-safe: Run may be called from many threads; Extend may be called
 // between or during Runs (Runs already started use the graph they saw).
 #ifndef RECFLOW_RUNTIME_SESSION_H_
@@ -34,6 +39,7 @@
 namespace recflow {
 
 class Executor;
+class LocalFunctionLibraryRuntime;
 
 struct SessionOptions {
   // Threads that run independent nodes; 0 means one per schedulable CPU.
@@ -72,6 +78,8 @@ class Session {
                    RunMetadata* metadata);
 
   Device* device() const { return device_.get(); }
+  // The runtime of the graph's function library.
+  LocalFunctionLibraryRuntime* function_library() const { return function_library_.get(); }
   // The executors built so far (one per signature).
   int num_cached_executors() const;
   // The whole graph as last extended.
@@ -87,6 +95,9 @@ class Session {
   GraphOptimizerOptions optimizer_options_;
   std::unique_ptr<ThreadPool> inter_op_pool_;
   std::unique_ptr<ThreadPool> intra_op_pool_;
+  // Declared before device_ so that it is destroyed after it: resources on
+  // the device (datasets, iterators) may hold function handles to the end.
+  std::unique_ptr<LocalFunctionLibraryRuntime> function_library_;
   std::unique_ptr<Device> device_;
 
   mutable Mutex mu_;

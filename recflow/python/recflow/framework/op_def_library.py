@@ -231,9 +231,22 @@ def _scalar_attr_to_c(attr_def, t, value, op_type):
   if t == "tensor":
     return _make_tensor(value, attr_def.name, op_type)
   if t == "func":
-    raise TypeError("Attr '%s' of '%s' Op is a function: recflow runs no graph functions" %
-                    (attr_def.name, op_type))
+    return _make_func(value, attr_def, op_type)
   return value
+
+
+def _make_func(value, attr_def, op_type):
+  """A func attr: a function's name, a traced / Defun function (added to
+  the default graph's library here), or a serialized NameAttrList."""
+  if isinstance(value, str):
+    return value
+  if isinstance(value, bytes):
+    return value  # a serialized NameAttrList
+  if hasattr(value, "add_to_graph") and hasattr(value, "name"):
+    value.add_to_graph(ops.get_default_graph())
+    return value.name
+  raise TypeError("Attr '%s' of '%s' Op must be a function name or a function, not %r"
+                  % (attr_def.name, op_type, value))
 
 
 def attrs_to_c(op_def, attrs):

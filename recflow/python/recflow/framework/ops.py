@@ -931,6 +931,35 @@ class Graph(object):
       return tensor_or_op.op not in self._unfetchable
     return tensor_or_op not in self._unfetchable
 
+  # Function library (recflow.framework.function).
+  def _add_function(self, function):
+    """Adds a function to this graph's library: a traced or Defun function
+    (with the functions it calls), a function.FunctionDef, or its serialized
+    bytes. An identical function of the same name is kept; a different one
+    is a ValueError."""
+    if hasattr(function, "add_to_graph"):
+      function.add_to_graph(self)
+      return
+    data = function if isinstance(function, bytes) else function.SerializeToString()
+    with self._lock:
+      self._check_not_finalized()
+      try:
+        _pywrap.graph_add_function(self._c_graph, data)
+      except errors.InvalidArgumentError as e:
+        raise ValueError(e.message)
+
+  def _is_function(self, name):
+    return name in _pywrap.graph_function_names(self._c_graph)
+
+  def _get_function(self, name):
+    """The library's function `name` as a function.FunctionDef, or None."""
+    from recflow.framework import function  # pylint: disable=g-import-not-at-top
+    data = _pywrap.graph_get_function(self._c_graph, name)
+    return None if data is None else function.FunctionDef(data)
+
+  def _function_names(self):
+    return list(_pywrap.graph_function_names(self._c_graph))
+
   # GraphDef.
   def as_graph_def(self, from_version=None, add_shapes=False):
     from recflow.framework import graph_io  # pylint: disable=g-import-not-at-top
@@ -1072,6 +1101,11 @@ def _get_graph_from_inputs(op_input_list, graph=None):
   """The graph of the Tensors among the inputs (all must share it), else the default."""
   if graph is not None and not isinstance(graph, Graph):
     raise TypeError("Input graph needs to be a Graph: %s" % graph)
+  # While a function is traced, its graph takes every op; it captures the
+  # outer tensors among the inputs (TensorFlow does the same).
+  default = get_default_graph()
+  if graph is None and default.building_function:
+    return default
   original = None
   for op_input in op_input_list:
     graph_element = None

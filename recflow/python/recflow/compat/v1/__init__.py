@@ -87,6 +87,7 @@ from recflow.compat.v1 import random
 from recflow.compat.v1 import saved_model
 from recflow.compat.v1 import sparse
 from recflow.compat.v1 import train
+from recflow.util import nest  # tf.nest
 from recflow.ops import gen_ops as _gen_ops
 
 __version__ = "1.15.0"  # the TensorFlow API version this module follows

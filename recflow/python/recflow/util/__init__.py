@@ -1,0 +1,1 @@
+"""Utilities shared by the recflow package (nest: nested structures, as tf.nest)."""
