@@ -222,3 +222,19 @@ def test_training_a_linear_model_from_a_dataset_until_out_of_range(tmp_path):
   assert steps == 60 * 8  # every batch once per epoch, then OutOfRangeError ended it
   reader = tf.train.load_checkpoint(str(tmp_path))
   np.testing.assert_allclose(reader.get_tensor("w").ravel(), [3.0, -2.0], atol=0.05)
+
+
+def test_a_graph_def_holding_a_pipeline_imports_and_runs():
+  offset = tf.constant(100, tf.int64)
+  ds = tf.data.Dataset.range(6).map(lambda x: x + offset).filter(lambda x: x % 2 > 0)
+  ds = ds.interleave(lambda x: tf.data.Dataset.from_tensors(x).repeat(2), cycle_length=2,
+                     num_parallel_calls=2)
+  nxt = ds.make_one_shot_iterator().get_next(name="next")
+  graph_def = tf.get_default_graph().as_graph_def()
+  ops_used = {n.op for n in graph_def.node}
+  assert {"OneShotIterator", "IteratorGetNext"} <= ops_used
+  with tf.Graph().as_default() as g:
+    tf.import_graph_def(graph_def, name="")
+    with tf.Session(graph=g) as sess:
+      got = _drain(sess, g.get_tensor_by_name(nxt.name))
+  assert got == [101, 103, 101, 103, 105, 105]

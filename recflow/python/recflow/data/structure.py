@@ -40,12 +40,22 @@ def _check_leaf(value, what):
 
 
 def to_tensors(element, what):
-  """The element's components as tensors (NumPy, lists, scalars converted)."""
-  def convert(i, v):
+  """The element's components as tensors (NumPy, lists, scalars converted).
+  As in tf.data, tuples (namedtuples too) and dicts are structure; a list is
+  one component (converted to a tensor), not a sequence of them."""
+  counter = [0]
+
+  def convert(v):
+    if isinstance(v, dict):
+      return type(v)((k, convert(v[k])) for k in v)
+    if isinstance(v, tuple):
+      children = [convert(c) for c in v]
+      return type(v)(*children) if hasattr(v, "_fields") else tuple(children)
     _check_leaf(v, what)
-    return ops.convert_to_tensor(v, name="component_%d" % i)
-  flat = nest.flatten(element)
-  return nest.pack_sequence_as(element, [convert(i, v) for i, v in enumerate(flat)])
+    counter[0] += 1
+    return ops.convert_to_tensor(v, name="component_%d" % (counter[0] - 1))
+
+  return convert(element)
 
 
 def spec_of(tensors, drop_first_dim=False):
