@@ -105,6 +105,8 @@ def test_iterator_errors_are_tensorflow_errors():
     # A dataset is a variant: it cannot be fetched.
     with pytest.raises(TypeError, match="variant"):
       sess.run(ds._variant_tensor)  # pylint: disable=protected-access
+    with pytest.raises(TypeError, match="variant"):
+      sess.run(it.initializer, feed_dict={ds._variant_tensor: np.array(1)})  # pylint: disable=protected-access
   other = tf.data.Dataset.from_tensor_slices(np.arange(3.0))
   with pytest.raises(TypeError, match="output types"):
     it.make_initializer(other)
