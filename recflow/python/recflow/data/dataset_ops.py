@@ -11,7 +11,7 @@ from recflow.framework import ops
 from recflow.framework import op_def_library
 from recflow.framework import random_seed
 from recflow.framework import tensor_shape
-from recflow.data import _nest as nest
+from recflow.util import nest
 
 AUTOTUNE = -1
 

@@ -12,7 +12,7 @@
 
 import collections
 
-from recflow.data import _nest as nest
+from recflow.util import nest
 from recflow.data import structure
 from recflow.framework import ops
 

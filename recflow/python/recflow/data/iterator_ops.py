@@ -8,7 +8,7 @@ from recflow.data import structure
 from recflow.framework import dtypes
 from recflow.framework import ops
 from recflow.framework import op_def_library
-from recflow.data import _nest as nest
+from recflow.util import nest
 
 _uid = itertools.count()
 

@@ -6,7 +6,7 @@ from recflow.framework import dtypes
 from recflow.framework import ops
 from recflow.framework import sparse_tensor
 from recflow.framework import tensor_shape
-from recflow.data import _nest as nest
+from recflow.util import nest
 
 class Spec(object):
   """One component: a dtype and a static shape (a leaf for nest, unlike a
