@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "recflow/core/status.h"
+#include "recflow/core/variant.h"
 
 namespace recflow {
 
@@ -14,6 +15,8 @@ size_t ElementStorageSize(DataType dtype) {
       return sizeof(std::string);
     case DT_RESOURCE:
       return sizeof(ResourceHandle);
+    case DT_VARIANT:
+      return sizeof(Variant);
     default:
       return DataTypeSize(dtype);
   }
@@ -43,6 +46,9 @@ std::shared_ptr<TensorBuffer> TensorBuffer::Create(Allocator* allocator,
   } else if (dtype == DT_RESOURCE) {
     auto* r = reinterpret_cast<ResourceHandle*>(p);
     for (int64_t i = 0; i < num_elements; ++i) new (r + i) ResourceHandle();
+  } else if (dtype == DT_VARIANT) {
+    auto* v = reinterpret_cast<Variant*>(p);
+    for (int64_t i = 0; i < num_elements; ++i) new (v + i) Variant();
   }
   return buf;
 }
@@ -54,6 +60,9 @@ TensorBuffer::~TensorBuffer() {
   } else if (dtype_ == DT_RESOURCE) {
     auto* r = reinterpret_cast<ResourceHandle*>(data_);
     for (int64_t i = 0; i < num_elements_; ++i) r[i].~ResourceHandle();
+  } else if (dtype_ == DT_VARIANT) {
+    auto* v = reinterpret_cast<Variant*>(data_);
+    for (int64_t i = 0; i < num_elements_; ++i) v[i].~Variant();
   }
   allocator_->DeallocateRaw(data_, size_bytes_);
 }
@@ -121,6 +130,10 @@ Tensor Tensor::DeepCopy() const {
     auto src = flat<ResourceHandle>();
     auto dst = t.flat<ResourceHandle>();
     for (size_t i = 0; i < src.size(); ++i) dst[i] = src[i];
+  } else if (dtype_ == DT_VARIANT) {
+    auto src = flat<Variant>();
+    auto dst = t.flat<Variant>();
+    for (size_t i = 0; i < src.size(); ++i) dst[i] = src[i];
   } else if (TotalBytes() > 0) {
     std::memcpy(t.raw_data(), raw_data(), TotalBytes());
   }
@@ -158,6 +171,8 @@ std::string Tensor::SummarizeValue(int max_entries) const {
       absl::StrAppend(&out, "\"", data<std::string>()[i], "\"");
     } else if (dtype_ == DT_RESOURCE) {
       out += data<ResourceHandle>()[i].DebugString();
+    } else if (dtype_ == DT_VARIANT) {
+      out += data<Variant>()[i].DebugString();
     } else {
       DispatchPodType(dtype_, [&]<typename T>() {
         AppendValue(&out, reinterpret_cast<const T*>(raw_data())[i]);
@@ -194,6 +209,11 @@ bool TensorsEqual(const Tensor& a, const Tensor& b) {
       }
     }
     return true;
+  }
+  if (a.dtype() == DT_VARIANT) {
+    auto x = a.flat<Variant>();
+    auto y = b.flat<Variant>();
+    return std::equal(x.begin(), x.end(), y.begin());
   }
   return a.TotalBytes() == 0 ||
          std::memcmp(a.raw_data(), b.raw_data(), a.TotalBytes()) == 0;

@@ -676,8 +676,10 @@ Dataset Dataset::Shuffle(int64_t buffer_size, int64_t seed,
                                              reshuffle_each_iteration));
 }
 
-Dataset Dataset::Batch(int64_t batch_size, bool drop_remainder) const {
-  return Dataset(internal::NewBatchDataset(impl_, batch_size, drop_remainder));
+Dataset Dataset::Batch(int64_t batch_size, bool drop_remainder,
+                       BatchOptions opts) const {
+  return Dataset(
+      internal::NewBatchDataset(impl_, batch_size, drop_remainder, opts));
 }
 
 Dataset Dataset::Prefetch(int64_t buffer_size) const {

@@ -286,6 +286,12 @@ struct TextLineOptions {
   bool emit_origin = false;
 };
 
+struct BatchOptions {
+  // Batch components of unknown dim 0 ragged (values + row_splits); false:
+  // stack every component densely (tf.data's semantics).
+  bool ragged = true;
+};
+
 struct TFRecordOptions {
   // Records longer than this are bad ("record_too_long"), never allocated.
   int64_t max_record_bytes = int64_t{1} << 28;
@@ -365,7 +371,11 @@ class Dataset {
   // REQUIRES (else InvalidArgument at MakeIterator): batch_size >= 1. An
   // input error in the middle of a batch is returned at once; the elements
   // already collected are kept and start the next batch.
-  Dataset Batch(int64_t batch_size, bool drop_remainder = false) const;
+  // With opts.ragged false every component is stacked densely, as tf.data's
+  // batch does: elements whose shapes differ give InvalidArgument ("Cannot
+  // batch tensors with different shapes in component C ...").
+  Dataset Batch(int64_t batch_size, bool drop_remainder = false,
+                BatchOptions opts = {}) const;
   // A background thread keeps up to buffer_size (>= 1) elements ready.
   Dataset Prefetch(int64_t buffer_size) const;
   // An input that yields nothing in a pass ends the repetition (no busy

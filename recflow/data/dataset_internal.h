@@ -202,7 +202,7 @@ DatasetPtr NewInterleaveDataset(
 DatasetPtr NewShuffleDataset(DatasetPtr input, int64_t buffer_size,
                              int64_t seed, bool reshuffle_each_iteration);
 DatasetPtr NewBatchDataset(DatasetPtr input, int64_t batch_size,
-                           bool drop_remainder);
+                           bool drop_remainder, BatchOptions opts);
 DatasetPtr NewPrefetchDataset(DatasetPtr input, int64_t buffer_size);
 DatasetPtr NewRepeatDataset(DatasetPtr input, int64_t count);
 DatasetPtr NewTakeDataset(DatasetPtr input, int64_t count);

@@ -10,6 +10,13 @@
 //   // graph: h = IteratorV2(shared_name="train_input", output_types=...,
 //   //                       output_shapes=...);  batch = IteratorGetNext(h)
 //
+// The graph can also make the pipeline itself, as TensorFlow's tf.data does:
+// a dataset op chain yields a DT_VARIANT dataset (data/dataset_variant.h),
+// IteratorV2 / Iterator / AnonymousIterator create an uninitialized
+// IteratorResource, and MakeIterator (the iterator's "initializer") starts
+// a pass over the dataset with Initialize(); running it again restarts from
+// the beginning. GetNext before any Initialize is FailedPrecondition.
+//
 // GetNext is thread-safe (calls are serialized: a pipeline yields each
 // element once, in order). At the end of the data GetNext reports it, and
 // the IteratorGetNext kernel turns that into OutOfRange("End of sequence"),
@@ -33,6 +40,16 @@ class IteratorResource : public ResourceBase {
  public:
   IteratorResource(Iterator iterator, std::vector<DataType> dtypes,
                    std::vector<PartialShape> shapes, std::string debug);
+  // Uninitialized: elements of `dtypes` / `shapes` once Initialize()d.
+  IteratorResource(std::vector<DataType> dtypes,
+                   std::vector<PartialShape> shapes, std::string debug);
+
+  // Starts a new pass over `dataset` (dropping the current one).
+  // InvalidArgument naming both when the dataset's element types differ
+  // from output_dtypes() or its shapes are incompatible with
+  // output_shapes(); the dataset's own builder error (Batch(0) ...) as is.
+  absl::Status Initialize(const Dataset& dataset, IteratorContext ctx = {});
+  bool initialized() const;
 
   absl::Status GetNext(Element* out, bool* end_of_sequence);
   // The position as bytes (see Iterator::SaveToString) and back.
@@ -41,14 +58,17 @@ class IteratorResource : public ResourceBase {
 
   const std::vector<DataType>& output_dtypes() const { return dtypes_; }
   const std::vector<PartialShape>& output_shapes() const { return shapes_; }
-  DataStats& stats() { return iterator_.stats(); }
+  // REQUIRES: initialized().
+  DataStats& stats();
   int64_t elements_produced() const;
 
   std::string DebugString() const override;
 
  private:
+  absl::Status CheckInitialized() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   mutable Mutex mu_;
-  Iterator iterator_;
+  std::unique_ptr<Iterator> iterator_ ABSL_GUARDED_BY(mu_);  // Null: uninitialized.
   int64_t produced_ = 0;
   const std::vector<DataType> dtypes_;
   const std::vector<PartialShape> shapes_;
@@ -56,8 +76,9 @@ class IteratorResource : public ResourceBase {
 };
 
 // Starts an iterator over `dataset` and registers it in `rm` under
-// (container or rm's default container, name). AlreadyExists when the name
-// is taken.
+// (container or rm's default container, name). When an uninitialized
+// iterator is there already (an IteratorV2 node ran first) it is
+// initialized with `dataset`; AlreadyExists when an initialized one is.
 absl::Status RegisterIterator(ResourceMgr* rm, const std::string& container,
                               const std::string& name, const Dataset& dataset,
                               IteratorContext ctx = {});

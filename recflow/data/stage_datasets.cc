@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "recflow/core/status.h"
+#include "recflow/core/variant.h"
 #include "recflow/data/dataset.h"
 #include "recflow/data/dataset_internal.h"
 
@@ -155,21 +156,24 @@ std::unique_ptr<IteratorBase> ShuffleDataset::MakeStageIterator(
 
 class BatchDataset : public UnaryDataset {
  public:
-  BatchDataset(DatasetPtr input, int64_t batch_size, bool drop_remainder)
+  BatchDataset(DatasetPtr input, int64_t batch_size, bool drop_remainder,
+               BatchOptions opts)
       : UnaryDataset(
             input, batch_size >= 1
                        ? absl::OkStatus()
                        : errors::InvalidArgument("Batch: batch_size is ",
                                                  batch_size, "; must be >= 1")),
         batch_size_(batch_size),
-        drop_remainder_(drop_remainder) {
+        drop_remainder_(drop_remainder),
+        ragged_allowed_(opts.ragged) {
     const std::vector<DataType>& in_dtypes = input->output_dtypes();
     const std::vector<PartialShape>& in_shapes = input->output_shapes();
     const int64_t b = drop_remainder ? batch_size : kUnknownDim;
     for (size_t c = 0; c < in_dtypes.size(); ++c) {
       const PartialShape shape =
           c < in_shapes.size() ? in_shapes[c] : PartialShape::Unknown();
-      const bool ragged = shape.rank() >= 1 && shape.dim(0) == kUnknownDim;
+      const bool ragged =
+          opts.ragged && shape.rank() >= 1 && shape.dim(0) == kUnknownDim;
       ragged_.push_back(ragged);
       if (shape.unknown_rank()) {
         dtypes_.push_back(in_dtypes[c]);
@@ -193,7 +197,8 @@ class BatchDataset : public UnaryDataset {
   std::string Name() const override { return "Batch"; }
   std::string StageString() const override {
     return absl::StrCat("Batch(", batch_size_,
-                        drop_remainder_ ? ", drop_remainder" : "", ")");
+                        drop_remainder_ ? ", drop_remainder" : "",
+                        ragged_allowed_ ? "" : ", dense", ")");
   }
   const std::vector<DataType>& output_dtypes() const override {
     return dtypes_;
@@ -217,6 +222,7 @@ class BatchDataset : public UnaryDataset {
  private:
   const int64_t batch_size_;
   const bool drop_remainder_;
+  const bool ragged_allowed_;
   std::vector<bool> ragged_;  // Per input component; empty when unknown.
   std::vector<DataType> dtypes_;
   std::vector<PartialShape> shapes_;
@@ -231,6 +237,8 @@ absl::Status CopyElements(const Tensor& src, Tensor* dst, int64_t offset) {
     std::memcpy(dst->raw_data() + offset * size, src.raw_data(), n * size);
   } else if (src.dtype() == DT_STRING) {
     std::copy_n(src.data<std::string>(), n, dst->data<std::string>() + offset);
+  } else if (src.dtype() == DT_VARIANT) {
+    std::copy_n(src.data<Variant>(), n, dst->data<Variant>() + offset);
   } else {
     return errors::Unimplemented("Batch: cannot batch ",
                                  DataTypeString(src.dtype()), " components");
@@ -269,6 +277,13 @@ absl::StatusOr<Element> BatchDataset::MakeBatch(
                          : t.shape() == first.shape();
       for (int d = 1; ragged && same && d < t.dims(); ++d) {
         same = t.dim_size(d) == first.dim_size(d);
+      }
+      if (!same && !ragged_allowed_) {
+        // tf.data's batch: every element must have the same shape.
+        return errors::InvalidArgument(
+            "Cannot batch tensors with different shapes in component ", c,
+            ". First element had shape ", first.shape().DebugString(),
+            " and element ", i, " had shape ", t.shape().DebugString(), ".");
       }
       if (!same) {
         return errors::InvalidArgument(
@@ -703,9 +718,9 @@ DatasetPtr NewShuffleDataset(DatasetPtr input, int64_t buffer_size,
 }
 
 DatasetPtr NewBatchDataset(DatasetPtr input, int64_t batch_size,
-                           bool drop_remainder) {
+                           bool drop_remainder, BatchOptions opts) {
   return std::make_shared<BatchDataset>(std::move(input), batch_size,
-                                        drop_remainder);
+                                        drop_remainder, opts);
 }
 
 DatasetPtr NewRepeatDataset(DatasetPtr input, int64_t count) {

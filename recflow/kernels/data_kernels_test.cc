@@ -78,7 +78,8 @@ TEST(DataKernelsTest, UnregisteredIteratorIsNamed) {
   auto session = MakeSession({DT_INT64}, {PartialShape({-1})}, "missing_input");
   std::vector<Tensor> out;
   absl::Status s = session->Run({}, {"next:0"}, {}, &out);
-  EXPECT_TRUE(absl::IsNotFound(s)) << s;
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("not been initialized"));
   EXPECT_THAT(s.message(), HasSubstr("missing_input"));
   EXPECT_THAT(s.message(), HasSubstr("RegisterIterator"));
 }

@@ -61,8 +61,9 @@ REGISTER_OP("IteratorV2")
     .Attr("output_shapes: list(shape) >= 1")
     .SetIsStateful()
     .SetShapeFn(IteratorShape)
-    .Doc("A handle to the input-pipeline iterator registered as "
-         "(container, shared_name).");
+    .Doc("A handle to the iterator (container, shared_name): one registered "
+         "with data::RegisterIterator, or else a new uninitialized one that "
+         "MakeIterator initializes.");
 
 REGISTER_OP("IteratorGetNext")
     .Input("iterator: resource")

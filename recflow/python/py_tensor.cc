@@ -158,6 +158,13 @@ py::dtype NumpyDtypeFor(DataType dtype, absl::string_view what) {
                                       "fetch the value it refers to instead "
                                       "(e.g. a variable's read_value())"));
   }
+  if (BaseType(dtype) == DT_VARIANT) {
+    throw py::type_error(absl::StrCat(
+        what,
+        " is a variant (dtype variant, e.g. a tf.data dataset), which cannot "
+        "leave the session; iterate it (make_one_shot_iterator().get_next()) "
+        "and fetch the elements instead"));
+  }
   throw py::type_error(
       absl::StrCat(what, " has dtype ", DataTypeString(dtype),
                    ", which has no NumPy equivalent; cast it in the graph "
