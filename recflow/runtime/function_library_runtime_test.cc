@@ -12,6 +12,7 @@
 #include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
 #include "recflow/framework/function_instantiation.h"
+#include "recflow/framework/gradients.h"
 #include "recflow/ops/functional_ops.h"
 #include "recflow/runtime/session.h"
 
@@ -402,6 +403,23 @@ TEST(FunctionLibraryRuntimeTest, BuilderHelperAndShapes) {
   std::vector<Tensor> out;
   ASSERT_TRUE(session->Run({{"x", Tensor::Scalar<float>(2.f)}}, {outs[0].name()}, {}, &out).ok());
   EXPECT_FLOAT_EQ(out[0].scalar<float>(), 18.f);  // inner = 6, 6 * 2 + 6
+}
+
+TEST(FunctionLibraryRuntimeTest, GradientThroughACallIsAClearError) {
+  Scope root = Scope::NewRootScope();
+  root.graph()->set_library(Parse<tensorflow::FunctionDefLibrary>(kLibrary));
+  NodeBuilder xb("x", "Placeholder");
+  xb.Attr("dtype", DT_FLOAT);
+  Node* x = root.AddNode(xb);
+  auto outs = ops::PartitionedCall(root, {Output(x)}, {DT_FLOAT},
+                                   Parse<tensorflow::NameAttrList>(R"pb(name: "Twice")pb"));
+  ASSERT_TRUE(root.ok()) << root.status();
+  std::vector<Output> grads;
+  absl::Status s = AddSymbolicGradients(root, {outs[0]}, {Output(x)}, &grads);
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("calls function 'Twice': gradients through function calls are not "
+                        "supported"));
 }
 
 // A resource that, like a dataset, keeps the runtime and a handle, and runs
