@@ -74,6 +74,7 @@ from recflow.ops.variables import (Variable, global_variables, global_variables_
                                    initialize_all_variables, local_variables,
                                    local_variables_initializer, model_variables,
                                    trainable_variables, variables_initializer)
+from recflow.compat.v1 import distribute
 from recflow.compat.v1 import dtypes
 from recflow.compat.v1 import errors
 from recflow.compat.v1 import initializers
