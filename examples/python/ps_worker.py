@@ -97,6 +97,10 @@ def main(argv):
     placeholders, loss, train_op, global_step = build_model()
 
   data = Data(seed=1000 + 17 * task_index + (100 if job_name == "chief" else 0))
+  # Held-out examples: the loss on them, every log_every local steps, shows
+  # the shared model improving (a run without the train op: a pull and a
+  # forward pass).
+  eval_feed = Data(seed=99).batch(placeholders, size=2000)
   hooks = [tf.train.StopAtStepHook(last_step=args.steps)]
   local_steps = 0
   with tf.train.MonitoredTrainingSession(master=server.target, is_chief=is_chief,
@@ -104,12 +108,14 @@ def main(argv):
                                          save_checkpoint_steps=100,
                                          log_step_count_steps=0) as sess:
     while not sess.should_stop():
-      _, loss_value, step = sess.run([train_op, loss, global_step],
-                                     feed_dict=data.batch(placeholders))
+      if local_steps % args.log_every == 0:
+        eval_loss, step = sess.run([loss, global_step], feed_dict=eval_feed)
+        print("%s %d: local step %d global step %d eval loss %.5f" %
+              (job_name, task_index, local_steps, step, eval_loss), flush=True)
+        if sess.should_stop():
+          break
+      sess.run(train_op, feed_dict=data.batch(placeholders))
       local_steps += 1
-      if local_steps % args.log_every == 1:
-        print("%s %d: local step %d global step %d loss %.5f" %
-              (job_name, task_index, local_steps, step, loss_value), flush=True)
   print("%s %d: done after %d local steps" % (job_name, task_index, local_steps), flush=True)
   return 0
 
