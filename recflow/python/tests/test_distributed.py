@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -281,6 +282,78 @@ def test_in_process_cluster_session_steps_and_graph_mismatch():
   finally:
     for s in servers:
       s.stop()
+
+
+def test_in_process_adam_resource_variables_save_and_restore(tmp_path):
+  """Adam (beta powers replicated on the ps tasks, updated after each push) on
+  resource variables; the chief's Saver.save writes a cluster checkpoint whose
+  values are the ps tasks' and restores in a single-process Session."""
+  ports = free_ports(2)
+  cluster = tf.train.ClusterSpec({"ps": ["127.0.0.1:%d" % ports[0]],
+                                  "worker": ["127.0.0.1:%d" % ports[1]]})
+  ps = tf.train.Server(cluster, "ps", 0)
+  chief = tf.train.Server(cluster, "worker", 0)
+  rng = np.random.RandomState(1)
+  data_x = rng.normal(size=(128, 3)).astype(np.float32)
+  data_y = data_x.dot([0.5, -1.0, 2.0]).astype(np.float32)
+
+  def model():
+    x = tf.placeholder(tf.float32, [None, 3])
+    y = tf.placeholder(tf.float32, [None])
+    step = tf.train.get_or_create_global_step()
+    w = tf.get_variable("w", [3], initializer=tf.zeros_initializer(), use_resource=True)
+    loss = tf.reduce_mean(tf.square(tf.reduce_sum(x * w, axis=1) - y))
+    train = tf.train.AdamOptimizer(0.1).minimize(loss, global_step=step)
+    return x, y, w, loss, train, step
+
+  try:
+    with tf.Graph().as_default():
+      with tf.device(tf.train.replica_device_setter(cluster=cluster)):
+        x, y, w, loss, train, step = model()
+      saver = tf.train.Saver()
+      with tf.Session(chief.target) as sess:
+        sess.run(tf.global_variables_initializer())
+        first = sess.run(loss, {x: data_x, y: data_y})
+        for _ in range(30):
+          sess.run(train, {x: data_x, y: data_y})
+        last = sess.run(loss, {x: data_x, y: data_y})
+        assert last < 0.5 * first, (first, last)
+        w_cluster = sess.run(w)
+        path = saver.save(sess, str(tmp_path / "model.ckpt"), global_step=step)
+    assert path.endswith("model.ckpt-30"), path
+    assert tf.train.latest_checkpoint(str(tmp_path)) == path
+    reader = tf.train.NewCheckpointReader(path)
+    np.testing.assert_array_equal(reader.get_tensor("w"), w_cluster)
+    # Adam's beta powers followed the 30 steps on the ps.
+    assert reader.get_tensor("beta1_power") == pytest.approx(0.9 ** 31, rel=1e-4)
+    with tf.Graph().as_default():
+      x, y, w, loss, train, step = model()
+      with tf.Session() as single:
+        tf.train.Saver().restore(single, path)
+        np.testing.assert_array_equal(single.run(w), w_cluster)
+        assert single.run(step) == 30
+        assert single.run(loss, {x: data_x, y: data_y}) == pytest.approx(last, rel=1e-5)
+  finally:
+    chief.stop()
+    ps.stop()
+
+
+def test_ps_process_stops_on_sigterm(tmp_path):
+  port = free_ports(1)[0]
+  cluster = {"ps": ["127.0.0.1:%d" % port], "worker": ["127.0.0.1:1"]}
+  with Processes(tmp_path) as procs:
+    proc = procs.start("ps0", [sys.executable, EXAMPLE, "--model_dir", str(tmp_path / "m")],
+                       {"cluster": cluster, "task": {"type": "ps", "index": 0}})
+    # Once it serves (its port answers), SIGTERM ends it.
+    for _ in range(600):
+      with socket.socket() as s:
+        if s.connect_ex(("127.0.0.1", port)) == 0:
+          break
+      assert proc.poll() is None, procs.output("ps0")
+      time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    procs.wait("ps0", timeout=60)
+    assert "serving at" in procs.output("ps0")
 
 
 # --- The API and its errors ---------------------------------------------------
