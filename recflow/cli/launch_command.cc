@@ -22,6 +22,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <map>
@@ -34,6 +35,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "recflow/cli/commands.h"
 #include "recflow/core/status.h"
 #include "recflow/distributed/cluster_spec.h"
@@ -62,6 +64,10 @@ constexpr char kLaunchUsage[] =
     "Ctrl-C (SIGINT) or SIGTERM is forwarded to every task; tasks still running 10 s later\n"
     "are killed. Flags after '--' are passed to every task's 'recflow train' (e.g.\n"
     "-- --steps 2000 --data 'day_*.tsv'). See docs/distributed.md.\n\n"
+    "       recflow launch --exec [--ps N] [--workers M] [--no_chief] ... -- COMMAND [ARGS ...]\n\n"
+    "With --exec every task runs COMMAND ARGS (searched in PATH) under its TF_CONFIG instead of\n"
+    "'recflow train': a TensorFlow 1.x ps/worker script, e.g. -- python3 ps_worker.py\n"
+    "--model_dir /tmp/m (docs/python.md, \"Distributed training from Python\").\n\n"
     "Flags:\n";
 
 constexpr double kGraceSecs = 10;
@@ -77,6 +83,7 @@ struct LaunchFlags {
   int base_port = 0;        // 0: free ports from the kernel
   bool keep_going = false;
   std::string program;      // default: this executable
+  bool exec = false;        // extra is the whole command of every task
   Args extra;               // after "--"
 };
 
@@ -122,7 +129,10 @@ int ParseLaunchFlags(const Args& args, LaunchFlags* f) {
            {"keep_going", nullptr, &f->keep_going,
             "when a task fails, let the others go on (exit status is still 1)"},
            {"program", &f->program, nullptr,
-            "the executable run as 'PROGRAM train ...' per task (default: this recflow)"}},
+            "the executable run as 'PROGRAM train ...' per task (default: this recflow)"},
+           {"exec", nullptr, &f->exec,
+            "every task runs the command after '--' (with its TF_CONFIG) instead of "
+            "'recflow train'"}},
           &positional, usage.c_str())) {
     return 2;
   }
@@ -136,7 +146,23 @@ int ParseLaunchFlags(const Args& args, LaunchFlags* f) {
     return 2;
   }
   f->chief = !no_chief;
-  if (f->config.empty()) {
+  if (f->exec) {
+    if (f->extra.empty()) {
+      std::cerr << "error: --exec needs the command every task runs after '--' (e.g. -- "
+                   "python3 ps_worker.py)\n";
+      return 2;
+    }
+    for (const auto& [flag, set] :
+         {std::pair<const char*, bool>{"config", !f->config.empty()},
+          {"model_dir", !f->model_dir.empty()}, {"sync", f->sync},
+          {"backup_workers", !backup.empty()}, {"program", !f->program.empty()}}) {
+      if (set) {
+        std::cerr << "error: --" << flag << " is a flag of 'recflow train'; with --exec "
+                     "give your command its own flags after '--'\n";
+        return 2;
+      }
+    }
+  } else if (f->config.empty()) {
     std::cerr << "error: --config is required (the run config every task trains)\n";
     return 2;
   }
@@ -172,6 +198,20 @@ int ParseLaunchFlags(const Args& args, LaunchFlags* f) {
     }
   }
   return 0;
+}
+
+// `command` itself when it has a '/', else the first executable file of
+// that name in PATH; "" when there is none.
+std::string FindInPath(const std::string& command) {
+  if (command.find('/') != std::string::npos) {
+    return access(command.c_str(), X_OK) == 0 ? command : "";
+  }
+  const char* path = std::getenv("PATH");
+  for (absl::string_view dir : absl::StrSplit(path != nullptr ? path : "/usr/bin:/bin", ':')) {
+    const std::string candidate = absl::StrCat(dir.empty() ? "." : dir, "/", command);
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
 }
 
 // `n` distinct free ports on 127.0.0.1: each bound to port 0 and read back;
@@ -449,7 +489,11 @@ class Launcher {
  private:
   absl::Status Start() {
     RETURN_IF_ERROR(InstallSignalHandlers());
-    std::string program = f_.program;
+    std::string program = f_.exec ? FindInPath(f_.extra[0]) : f_.program;
+    if (program.empty() && f_.exec) {
+      return errors::InvalidArgument("--exec: command '", f_.extra[0],
+                                     "' is not in PATH or not executable");
+    }
     if (program.empty()) {
       char buf[4096];
       const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
@@ -485,9 +529,11 @@ class Launcher {
       argv.insert(argv.end(), {"--backup_workers", std::to_string(f_.backup_workers)});
     }
     argv.insert(argv.end(), f_.extra.begin(), f_.extra.end());
+    if (f_.exec) argv = Args(f_.extra.begin(), f_.extra.end());
 
     Say(absl::StrCat("cluster ", config.cluster.ToJson(), "; each task runs: ",
-                     absl::StrJoin(Args(argv.begin() + 1, argv.end()), " ")));
+                     absl::StrJoin(f_.exec ? f_.extra : Args(argv.begin() + 1, argv.end()),
+                                   " ")));
     for (const TaskId& id : ids) {
       Task task;
       task.id = id;

@@ -75,6 +75,13 @@ bad base_port "error: --base_port is '65535'; expected 1..65533 \(3 consecutive 
   --base_port 65535 --config c.yaml
 bad positional "error: unexpected argument 'extra' \(flags for 'recflow train' go after '--'\)" \
   --config c.yaml extra
+bad exec_no_command "error: --exec needs the command every task runs after '--'" --exec
+bad exec_config "error: --config is a flag of 'recflow train'; with --exec" \
+  --exec --config c.yaml -- true
+bad exec_sync "error: --sync is a flag of 'recflow train'; with --exec" --exec --sync -- true
+out=$("$RECFLOW" launch --exec -- no-such-command-here 2>&1); rc=$?
+check_eq exec_not_found_rc 1 "$rc"
+check exec_not_found "command 'no-such-command-here' is not in PATH" "$out"
 out=$("$RECFLOW" launch --config c.yaml --program "$TMP/nope" 2>&1); rc=$?
 check_eq no_program_rc 1 "$rc"
 check no_program "--program '$TMP/nope' is not executable" "$out"
@@ -104,6 +111,13 @@ sleep "${FAKE_SLEEP:-0.2}"
 exit 0
 EOF
 chmod +x "$TMP/fake"
+
+# --- --exec: the command after '--' is what every task runs ---------------------
+out=$(PATH="$TMP:$PATH" "$RECFLOW" launch --exec --ps 1 --workers 1 -- fake --my_flag 1 2>&1); rc=$?
+check_eq exec_rc 0 "$rc"
+check exec_args "^\[worker0\] args: --my_flag 1$" "$out"
+check exec_ps "^\[ps0\] TF_CONFIG=.*\"task\":\{\"type\":\"ps\",\"index\":0\}\}$" "$out"
+check exec_summary "^\[launch\] done in [0-9.]+ s: 2 training tasks finished, 1 ps stopped$" "$out"
 
 # --- a cluster that finishes ---------------------------------------------------
 start=$(date +%s)

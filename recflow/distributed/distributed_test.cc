@@ -542,6 +542,75 @@ TEST(PsServerTest, RefusesBadRequestsClearly) {
   EXPECT_TRUE(absl::IsOutOfRange(ps->Pull(pull, &pr)));
 }
 
+TEST(PsServerTest, StartedWithoutAGraphAdoptsTheChiefsGraph) {
+  // ps tasks started empty (a Python tf.train.Server): the chief sends its
+  // training graph with its Init.
+  const models::ModelConfig c = Config();
+  const tensorflow::GraphDef def = TrainGraph(c);
+  LocalCluster cluster = LocalCluster::Start(tensorflow::GraphDef(), 2);
+  StatusResponse st;
+  ASSERT_TRUE(cluster.ps[0]->GetStatus(&st).ok());
+  EXPECT_FALSE(st.has_graph());
+  EXPECT_FALSE(st.initialized());
+  PullRequest pull;
+  PullResponse pr;
+  absl::Status s = cluster.ps[0]->Pull(pull, &pr);
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("not initialized"));
+  InitResponse ir;
+  s = cluster.ps[0]->Init({}, &ir);
+  EXPECT_THAT(s.message(), HasSubstr("has no training graph"));
+  InitRequest garbage;
+  garbage.set_graph_def("not a graph");
+  s = cluster.ps[0]->Init(garbage, &ir);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("not a serialized GraphDef"));
+
+  PsClient client(cluster.addresses);
+  {
+    // A chief with no graph to send cannot start them.
+    auto session = NewSession(def);
+    WorkerOptions wo;
+    wo.is_chief = true;
+    wo.init_wait = absl::Seconds(5);
+    auto worker = Worker::Create(session.get(), &client, wo);
+    ASSERT_TRUE(worker.ok()) << worker.status();
+    s = (*worker)->StartCluster("");
+    EXPECT_THAT(s.message(), HasSubstr("has no training graph and this chief has none"));
+  }
+  auto session = NewSession(def);
+  WorkerOptions wo;
+  wo.is_chief = true;
+  wo.ps_graph = def.SerializeAsString();
+  wo.ps_init_node = "init";
+  wo.loss = "";  // no loss fetched: the caller fetches what it wants
+  auto worker = Worker::Create(session.get(), &client, wo);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  ASSERT_TRUE((*worker)->StartCluster("").ok());
+  ASSERT_TRUE(cluster.ps[1]->GetStatus(&st).ok());
+  EXPECT_TRUE(st.has_graph());
+  EXPECT_TRUE(st.initialized());
+  EXPECT_EQ(st.graph_fingerprint(), (*worker)->plan().graph_fingerprint);
+  std::vector<Tensor> out;
+  for (int i = 0; i < 2; ++i) {
+    auto r = (*worker)->TrainStep(FeedsFor(c, Batch(c, 16, 40 + i)), {"loss:0"}, &out);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_TRUE(std::isfinite(out[0].data<float>()[0]));
+  }
+  EXPECT_EQ((*worker)->global_step(), 2);
+  // The local global step follows ps 0's after a pull.
+  ASSERT_TRUE((*worker)->Evaluate(FeedsFor(c, Batch(c, 4, 50)),
+                                  {(*worker)->plan().global_step + ":0"}, &out).ok());
+  EXPECT_EQ(out[0].data<int64_t>()[0], 2);
+  // An Init from a task with another graph is refused.
+  InitRequest other;
+  other.set_graph_fingerprint((*worker)->plan().graph_fingerprint + 1);
+  s = cluster.ps[0]->Init(other, &ir);
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("different training graph"));
+}
+
 TEST(PsServerTest, DuplicatePushIsNotAppliedTwiceAndStaleSyncPushIsDropped) {
   const models::ModelConfig c = Config();
   const tensorflow::GraphDef def = TrainGraph(c);

@@ -343,16 +343,30 @@ absl::StatusOr<TrainPlan> PlanTraining(const Graph& graph, const PlanOptions& op
     if (!a.table) a.ps = plan.variables[var_index[a.target]].ps;
   }
 
-  // Post-update assignments (not the global step's).
-  for (const auto& np : graph.nodes()) {
-    if (!np || !absl::StartsWith(np->op(), "Assign")) continue;
-    bool after_update = false;
-    for (const Edge* e : np->in_edges()) {
-      after_update |= e->IsControlEdge() && apply_nodes.count(e->src) > 0;
+  // Post-update assignments: of replicated variables (not the global step),
+  // run after an update op: a control input from one, or (as TF's
+  // control_dependencies leaves it when the assigned value is computed in
+  // the same block) from an op between.
+  std::unordered_set<const Node*> after_updates;
+  {
+    std::deque<const Node*> frontier(apply_nodes.begin(), apply_nodes.end());
+    while (!frontier.empty()) {
+      const Node* n = frontier.front();
+      frontier.pop_front();
+      for (const Edge* e : n->out_edges()) {
+        if (IsVariableNode(*e->dst) || !after_updates.insert(e->dst).second) continue;
+        frontier.push_back(e->dst);
+      }
     }
-    if (!after_update) continue;
+  }
+  for (const auto& np : graph.nodes()) {
+    if (!np || !absl::StartsWith(np->op(), "Assign") || after_updates.count(np.get()) == 0) {
+      continue;
+    }
     const Edge* target = np->input_edge(0);
-    if (target != nullptr && target->src->name() == plan.global_step) continue;
+    if (target == nullptr || target->src->name() == plan.global_step) continue;
+    auto v = var_index.find(target->src->name());
+    if (v == var_index.end() || plan.variables[v->second].ps != kReplicated) continue;
     plan.post_update_nodes.push_back(np->name());
   }
   return plan;

@@ -32,8 +32,10 @@
 //     ps is hot for a big table. The lookups of each table (HashEmbeddingBag,
 //     HashEmbeddingLookup) give the ids endpoints a worker must know before
 //     its step (to pull their rows).
-//   - Post-update nodes: assignments with a control input from an update op
-//     that do not write the global step (Adam's beta-power updates). Every
+//   - Post-update nodes: assignments of replicated variables other than the
+//     global step that run after an update op (Adam's beta-power updates: a
+//     control input from an update op, directly or through the ops computing
+//     the assigned value, as TF 1.x's control_dependencies builds them). Every
 //     ps runs them once per applied push, after its updates, so its copy of
 //     the replicated variables follows the job's steps.
 // PsGraphDef rewrites the graph for a ps: control inputs from nodes that

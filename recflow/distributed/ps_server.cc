@@ -64,25 +64,39 @@ absl::StatusOr<std::unique_ptr<PsServer>> PsServer::Create(
                                    options.replicas_to_aggregate);
   }
   std::unique_ptr<PsServer> ps(new PsServer(options));
+  if (train_graph.node_size() > 0) {
+    RETURN_IF_ERROR(ps->AdoptGraph(train_graph, options.partition_bytes));
+  }
+  return ps;
+}
+
+absl::Status PsServer::AdoptGraph(const tensorflow::GraphDef& train_graph,
+                                  int64_t partition_bytes) {
   Graph graph;
   RETURN_IF_ERROR(ConvertGraphDefToGraph({}, train_graph, &graph));
-  ASSIGN_OR_RETURN(ps->plan_, PlanTraining(graph, {.num_ps = options.num_ps,
-                                                   .devices = options.devices,
-                                                   .partition_bytes = options.partition_bytes}));
-  ASSIGN_OR_RETURN(tensorflow::GraphDef ps_graph, PsGraphDef(graph, ps->plan_));
-  ASSIGN_OR_RETURN(ps->session_, Session::Create(options.session, ps_graph));
-  RETURN_IF_ERROR(train::CreateHashTables(ps->session_.get()));
-  for (const ApplyPlacement& a : ps->plan_.applies) {
-    ps->apply_by_node_[a.node] = &a;
-    ps->feed_name_[a.grad] = a.ps_grad_feed;
-    ps->apply_by_endpoint_[a.grad] = &a;
+  ASSIGN_OR_RETURN(TrainPlan plan, PlanTraining(graph, {.num_ps = options_.num_ps,
+                                                        .devices = options_.devices,
+                                                        .partition_bytes = partition_bytes}));
+  ASSIGN_OR_RETURN(tensorflow::GraphDef ps_graph, PsGraphDef(graph, plan));
+  ASSIGN_OR_RETURN(std::unique_ptr<Session> session, Session::Create(options_.session, ps_graph));
+  RETURN_IF_ERROR(train::CreateHashTables(session.get()));
+  plan_ = std::move(plan);
+  session_ = std::move(session);
+  apply_by_node_.clear();
+  feed_name_.clear();
+  apply_by_endpoint_.clear();
+  table_dims_.clear();
+  for (const ApplyPlacement& a : plan_.applies) {
+    apply_by_node_[a.node] = &a;
+    feed_name_[a.grad] = a.ps_grad_feed;
+    apply_by_endpoint_[a.grad] = &a;
     if (!a.indices.empty()) {
-      ps->feed_name_[a.indices] = a.ps_indices_feed;
-      ps->apply_by_endpoint_[a.indices] = &a;
+      feed_name_[a.indices] = a.ps_indices_feed;
+      apply_by_endpoint_[a.indices] = &a;
     }
   }
-  for (const TablePlacement& t : ps->plan_.tables) ps->table_dims_[t.node] = t.dim;
-  return ps;
+  for (const TablePlacement& t : plan_.tables) table_dims_[t.node] = t.dim;
+  return absl::OkStatus();
 }
 
 absl::Status PsServer::CheckServing(uint64_t fingerprint, int worker) {
@@ -93,6 +107,11 @@ absl::Status PsServer::CheckServing(uint64_t fingerprint, int worker) {
   }
   if (finished_.load()) {
     return errors::OutOfRange("ps task ", options_.task_index, ": training is finished");
+  }
+  if (session_ == nullptr) {
+    return errors::FailedPrecondition("ps task ", options_.task_index,
+                                      " is not initialized (it has no training graph yet: the "
+                                      "chief sends it with its initialization)");
   }
   if (fingerprint != 0 && fingerprint != plan_.graph_fingerprint) {
     return errors::FailedPrecondition(
@@ -437,6 +456,33 @@ absl::Status PsServer::PushSync(const PushRequest& request, PushResponse* respon
 
 absl::Status PsServer::Init(const InitRequest& request, InitResponse* response) {
   std::unique_lock<std::shared_mutex> lock(state_mu_);
+  if (session_ == nullptr && !request.graph_def().empty()) {
+    tensorflow::GraphDef graph;
+    if (!graph.ParseFromString(request.graph_def())) {
+      return errors::InvalidArgument("ps task ", options_.task_index,
+                                     ": init: graph_def is not a serialized GraphDef");
+    }
+    absl::Status s = AdoptGraph(graph, request.partition_bytes());
+    if (!s.ok()) {
+      return errors::Annotate(s, absl::StrCat("ps task ", options_.task_index,
+                                              ": the training graph of the init"));
+    }
+    if (!request.init_node().empty()) init_node_ = request.init_node();
+    LOG(INFO) << "ps task " << options_.task_index << " adopted the chief's training graph ("
+              << graph.node_size() << " nodes, " << plan_.PrimaryVariablesOn(options_.task_index).size()
+              << " variables placed here)";
+  }
+  if (session_ == nullptr) {
+    return errors::FailedPrecondition("ps task ", options_.task_index,
+                                      " has no training graph: it was started without one and "
+                                      "the init did not bring one");
+  }
+  if (request.graph_fingerprint() != 0 && request.graph_fingerprint() != plan_.graph_fingerprint) {
+    return errors::FailedPrecondition(
+        "ps task ", options_.task_index, " runs a different training graph (fingerprint ",
+        plan_.graph_fingerprint, ", the caller's ", request.graph_fingerprint(),
+        "): every task must build the same model (same code, same placement)");
+  }
   if (request.only_if_uninitialized() && initialized_) {
     response->set_initialized_now(false);
     ASSIGN_OR_RETURN(int64_t step, ReadStep());
@@ -445,7 +491,7 @@ absl::Status PsServer::Init(const InitRequest& request, InitResponse* response) 
   }
   std::vector<Tensor> unused;
   std::vector<std::string> init_targets;
-  if (session_->graph()->FindNode("init") != nullptr) init_targets.push_back("init");
+  if (session_->graph()->FindNode(init_node_) != nullptr) init_targets.push_back(init_node_);
   if (!init_targets.empty()) RETURN_IF_ERROR(session_->Run({}, {}, init_targets, &unused));
   for (const TablePlacement& t : plan_.tables) {
     ASSIGN_OR_RETURN(embedding::HashEmbeddingTable * table, LookupTable(session_.get(), t));
@@ -569,6 +615,7 @@ absl::Status PsServer::GetStatus(StatusResponse* response, const StatusRequest& 
   response->set_task_index(options_.task_index);
   response->set_initialized(initialized_);
   response->set_graph_fingerprint(plan_.graph_fingerprint);
+  response->set_has_graph(session_ != nullptr);
   response->set_pushes_applied(applied_.load());
   response->set_pushes_dropped(dropped_.load());
   response->set_finished(finished_.load());
@@ -593,7 +640,7 @@ absl::Status PsServer::GetStatus(StatusResponse* response, const StatusRequest& 
 
 absl::Status PsServer::Save(const SaveRequest& request, SaveResponse* response) {
   std::unique_lock<std::shared_mutex> lock(state_mu_);
-  if (!initialized_) {
+  if (!initialized_ || session_ == nullptr) {
     return errors::FailedPrecondition("ps task ", options_.task_index,
                                       " cannot save: it is not initialized");
   }

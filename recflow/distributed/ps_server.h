@@ -33,6 +33,14 @@
 // round_timeout passes first, the round is applied with the gradients it has
 // (a dead or slow worker never blocks the others), and a warning names the
 // round and how many of N arrived.
+// A ps created with an empty graph (a Python tf.train.Server, which starts
+// before any model exists) has no plan and no session: every call but
+// GetStatus (has_graph false) and Init answers FailedPrecondition "not
+// initialized" until an Init carrying the job's training graph
+// (InitRequest::graph_def, sent by the chief) arrives; the ps adopts it
+// (PlanTraining with the request's partition_bytes; its init_node runs the
+// initializers) and then initializes as above. Later Inits with a graph
+// are checked by fingerprint: another graph is FailedPrecondition.
 // Save: writes this ps's variables (and the replicated ones on ps 0) and
 // its rows of every table (key "<table>/part_<part>") as a bundle at the
 // given prefix, with pushes paused.
@@ -74,6 +82,8 @@ struct PsOptions {
 
 class PsServer {
  public:
+  // An empty `train_graph`: the ps waits for the chief's Init to bring one
+  // (see the file comment).
   static absl::StatusOr<std::unique_ptr<PsServer>> Create(const tensorflow::GraphDef& train_graph,
                                                           const PsOptions& options);
   ~PsServer();
@@ -110,6 +120,9 @@ class PsServer {
     std::vector<int> workers;
   };
 
+  // Plans `train_graph` and builds the ps session over its PsGraphDef.
+  // REQUIRES state_mu_ held exclusively (or construction).
+  absl::Status AdoptGraph(const tensorflow::GraphDef& train_graph, int64_t partition_bytes);
   absl::Status CheckServing(uint64_t fingerprint, int worker);
   // Keeps only this ps's share after init: drops the variables placed on
   // other ps tasks and keeps its rows of every partitioned one.
@@ -130,7 +143,8 @@ class PsServer {
 
   const PsOptions options_;
   TrainPlan plan_;
-  std::unique_ptr<Session> session_;
+  std::unique_ptr<Session> session_;  // null until the ps has a graph
+  std::string init_node_ = "init";    // runs the initializers
   std::map<std::string, const ApplyPlacement*> apply_by_node_;
   std::map<std::string, int64_t> table_dims_;
   std::map<std::string, std::string> feed_name_;  // wire endpoint -> ps placeholder

@@ -39,6 +39,8 @@ double Since(Clock::time_point t) {
 
 std::string TaskName(const ClusterConfig& c) { return absl::StrCat(c.task.job, " ", c.task.index); }
 
+}  // namespace
+
 // The chief of an epoch-bounded job: the other workers may still have data.
 // Waits until every one of them has left (ps 0 keeps the list), or until
 // the global step has not moved for a minute (a worker that died and was
@@ -79,6 +81,8 @@ absl::Status WaitForWorkers(PsClient* client, int num_workers, int index, std::F
     absl::SleepFor(absl::Milliseconds(200));
   }
 }
+
+namespace {
 
 // "worker 1: 120 steps of this worker (30720 examples) in 3.1 s: ...".
 std::string WorkerSummary(const ClusterConfig& cluster, const train::LoopResult& loop,

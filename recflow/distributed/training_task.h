@@ -23,6 +23,7 @@
 #include "absl/status/status.h"
 #include "recflow/data/dataset.h"
 #include "recflow/distributed/cluster_spec.h"
+#include "recflow/distributed/ps_grpc.h"
 #include "recflow/proto/graph.pb.h"
 #include "recflow/train/trainer.h"
 
@@ -51,6 +52,13 @@ struct TaskOptions {
 // InvalidArgument when the cluster cannot train: no ps task, no chief or
 // worker, backup workers not fewer than the training workers.
 absl::Status CheckTrainingCluster(const ClusterConfig& cluster, const TaskOptions& options);
+
+// The chief of an epoch-bounded job: the other workers may still have data.
+// Waits until every training worker but `index` (of num_workers) has left
+// (ps 0 keeps the list), or until the global step has not moved for a
+// minute (a worker that died and was not restarted; a warning on `log`).
+// The error of ps 0 when it does not answer for a minute.
+absl::Status WaitForWorkers(PsClient* client, int num_workers, int index, std::FILE* log);
 
 // A ps task of the training graph `graph_def`: serves until the chief ends
 // the job (then lingers up to a minute for workers still to be told) or

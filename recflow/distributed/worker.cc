@@ -87,11 +87,9 @@ absl::Status Worker::Retry(const std::string& what, int ps,
       return s;
     }
     if (NotInitialized(s) && options_.is_chief) {
-      InitRequest req;
-      req.set_only_if_uninitialized(true);
       absl::StatusOr<std::string> latest =
           options_.latest_checkpoint ? options_.latest_checkpoint() : std::string();
-      if (latest.ok()) req.set_checkpoint_prefix(*latest);
+      InitRequest req = MakeInit(latest.ok() ? *latest : std::string());
       InitResponse resp;
       // Never a fresh ps beside a trained cluster because the checkpoint
       // directory could not be read.
@@ -128,15 +126,18 @@ absl::Status Worker::StartCluster(const std::string& restore_prefix) {
       StatusResponse st;
       absl::Status s = client_->GetStatus(ps, &st);
       if (s.ok()) {
-        if (st.graph_fingerprint() != plan_.graph_fingerprint) {
+        if (st.has_graph() && st.graph_fingerprint() != plan_.graph_fingerprint) {
           return errors::FailedPrecondition(
               "ps task ", ps, " (", client_->address(ps),
               ") runs a different training graph: every task must run the same run config "
-              "and recflow version");
+              "(or Python model code) and recflow version");
         }
-        InitRequest req;
-        req.set_only_if_uninitialized(true);
-        req.set_checkpoint_prefix(restore_prefix);
+        if (!st.has_graph() && options_.ps_graph.empty()) {
+          return errors::FailedPrecondition("ps task ", ps, " (", client_->address(ps),
+                                            ") has no training graph and this chief has none "
+                                            "to send");
+        }
+        InitRequest req = MakeInit(restore_prefix);
         InitResponse resp;
         RETURN_IF_ERROR(client_->Init(ps, req, &resp));
         LOG(INFO) << "ps task " << ps << ": "
@@ -164,6 +165,19 @@ absl::Status Worker::StartCluster(const std::string& restore_prefix) {
   });
 }
 
+InitRequest Worker::MakeInit(const std::string& checkpoint_prefix) const {
+  InitRequest req;
+  req.set_only_if_uninitialized(true);
+  req.set_checkpoint_prefix(checkpoint_prefix);
+  req.set_graph_fingerprint(plan_.graph_fingerprint);
+  if (!options_.ps_graph.empty()) {
+    req.set_graph_def(options_.ps_graph);
+    req.set_partition_bytes(options_.partition_bytes);
+    req.set_init_node(options_.ps_init_node);
+  }
+  return req;
+}
+
 absl::Status Worker::WaitForCluster() {
   const auto start = Clock::now();
   absl::Status s = WaitForClusterImpl(start);
@@ -179,11 +193,11 @@ absl::Status Worker::WaitForClusterImpl(std::chrono::steady_clock::time_point st
     for (;;) {
       StatusResponse st;
       absl::Status s = client_->GetStatus(ps, &st);
-      if (s.ok() && st.graph_fingerprint() != plan_.graph_fingerprint) {
+      if (s.ok() && st.has_graph() && st.graph_fingerprint() != plan_.graph_fingerprint) {
         return errors::FailedPrecondition(
             "ps task ", ps, " (", client_->address(ps),
-            ") runs a different training graph: every task must run the same run config and "
-            "recflow version");
+            ") runs a different training graph: every task must run the same run config "
+            "(or Python model code) and recflow version");
       }
       if (s.ok() && st.finished()) {
         return errors::OutOfRange("ps task ", ps, " reports the job finished");
@@ -346,16 +360,39 @@ absl::Status Worker::WriteLocal(const std::vector<std::vector<std::vector<int64_
     RETURN_IF_ERROR(table->Import(chunk));
   }
   if (!responses.empty()) global_step_ = responses[0].global_step();
+  if (!responses.empty() && !plan_.global_step.empty()) {
+    // The local copy of the global step follows ps 0's (what a fetch of
+    // the global step reads on this worker).
+    const VariablePlacement* v = plan_.FindVariable(plan_.global_step);
+    if (v != nullptr && (v->dtype == DT_INT64 || v->dtype == DT_INT32)) {
+      const std::string container = v->container.empty() ? rm->default_container() : v->container;
+      ASSIGN_OR_RETURN(auto var, rm->LookupOrCreate<Var>(
+                                     container, v->shared_name,
+                                     [&]() -> absl::StatusOr<std::shared_ptr<Var>> {
+                                       return std::make_shared<Var>(v->dtype, v->shape, v->node);
+                                     }));
+      Tensor step(v->dtype, TensorShape({}));
+      if (v->dtype == DT_INT64) {
+        step.data<int64_t>()[0] = global_step_;
+      } else {
+        step.data<int32_t>()[0] = static_cast<int32_t>(global_step_);
+      }
+      RETURN_IF_ERROR(var->Assign(step, /*validate_shape=*/false));
+    }
+  }
   return absl::OkStatus();
 }
 
 absl::StatusOr<Worker::StepResult> Worker::TrainStep(const Feeds& feeds,
                                                      const std::vector<std::string>& extra,
-                                                     std::vector<Tensor>* outputs) {
+                                                     std::vector<Tensor>* outputs,
+                                                     const std::vector<std::string>& targets) {
   const int64_t sent0 = client_->bytes_sent(), received0 = client_->bytes_received();
   ASSIGN_OR_RETURN(auto ids, StepIds(feeds));
   std::vector<PullResponse> pulled;
-  std::vector<std::string> fetches = {options_.loss};
+  std::vector<std::string> fetches;
+  if (!options_.loss.empty()) fetches.push_back(options_.loss);
+  const size_t first_grad = fetches.size();
   fetches.insert(fetches.end(), grad_fetches_.begin(), grad_fetches_.end());
   const size_t first_extra = fetches.size();
   fetches.insert(fetches.end(), extra.begin(), extra.end());
@@ -365,7 +402,7 @@ absl::StatusOr<Worker::StepResult> Worker::TrainStep(const Feeds& feeds,
     RETURN_IF_ERROR(PullAll(ids, /*training=*/true, &pulled));
     RETURN_IF_ERROR(WriteLocal(ids, pulled));
     pulled_step = global_step_;
-    RETURN_IF_ERROR(session_->Run(feeds, fetches, {}, &out));
+    RETURN_IF_ERROR(session_->Run(feeds, fetches, targets, &out));
     // Bounded staleness (async): when other workers pushed more than
     // max_staleness steps since this pull (this process waited for a core,
     // say), the gradients are recomputed on fresh parameters, up to twice.
@@ -381,7 +418,7 @@ absl::StatusOr<Worker::StepResult> Worker::TrainStep(const Feeds& feeds,
     ++stats_.recomputed;
   }
   std::map<std::string, const Tensor*> value;
-  for (size_t i = 1; i < first_extra; ++i) value[fetches[i]] = &out[i];
+  for (size_t i = first_grad; i < first_extra; ++i) value[fetches[i]] = &out[i];
 
   const int num_ps = client_->num_ps();
   const int64_t seq = ++seq_;
@@ -437,8 +474,10 @@ absl::StatusOr<Worker::StepResult> Worker::TrainStep(const Feeds& feeds,
     });
   }));
   StepResult r;
-  r.loss = out[0].dtype() == DT_FLOAT ? out[0].data<float>()[0]
-                                      : static_cast<float>(out[0].data<double>()[0]);
+  if (first_grad > 0) {
+    r.loss = out[0].dtype() == DT_FLOAT ? out[0].data<float>()[0]
+                                        : static_cast<float>(out[0].data<double>()[0]);
+  }
   r.global_step = pushed[0].global_step();
   for (const PushResponse& p : pushed) r.applied &= p.applied();
   global_step_ = r.global_step;
@@ -511,12 +550,13 @@ absl::Status Worker::SplitPartitioned(const ApplyPlacement& a,
 }
 
 absl::Status Worker::Evaluate(const Feeds& feeds, const std::vector<std::string>& fetches,
-                              std::vector<Tensor>* outputs) {
+                              std::vector<Tensor>* outputs,
+                              const std::vector<std::string>& targets) {
   ASSIGN_OR_RETURN(auto ids, StepIds(feeds));
   std::vector<PullResponse> pulled;
   RETURN_IF_ERROR(PullAll(ids, /*training=*/false, &pulled));
   RETURN_IF_ERROR(WriteLocal(ids, pulled));
-  return session_->Run(feeds, fetches, {}, outputs);
+  return session_->Run(feeds, fetches, targets, outputs);
 }
 
 absl::StatusOr<int64_t> Worker::FetchGlobalStep() {

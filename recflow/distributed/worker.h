@@ -63,7 +63,14 @@ struct WorkerOptions {
   bool sync = false;
   std::vector<std::string> devices;  // the cluster's, for placement messages
   int64_t partition_bytes = int64_t{64} << 20;  // PlanOptions::partition_bytes
+  // Fetched with every training step (StepResult::loss, a float scalar);
+  // "": none (the caller fetches what it wants, as a Python session does).
   std::string loss = "loss:0";
+  // For ps tasks started without a graph (ps_server.h): the training graph
+  // (a serialized GraphDef, the one the worker's plan was made from) and
+  // the node running its initializers, sent with every Init. "": none.
+  std::string ps_graph;
+  std::string ps_init_node = "init";
   absl::Duration rpc_timeout = absl::Seconds(60);
   // Sync: a push waits for its round; the ps applies a round after its
   // round_timeout at the latest, so this bounds the wait.
@@ -109,12 +116,18 @@ class Worker {
   // One step on the batch `feeds` ({"batch:0", labels}, ...). `fetches`
   // are computed in the same run as the loss and gradients (their values
   // into `outputs`). OutOfRange when the chief has ended the job.
+  // `targets` run locally in that run too (not the update ops: they run
+  // on the ps tasks).
   absl::StatusOr<StepResult> TrainStep(const Feeds& feeds,
                                        const std::vector<std::string>& fetches = {},
-                                       std::vector<Tensor>* outputs = nullptr);
-  // Forward only: pulls the current model read-only and runs `fetches`.
+                                       std::vector<Tensor>* outputs = nullptr,
+                                       const std::vector<std::string>& targets = {});
+  // Forward only: pulls the current model read-only and runs `fetches` (and
+  // `targets`, locally). After a pull, the local global step variable holds
+  // ps 0's step.
   absl::Status Evaluate(const Feeds& feeds, const std::vector<std::string>& fetches,
-                        std::vector<Tensor>* outputs);
+                        std::vector<Tensor>* outputs,
+                        const std::vector<std::string>& targets = {});
   // Refreshes global_step() from ps 0.
   absl::StatusOr<int64_t> FetchGlobalStep();
 
@@ -143,6 +156,9 @@ class Worker {
 
   // Runs `call` until it succeeds or fails with an error not worth retrying,
   // or retry_for has passed (see the file comment).
+  // An Init of ps `ps` (only if uninitialized), with the graph for a ps
+  // that has none.
+  InitRequest MakeInit(const std::string& checkpoint_prefix) const;
   absl::Status Retry(const std::string& what, int ps, const std::function<absl::Status()>& call);
   absl::Status WaitForClusterImpl(std::chrono::steady_clock::time_point start);
   absl::Status PullAll(const std::vector<std::vector<std::vector<int64_t>>>& ids_per_ps,

@@ -20,6 +20,7 @@ namespace python {
 void RegisterSessionBindings(py::module_& m);  // py_session.cc
 void RegisterProtoBindings(py::module_& m);    // py_proto.cc
 void RegisterFunctionBindings(py::module_& m); // py_function.cc
+void RegisterDistributedBindings(py::module_& m);  // py_distributed.cc
 }  // namespace python
 }  // namespace recflow
 
@@ -33,6 +34,7 @@ PYBIND11_MODULE(_pywrap, m) {
   RegisterSessionBindings(m);
   RegisterProtoBindings(m);
   RegisterFunctionBindings(m);
+  RegisterDistributedBindings(m);
   m.def(
       "dtype_name",
       [](int dtype) { return DataTypeString(static_cast<DataType>(dtype)); },

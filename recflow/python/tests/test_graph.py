@@ -289,8 +289,8 @@ def test_session_config_run_options_and_make_callable():
     out = fn(np.array([1.0, 1.0], np.float32))
     assert out[0] == 4.0 and out[1].tolist() == [1.0, 1.0]
     assert sess.list_devices()[0].device_type == "CPU"
-  with pytest.raises(NotImplementedError, match="distributed targets"):
-    tf.Session("grpc://localhost:2222")
+  with pytest.raises(ValueError, match="tf.train.Server of this process"):
+    tf.Session("grpc://localhost:2222")  # a target must be a Server of this process
   with pytest.raises(NotImplementedError, match="control-flow"):
     tf.cond(x[0] > 0, lambda: x, lambda: -x)
 

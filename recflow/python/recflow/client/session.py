@@ -318,10 +318,6 @@ class BaseSession(object):
       graph = ops.get_default_graph()
     elif not isinstance(graph, ops.Graph):
       raise TypeError("graph must be a tf.Graph, but got %s" % type(graph))
-    if target:
-      raise NotImplementedError(
-          "Session(target=%r): recflow's Python Session runs in process; distributed targets "
-          "(grpc://...) are not supported yet" % (target,))
     if config is not None and not isinstance(config, ConfigProto):
       raise TypeError("config must be a tf.ConfigProto, but got %s" % type(config))
     self._graph = graph
@@ -333,7 +329,16 @@ class BaseSession(object):
     intra = int(self._config.intra_op_parallelism_threads)
     if inter < 0 or intra < 0:
       raise ValueError("thread counts must be >= 0 (0 means one per CPU)")
-    self._c = _pywrap.Session(inter, intra, optimize)
+    # A training task's Server as target: runs through recflow's distributed
+    # runtime (client/distributed.py); no in-process session then.
+    self._distributed = None
+    if target:
+      from recflow.client import distributed  # pylint: disable=g-import-not-at-top
+      self._distributed = distributed.runner_for(target, graph, self._config)
+      self._c = None
+    else:
+      self._c = _pywrap.Session(inter, intra, optimize)
+    self._target = target or ""
     self._closed = False
     self._nodes_sent = 0
     self._extend_lock = threading.Lock()
@@ -351,7 +356,7 @@ class BaseSession(object):
 
   @property
   def sess_str(self):
-    return ""
+    return self._target
 
   def list_devices(self):
     return [_DeviceAttributes("/job:localhost/replica:0/task:0/device:CPU:0", "CPU", 0)]
@@ -359,7 +364,10 @@ class BaseSession(object):
   def close(self):
     if not self._closed:
       self._closed = True
-      self._c.close()
+      if self._distributed is not None:
+        self._distributed.close()
+      else:
+        self._c.close()
 
   def __del__(self):
     try:
@@ -415,13 +423,20 @@ class BaseSession(object):
 
   def _run_c(self, feed_names, feed_values, feed_types, fetch_names, targets, trace=False):
     self._check_open()
+    if self._distributed is not None:
+      try:
+        result = self._distributed.run(feed_names, feed_values, feed_types, fetch_names,
+                                       targets)
+      except errors.OpError as e:
+        raise errors.attach_op(e, self._graph)
+      return (result, [], "") if trace else result
     self._extend_graph()
     try:
       return self._c.run(feed_names, feed_values, feed_types, fetch_names, targets, trace)
     except errors.OpError as e:
       raise errors.attach_op(e, self._graph)
     except RuntimeError:
-      if self._closed or self._c.closed:
+      if self._closed or (self._c is not None and self._c.closed):
         raise RuntimeError("Attempted to use a closed Session.")
       raise
 

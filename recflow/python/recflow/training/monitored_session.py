@@ -197,15 +197,32 @@ class ChiefSessionCreator(SessionCreator):
 
 
 class WorkerSessionCreator(SessionCreator):
-  """Non-chief sessions wait for a chief's initialization through a distributed
-  master, which recflow does not have yet."""
+  """A non-chief session: waits until the chief has initialized (or restored) the
+  cluster, then runs the local init op. `master` must be a training task's
+  tf.train.Server target (recflow's distributed runtime)."""
 
   def __init__(self, scaffold=None, master="", config=None, max_wait_secs=30 * 60):
     self._scaffold = scaffold or Scaffold()
+    self._master = master
+    self._config = config
+    self._max_wait_secs = max_wait_secs
 
   def create_session(self):
-    raise NotImplementedError("WorkerSessionCreator (is_chief=False) needs a distributed "
-                              "master, which recflow's Python API does not have yet")
+    if not self._master:
+      raise ValueError("WorkerSessionCreator (is_chief=False) needs master=server.target of "
+                       "this task's tf.train.Server: a non-chief worker waits for the chief "
+                       "of a cluster")
+    self._scaffold.finalize()
+    sess = session_lib.Session(self._master, graph=ops.get_default_graph(),
+                               config=self._config)
+    try:
+      sess._distributed.start()  # pylint: disable=protected-access
+      if self._scaffold.local_init_op is not None:
+        sess.run(self._scaffold.local_init_op)
+    except BaseException:
+      sess.close()
+      raise
+    return sess
 
 
 class _HookedSession(object):
@@ -457,5 +474,11 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaf
           scaffold=scaffold))
   if hooks:
     all_hooks.extend(hooks)
-  return MonitoredSession(session_creator=session_creator, hooks=all_hooks,
+  sess = MonitoredSession(session_creator=session_creator, hooks=all_hooks,
                           stop_grace_period_secs=stop_grace_period_secs)
+  distributed = getattr(sess._tf_sess, "_distributed", None)  # pylint: disable=protected-access
+  if distributed is not None:
+    # The chief of a cluster ends the job when its session closes: it waits
+    # for the other workers to finish, then stops the ps tasks.
+    distributed.end_job_on_close = True
+  return sess

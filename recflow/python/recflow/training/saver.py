@@ -409,6 +409,17 @@ class Saver(object):
       return None
     if sess is None or not hasattr(sess, "run"):
       raise TypeError("'sess' must be a Session; %s" % sess)
+    distributed = getattr(sess, "_distributed", None)
+    if distributed is not None:
+      # A cluster checkpoint: every ps task writes its part, the chief merges
+      # them into SAVE_PATH-STEP and updates the `checkpoint` file, keeping
+      # max_to_keep (recflow/distributed/cluster_checkpoint.h).
+      step = global_step if global_step is not None else distributed.global_step()
+      path = distributed.save(save_path_parent or ".", os.path.basename(save_path),
+                              self.saver_def.max_to_keep, step)
+      if write_meta_graph:
+        self.export_meta_graph(checkpoint_management_meta(path, meta_graph_suffix))
+      return path
     model_checkpoint_path = sess.run(self.saver_def.save_tensor_name,
                                      {self.saver_def.filename_tensor_name: checkpoint_file})
     if hasattr(model_checkpoint_path, "item"):  # a NumPy scalar or 0-d array
@@ -450,6 +461,13 @@ class Saver(object):
     if not checkpoint_management.checkpoint_exists(save_path):
       raise ValueError("The passed save_path is not a valid checkpoint: " + str(save_path))
     _logger.info("Restoring parameters from %s", save_path)
+    distributed = getattr(sess, "_distributed", None)
+    if distributed is not None:
+      # The chief starts the cluster from the checkpoint (each ps task reads
+      # its share; a ps task already initialized, a live cluster, is left as
+      # it is); other workers wait for the chief.
+      distributed.restore(save_path)
+      return
     try:
       sess.run(self.saver_def.restore_op_name,
                {self.saver_def.filename_tensor_name: save_path})

@@ -75,6 +75,7 @@ from recflow.ops.variables import (Variable, global_variables, global_variables_
                                    local_variables_initializer, model_variables,
                                    trainable_variables, variables_initializer)
 from recflow.compat.v1 import data
+from recflow.compat.v1 import distribute
 from recflow.compat.v1 import dtypes
 from recflow.compat.v1 import errors
 from recflow.compat.v1 import initializers

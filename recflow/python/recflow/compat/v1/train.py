@@ -2,9 +2,11 @@
 global step, learning-rate decays, Saver and checkpoint state, MonitoredSession,
 MonitoredTrainingSession and hooks.
 
-What TF 1.x's tf.train also has -- ClusterSpec/Server, replica_device_setter,
-SummarySaverHook, queue runners, import_meta_graph -- is not here yet
-(docs/python.md, What is missing).
+ClusterSpec, Server and replica_device_setter run between-graph ps/worker jobs on
+recflow's distributed runtime (docs/python.md, "Distributed training from Python").
+
+What TF 1.x's tf.train also has -- SummarySaverHook, queue runners,
+import_meta_graph -- is not here yet (docs/python.md, What is missing).
 """
 
 # pylint: disable=unused-import
@@ -25,6 +27,7 @@ from recflow.training.checkpoint_management import (CheckpointState, checkpoint_
                                                     get_checkpoint_state, latest_checkpoint,
                                                     remove_checkpoint,
                                                     update_checkpoint_state)
+from recflow.training.device_setter import replica_device_setter
 from recflow.training.gradient_descent import GradientDescentOptimizer
 from recflow.training.learning_rate_decay import (cosine_decay, exponential_decay,
                                                   inverse_time_decay, natural_exp_decay,
@@ -41,6 +44,7 @@ from recflow.training.optimizer import Optimizer
 from recflow.training.py_checkpoint_reader import (NewCheckpointReader, list_variables,
                                                    load_checkpoint, load_variable)
 from recflow.training.saver import Saver, SaverDef
+from recflow.training.server_lib import ClusterSpec, Server
 from recflow.training.session_run_hook import (SessionRunArgs, SessionRunContext,
                                                SessionRunHook, SessionRunValues)
 from recflow.training.training_util import (assert_global_step, create_global_step,
