@@ -19,6 +19,7 @@ namespace recflow {
 namespace python {
 void RegisterSessionBindings(py::module_& m);  // py_session.cc
 void RegisterProtoBindings(py::module_& m);    // py_proto.cc
+void RegisterModelBindings(py::module_& m);    // py_models.cc
 }  // namespace python
 }  // namespace recflow
 
@@ -31,6 +32,7 @@ PYBIND11_MODULE(_pywrap, m) {
   RegisterGraphBindings(m);
   RegisterSessionBindings(m);
   RegisterProtoBindings(m);
+  RegisterModelBindings(m);
   m.def(
       "dtype_name",
       [](int dtype) { return DataTypeString(static_cast<DataType>(dtype)); },
