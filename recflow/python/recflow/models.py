@@ -202,7 +202,8 @@ class Batches(object):
 
   def __init__(self, config, files=None, epochs=1):
     text, filename = _config_text(config)
-    self._it = _pywrap.ZooBatches(text, filename, files or "", int(epochs))
+    epochs = int(epochs)
+    self._it = _pywrap.ZooBatches(text, filename, files or "", epochs if epochs > 0 else -1)
 
   def __iter__(self):
     return self

@@ -145,6 +145,9 @@ def test_batches_feed_the_zoo_as_recflow_train_reads_them(tmp_path):
         seen += len(b[0])
       assert seen == 700 and reader.bad_records() == 1
   assert np.mean(losses[-6:]) < np.mean(losses[:6])
+  forever = models.Batches(config, data, epochs=0)  # <= 0: repeats
+  assert sum(len(next(forever)[0]) for _ in range(12)) == 12 * 128
+  forever.close()
 
 
 def test_bad_configs_name_the_key():
