@@ -161,11 +161,13 @@ def _python_train(args, tmp):
                 "--beta2=0.999", "--epsilon=1e-8"], _parse_kv
 
     runs = {(s, v): [] for s in SIDES for v in ("set", "unset")}
+    n = 0
     for rnd in range(rounds):
         order = SIDES[rnd % 3:] + SIDES[:rnd % 3]
         for side in order:
             for variant in ("set", "unset"):
-                c, parse = cmd(side, rnd * 10 + len(runs[(side, variant)]))
+                n += 1  # a fresh model directory per run (recflow train resumes from one)
+                c, parse = cmd(side, n)
                 res = _run(c, envs[variant], parse)
                 runs[(side, variant)].append(res)
                 print("  [round %d] %-13s %-5s %8.0f examples/s  (%d steps, %d examples in %.1f "
@@ -173,7 +175,7 @@ def _python_train(args, tmp):
                           rnd + 1, side, variant, res["eps"], res["steps"], res["examples"],
                           res["seconds"], res["loss"], res["wall_s"], os.getloadavg()[0]),
                       flush=True)
-                shutil.rmtree(os.path.join(tmp, "model_%d" % (rnd * 10)), ignore_errors=True)
+                shutil.rmtree(os.path.join(tmp, "model_%d" % n), ignore_errors=True)
     print()
     # Correctness: every side saw every row and its loss went down; Python's
     # steps are recflow train's (the same batches).
