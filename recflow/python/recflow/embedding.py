@@ -31,6 +31,8 @@ node name). docs/python.md, "recflow.embedding", says what differs from
 TensorFlow.
 """
 
+import threading
+
 import numpy as np
 
 from recflow.framework import dtypes
@@ -328,9 +330,9 @@ def _as_int64(t, what):
   raise TypeError("%s must be int64 or int32 ids, got %s" % (what, t.dtype.name))
 
 
-class _LookupMode(object):
-  """The mode lookups through tf.nn.embedding_lookup* use (a per-call switch)."""
-  current = "train"
+# The mode lookups through tf.nn.embedding_lookup* use: "train" unless a
+# lookup_sparse(mode=...) call on this thread says otherwise.
+_lookup_state = threading.local()
 
 
 class _lookup_mode(object):  # pylint: disable=invalid-name
@@ -338,16 +340,16 @@ class _lookup_mode(object):  # pylint: disable=invalid-name
     self._mode = mode
 
   def __enter__(self):
-    self._saved = _LookupMode.current
-    _LookupMode.current = self._mode
+    self._saved = getattr(_lookup_state, "mode", "train")
+    _lookup_state.mode = self._mode
 
   def __exit__(self, *unused):
-    _LookupMode.current = self._saved
+    _lookup_state.mode = self._saved
 
 
 def _gather(table, ids):
   """embedding_ops' hook: the rows of `ids` from a hash table."""
-  return table.lookup(ids, mode=_LookupMode.current)
+  return table.lookup(ids, mode=getattr(_lookup_state, "mode", "train"))
 
 
 def is_hash_table(x):
@@ -432,8 +434,11 @@ class EvictionHook(session_run_hook.SessionRunHook):
       step = ops.convert_to_tensor(self._global_step)
       self._evict = control_flow_ops.group(*[t.evict(step) for t in tables])
 
+  def before_run(self, run_context):
+    return session_run_hook.SessionRunArgs(self._global_step)
+
   def after_run(self, run_context, run_values):
-    step = int(run_context.session.run(self._global_step))
+    step = int(run_values.results)
     if self._last is None:
       self._last = step
     if step - self._last >= self._every:

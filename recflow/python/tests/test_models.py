@@ -146,7 +146,7 @@ def test_batches_feed_the_zoo_as_recflow_train_reads_them(tmp_path):
       assert seen == 700 and reader.bad_records() == 1
   assert np.mean(losses[-6:]) < np.mean(losses[:6])
   forever = models.Batches(config, data, epochs=0)  # <= 0: repeats
-  assert sum(len(next(forever)[0]) for _ in range(12)) == 12 * 128
+  assert sum(len(next(forever)[0]) for _ in range(12)) == 2 * 700  # two epochs of 6 batches
   forever.close()
 
 
