@@ -12,6 +12,11 @@
 // one HashEmbeddingTable::Lookup (grouped by shard, parallel over shards on
 // the intra-op pool), then combines them per example, sharded over examples
 // on the pool (each example by one thread: deterministic, no atomics).
+//
+// HashTableExport copies the whole table (sorted by id) into its outputs;
+// HashTableImport clears the table and imports one chunk; HashTableEvict
+// and HashTableSize call the table (what Python's tables and Saver use).
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 #include <memory>
@@ -366,6 +371,122 @@ class HashTableApplyFtrlOp : public OpKernel {
   }
 };
 
+// --- Export, import, eviction, size ----------------------------------------
+
+// Copies `n` elements of each chunk's `field` after one another into `dst`.
+template <typename T>
+void Concat(const std::vector<embedding::TableChunk>& chunks,
+            Tensor embedding::TableChunk::*field, int64_t row_elements, T* dst) {
+  for (const embedding::TableChunk& c : chunks) {
+    const Tensor& t = c.*field;
+    const int64_t n = c.keys.NumElements() * row_elements;
+    if (n > 0) std::copy(t.data<T>(), t.data<T>() + n, dst);
+    dst += n;
+  }
+}
+
+class HashTableExportOp : public OpKernel {
+ public:
+  explicit HashTableExportOp(OpKernelConstruction* c) : OpKernel(c) {
+    c->SetStatus(c->GetAttr("dim", &dim_));
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    auto res = LookupTable(ctx, 0);
+    OP_REQUIRES_OK(ctx, res.status());
+    HashEmbeddingTable* table = (*res)->table();
+    OP_REQUIRES_OK(ctx, CheckDim(*table, dim_));
+    std::vector<embedding::TableChunk> chunks;
+    int64_t rows = 0;
+    embedding::ExportOptions opts;  // every row, sorted by id
+    auto exported = table->Export(
+        opts,
+        [&](const embedding::TableChunk& c) {
+          rows += c.keys.NumElements();
+          chunks.push_back(c);
+          return absl::OkStatus();
+        },
+        ctx->intra_op_pool());
+    OP_REQUIRES_OK(ctx, exported.status());
+    const int64_t dim = table->dim(), slots = table->num_slots();
+    Tensor keys(DT_INT64, TensorShape({rows}));
+    Tensor values(DT_FLOAT, TensorShape({rows, dim}));
+    Tensor slot_values(DT_FLOAT, TensorShape({rows, slots, dim}));
+    Tensor frequencies(DT_INT64, TensorShape({rows}));
+    Tensor versions(DT_INT64, TensorShape({rows}));
+    using embedding::TableChunk;
+    Concat<int64_t>(chunks, &TableChunk::keys, 1, keys.data<int64_t>());
+    Concat<float>(chunks, &TableChunk::values, dim, values.data<float>());
+    Concat<float>(chunks, &TableChunk::slots, slots * dim, slot_values.data<float>());
+    Concat<int64_t>(chunks, &TableChunk::frequencies, 1, frequencies.data<int64_t>());
+    Concat<int64_t>(chunks, &TableChunk::versions, 1, versions.data<int64_t>());
+    ctx->set_output(0, std::move(keys));
+    ctx->set_output(1, std::move(values));
+    ctx->set_output(2, std::move(slot_values));
+    ctx->set_output(3, std::move(frequencies));
+    ctx->set_output(4, std::move(versions));
+  }
+
+ private:
+  int64_t dim_ = 0;
+};
+
+class HashTableImportOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  void Compute(OpKernelContext* ctx) override {
+    auto res = LookupTable(ctx, 0);
+    OP_REQUIRES_OK(ctx, res.status());
+    HashEmbeddingTable* table = (*res)->table();
+    embedding::TableChunk chunk;
+    chunk.keys = ctx->input(1);
+    chunk.values = ctx->input(2);
+    chunk.slots = ctx->input(3);
+    chunk.frequencies = ctx->input(4);
+    chunk.versions = ctx->input(5);
+    // Import checks every tensor against the table before changing it.
+    table->Clear();
+    absl::Status s = table->Import(chunk, ctx->intra_op_pool());
+    if (!s.ok()) {
+      table->Clear();
+      OP_REQUIRES_OK(ctx, errors::Annotate(s, absl::StrCat("importing into embedding table '",
+                                                           table->name(), "'")));
+    }
+  }
+};
+
+class HashTableEvictOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  void Compute(OpKernelContext* ctx) override {
+    auto res = LookupTable(ctx, 0);
+    OP_REQUIRES_OK(ctx, res.status());
+    HashEmbeddingTable* table = (*res)->table();
+    const Tensor& step = ctx->input(1);
+    OP_REQUIRES(ctx, step.dims() == 0,
+                errors::InvalidArgument("step must be a scalar, but has shape ",
+                                        step.shape().DebugString()));
+    int64_t at = step.scalar<int64_t>();
+    if (at <= 0) at = table->clock();
+    const embedding::EvictionResult r = table->Evict(at, ctx->intra_op_pool());
+    ctx->set_output(0, Tensor::Scalar<int64_t>(r.by_age + r.by_frequency));
+  }
+};
+
+class HashTableSizeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  bool IsExpensive() const override { return false; }
+
+  void Compute(OpKernelContext* ctx) override {
+    auto res = LookupTable(ctx, 0);
+    OP_REQUIRES_OK(ctx, res.status());
+    ctx->set_output(0, Tensor::Scalar<int64_t>((*res)->table()->size()));
+  }
+};
+
 REGISTER_KERNEL_BUILDER(Name("HashEmbeddingTableOp").Device(DEVICE_CPU),
                         HashEmbeddingTableOp);
 REGISTER_KERNEL_BUILDER(Name("HashEmbeddingBag").Device(DEVICE_CPU),
@@ -381,6 +502,10 @@ REGISTER_KERNEL_BUILDER(Name("HashTableApplyAdam").Device(DEVICE_CPU),
                         HashTableApplyAdamOp);
 REGISTER_KERNEL_BUILDER(Name("HashTableApplyFtrl").Device(DEVICE_CPU),
                         HashTableApplyFtrlOp);
+REGISTER_KERNEL_BUILDER(Name("HashTableExport").Device(DEVICE_CPU), HashTableExportOp);
+REGISTER_KERNEL_BUILDER(Name("HashTableImport").Device(DEVICE_CPU), HashTableImportOp);
+REGISTER_KERNEL_BUILDER(Name("HashTableEvict").Device(DEVICE_CPU), HashTableEvictOp);
+REGISTER_KERNEL_BUILDER(Name("HashTableSize").Device(DEVICE_CPU), HashTableSizeOp);
 
 }  // namespace
 }  // namespace recflow

@@ -551,6 +551,144 @@ TEST(HashTableKernelsTest, GraphDefRoundTrip) {
   }
 }
 
+// A node of `op` with `inputs` (and dim when > 0), for the ops without a
+// builder helper.
+Output AddOp(const Scope& scope, const std::string& op,
+             const std::vector<Output>& inputs, int64_t dim = 0) {
+  NodeBuilder b(scope.GetUniqueNameForOp(op), op);
+  for (const Output& in : inputs) b.Input(in);
+  if (dim > 0) b.Attr("dim", dim);
+  return Output(scope.AddNode(b));
+}
+
+Output OutputOf(const Output& o, int index) { return Output(o.node(), index); }
+
+// Export then import into another table gives back every row, its slots,
+// frequency and version; the export is sorted by id.
+TEST(HashTableKernelsTest, ExportImportRoundTrip) {
+  TestGraph g;
+  Output src = ops::HashEmbeddingTableOp(g.root, Attrs("src", 3, "adagrad"));
+  Output dst = ops::HashEmbeddingTableOp(g.root, Attrs("dst", 3, "adagrad"));
+  Output ids = ops::Const(g.root, I64({40, -7, 40, 1LL << 50, 3}));
+  Output lookup = ops::HashEmbeddingLookup(g.root, src, ids);
+  Output uniq = ops::Const(g.root, I64({-7, 3}));
+  Output apply = ops::HashTableApplyAdagrad(
+      g.root, src, uniq,
+      ops::Const(g.root, Tensor::FromVector<float>({0.5f, -1, 2, 0.25f, 3, -4},
+                                                   TensorShape({2, 3}))),
+      ops::Const(g.root, 0.1f), ops::Const(g.root, 0.0f), ops::Const(g.root, int64_t{7}));
+  Output exported = AddOp(g.root, "HashTableExport", {src}, 3);
+  Output imported =
+      AddOp(g.root, "HashTableImport",
+            {dst, OutputOf(exported, 0), OutputOf(exported, 1), OutputOf(exported, 2),
+             OutputOf(exported, 3), OutputOf(exported, 4)});
+  Output size = AddOp(g.root, "HashTableSize", {dst});
+  ASSERT_TRUE(g.Start().ok());
+  ASSERT_TRUE(g.Run({}, {lookup}).ok());
+  ASSERT_TRUE(g.Run({}, {}, {apply}).ok());
+  auto out = g.Run({}, {OutputOf(exported, 0), OutputOf(exported, 2)});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_THAT((*out)[0].flat<int64_t>(),
+              ::testing::ElementsAre(-7, 3, 40, 1LL << 50));
+  EXPECT_EQ((*out)[1].shape(), TensorShape({4, 1, 3}));
+  ASSERT_TRUE(g.Run({}, {}, {imported}).ok());
+  auto n = g.Run({}, {size});
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ((*n)[0].scalar<int64_t>(), 4);
+  HashEmbeddingTable* a = g.Table("src");
+  HashEmbeddingTable* b = g.Table("dst");
+  for (int64_t id : {int64_t{-7}, int64_t{3}, int64_t{40}, int64_t{1} << 50}) {
+    auto ra = a->GetRow(id), rb = b->GetRow(id);
+    ASSERT_TRUE(ra.has_value() && rb.has_value()) << id;
+    EXPECT_EQ(ra->weights, rb->weights);
+    EXPECT_EQ(ra->slots, rb->slots);
+    EXPECT_EQ(ra->frequency, rb->frequency);
+    EXPECT_EQ(ra->version, rb->version);
+  }
+  EXPECT_EQ(a->GetRow(3)->version, 7);
+  EXPECT_EQ(b->clock(), 7);
+}
+
+TEST(HashTableKernelsTest, ImportRejectsWhatDoesNotFitAndClears) {
+  TestGraph g;
+  Output t = ops::HashEmbeddingTableOp(g.root, Attrs("imp", 2, "adagrad"));
+  Output lookup = ops::HashEmbeddingLookup(g.root, t, ops::Const(g.root, I64({1, 2})));
+  Output keys = ops::Placeholder(g.root.WithOpName("keys"), DT_INT64);
+  Output values = ops::Placeholder(g.root.WithOpName("values"), DT_FLOAT);
+  Output slots = ops::Placeholder(g.root.WithOpName("slots"), DT_FLOAT);
+  Output freq = ops::Placeholder(g.root.WithOpName("freq"), DT_INT64);
+  Output ver = ops::Placeholder(g.root.WithOpName("ver"), DT_INT64);
+  Output imp = AddOp(g.root, "HashTableImport", {t, keys, values, slots, freq, ver});
+  ASSERT_TRUE(g.Start().ok());
+  ASSERT_TRUE(g.Run({}, {lookup}).ok());
+  ASSERT_EQ(g.Table("imp")->size(), 2);
+  // values of dim 3 for a table of dim 2.
+  auto out = g.Run({{"keys", I64({5})},
+                    {"values", Tensor::FromVector<float>({1, 2, 3}, TensorShape({1, 3}))},
+                    {"slots", Tensor(DT_FLOAT, TensorShape({1, 0, 3}))},
+                    {"freq", I64({1})},
+                    {"ver", I64({1})}},
+                   {}, {imp});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(out.status().message(), HasSubstr("imp"));
+  EXPECT_THAT(out.status().message(), HasSubstr("values"));
+  EXPECT_EQ(g.Table("imp")->size(), 0);
+  // No slots: they start at their initial values.
+  out = g.Run({{"keys", I64({5, 6})},
+               {"values", Tensor::FromVector<float>({1, 2, 3, 4}, TensorShape({2, 2}))},
+               {"slots", Tensor(DT_FLOAT, TensorShape({2, 0, 2}))},
+               {"freq", I64({3, 4})},
+               {"ver", I64({2, 9})}},
+              {}, {imp});
+  ASSERT_TRUE(out.ok()) << out.status();
+  auto row = g.Table("imp")->GetRow(6);
+  ASSERT_TRUE(row.has_value());
+  EXPECT_THAT(row->weights, ::testing::ElementsAre(3.0f, 4.0f));
+  EXPECT_EQ(row->frequency, 4);
+  EXPECT_EQ(row->version, 9);
+  EXPECT_FALSE(g.Table("imp")->Contains(1));
+}
+
+TEST(HashTableKernelsTest, EvictByAgeAndFrequency) {
+  TestGraph g;
+  ops::HashEmbeddingTableAttrs a = Attrs("old", 2);
+  a.max_age_steps = 5;
+  Output t = ops::HashEmbeddingTableOp(g.root, a);
+  Output lookup = ops::HashEmbeddingLookup(g.root, t, ops::Const(g.root, I64({1, 2, 3})));
+  Output step = ops::Placeholder(g.root.WithOpName("step"), DT_INT64);
+  Output apply = ops::HashTableApplyGradientDescent(
+      g.root, t, ops::Const(g.root, I64({2})),
+      ops::Const(g.root, Tensor::FromVector<float>({1, 1}, TensorShape({1, 2}))),
+      ops::Const(g.root, 0.1f), step);
+  Output evict = AddOp(g.root, "HashTableEvict", {t, step});
+  ops::HashEmbeddingTableAttrs r = Attrs("rare", 2);
+  r.min_frequency = 2;
+  Output rare = ops::HashEmbeddingTableOp(g.root, r);
+  Output rare_lookup =
+      ops::HashEmbeddingLookup(g.root, rare, ops::Const(g.root, I64({7, 8, 8})));
+  Output rare_evict = AddOp(g.root, "HashTableEvict", {rare, ops::Const(g.root, int64_t{0})});
+  ASSERT_TRUE(g.Start().ok());
+  ASSERT_TRUE(g.Run({}, {lookup}).ok());  // rows 1, 2, 3 at version 1
+  ASSERT_TRUE(g.Run({{"step", Tensor::Scalar<int64_t>(10)}}, {}, {apply}).ok());
+  auto n = g.Run({{"step", Tensor::Scalar<int64_t>(10)}}, {evict});
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ((*n)[0].scalar<int64_t>(), 2);  // 1 and 3: 10 - 1 > 5
+  EXPECT_TRUE(g.Table("old")->Contains(2));
+  EXPECT_FALSE(g.Table("old")->Contains(1));
+  n = g.Run({{"step", Tensor::Scalar<int64_t>(2)}}, {evict});
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ((*n)[0].scalar<int64_t>(), 0);
+  ASSERT_TRUE(g.Run({}, {rare_lookup}).ok());
+  n = g.Run({}, {rare_evict});
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ((*n)[0].scalar<int64_t>(), 1);  // 7 was seen once
+  EXPECT_TRUE(g.Table("rare")->Contains(8));
+  auto bad = g.Run({{"step", Tensor::FromVector<int64_t>({1, 2})}}, {evict});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("step must be a scalar"));
+}
+
 }  // namespace
 }  // namespace recflow
 

@@ -16,7 +16,6 @@
 #include "recflow/train/variables.h"
 
 namespace recflow::models {
-namespace {
 
 // The batch components' shapes: labels [B], dense [B, n], ids/splits [?].
 std::vector<PartialShape> ComponentShapes(const data::BatchSchema& schema) {
@@ -66,8 +65,6 @@ absl::StatusOr<ModelInputs> InputsFromBatch(const Scope& root, const RunConfig& 
   return in;
 }
 
-
-}  // namespace
 
 // Behaviour sequences come from the model config: the k sparse features
 // with sequence_of must be named H1..Hk (the data's sequence columns after

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "recflow/data/batch.h"
@@ -59,6 +60,19 @@ absl::StatusOr<InputPipeline> MakeInputPipeline(const RunConfig& config);
 absl::StatusOr<data::Dataset> MakeRunDataset(const RunConfig& config, const InputPipeline& p,
                                              const std::string& patterns, int64_t epochs,
                                              int num_shards = 1, int shard_index = 0);
+
+// The batch components' shapes: labels [B], dense [B, n], ids and
+// row_splits [?].
+std::vector<PartialShape> ComponentShapes(const data::BatchSchema& schema);
+
+// The model inputs from a batch's components (`batch`, in the schema's
+// order): labels, the dense columns the config names (a GatherV2
+// "dense_columns" under `root` when they are not all of them in order) and
+// each config sparse feature's ids and row_splits. InvalidArgument naming
+// the config and the feature when the data has no such column.
+absl::StatusOr<ModelInputs> InputsFromBatch(const Scope& root, const RunConfig& config,
+                                            const data::BatchSchema& schema,
+                                            const std::vector<Output>& batch);
 
 struct RunGraph {
   tensorflow::GraphDef graph_def;

@@ -125,6 +125,10 @@ REGISTER_NO_GRADIENT_OP("HashTableApplyGradientDescent");
 REGISTER_NO_GRADIENT_OP("HashTableApplyAdagrad");
 REGISTER_NO_GRADIENT_OP("HashTableApplyAdam");
 REGISTER_NO_GRADIENT_OP("HashTableApplyFtrl");
+REGISTER_NO_GRADIENT_OP("HashTableExport");
+REGISTER_NO_GRADIENT_OP("HashTableImport");
+REGISTER_NO_GRADIENT_OP("HashTableEvict");
+REGISTER_NO_GRADIENT_OP("HashTableSize");
 
 }  // namespace
 }  // namespace recflow

@@ -2,6 +2,8 @@
 // builder helpers (see hash_table_ops.h). recflow's own ops.
 #include "recflow/ops/hash_table_ops.h"
 
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "recflow/framework/attr_value_util.h"
 #include "recflow/framework/op_registry.h"
@@ -111,6 +113,76 @@ absl::Status HashTableApplyShape(InferenceContext* c) {
                                      s.DebugString());
     }
   }
+  return absl::OkStatus();
+}
+
+// HashTableExport: keys [n], values [n, dim], slots [n, ?, dim], then
+// frequencies and versions [n].
+absl::Status HashTableExportShape(InferenceContext* c) {
+  RETURN_IF_ERROR(CheckHandle(c));
+  int64_t dim = 0;
+  RETURN_IF_ERROR(c->GetAttr("dim", &dim));
+  const int64_t d = dim >= 1 ? dim : kUnknownDim;
+  c->set_output(0, PartialShape({kUnknownDim}));
+  c->set_output(1, PartialShape({kUnknownDim, d}));
+  c->set_output(2, PartialShape({kUnknownDim, kUnknownDim, d}));
+  c->set_output(3, PartialShape({kUnknownDim}));
+  c->set_output(4, PartialShape({kUnknownDim}));
+  return absl::OkStatus();
+}
+
+// HashTableImport: the five tensors of HashTableExport, one row each.
+absl::Status HashTableImportShape(InferenceContext* c) {
+  RETURN_IF_ERROR(CheckHandle(c));
+  static constexpr struct {
+    const char* name;
+    int rank;
+  } kInputs[] = {{"keys", 1}, {"values", 2}, {"slots", 3}, {"frequencies", 1},
+                 {"versions", 1}};
+  int64_t rows = kUnknownDim;
+  std::string rows_from;
+  for (int i = 0; i < 5; ++i) {
+    const PartialShape& s = c->input(i + 1);
+    if (s.unknown_rank()) continue;
+    if (s.rank() != kInputs[i].rank) {
+      return errors::InvalidArgument(kInputs[i].name, " must have rank ",
+                                     kInputs[i].rank, ", but has shape ",
+                                     s.DebugString());
+    }
+    if (s.dim(0) < 0) continue;
+    if (rows >= 0 && s.dim(0) != rows) {
+      return errors::InvalidArgument(kInputs[i].name, " ", s.DebugString(),
+                                     " must have one row per key, as ",
+                                     rows_from, " (", rows, " rows)");
+    }
+    rows = s.dim(0);
+    rows_from = kInputs[i].name;
+  }
+  const PartialShape& values = c->input(2);
+  const PartialShape& slots = c->input(3);
+  if (!values.unknown_rank() && !slots.unknown_rank() && values.dim(1) >= 0 &&
+      slots.dim(2) >= 0 && values.dim(1) != slots.dim(2)) {
+    return errors::InvalidArgument("slots ", slots.DebugString(),
+                                   " must have values' dim (values ",
+                                   values.DebugString(), ")");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status HashTableEvictShape(InferenceContext* c) {
+  RETURN_IF_ERROR(CheckHandle(c));
+  const PartialShape& step = c->input(1);
+  if (!step.unknown_rank() && step.rank() != 0) {
+    return errors::InvalidArgument("step must be a scalar, but has shape ",
+                                   step.DebugString());
+  }
+  c->set_output(0, PartialShape(absl::Span<const int64_t>()));
+  return absl::OkStatus();
+}
+
+absl::Status HashTableSizeShape(InferenceContext* c) {
+  RETURN_IF_ERROR(CheckHandle(c));
+  c->set_output(0, PartialShape(absl::Span<const int64_t>()));
   return absl::OkStatus();
 }
 
@@ -238,6 +310,64 @@ REGISTER_OP("HashTableApplyFtrl")
     .Doc(
         "FTRL-proximal (TensorFlow's ApplyFtrlV2) on the table rows of "
         "distinct ids (recflow's op).");
+
+REGISTER_OP("HashTableExport")
+    .Input("table: resource")
+    .Output("keys: int64")
+    .Output("values: float")
+    .Output("slots: float")
+    .Output("frequencies: int64")
+    .Output("versions: int64")
+    .Attr("dim: int >= 1")
+    .SetIsStateful()
+    .SetShapeFn(HashTableExportShape)
+    .Doc(
+        "Every row of the table, sorted by id (recflow's op; TensorFlow's "
+        "LookupTableExportV2 for hash embedding tables).\n\n"
+        "keys int64 [n], values float [n, dim], slots float [n, num_slots, "
+        "dim] (the optimizer's slots, the table's SlotNames() order), "
+        "frequencies and versions int64 [n]: the tensors a checkpoint holds "
+        "under K/keys, K/values, ... (embedding/table_bundle.h). Copies the "
+        "whole table into memory.");
+
+REGISTER_OP("HashTableImport")
+    .Input("table: resource")
+    .Input("keys: int64")
+    .Input("values: float")
+    .Input("slots: float")
+    .Input("frequencies: int64")
+    .Input("versions: int64")
+    .SetIsStateful()
+    .SetShapeFn(HashTableImportShape)
+    .Doc(
+        "Replaces the table's rows with the given ones (recflow's op; "
+        "TensorFlow's LookupTableImportV2 for hash embedding tables).\n\n"
+        "The tensors of HashTableExport. slots may have 0 slots ([n, 0, dim]: "
+        "the rows' slots start at their initial values). The table is "
+        "cleared first (rows, admission sketches, clock); a tensor that does "
+        "not fit the table is InvalidArgument naming it, and the table is "
+        "left empty.");
+
+REGISTER_OP("HashTableEvict")
+    .Input("table: resource")
+    .Input("step: int64")
+    .Output("num_evicted: int64")
+    .SetIsStateful()
+    .SetShapeFn(HashTableEvictShape)
+    .Doc(
+        "Removes the rows the table's eviction attrs select at `step` "
+        "(recflow's op): step - version > max_age_steps, or frequency < "
+        "min_frequency. step <= 0 means the table's clock (its last update's "
+        "step). Returns the number of rows removed.");
+
+REGISTER_OP("HashTableSize")
+    .Input("table: resource")
+    .Output("size: int64")
+    .SetIsStateful()
+    .SetShapeFn(HashTableSizeShape)
+    .Doc(
+        "The number of rows of the table (recflow's op; TensorFlow's "
+        "LookupTableSizeV2 for hash embedding tables).");
 
 namespace ops {
 

@@ -77,6 +77,37 @@ TEST(HashTableOpsShapeTest, ApplyOps) {
   INFER_ERROR("beta1 must be a scalar", adam, "[];[5];[5,8];[];[1];[];[];[]");
 }
 
+TEST(HashTableOpsShapeTest, ExportImportEvictSize) {
+  ShapeTestOp exp("HashTableExport");
+  exp.Attr("dim", int64_t{8});
+  INFER_OK(exp, "[]", "[?];[?,8];[?,?,8];[?];[?]");
+  INFER_OK(exp, "?", "[?];[?,8];[?,?,8];[?];[?]");
+  INFER_ERROR("table must be a scalar", exp, "[2]");
+
+  ShapeTestOp imp("HashTableImport");
+  INFER_OK(imp, "[];[3];[3,8];[3,2,8];[3];[3]", "");
+  INFER_OK(imp, "[];[?];[?,8];[?,0,8];[?];[?]", "");
+  INFER_OK(imp, "?;?;?;?;?;?", "");
+  INFER_ERROR("table must be a scalar", imp, "[1];[3];[3,8];[3,2,8];[3];[3]");
+  INFER_ERROR("keys must have rank 1", imp, "[];[3,1];[3,8];[3,2,8];[3];[3]");
+  INFER_ERROR("slots must have rank 3", imp, "[];[3];[3,8];[3,8];[3];[3]");
+  INFER_ERROR("values [4,8] must have one row per key, as keys (3 rows)", imp,
+              "[];[3];[4,8];[3,2,8];[3];[3]");
+  INFER_ERROR("versions [2] must have one row per key", imp,
+              "[];[3];[3,8];[3,2,8];[3];[2]");
+  INFER_ERROR("slots [3,2,4] must have values' dim", imp,
+              "[];[3];[3,8];[3,2,4];[3];[3]");
+
+  ShapeTestOp evict("HashTableEvict");
+  INFER_OK(evict, "[];[]", "[]");
+  INFER_ERROR("step must be a scalar", evict, "[];[1]");
+  INFER_ERROR("table must be a scalar", evict, "[2];[]");
+
+  ShapeTestOp size("HashTableSize");
+  INFER_OK(size, "[]", "[]");
+  INFER_ERROR("table must be a scalar", size, "[2]");
+}
+
 Tensor I64(std::vector<int64_t> v) {
   return Tensor::FromVector<int64_t>(absl::MakeConstSpan(v));
 }

@@ -74,6 +74,11 @@ class PyGraph {
   Node* NodeAt(int id) const;
   // Throws when the graph was marked unusable.
   void CheckUsable() const;
+  // The root scope of the graph, for C++ graph builders run on behalf of
+  // Python (the model zoo, py_models.cc). Python names nothing they add.
+  const Scope& root_scope() const { return scope_; }
+  // Marks the graph unusable: a C++ builder failed after adding nodes.
+  void MarkBroken(const absl::Status& cause, const std::string& node_name);
 
  private:
   // The checked insertion behind AddNode and ImportGraphDef. `def` carries
@@ -82,7 +87,6 @@ class PyGraph {
   Node* InsertNode(tensorflow::NodeDef def, const std::vector<Output>& inputs,
                    const std::vector<Node*>& control_inputs,
                    bool allow_unknown_op);
-  void MarkBroken(const absl::Status& cause, const std::string& node_name);
 
   Scope scope_;
   absl::Status broken_;

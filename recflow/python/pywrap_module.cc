@@ -21,6 +21,7 @@ void RegisterSessionBindings(py::module_& m);  // py_session.cc
 void RegisterProtoBindings(py::module_& m);    // py_proto.cc
 void RegisterFunctionBindings(py::module_& m); // py_function.cc
 void RegisterDistributedBindings(py::module_& m);  // py_distributed.cc
+void RegisterModelBindings(py::module_& m);    // py_models.cc
 }  // namespace python
 }  // namespace recflow
 
@@ -35,6 +36,7 @@ PYBIND11_MODULE(_pywrap, m) {
   RegisterProtoBindings(m);
   RegisterFunctionBindings(m);
   RegisterDistributedBindings(m);
+  RegisterModelBindings(m);
   m.def(
       "dtype_name",
       [](int dtype) { return DataTypeString(static_cast<DataType>(dtype)); },

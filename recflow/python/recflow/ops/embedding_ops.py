@@ -45,8 +45,16 @@ def _clip_by_norm_rows(t, max_norm, axes):
     return math_ops.truediv(gen.mul(t, clip), gen.maximum(l2norm, clip))
 
 
+def _is_hash_table(param):
+  return getattr(param, "_is_hash_table", False)
+
+
 def _gather_rows(param, ids, max_norm):
-  result = array_ops.gather(param, ids)
+  if _is_hash_table(param):  # a recflow.embedding.HashEmbeddingTable: raw ids
+    from recflow import embedding  # pylint: disable=g-import-not-at-top
+    result = embedding._gather(param, ids)  # pylint: disable=protected-access
+  else:
+    result = array_ops.gather(param, ids)
   param_shape = param.get_shape() if hasattr(param, "get_shape") else None
   if param_shape is not None and param_shape.ndims is not None:
     static = ids.get_shape().concatenate(param_shape[1:])
@@ -107,6 +115,9 @@ def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_
       raise TypeError("ids must be int32 or int64, got %s" % ids.dtype.name)
     n = len(params)
     out_shape = ids.get_shape().concatenate(_param_tail(params))
+    if n > 1 and any(_is_hash_table(p) for p in params):
+      raise ValueError("embedding_lookup: a hash embedding table takes raw ids and is never "
+                       "split into a list of tables (params has %d)" % n)
     if n == 1:
       result = _gather_rows(params[0], ids, max_norm)
       return _with_shape(array_ops.identity(result, name=name), out_shape)

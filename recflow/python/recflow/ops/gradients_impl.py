@@ -197,7 +197,8 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
     raise ValueError("Unknown value for unconnected_gradients: %r" % unconnected_gradients)
   graph = ops._get_graph_from_inputs(ys + xs + stop_gradients + grad_ys)  # pylint: disable=protected-access
   with graph.as_default(), ops.name_scope(name, "gradients", ys + xs + stop_gradients):
-    xs = [x.handle if getattr(x, "_is_resource_variable", False) else x for x in xs]
+    xs = [x.handle if (getattr(x, "_is_resource_variable", False) or
+                       getattr(x, "_is_hash_table", False)) else x for x in xs]
     xs = [ops.internal_convert_to_tensor_or_indexed_slices(x, name="x", as_ref=True)
           for x in xs]
     ys = [ops.convert_to_tensor_or_indexed_slices(y, name="y") for y in ys]

@@ -1,5 +1,6 @@
 """tf.train.AdagradOptimizer: accum += grad^2; var -= lr * grad / sqrt(accum)."""
 
+from recflow.framework import dtypes
 from recflow.framework import ops
 from recflow.ops import gen_ops as gen
 from recflow.training import optimizer
@@ -18,6 +19,14 @@ class AdagradOptimizer(optimizer.Optimizer):
     self._learning_rate = learning_rate
     self._initial_accumulator_value = initial_accumulator_value
     self._learning_rate_tensor = None
+
+  _hash_table_kind = "adagrad"
+
+  def _hash_table_apply(self, table, ids, values, step):
+    # epsilon 0: TF 1's rule (ApplyAdagrad); the table's own
+    # initial_accumulator_value started its accumulators.
+    return gen.hash_table_apply_adagrad(table.handle, ids, values, self._lr(dtypes.float32),
+                                        ops.convert_to_tensor(0.0, dtype=dtypes.float32), step)
 
   def _create_slots(self, var_list):
     for v in var_list:

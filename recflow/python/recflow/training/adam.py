@@ -8,6 +8,7 @@ beta1^t and beta2^t are the non-slot variables "beta1_power" and "beta2_power",
 multiplied by beta1/beta2 after each step's updates.
 """
 
+from recflow.framework import dtypes
 from recflow.framework import ops
 from recflow.ops import array_ops
 from recflow.ops import control_flow_ops
@@ -39,12 +40,25 @@ class AdamOptimizer(optimizer.Optimizer):
     self._epsilon = epsilon
     self._lr_t = self._beta1_t = self._beta2_t = self._epsilon_t = None
 
+  _hash_table_kind = "adam"
+
+  def _hash_table_apply(self, table, ids, values, step):
+    # Lazy Adam on the batch's rows; the kernel takes beta^step (t = step) for
+    # the bias correction, where dense variables use beta1_power/beta2_power.
+    f = dtypes.float32
+    return gen.hash_table_apply_adam(table.handle, ids, values, self._cast_to(self._lr_t, f),
+                                     self._cast_to(self._beta1_t, f),
+                                     self._cast_to(self._beta2_t, f),
+                                     self._cast_to(self._epsilon_t, f), step)
+
   def _get_beta_accumulators(self, graph=None):
     graph = graph or ops.get_default_graph()
     return (self._get_non_slot_variable("beta1_power", graph=graph),
             self._get_non_slot_variable("beta2_power", graph=graph))
 
   def _create_slots(self, var_list):
+    if not var_list:  # only hash tables: their rows hold m and v
+      return
     first_var = min(var_list, key=lambda x: x.name)
     self._create_non_slot_variable(initial_value=self._beta1, name="beta1_power",
                                    colocate_with=first_var)
@@ -100,8 +114,10 @@ class AdamOptimizer(optimizer.Optimizer):
     return self._resource_apply_dense(self._densify(grad, indices, rows), handle)
 
   def _finish(self, update_ops, name_scope):
+    beta1_power, beta2_power = self._get_beta_accumulators()
+    if beta1_power is None:  # only hash tables were updated
+      return control_flow_ops.group(*update_ops, name=name_scope)
     with ops.control_dependencies(update_ops):
-      beta1_power, beta2_power = self._get_beta_accumulators()
       with ops.colocate_with(beta1_power):
         update_beta1 = state_ops.assign(beta1_power, beta1_power * self._beta1_t,
                                         use_locking=self._use_locking)

@@ -1,6 +1,7 @@
 """tf.train.FtrlOptimizer: FTRL-proximal (McMahan et al. 2013), TF 1.x's
 formulation, with optional online L2 shrinkage (ApplyFtrlV2)."""
 
+from recflow.framework import dtypes
 from recflow.framework import ops
 from recflow.ops import gen_ops as gen
 from recflow.training import optimizer
@@ -39,6 +40,15 @@ class FtrlOptimizer(optimizer.Optimizer):
     self._l2_shrinkage_regularization_strength = l2_shrinkage_regularization_strength
     self._accum_name = accum_name
     self._linear_name = linear_name
+
+  _hash_table_kind = "ftrl"
+
+  def _hash_table_apply(self, table, ids, values, step):
+    c = lambda t: self._cast_to(t, dtypes.float32)
+    return gen.hash_table_apply_ftrl(table.handle, ids, values, c(self._learning_rate_tensor),
+                                     c(self._l1_tensor), c(self._l2_tensor),
+                                     c(self._l2_shrinkage_tensor),
+                                     c(self._learning_rate_power_tensor), step)
 
   def _create_slots(self, var_list):
     for v in var_list:

@@ -1,5 +1,6 @@
 """tf.train.GradientDescentOptimizer: var -= learning_rate * grad."""
 
+from recflow.framework import dtypes
 from recflow.framework import ops
 from recflow.ops import gen_ops as gen
 from recflow.training import optimizer
@@ -13,6 +14,12 @@ class GradientDescentOptimizer(optimizer.Optimizer):
     super(GradientDescentOptimizer, self).__init__(use_locking, name)
     self._learning_rate = learning_rate
     self._learning_rate_tensor = None
+
+  _hash_table_kind = "any"  # plain SGD needs no slot: every table
+
+  def _hash_table_apply(self, table, ids, values, step):
+    return gen.hash_table_apply_gradient_descent(table.handle, ids, values,
+                                                 self._lr(dtypes.float32), step)
 
   def _prepare(self):
     lr = self._learning_rate() if callable(self._learning_rate) else self._learning_rate

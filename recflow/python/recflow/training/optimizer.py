@@ -15,6 +15,7 @@ from recflow.framework import ops
 from recflow.ops import array_ops
 from recflow.ops import control_flow_ops
 from recflow.ops import gradients_impl
+from recflow.ops import math_ops
 from recflow.ops import state_ops
 from recflow.ops import variables
 
@@ -65,13 +66,14 @@ class Optimizer(object):
       raise ValueError("Invalid type %r for %s, expected: [float16, bfloat16, float32, "
                        "float64]." % (loss.dtype, loss.name))
     if var_list is None:
-      var_list = variables.trainable_variables()
+      var_list = (variables.trainable_variables() +
+                  ops.get_collection(_TRAINABLE_HASH_TABLES))
     else:
       var_list = list(var_list)
     if not var_list:
       raise ValueError("No variables to optimize.")
     for v in var_list:
-      if not isinstance(v, variables.Variable):
+      if not isinstance(v, variables.Variable) and not _is_hash_table(v):
         raise TypeError("Argument is not a tf.Variable: %s" % v)
     grads = gradients_impl.gradients(
         loss, var_list, grad_ys=None if grad_loss is None else [grad_loss],
@@ -97,23 +99,31 @@ class Optimizer(object):
         except TypeError:
           raise TypeError("Gradient must be convertible to a Tensor or IndexedSlices, or None:"
                           " %s" % g)
-      if not isinstance(v, variables.Variable):
+      if not isinstance(v, variables.Variable) and not _is_hash_table(v):
         raise TypeError("Argument is not a tf.Variable: %s" % v)
+      if _is_hash_table(v):
+        self._check_hash_table(g, v)
       converted.append((g, v))
     var_list = [v for g, v in converted if g is not None]
     if not var_list:
       raise ValueError("No gradients provided for any variable: %s." %
                        ([str(v) for _, v in converted],))
     with ops.init_scope():
-      self._create_slots(var_list)
+      self._create_slots([v for v in var_list if not _is_hash_table(v)])
     update_ops = []
     with ops.name_scope(name, self._name) as name:
       self._prepare()
+      table_step = None
       for grad, var in converted:
         if grad is None:
           continue
         with ops.name_scope("update_" + var.op.name):
-          update_ops.append(self._apply(grad, var))
+          if _is_hash_table(var):
+            if table_step is None:
+              table_step = _table_step(global_step)
+            update_ops.append(self._apply_hash_table(grad, var, table_step))
+          else:
+            update_ops.append(self._apply(grad, var))
       if global_step is None:
         apply_updates = self._finish(update_ops, name)
       else:
@@ -138,6 +148,35 @@ class Optimizer(object):
     if resource:
       return self._resource_apply_dense(grad, var.handle)
     return self._apply_dense(grad, var)
+
+  # Hash embedding tables (recflow.embedding): their rows carry their slots,
+  # so no slot variables; a sparse gradient over raw ids, applied with the
+  # HashTableApply* op of the optimizer's kind (_hash_table_apply).
+  _hash_table_kind = None  # the table optimizer attr a subclass's op needs
+
+  def _check_hash_table(self, grad, table):
+    if grad is not None and not isinstance(grad, ops.IndexedSlices):
+      raise TypeError("The gradient of hash embedding table '%s' must be IndexedSlices over "
+                      "its ids (a table has no dense form), got %s" % (table.name, grad))
+    if self._hash_table_kind is None:
+      raise NotImplementedError(
+          "%s cannot train hash embedding table '%s': recflow's tables are trained by "
+          "GradientDescent, Adagrad, Adam and Ftrl" % (type(self).__name__, table.name))
+    if self._hash_table_kind != "any" and table.optimizer != self._hash_table_kind:
+      raise ValueError(
+          "%s cannot train hash embedding table '%s': its rows carry the slots of %r; create "
+          "it with optimizer=%r" % (type(self).__name__, table.name, table.optimizer,
+                                    self._hash_table_kind))
+
+  def _apply_hash_table(self, grad, table, step):
+    values, ids = grad.values, math_ops.cast(grad.indices, dtypes.int64)
+    # EmbeddingBagGrad (the bag's gradient) gives each id once already.
+    if grad.indices.op.type != "EmbeddingBagGrad":
+      values, ids = _deduplicate_indexed_slices(values, ids)
+    return self._hash_table_apply(table, ids, values, step)
+
+  def _hash_table_apply(self, table, ids, values, step):
+    raise NotImplementedError()
 
   # Slots.
   def get_slot_names(self):
@@ -249,6 +288,24 @@ class Optimizer(object):
       return value
     from recflow.ops import math_ops  # pylint: disable=g-import-not-at-top
     return math_ops.cast(value, dtype)
+
+
+_TRAINABLE_HASH_TABLES = "recflow_trainable_hash_tables"  # recflow.embedding's collection
+
+
+def _is_hash_table(v):
+  return getattr(v, "_is_hash_table", False)
+
+
+def _table_step(global_step):
+  """The step a table update belongs to: global_step + 1 (the value the global
+  step has after this update), or 0 (the table's own clock + 1) without one."""
+  if global_step is None:
+    return ops.convert_to_tensor(0, dtype=dtypes.int64, name="table_step")
+  step = ops.convert_to_tensor(global_step)
+  from recflow.ops import gen_ops as gen  # pylint: disable=g-import-not-at-top
+  return gen.add_v2(math_ops.cast(step, dtypes.int64),
+                    ops.convert_to_tensor(1, dtype=dtypes.int64), name="table_step")
 
 
 def _deduplicate_indexed_slices(values, indices):
