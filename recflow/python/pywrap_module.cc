@@ -19,6 +19,8 @@ namespace recflow {
 namespace python {
 void RegisterSessionBindings(py::module_& m);  // py_session.cc
 void RegisterProtoBindings(py::module_& m);    // py_proto.cc
+void RegisterSummaryBindings(py::module_& m);  // py_summary.cc
+void RegisterMetricsBindings(py::module_& m);  // py_metrics.cc
 }  // namespace python
 }  // namespace recflow
 
@@ -31,6 +33,8 @@ PYBIND11_MODULE(_pywrap, m) {
   RegisterGraphBindings(m);
   RegisterSessionBindings(m);
   RegisterProtoBindings(m);
+  RegisterSummaryBindings(m);
+  RegisterMetricsBindings(m);
   m.def(
       "dtype_name",
       [](int dtype) { return DataTypeString(static_cast<DataType>(dtype)); },

@@ -3,7 +3,7 @@ global step, learning-rate decays, Saver and checkpoint state, MonitoredSession,
 MonitoredTrainingSession and hooks.
 
 What TF 1.x's tf.train also has -- ClusterSpec/Server, replica_device_setter,
-SummarySaverHook, queue runners, import_meta_graph -- is not here yet
+queue runners, import_meta_graph -- is not here yet
 (docs/python.md, What is missing).
 """
 
@@ -18,7 +18,8 @@ from recflow.training.basic_session_run_hooks import (CheckpointSaverHook,
                                                       LoggingTensorHook,
                                                       NanLossDuringTrainingError,
                                                       NanTensorHook, SecondOrStepTimer,
-                                                      StepCounterHook, StopAtStepHook)
+                                                      StepCounterHook, StopAtStepHook,
+                                                      SummarySaverHook)
 from recflow.training.checkpoint_management import (CheckpointState, checkpoint_exists,
                                                     generate_checkpoint_state_proto,
                                                     get_checkpoint_mtimes,
@@ -41,6 +42,7 @@ from recflow.training.optimizer import Optimizer
 from recflow.training.py_checkpoint_reader import (NewCheckpointReader, list_variables,
                                                    load_checkpoint, load_variable)
 from recflow.training.saver import Saver, SaverDef
+from recflow.summary.writer import summary_iterator
 from recflow.training.session_run_hook import (SessionRunArgs, SessionRunContext,
                                                SessionRunHook, SessionRunValues)
 from recflow.training.training_util import (assert_global_step, create_global_step,
