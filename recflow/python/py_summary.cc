@@ -1,7 +1,8 @@
 // Bindings for tf.summary and the serving client (docs/python.md):
 //
 //   EventFileWriter(logdir, filename_suffix)   train::SummaryWriter, the event
-//       .write_event(bytes) .flush() .close()   file writer `recflow train` uses
+//       .write_event(bytes) .flush() .close()   file writer `recflow train` uses;
+//       .write_summary(bytes, step, wall_time, seen_tags)   add_summary's fast path
 //       .path
 //   read_event_records(path) -> [bytes]         the records of a TFRecord file
 //                                               (crc-checked, core/record_io.h)
@@ -49,6 +50,28 @@ class PyEventFileWriter {
     if (!event.ParseFromString(std::string(data))) {
       throw py::value_error("write_event: the bytes are not a serialized tensorflow.Event");
     }
+    ThrowIfError(Writer()->WriteEvent(std::move(event)));
+  }
+  // TF's FileWriter.add_summary without a trip through Python: wraps the
+  // serialized Summary in an Event at `step` / `wall_time`, dropping the
+  // metadata of values whose tag is in `seen_tags` (adding the others' tags).
+  void WriteSummary(const py::bytes& data, int64_t step, double wall_time,
+                    py::set seen_tags) {
+    tensorflow::Event event;
+    if (!event.mutable_summary()->ParseFromString(std::string(data))) {
+      throw py::value_error("add_summary: the bytes are not a serialized tensorflow.Summary");
+    }
+    for (tensorflow::Summary::Value& v : *event.mutable_summary()->mutable_value()) {
+      if (!v.has_metadata()) continue;
+      py::str tag(v.tag());
+      if (seen_tags.contains(tag)) {
+        v.clear_metadata();
+      } else {
+        seen_tags.add(tag);
+      }
+    }
+    event.set_step(step);
+    event.set_wall_time(wall_time);
     ThrowIfError(Writer()->WriteEvent(std::move(event)));
   }
   void Flush() {
@@ -110,6 +133,8 @@ void RegisterSummaryBindings(py::module_& m) {
       .def(py::init<const std::string&, const std::string&>(), py::arg("logdir"),
            py::arg("filename_suffix") = "")
       .def("write_event", &PyEventFileWriter::WriteEvent, py::arg("event"))
+      .def("write_summary", &PyEventFileWriter::WriteSummary, py::arg("summary"),
+           py::arg("step"), py::arg("wall_time"), py::arg("seen_tags"))
       .def("flush", &PyEventFileWriter::Flush)
       .def("close", &PyEventFileWriter::Close)
       .def_property_readonly("path", &PyEventFileWriter::path);

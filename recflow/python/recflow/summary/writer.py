@@ -5,10 +5,10 @@ tensorflow/python/summary/writer/), over recflow's C++ event file writer
 A file is LOGDIR/events.out.tfevents.<seconds>.<host><suffix>: TFRecord
 framing (length, masked crc32c of it, data, masked crc32c of it) of
 tensorflow.Event protos, the first one `file_version: "brain.Event:2"`, so
-TensorBoard reads it. Events are written as they are added and reach the
-disk on flush(), close(), every `max_queue` events and when `flush_secs` have
-passed since the last flush (checked as events are added; there is no
-background thread)."""
+TensorBoard reads it. Events are written as they are added (so `max_queue`
+has nothing to bound) and reach the disk on flush(), close() and when
+`flush_secs` have passed since the last flush (checked as events are added;
+there is no background thread). add_summary of bytes never leaves C++."""
 
 import threading
 import time
@@ -21,15 +21,6 @@ from recflow.framework import ops
 from recflow.summary import summary_pb
 
 
-def _as_summary(summary):
-  if isinstance(summary, (bytes, bytearray, np.ndarray)):  # maybe a fetched string scalar
-    return summary_pb.Summary.FromString(summary)
-  if not isinstance(summary, summary_pb.Summary):
-    raise TypeError("add_summary takes a Summary or its serialized bytes (the value of a "
-                    "summary op), got %s" % type(summary).__name__)
-  return summary
-
-
 class FileWriter(object):
   """Writes Summary protos and events to an event file in `logdir`."""
 
@@ -39,11 +30,10 @@ class FileWriter(object):
       raise NotImplementedError("FileWriter(session=...) (TF 2's summary writer resource) "
                                 "is not supported by recflow")
     self._logdir = str(logdir)
-    self._max_queue = max(int(max_queue), 1)
+    self._max_queue = max(int(max_queue), 1)  # accepted; events are written at once
     self._flush_secs = flush_secs
     self._suffix = filename_suffix or ""
     self._writer = _pywrap.EventFileWriter(self._logdir, self._suffix)
-    self._pending = 0
     self._last_flush = time.time()
     self._closed = False
     self._lock = threading.Lock()
@@ -80,10 +70,11 @@ class FileWriter(object):
     data = event if isinstance(event, bytes) else event.SerializeToString()
     with self._lock:
       self._writer.write_event(data)
-      self._pending += 1
-      if (self._pending >= self._max_queue or
-          (self._flush_secs is not None and time.time() - self._last_flush >= self._flush_secs)):
-        self._flush_locked()
+      self._maybe_flush_locked()
+
+  def _maybe_flush_locked(self):
+    if self._flush_secs is not None and time.time() - self._last_flush >= self._flush_secs:
+      self._flush_locked()
 
   def _add_event(self, event, step):
     event.wall_time = time.time()
@@ -94,15 +85,19 @@ class FileWriter(object):
   def add_summary(self, summary, global_step=None):
     """Adds a Summary (or the bytes a summary op output) at `global_step`.
     Metadata of a tag already written is dropped, as TensorFlow does."""
-    summary = _as_summary(summary)
-    for value in summary.value:
-      if value.metadata is None:
-        continue
-      if value.tag in self._seen_summary_tags:
-        value.ClearField("metadata")
-        continue
-      self._seen_summary_tags.add(value.tag)
-    self._add_event(summary_pb.Event(summary=summary), global_step)
+    if isinstance(summary, np.ndarray) and summary.shape == () and summary.dtype.kind in "OS":
+      summary = summary.item()  # a string scalar fetched by Session.run
+    if isinstance(summary, summary_pb.Summary):
+      summary = summary.SerializeToString()
+    elif not isinstance(summary, (bytes, bytearray)):
+      raise TypeError("add_summary takes a Summary or its serialized bytes (the value of a "
+                      "summary op), got %s" % type(summary).__name__)
+    if self._warn_if_closed():
+      return
+    with self._lock:
+      self._writer.write_summary(bytes(summary), 0 if global_step is None else int(global_step),
+                                 time.time(), self._seen_summary_tags)
+      self._maybe_flush_locked()
 
   def add_session_log(self, session_log, global_step=None):
     self._add_event(summary_pb.Event(session_log=session_log), global_step)
@@ -141,7 +136,6 @@ class FileWriter(object):
 
   def _flush_locked(self):
     self._writer.flush()
-    self._pending = 0
     self._last_flush = time.time()
 
   def flush(self):
@@ -163,7 +157,6 @@ class FileWriter(object):
     with self._lock:
       if self._closed:
         self._writer = _pywrap.EventFileWriter(self._logdir, self._suffix)
-        self._pending = 0
         self._last_flush = time.time()
         self._closed = False
 
