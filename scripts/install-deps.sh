@@ -21,6 +21,7 @@ BUILD_PACKAGES=(
   python3-dev pybind11-dev python3-pybind11 python3-numpy  # the Python package (build/python)
   python3-pytest                          # its tests
   python3-venv                            # make install-python (a venv with the package)
+  python3-grpcio                          # recflow.client.grpc (the model server's gRPC client)
 )
 BENCH_PACKAGES=(python3-torch python3-numpy python3-pandas)
 

@@ -22,6 +22,8 @@ void RegisterProtoBindings(py::module_& m);    // py_proto.cc
 void RegisterFunctionBindings(py::module_& m); // py_function.cc
 void RegisterDistributedBindings(py::module_& m);  // py_distributed.cc
 void RegisterModelBindings(py::module_& m);    // py_models.cc
+void RegisterSummaryBindings(py::module_& m);  // py_summary.cc
+void RegisterMetricsBindings(py::module_& m);  // py_metrics.cc
 }  // namespace python
 }  // namespace recflow
 
@@ -37,6 +39,8 @@ PYBIND11_MODULE(_pywrap, m) {
   RegisterFunctionBindings(m);
   RegisterDistributedBindings(m);
   RegisterModelBindings(m);
+  RegisterSummaryBindings(m);
+  RegisterMetricsBindings(m);
   m.def(
       "dtype_name",
       [](int dtype) { return DataTypeString(static_cast<DataType>(dtype)); },

@@ -2,8 +2,6 @@
 
 #include <unistd.h>
 
-#include <algorithm>
-#include <cfloat>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -12,17 +10,18 @@
 namespace recflow::train {
 
 const std::vector<double>& DefaultHistogramBucketLimits() {
-  static const std::vector<double>* limits = [] {
-    std::vector<double> positive;
-    for (double v = 1e-12; v < 1e20; v *= 1.1) positive.push_back(v);
-    auto* out = new std::vector<double>;
-    for (auto it = positive.rbegin(); it != positive.rend(); ++it) out->push_back(-*it);
-    out->push_back(0.0);
-    out->insert(out->end(), positive.begin(), positive.end());
-    out->push_back(DBL_MAX);
-    return out;
-  }();
-  return *limits;
+  return histogram::DefaultBucketLimits();
+}
+
+void HistogramToProto(const histogram::Histogram& histo, tensorflow::HistogramProto* proto) {
+  histogram::EncodedHistogram h = histo.Encode(/*preserve_zero_buckets=*/false);
+  proto->set_min(h.min);
+  proto->set_max(h.max);
+  proto->set_num(h.num);
+  proto->set_sum(h.sum);
+  proto->set_sum_squares(h.sum_squares);
+  proto->mutable_bucket_limit()->Assign(h.bucket_limit.begin(), h.bucket_limit.end());
+  proto->mutable_bucket()->Assign(h.bucket.begin(), h.bucket.end());
 }
 
 SummaryWriter::SummaryWriter(Env* env, std::string path,
@@ -39,9 +38,14 @@ absl::StatusOr<std::unique_ptr<SummaryWriter>> SummaryWriter::Create(
   char host[256] = "localhost";
   gethostname(host, sizeof(host) - 1);
   const uint64_t now = env->NowUnixMicros();
-  const std::string path = JoinPath(
-      logdir, absl::StrCat("events.out.tfevents.", now / 1000000, ".", host,
-                           filename_suffix));
+  const std::string stem =
+      JoinPath(logdir, absl::StrCat("events.out.tfevents.", now / 1000000, ".", host));
+  // A writer reopened within the same second must not truncate the file
+  // before it: number the later ones (TensorBoard reads any "tfevents" name).
+  std::string path = absl::StrCat(stem, filename_suffix);
+  for (int n = 1; env->FileExists(path); ++n) {
+    path = absl::StrCat(stem, ".", n, filename_suffix);
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, env->NewWritableFile(path));
   std::unique_ptr<SummaryWriter> w(new SummaryWriter(env, path, std::move(file)));
   tensorflow::Event first;
@@ -73,35 +77,15 @@ absl::Status SummaryWriter::AddScalar(const std::string& tag, int64_t step,
 
 absl::Status SummaryWriter::AddHistogram(const std::string& tag, int64_t step,
                                          absl::Span<const float> values) {
-  const std::vector<double>& limits = DefaultHistogramBucketLimits();
-  std::vector<double> counts(limits.size(), 0.0);
-  double lo = DBL_MAX, hi = -DBL_MAX, num = 0, sum = 0, sum_sq = 0;
+  histogram::Histogram histo;
   for (float f : values) {
-    if (std::isnan(f)) continue;
-    const double x = f;
-    const size_t b = std::upper_bound(limits.begin(), limits.end(), x) - limits.begin();
-    counts[std::min(b, limits.size() - 1)] += 1;
-    lo = std::min(lo, x);
-    hi = std::max(hi, x);
-    num += 1;
-    sum += x;
-    sum_sq += x * x;
+    if (!std::isnan(f)) histo.Add(f);
   }
   tensorflow::Event e;
   e.set_step(step);
   tensorflow::Summary::Value* v = e.mutable_summary()->add_value();
   v->set_tag(tag);
-  tensorflow::HistogramProto* h = v->mutable_histo();
-  h->set_min(num > 0 ? lo : 0);
-  h->set_max(num > 0 ? hi : 0);
-  h->set_num(num);
-  h->set_sum(sum);
-  h->set_sum_squares(sum_sq);
-  for (size_t i = 0; i < limits.size(); ++i) {
-    if (counts[i] == 0) continue;
-    h->add_bucket_limit(limits[i]);
-    h->add_bucket(counts[i]);
-  }
+  HistogramToProto(histo, v->mutable_histo());
   return WriteEvent(std::move(e));
 }
 

@@ -2,7 +2,8 @@
 // histograms (weights) and the graph, written as TensorFlow does so that
 // `tensorboard --logdir DIR` shows them.
 //
-// File: LOGDIR/events.out.tfevents.<unix seconds>.<hostname>[suffix], a
+// File: LOGDIR/events.out.tfevents.<unix seconds>.<hostname>[.N][suffix]
+// (.N only when a file of that name exists already, never overwritten), a
 // TFRecord file (recflow/core/record_io.h: length, masked crc32c of the
 // length, data, masked crc32c of the data) of tensorflow.Event protos
 // (recflow/proto/event.proto). The first record is
@@ -23,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "recflow/core/env.h"
+#include "recflow/core/histogram.h"
 #include "recflow/core/record_io.h"
 #include "recflow/proto/event.pb.h"
 #include "recflow/proto/graph.pb.h"
@@ -37,10 +39,10 @@ class SummaryWriter {
   ~SummaryWriter();
 
   absl::Status AddScalar(const std::string& tag, int64_t step, double value);
-  // A histogram over TensorFlow's default buckets (+-1e-12 .. 1e20, growing
-  // by 10% per bucket, and zero), with min/max/num/sum/sum_squares; only the
-  // non-empty buckets are stored, as TF does. NaNs are skipped (counted in
-  // nothing), so a diverging weight still shows what is finite.
+  // A histogram over TensorFlow's default buckets (core/histogram.h), with
+  // min/max/num/sum/sum_squares and runs of empty buckets collapsed, as TF
+  // encodes it. NaNs are skipped (counted in nothing), so a diverging weight
+  // still shows what is finite.
   absl::Status AddHistogram(const std::string& tag, int64_t step,
                             absl::Span<const float> values);
   absl::Status AddGraph(const tensorflow::GraphDef& graph);
@@ -59,8 +61,12 @@ class SummaryWriter {
   std::unique_ptr<RecordWriter> writer_;
 };
 
-// The default histogram bucket limits (ascending, last = DBL_MAX).
+// The default histogram bucket limits (ascending, first -DBL_MAX, last
+// DBL_MAX): histogram::DefaultBucketLimits().
 const std::vector<double>& DefaultHistogramBucketLimits();
+
+// `histo` as a tensorflow.HistogramProto (TF's encoding, empty runs collapsed).
+void HistogramToProto(const histogram::Histogram& histo, tensorflow::HistogramProto* proto);
 
 }  // namespace recflow::train
 

@@ -84,6 +84,25 @@ TEST(SummaryWriterTest, DefaultBucketsAreSymmetricAndSorted) {
   EXPECT_DOUBLE_EQ(b[zero - 1], -1e-12);
 }
 
+TEST(SummaryWriterTest, SecondWriterNeverOverwritesTheFirst) {
+  const std::string dir = TempDir("two");
+  std::vector<std::string> paths;
+  for (int i = 0; i < 3; ++i) {
+    auto w = SummaryWriter::Create(Env::Default(), dir, ".s");
+    ASSERT_TRUE(w.ok()) << w.status();
+    ASSERT_TRUE((*w)->AddScalar("x", i, i).ok());
+    paths.push_back((*w)->path());
+  }
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_THAT(paths[i], testing::EndsWith(".s"));
+    std::vector<tensorflow::Event> events = ReadEvents(paths[i]);
+    ASSERT_EQ(events.size(), 2u) << paths[i];
+    EXPECT_EQ(events[1].step(), i);
+    for (int j = 0; j < i; ++j) EXPECT_NE(paths[i], paths[j]);
+  }
+  DeleteRecursively(Env::Default(), dir).IgnoreError();
+}
+
 TEST(SummaryWriterTest, ClosedWriterAndBadDirAreErrors) {
   auto bad = SummaryWriter::Create(Env::Default(), "/proc/definitely/not/here");
   EXPECT_FALSE(bad.ok());

@@ -1,1 +1,2 @@
-"""Sessions: running graphs from Python."""
+"""Clients: sessions running graphs (session.py), and the model server's
+REST (rest.py) and gRPC (grpc.py) clients."""

@@ -1,6 +1,8 @@
 """TF 1.x's basic SessionRunHooks: StopAtStepHook, CheckpointSaverHook,
-LoggingTensorHook, NanTensorHook, StepCounterHook, FeedFnHook, FinalOpsHook,
-and the SecondOrStepTimer they share. (SummarySaverHook waits for tf.summary.)"""
+LoggingTensorHook, NanTensorHook, StepCounterHook, SummarySaverHook,
+FeedFnHook, FinalOpsHook, and the SecondOrStepTimer they share. The hooks that
+write to an output directory share one FileWriter per directory
+(tf.summary.FileWriterCache), as in TF."""
 
 import logging
 import os
@@ -10,6 +12,8 @@ import numpy as np
 
 from recflow.framework import ops
 from recflow.framework.graph_io import write_graph
+from recflow.summary import summary_pb
+from recflow.summary.writer import FileWriterCache
 from recflow.training import training_util
 from recflow.training.session_run_hook import SessionRunArgs
 from recflow.training.session_run_hook import SessionRunHook
@@ -236,6 +240,7 @@ class CheckpointSaverHook(SessionRunHook):
 
   def begin(self):
     os.makedirs(self._checkpoint_dir, exist_ok=True)
+    self._summary_writer = FileWriterCache.get(self._checkpoint_dir)
     self._global_step_tensor = _require_global_step("CheckpointSaverHook")
     for l in self._listeners:
       l.begin()
@@ -244,6 +249,7 @@ class CheckpointSaverHook(SessionRunHook):
     global_step = int(session.run(self._global_step_tensor))
     if self._save_graph_def:
       write_graph(ops.get_default_graph(), self._checkpoint_dir, "graph.pbtxt")
+      self._summary_writer.add_graph(ops.get_default_graph())
     self._save(session, global_step)
     self._timer.update_last_triggered_step(global_step)
 
@@ -272,6 +278,9 @@ class CheckpointSaverHook(SessionRunHook):
       l.before_save(session, step)
     self._get_saver().save(session, self._save_path, global_step=step,
                            write_meta_graph=self._save_graph_def)
+    self._summary_writer.add_session_log(
+        summary_pb.SessionLog(status=summary_pb.SessionLog.CHECKPOINT,
+                              checkpoint_path=self._save_path), step)
     should_stop = False
     for l in self._listeners:
       if l.after_save(session, step):
@@ -297,8 +306,8 @@ class CheckpointSaverHook(SessionRunHook):
 
 
 class StepCounterHook(SessionRunHook):
-  """Logs global steps per second ("global_step/sec"). recflow has no summaries
-  yet: output_dir and summary_writer are accepted and unused."""
+  """Logs global steps per second ("global_step/sec") and, given an output_dir
+  or a summary_writer, writes it as a scalar summary."""
 
   def __init__(self, every_n_steps=100, every_n_secs=None, output_dir=None,
                summary_writer=None):
@@ -314,6 +323,8 @@ class StepCounterHook(SessionRunHook):
     self._steps_per_run = steps_per_run
 
   def begin(self):
+    if self._summary_writer is None and self._output_dir:
+      self._summary_writer = FileWriterCache.get(self._output_dir)
     self._global_step_tensor = _require_global_step("StepCounterHook")
     self._summary_tag = training_util.get_global_step().op.name + "/sec"
 
@@ -323,6 +334,10 @@ class StepCounterHook(SessionRunHook):
   def _log_and_record(self, elapsed_steps, elapsed_time, global_step):
     steps_per_sec = elapsed_steps / elapsed_time
     self._last_rate = steps_per_sec
+    if self._summary_writer is not None:
+      summary = summary_pb.Summary(value=[summary_pb.Summary.Value(
+          tag=self._summary_tag, simple_value=steps_per_sec)])
+      self._summary_writer.add_summary(summary, global_step)
     _logger.info("%s: %g", self._summary_tag, steps_per_sec)
 
   def after_run(self, run_context, run_values):
@@ -338,6 +353,71 @@ class StepCounterHook(SessionRunHook):
                     "increased. Current value (could be stable): %s vs previous value: %s.",
                     stale_global_step, self._last_global_step)
     self._last_global_step = stale_global_step
+
+
+class SummarySaverHook(SessionRunHook):
+  """Runs the summary op every save_steps steps or save_secs seconds and
+  writes its result to output_dir (or summary_writer), with a SessionLog START
+  event at the first step, as TF does. The op is `summary_op` (a tensor or a
+  list of tensors), or the scaffold's (by default tf.summary.merge_all())."""
+
+  def __init__(self, save_steps=None, save_secs=None, output_dir=None, summary_writer=None,
+               scaffold=None, summary_op=None):
+    if ((scaffold is None and summary_op is None) or
+        (scaffold is not None and summary_op is not None)):
+      raise ValueError("Exactly one of scaffold or summary_op must be provided.")
+    self._summary_op = summary_op
+    self._summary_writer = summary_writer
+    self._output_dir = output_dir
+    self._scaffold = scaffold
+    self._timer = SecondOrStepTimer(every_secs=save_secs, every_steps=save_steps)
+
+  def begin(self):
+    if self._summary_writer is None and self._output_dir:
+      self._summary_writer = FileWriterCache.get(self._output_dir)
+    self._next_step = None
+    self._global_step_tensor = training_util.get_global_step()
+    if self._global_step_tensor is None:
+      raise RuntimeError("Global step should be created to use SummarySaverHook.")
+
+  def before_run(self, run_context):  # pylint: disable=unused-argument
+    self._request_summary = (self._next_step is None or
+                             self._timer.should_trigger_for_step(self._next_step))
+    requests = {"global_step": self._global_step_tensor}
+    if self._request_summary:
+      summary_op = self._get_summary_op()
+      if summary_op is not None:
+        requests["summary"] = summary_op
+    return SessionRunArgs(requests)
+
+  def after_run(self, run_context, run_values):
+    if not self._summary_writer:
+      return
+    global_step = int(run_values.results["global_step"]) + 1
+    if self._next_step is None or self._request_summary:
+      global_step = int(run_context.session.run(self._global_step_tensor))
+    if self._next_step is None:
+      self._summary_writer.add_session_log(
+          summary_pb.SessionLog(status=summary_pb.SessionLog.START), global_step)
+    if self._request_summary:
+      self._timer.update_last_triggered_step(global_step)
+      for summary in run_values.results.get("summary", []):
+        self._summary_writer.add_summary(summary, global_step)
+    self._next_step = global_step + 1
+
+  def end(self, session=None):  # pylint: disable=unused-argument
+    if self._summary_writer:
+      self._summary_writer.flush()
+
+  def _get_summary_op(self):
+    summary_op = self._summary_op
+    if summary_op is None and self._scaffold is not None:
+      summary_op = self._scaffold.summary_op
+    if summary_op is None:
+      return None
+    if not isinstance(summary_op, list):
+      return [summary_op]
+    return summary_op
 
 
 class NanLossDuringTrainingError(RuntimeError):

@@ -18,6 +18,7 @@ from recflow.framework import errors
 from recflow.framework import ops
 from recflow.ops import control_flow_ops
 from recflow.ops import variables
+from recflow.summary import summary
 from recflow.training import basic_session_run_hooks
 from recflow.training import checkpoint_management
 from recflow.training import coordinator
@@ -70,6 +71,9 @@ class Scaffold(object):
     if self._local_init_op is None:
       self._local_init_op = Scaffold.get_or_default(
           "local_init_op", ops.GraphKeys.LOCAL_INIT_OP, Scaffold.default_local_init_op)
+    if self._summary_op is None:
+      self._summary_op = Scaffold.get_or_default(
+          "summary_op", ops.GraphKeys.SUMMARY_OP, summary.merge_all)
     if self._saver is None:
       self._saver = _get_saver_or_default()
     graph.finalize()
@@ -441,9 +445,11 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaf
                              summary_dir=None):
   """A MonitoredSession for training: restores from / checkpoints into
   checkpoint_dir (every 600 s by default, or save_checkpoint_steps), logs steps
-  per second every log_step_count_steps. Hook order: chief_only_hooks, then
-  StepCounterHook and CheckpointSaverHook, then hooks. recflow has no summaries
-  yet: save_summaries_* are accepted and add no hook."""
+  per second every log_step_count_steps, and writes the scaffold's summary op
+  (tf.summary.merge_all() by default) every save_summaries_steps (100 by
+  default) or save_summaries_secs to summary_dir (default checkpoint_dir).
+  Hook order: chief_only_hooks, then StepCounterHook, SummarySaverHook and
+  CheckpointSaverHook, then hooks."""
   if save_checkpoint_secs is USE_DEFAULT and save_checkpoint_steps is USE_DEFAULT:
     save_checkpoint_steps = None
     save_checkpoint_secs = 600
@@ -451,7 +457,14 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaf
     save_checkpoint_secs = None
   elif save_checkpoint_steps is USE_DEFAULT:
     save_checkpoint_steps = None
-  _ = (save_summaries_steps, save_summaries_secs, max_wait_secs)
+  if save_summaries_steps is USE_DEFAULT and save_summaries_secs is USE_DEFAULT:
+    save_summaries_steps = 100
+    save_summaries_secs = None
+  elif save_summaries_secs is USE_DEFAULT:
+    save_summaries_secs = None
+  elif save_summaries_steps is USE_DEFAULT:
+    save_summaries_steps = None
+  _ = max_wait_secs
   scaffold = scaffold or Scaffold()
   if not is_chief:
     return MonitoredSession(
@@ -463,9 +476,15 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaf
   session_creator = ChiefSessionCreator(scaffold=scaffold, checkpoint_dir=checkpoint_dir,
                                         master=master, config=config)
   summary_dir = summary_dir or checkpoint_dir
-  if summary_dir and log_step_count_steps and log_step_count_steps > 0:
-    all_hooks.append(basic_session_run_hooks.StepCounterHook(
-        output_dir=summary_dir, every_n_steps=log_step_count_steps))
+  if summary_dir:
+    if log_step_count_steps and log_step_count_steps > 0:
+      all_hooks.append(basic_session_run_hooks.StepCounterHook(
+          output_dir=summary_dir, every_n_steps=log_step_count_steps))
+    if ((save_summaries_steps and save_summaries_steps > 0) or
+        (save_summaries_secs and save_summaries_secs > 0)):
+      all_hooks.append(basic_session_run_hooks.SummarySaverHook(
+          scaffold=scaffold, save_steps=save_summaries_steps, save_secs=save_summaries_secs,
+          output_dir=summary_dir))
   if checkpoint_dir:
     if ((save_checkpoint_secs and save_checkpoint_secs > 0) or
         (save_checkpoint_steps and save_checkpoint_steps > 0)):

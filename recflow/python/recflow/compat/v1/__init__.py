@@ -87,6 +87,10 @@ from recflow.compat.v1 import nn
 from recflow.compat.v1 import random
 from recflow.compat.v1 import saved_model
 from recflow.compat.v1 import sparse
+from recflow.compat.v1 import summary
+from recflow.summary.summary_pb import (Event, HistogramProto, SessionLog, Summary,
+                                        SummaryMetadata, TensorProto, make_ndarray,
+                                        make_tensor_proto)
 from recflow.compat.v1 import train
 from recflow.util import nest  # tf.nest
 from recflow.ops import gen_ops as _gen_ops

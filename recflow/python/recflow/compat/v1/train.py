@@ -5,8 +5,8 @@ MonitoredTrainingSession and hooks.
 ClusterSpec, Server and replica_device_setter run between-graph ps/worker jobs on
 recflow's distributed runtime (docs/python.md, "Distributed training from Python").
 
-What TF 1.x's tf.train also has -- SummarySaverHook, queue runners,
-import_meta_graph -- is not here yet (docs/python.md, What is missing).
+What TF 1.x's tf.train also has -- queue runners, import_meta_graph -- is not
+here yet (docs/python.md, What is missing).
 """
 
 # pylint: disable=unused-import
@@ -20,7 +20,8 @@ from recflow.training.basic_session_run_hooks import (CheckpointSaverHook,
                                                       LoggingTensorHook,
                                                       NanLossDuringTrainingError,
                                                       NanTensorHook, SecondOrStepTimer,
-                                                      StepCounterHook, StopAtStepHook)
+                                                      StepCounterHook, StopAtStepHook,
+                                                      SummarySaverHook)
 from recflow.training.checkpoint_management import (CheckpointState, checkpoint_exists,
                                                     generate_checkpoint_state_proto,
                                                     get_checkpoint_mtimes,
@@ -45,6 +46,7 @@ from recflow.training.py_checkpoint_reader import (NewCheckpointReader, list_var
                                                    load_checkpoint, load_variable)
 from recflow.training.saver import Saver, SaverDef
 from recflow.training.server_lib import ClusterSpec, Server
+from recflow.summary.writer import summary_iterator
 from recflow.training.session_run_hook import (SessionRunArgs, SessionRunContext,
                                                SessionRunHook, SessionRunValues)
 from recflow.training.training_util import (assert_global_step, create_global_step,

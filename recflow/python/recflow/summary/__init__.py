@@ -1,0 +1,1 @@
+"""tf.summary: summary ops, FileWriter and the event protos (docs/python.md)."""
