@@ -1,8 +1,8 @@
 // recflow._pywrap: the one extension module of the Python package. It binds
 // graph construction (py_graph.h), sessions (py_session.cc), NumPy
 // conversion (py_tensor.h), the op and gradient registries, custom-op
-// libraries, error translation (py_status.h) and the protobuf bridge
-// (py_proto.cc). The `recflow` package
+// libraries, error translation (py_status.h), the protobuf bridge
+// (py_proto.cc) and TFRecord files (py_record_io.cc). The `recflow` package
 // (recflow/python/recflow/) builds TensorFlow 1.x's API on top of it; nothing
 // here is meant to be called by users directly. See docs/python.md.
 #include <pybind11/numpy.h>
@@ -19,6 +19,7 @@ namespace recflow {
 namespace python {
 void RegisterSessionBindings(py::module_& m);  // py_session.cc
 void RegisterProtoBindings(py::module_& m);    // py_proto.cc
+void RegisterRecordIoBindings(py::module_& m);  // py_record_io.cc
 }  // namespace python
 }  // namespace recflow
 
@@ -31,6 +32,7 @@ PYBIND11_MODULE(_pywrap, m) {
   RegisterGraphBindings(m);
   RegisterSessionBindings(m);
   RegisterProtoBindings(m);
+  RegisterRecordIoBindings(m);
   m.def(
       "dtype_name",
       [](int dtype) { return DataTypeString(static_cast<DataType>(dtype)); },
