@@ -2,7 +2,8 @@
 // cases, a round trip of random tables written with RFC 4180 quoting, and
 // bad records (each error names the record and the field).
 #include <cmath>
-#include <functional>
+#include <cstdint>
+#include <cstdio>
 #include <random>
 #include <string>
 #include <vector>

@@ -3,7 +3,8 @@
 // the parser), hand-written libsvm and CSV lines against their documented
 // values, the SparseTensor form against the row splits, and bad lines under
 // both error modes.
-#include <map>
+#include <algorithm>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,7 +21,6 @@ namespace recflow {
 namespace {
 
 using testing::ElementsAre;
-using testing::ElementsAreArray;
 using testing::HasSubstr;
 
 template <typename T>

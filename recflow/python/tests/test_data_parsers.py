@@ -176,3 +176,30 @@ def test_parse_csv():
     recflow.data.parse_csv(ph, [recflow.data.CsvColumn("dense", "sparse")])
   with pytest.raises(TypeError):
     recflow.data.parse_csv(ph, [3.5])
+
+
+def test_plain_tensor_form_for_tf_data_and_to_sparse_tensors():
+  # sparse_tensors=False: only plain tensors (what a tf.data element holds);
+  # to_sparse_tensors gives back the SparseTensor form with the same values.
+  lines = ["1 3:0.5 10:2", "0", "1 7:1.5"]
+  plain = recflow.data.parse_libsvm(lines, sparse_tensors=False, error_mode="fail")
+  assert set(plain) == {"labels", "num_skipped", "features/indices", "features/values",
+                        "features/dense_shape", "features/weights", "features/row_splits"}
+  assert all(isinstance(v, tf.Tensor) for v in plain.values())
+  rebuilt = recflow.data.to_sparse_tensors(plain)
+  direct = recflow.data.parse_libsvm(lines, error_mode="fail")
+  assert set(rebuilt) == set(direct)
+  crit = recflow.data.parse_criteo([_criteo_line(1, [2], [5, None])], num_dense=1,
+                                   num_categorical=2, sparse_tensors=False)
+  assert "C1/values" in crit and "C1" not in crit
+  crit_sp = recflow.data.to_sparse_tensors(crit)
+  with tf.Session() as sess:
+    a, b, c = sess.run([rebuilt, direct, crit_sp])
+  for key in ("features", "features/weights"):
+    np.testing.assert_array_equal(a[key].indices, b[key].indices)
+    np.testing.assert_array_equal(a[key].values, b[key].values)
+    np.testing.assert_array_equal(a[key].dense_shape, b[key].dense_shape)
+  np.testing.assert_array_equal(c["C1"].values, [5])
+  np.testing.assert_array_equal(c["C2"].dense_shape, [1, 0])
+  with pytest.raises(ValueError, match="no matching"):
+    recflow.data.to_sparse_tensors({"x/indices": plain["features/indices"]})

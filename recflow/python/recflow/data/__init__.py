@@ -5,4 +5,5 @@ parsers as graph ops over a batch of lines, e.g. the elements of
 TextLineDataset(files).batch(4096) or a string placeholder.
 """
 
-from recflow.data.parsers import CsvColumn, parse_criteo, parse_csv, parse_libsvm  # noqa: F401
+from recflow.data.parsers import (CsvColumn, parse_criteo, parse_csv, parse_libsvm,  # noqa: F401
+                                  to_sparse_tensors)

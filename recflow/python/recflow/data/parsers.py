@@ -16,6 +16,13 @@ bytes per batch, no Python per line. Each sparse feature comes both as a
 SparseTensor (for tf.nn.embedding_lookup_sparse / safe_embedding_lookup_sparse)
 and as row splits over the same ids (for tf.embedding_bag and recflow's zoo).
 
+In a tf.data pipeline, whose elements hold plain tensors, parse with
+sparse_tensors=False and rebuild the SparseTensors after get_next:
+
+  ds = tf.data.TextLineDataset(files).batch(4096).map(
+      lambda lines: recflow.data.parse_criteo(lines, sparse_tensors=False)).prefetch(2)
+  batch = recflow.data.to_sparse_tensors(ds.make_one_shot_iterator().get_next())
+
 Bad lines: error_mode="skip" (the default, as in recflow's pipelines) drops
 them (the batch has fewer rows; "num_skipped" counts the lines of this batch
 that are not in the output, and the op logs a warning with the first bad
@@ -49,18 +56,48 @@ def _check_error_mode(error_mode):
     raise ValueError("error_mode must be 'skip' or 'fail', got %r" % (error_mode,))
 
 
-def _sparse_dict(names, indices, ids, shapes, row_splits):
+def _sparse_dict(names, indices, ids, shapes, row_splits, sparse_tensors):
   out = {}
   for name, ix, v, shape, splits in zip(names, indices, ids, shapes, row_splits):
-    out[name] = sparse_tensor.SparseTensor(ix, v, shape)
+    if sparse_tensors:
+      out[name] = sparse_tensor.SparseTensor(ix, v, shape)
+    else:
+      out[name + "/indices"] = ix
+      out[name + "/values"] = v
+      out[name + "/dense_shape"] = shape
     out[name + "/row_splits"] = splits
+  return out
+
+
+def to_sparse_tensors(features):
+  """The dict of a parser called with sparse_tensors=False (e.g. an element
+  of a tf.data pipeline, whose components are plain tensors) in the
+  sparse_tensors=True form: each "<name>/indices", "<name>/values",
+  "<name>/dense_shape" triple becomes the SparseTensor "<name>" (and a
+  "<name>/weights" values tensor the SparseTensor "<name>/weights" with the
+  same indices). Other keys are kept."""
+  out = dict(features)
+  for key in features:
+    if not key.endswith("/indices"):
+      continue
+    base = key[:-len("/indices")]
+    try:
+      values = out.pop(base + "/values")
+      shape = out.pop(base + "/dense_shape")
+    except KeyError:
+      raise ValueError("to_sparse_tensors: %r has no matching %r and %r" %
+                       (key, base + "/values", base + "/dense_shape"))
+    indices = out.pop(key)
+    out[base] = sparse_tensor.SparseTensor(indices, values, shape)
+    if base + "/weights" in out:
+      out[base + "/weights"] = sparse_tensor.SparseTensor(indices, out[base + "/weights"], shape)
   return out
 
 
 def parse_criteo(lines, num_dense=13, num_categorical=26, log_transform=True,
                  dense_default=0.0, id_mode="hex", sequence_fields=(),
                  max_sequence_length=1024, error_mode="skip",
-                 max_line_bytes=_MAX_LINE_BYTES, origins=None, name=None):
+                 max_line_bytes=_MAX_LINE_BYTES, origins=None, sparse_tensors=True, name=None):
   """Parses Criteo TSV lines (label, I1..I<num_dense>, C1..C<num_categorical>
   [, H1..Hk]) with recflow's Criteo parser (op RecflowParseCriteo).
 
@@ -78,6 +115,10 @@ def parse_criteo(lines, num_dense=13, num_categorical=26, log_transform=True,
     max_line_bytes: longer lines are bad.
     origins: None or a string vector like `lines` of "path:LINE" names, used
       only in error messages.
+    sparse_tensors: False gives each sparse feature as plain tensors
+      "<name>/indices", "<name>/values", "<name>/dense_shape" instead of the
+      SparseTensor "<name>" (for a tf.data map, whose elements hold plain
+      tensors; to_sparse_tensors rebuilds the SparseTensors after get_next).
   Returns:
     dict: "labels" float32 [B'], "dense" float32 [B', num_dense], per sparse
     feature "C1".."C<n>" then "H1".."H<k>" an int64 SparseTensor [B', longest
@@ -98,12 +139,12 @@ def parse_criteo(lines, num_dense=13, num_categorical=26, log_transform=True,
            ["H%d" % (i + 1) for i in range(len(sequence_fields))])
   result = {"labels": out.labels, "dense": out.dense, "num_skipped": out.num_skipped}
   result.update(_sparse_dict(names, out.sparse_indices, out.sparse_ids, out.sparse_shapes,
-                             out.sparse_row_splits))
+                             out.sparse_row_splits, sparse_tensors))
   return result
 
 
 def parse_libsvm(lines, feature_name="features", binary_labels=True, error_mode="skip",
-                 max_line_bytes=_MAX_LINE_BYTES, origins=None, name=None):
+                 max_line_bytes=_MAX_LINE_BYTES, origins=None, sparse_tensors=True, name=None):
   """Parses libsvm lines ("label idx:val idx:val ... [# comment]") with
   recflow's libsvm parser (op RecflowParseLibsvm).
 
@@ -114,7 +155,9 @@ def parse_libsvm(lines, feature_name="features", binary_labels=True, error_mode=
     values [B', longest row], feature_name + "/weights": float32 SparseTensor
     of the val values with the same indices (sp_weights of
     embedding_lookup_sparse), feature_name + "/row_splits" int64 [B' + 1],
-    "num_skipped" int64 scalar.
+    "num_skipped" int64 scalar. With sparse_tensors=False, feature_name's
+    SparseTensor is given as "/indices", "/values", "/dense_shape" tensors
+    and feature_name + "/weights" is the float32 values tensor [nnz].
   """
   _check_error_mode(error_mode)
   if not feature_name or feature_name in _RESERVED:
@@ -124,14 +167,11 @@ def parse_libsvm(lines, feature_name="features", binary_labels=True, error_mode=
     lines, origins = _inputs(lines, origins)
     out = gen.recflow_parse_libsvm(lines, origins, binary_labels=binary_labels,
                                    error_mode=error_mode, max_line_bytes=max_line_bytes)
-  return {
-      "labels": out.labels,
-      feature_name: sparse_tensor.SparseTensor(out.indices, out.ids, out.dense_shape),
-      feature_name + "/weights": sparse_tensor.SparseTensor(out.indices, out.weights,
-                                                            out.dense_shape),
-      feature_name + "/row_splits": out.row_splits,
-      "num_skipped": out.num_skipped,
-  }
+  result = {"labels": out.labels, "num_skipped": out.num_skipped,
+            feature_name + "/weights": out.weights}
+  result.update(_sparse_dict([feature_name], [out.indices], [out.ids], [out.dense_shape],
+                             [out.row_splits], sparse_tensors=False))
+  return to_sparse_tensors(result) if sparse_tensors else result
 
 
 class CsvColumn(collections.namedtuple(
@@ -164,7 +204,7 @@ def _as_column(c):
 
 def parse_csv(lines, columns, delimiter=",", has_header=False, quoting=True,
               trim_whitespace=True, error_mode="skip", max_line_bytes=_MAX_LINE_BYTES,
-              origins=None, name=None):
+              origins=None, sparse_tensors=True, name=None):
   """Parses CSV lines with a declared schema with recflow's CSV parser (op
   RecflowParseCsv): every line has exactly len(columns) fields.
 
@@ -186,7 +226,7 @@ def parse_csv(lines, columns, delimiter=",", has_header=False, quoting=True,
   if not columns:
     raise ValueError("parse_csv needs at least one column")
   for c in columns:
-    if c.kind == "sparse" and (c.name in _RESERVED or c.name.endswith("/row_splits")):
+    if c.kind == "sparse" and (c.name in _RESERVED or "/" in c.name):
       raise ValueError("sparse column name %r is reserved in parse_csv's result" % c.name)
   sparse_names = [c.name for c in columns if c.kind == "sparse"]
   with ops.name_scope(name, "ParseCsv", [lines]):
@@ -201,5 +241,5 @@ def parse_csv(lines, columns, delimiter=",", has_header=False, quoting=True,
         max_line_bytes=max_line_bytes)
   result = {"labels": out.labels, "dense": out.dense, "num_skipped": out.num_skipped}
   result.update(_sparse_dict(sparse_names, out.sparse_indices, out.sparse_ids,
-                             out.sparse_shapes, out.sparse_row_splits))
+                             out.sparse_shapes, out.sparse_row_splits, sparse_tensors))
   return result
