@@ -122,9 +122,9 @@ TEST(DecodeCsvKernelTest, NaValueSelectColsDelimAndNoQuoting) {
   ASSERT_TRUE(na.ok()) << na.status();
   EXPECT_THAT(Values<float>((*na)[0]), ElementsAre(-1.f, 4.f));
   EXPECT_THAT(Values<int64_t>((*na)[1]), ElementsAre(3, -2));
-  // select_cols decodes columns 1 and 3 only; the others are not checked,
-  // and fields after the last selected one may be anything.
-  auto sel = Decode(Strings({"x\t7\ty\t8.5\tz\"", "\"\t9\t\t0.5"}),
+  // select_cols decodes columns 1 and 3 only; the others are not converted
+  // (only split), and fields after the last selected one are not read.
+  auto sel = Decode(Strings({"x\t7\ty\t8.5\tz\"", "w\t9\t\t0.5"}),
                     {Required(DT_INT32), Default<float>(0.f)},
                     {.field_delim = "\t", .select_cols = {1, 3}});
   ASSERT_TRUE(sel.ok()) << sel.status();
