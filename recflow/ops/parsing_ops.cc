@@ -1,6 +1,7 @@
-// tf.Example parsing ops: TensorFlow's ParseExample and ParseExampleV2
-// (tensorflow/core/ops/parsing_ops.cc), with their shape functions. Neither
-// is differentiable; the no-gradient registrations are at the bottom.
+// TensorFlow's parsing ops (tensorflow/core/ops/parsing_ops.cc) with their
+// shape functions: the tf.Example parsers ParseExample, ParseSingleExample
+// and ParseExampleV2, and DecodeCSV. None is differentiable; the no-gradient
+// registrations are at the bottom.
 #include "recflow/ops/parsing_ops.h"
 
 #include "absl/strings/str_cat.h"
@@ -141,6 +142,92 @@ absl::Status ParseExampleV2Shape(InferenceContext* c) {
   return absl::OkStatus();
 }
 
+absl::Status ParseSingleExampleShape(InferenceContext* c) {
+  int64_t num_sparse;
+  std::vector<std::string> sparse_keys, dense_keys;
+  std::vector<DataType> sparse_types, dense_types;
+  std::vector<PartialShape> dense_shapes;
+  RETURN_IF_ERROR(c->GetAttr("num_sparse", &num_sparse));
+  RETURN_IF_ERROR(c->GetAttr("sparse_keys", &sparse_keys));
+  RETURN_IF_ERROR(c->GetAttr("dense_keys", &dense_keys));
+  RETURN_IF_ERROR(c->GetAttr("sparse_types", &sparse_types));
+  RETURN_IF_ERROR(c->GetAttr("Tdense", &dense_types));
+  RETURN_IF_ERROR(c->GetAttr("dense_shapes", &dense_shapes));
+  if (static_cast<int64_t>(sparse_keys.size()) != num_sparse ||
+      static_cast<int64_t>(sparse_types.size()) != num_sparse) {
+    return errors::InvalidArgument(
+        "len(sparse_keys) is ", sparse_keys.size(), " and len(sparse_types) is ",
+        sparse_types.size(), " but num_sparse is ", num_sparse);
+  }
+  if (dense_types.size() != dense_keys.size() ||
+      dense_shapes.size() != dense_keys.size()) {
+    return errors::InvalidArgument(
+        "len(dense_keys) is ", dense_keys.size(), " but len(Tdense) is ",
+        dense_types.size(), " and len(dense_shapes) is ", dense_shapes.size());
+  }
+  RETURN_IF_ERROR(CheckDenseShapes(dense_shapes));
+  RETURN_IF_ERROR(c->WithRank(0, 0).status());
+  int out = 0;
+  for (int64_t i = 0; i < num_sparse; ++i)
+    c->set_output(out++, PartialShape({kUnknownDim, 1}));
+  for (int64_t i = 0; i < num_sparse; ++i)
+    c->set_output(out++, PartialShape({kUnknownDim}));
+  for (int64_t i = 0; i < num_sparse; ++i)
+    c->set_output(out++, PartialShape({1}));
+  for (const PartialShape& s : dense_shapes) c->set_output(out++, s);
+  return absl::OkStatus();
+}
+
+// select_cols: empty, or one strictly increasing non-negative column per
+// output.
+absl::Status CheckSelectCols(absl::Span<const int64_t> select_cols,
+                             int num_outputs) {
+  if (select_cols.empty()) return absl::OkStatus();
+  if (static_cast<int64_t>(select_cols.size()) != num_outputs) {
+    return errors::InvalidArgument("select_cols has ", select_cols.size(),
+                                   " columns but there are ", num_outputs,
+                                   " record_defaults; they must match");
+  }
+  if (select_cols[0] < 0) {
+    return errors::InvalidArgument(
+        "select_cols should be non-negative indices, got ", select_cols[0]);
+  }
+  for (size_t i = 1; i < select_cols.size(); ++i) {
+    if (select_cols[i - 1] >= select_cols[i]) {
+      return errors::InvalidArgument(
+          "select_cols should be strictly increasing indices, got ",
+          select_cols[i - 1], " then ", select_cols[i]);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// DecodeCSV: every default is a scalar or a vector of at most one element;
+// every output has the records' shape. The attrs TensorFlow checks in the
+// kernel are checked here too, so a bad node fails when it is built.
+absl::Status DecodeCsvShape(InferenceContext* c) {
+  std::string delim;
+  std::vector<int64_t> select_cols;
+  RETURN_IF_ERROR(c->GetAttr("field_delim", &delim));
+  RETURN_IF_ERROR(c->GetAttr("select_cols", &select_cols));
+  if (delim.size() != 1) {
+    return errors::InvalidArgument("field_delim should be only 1 char, got '",
+                                   delim, "'");
+  }
+  RETURN_IF_ERROR(CheckSelectCols(select_cols, c->num_outputs()));
+  for (int i = 1; i < c->num_inputs(); ++i) {
+    const PartialShape& d = c->input(i);
+    if (d.unknown_rank()) continue;
+    if (d.rank() > 1 || (d.rank() == 1 && d.dim(0) > 1)) {
+      return errors::InvalidArgument(
+          "record_defaults[", i - 1, "] has shape ", d.DebugString(),
+          "; a default must be a length-0 or length-1 vector, or a scalar");
+    }
+  }
+  for (int i = 0; i < c->num_outputs(); ++i) c->set_output(i, c->input(0));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 REGISTER_OP("ParseExample")
@@ -191,7 +278,49 @@ REGISTER_OP("ParseExampleV2")
         "sparse, dense\n"
         "and ragged tensors; keys are given as string vectors.");
 
+REGISTER_OP("ParseSingleExample")
+    .Input("serialized: string")
+    .Input("dense_defaults: Tdense")
+    .Output("sparse_indices: num_sparse * int64")
+    .Output("sparse_values: sparse_types")
+    .Output("sparse_shapes: num_sparse * int64")
+    .Output("dense_values: Tdense")
+    .Attr("num_sparse: int >= 0")
+    .Attr("sparse_keys: list(string) >= 0")
+    .Attr("dense_keys: list(string) >= 0")
+    .Attr("sparse_types: list({float,int64,string}) >= 0")
+    .Attr("Tdense: list({float,int64,string}) >= 0")
+    .Attr("dense_shapes: list(shape) >= 0")
+    .SetShapeFn(ParseSingleExampleShape)
+    .Doc(
+        "Parses one serialized tf.Example (a scalar) into sparse and dense "
+        "tensors; keys\n"
+        "are attrs. Sparse indices are [nnz, 1] and shapes [1]; dense values "
+        "have\n"
+        "dense_shapes[j] (a first dimension of -1 is variable length).");
+
+REGISTER_OP("DecodeCSV")
+    .Input("records: string")
+    .Input("record_defaults: OUT_TYPE")
+    .Output("output: OUT_TYPE")
+    .Attr("OUT_TYPE: list({float,double,int32,int64,string})")
+    .Attr("field_delim: string = ','")
+    .Attr("use_quote_delim: bool = true")
+    .Attr("na_value: string = ''")
+    .Attr("select_cols: list(int) = []")
+    .SetShapeFn(DecodeCsvShape)
+    .Doc(
+        "Converts CSV records (RFC 4180) to one tensor per column, each of "
+        "the records'\n"
+        "shape. record_defaults[i] is the column's default (one element) or "
+        "empty\n"
+        "(required); its dtype is the column's. An empty field or one equal "
+        "to\n"
+        "na_value is missing. select_cols picks columns (strictly increasing).");
+
 REGISTER_NO_GRADIENT_OP("ParseExample");
+REGISTER_NO_GRADIENT_OP("ParseSingleExample");
+REGISTER_NO_GRADIENT_OP("DecodeCSV");
 REGISTER_NO_GRADIENT_OP("ParseExampleV2");
 
 namespace ops {

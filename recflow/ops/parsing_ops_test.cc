@@ -71,6 +71,81 @@ TEST(ParsingOpsShapeTest, ParseExampleV2) {
   INFER_ERROR("sparse_keys length", op, "[4];[4];[2];[1];[2];[3]");
 }
 
+TEST(ParsingOpsShapeTest, ParseSingleExample) {
+  ShapeTestOp op("ParseSingleExample");
+  op.Attr("num_sparse", int64_t{2})
+      .Attr("sparse_keys", std::vector<std::string>{"ids", "tags"})
+      .Attr("dense_keys", std::vector<std::string>{"x", "seq"})
+      .Attr("sparse_types",
+            absl::MakeConstSpan(std::vector<DataType>{DT_INT64, DT_STRING}))
+      .Attr("Tdense",
+            absl::MakeConstSpan(std::vector<DataType>{DT_FLOAT, DT_INT64}))
+      .Attr("dense_shapes",
+            absl::MakeConstSpan(std::vector<PartialShape>{
+                PartialShape({2, 3}), PartialShape({-1, 2})}));
+  // serialized; two defaults.
+  INFER_OK(op, "[];[6];[]", "[?,1];[?,1];[?];[?];[1];[1];[2,3];[?,2]");
+  INFER_OK(op, "?;?;?", "[?,1];[?,1];[?];[?];[1];[1];[2,3];[?,2]");
+  INFER_ERROR("rank 0", op, "[3];[6];[]");
+  ShapeTestOp count("ParseSingleExample");
+  count.Attr("num_sparse", int64_t{2})
+      .Attr("sparse_keys", std::vector<std::string>{"ids"})
+      .Attr("dense_keys", std::vector<std::string>{})
+      .Attr("sparse_types",
+            absl::MakeConstSpan(std::vector<DataType>{DT_INT64, DT_INT64}))
+      .Attr("Tdense", absl::MakeConstSpan(std::vector<DataType>{}))
+      .Attr("dense_shapes", absl::MakeConstSpan(std::vector<PartialShape>{}));
+  INFER_ERROR("len(sparse_keys) is 1", count, "[]");
+  ShapeTestOp keys("ParseSingleExample");
+  keys.Attr("num_sparse", int64_t{0})
+      .Attr("sparse_keys", std::vector<std::string>{})
+      .Attr("dense_keys", std::vector<std::string>{"a", "b"})
+      .Attr("sparse_types", absl::MakeConstSpan(std::vector<DataType>{}))
+      .Attr("Tdense", absl::MakeConstSpan(std::vector<DataType>{DT_FLOAT}))
+      .Attr("dense_shapes",
+            absl::MakeConstSpan(std::vector<PartialShape>{PartialShape({1})}));
+  INFER_ERROR("len(dense_keys) is 2", keys, "[];[1]");
+}
+
+ShapeTestOp DecodeCsvOp(std::vector<DataType> types) {
+  ShapeTestOp op("DecodeCSV");
+  op.Attr("OUT_TYPE", absl::MakeConstSpan(types));
+  return op;
+}
+
+TEST(ParsingOpsShapeTest, DecodeCsv) {
+  ShapeTestOp op = DecodeCsvOp({DT_FLOAT, DT_INT32, DT_STRING});
+  // records; three defaults (vectors of 0 or 1 element, or scalars).
+  INFER_OK(op, "[5];[1];[0];[]", "[5];[5];[5]");
+  INFER_OK(op, "[2,3];?;[?];[1]", "[2,3];[2,3];[2,3]");
+  INFER_OK(op, "?;[1];[1];[1]", "?;?;?");
+  INFER_ERROR("record_defaults[1] has shape [2]", op, "[5];[1];[2];[1]");
+  INFER_ERROR("record_defaults[2] has shape [1,1]", op, "[5];[1];[1];[1,1]");
+  ShapeTestOp delim = DecodeCsvOp({DT_FLOAT});
+  delim.Attr("field_delim", std::string("ab"));
+  INFER_ERROR("field_delim should be only 1 char", delim, "[5];[1]");
+  ShapeTestOp cols = DecodeCsvOp({DT_FLOAT, DT_FLOAT});
+  cols.Attr("select_cols", std::vector<int64_t>{3, 1});
+  INFER_ERROR("strictly increasing", cols, "[5];[1];[1]");
+  cols.Attr("select_cols", std::vector<int64_t>{-1, 1});
+  INFER_ERROR("non-negative", cols, "[5];[1];[1]");
+  cols.Attr("select_cols", std::vector<int64_t>{1});
+  INFER_ERROR("select_cols has 1 columns but there are 2", cols, "[5];[1];[1]");
+  cols.Attr("select_cols", std::vector<int64_t>{0, 4});
+  INFER_OK(cols, "[5];[1];[1]", "[5];[5]");
+  ShapeTestOp bad_type = DecodeCsvOp({DT_BOOL});
+  INFER_ERROR("not one of the allowed types", bad_type, "[5];[1]");
+}
+
+TEST(ParsingOpsTest, ParsingOpsHaveNoGradient) {
+  for (const char* op : {"ParseExample", "ParseSingleExample",
+                         "ParseExampleV2", "DecodeCSV"}) {
+    auto fn = GradientRegistry::Global()->Lookup(op);
+    ASSERT_TRUE(fn.ok()) << op << ": " << fn.status();
+    EXPECT_EQ(*fn, nullptr) << op;
+  }
+}
+
 TEST(ParsingOpsTest, BuildersWireListsAndOutputs) {
   Scope root = Scope::NewRootScope();
   Output serialized =

@@ -18,6 +18,7 @@
 #include <google/protobuf/util/json_util.h>
 #include <pybind11/pybind11.h>
 
+#include "recflow/proto/example.pb.h"
 #include "recflow/proto/meta_graph.pb.h"
 #include "recflow/proto/saved_model.pb.h"
 #include "recflow/proto/saver.pb.h"
@@ -37,6 +38,7 @@ void TouchDescriptors() {
   (void)tensorflow::MetaGraphDef::descriptor();
   (void)tensorflow::SaverDef::descriptor();
   (void)tensorflow::BundleEntryProto::descriptor();
+  (void)tensorflow::Example::descriptor();
 }
 
 // A fresh message of the named type (owned by the caller).

@@ -1,8 +1,8 @@
 // recflow._pywrap: the one extension module of the Python package. It binds
 // graph construction (py_graph.h), sessions (py_session.cc), NumPy
 // conversion (py_tensor.h), the op and gradient registries, custom-op
-// libraries, error translation (py_status.h) and the protobuf bridge
-// (py_proto.cc). The `recflow` package
+// libraries, error translation (py_status.h), the protobuf bridge
+// (py_proto.cc) and TFRecord files (py_record_io.cc). The `recflow` package
 // (recflow/python/recflow/) builds TensorFlow 1.x's API on top of it; nothing
 // here is meant to be called by users directly. See docs/python.md.
 #include <pybind11/numpy.h>
@@ -24,6 +24,7 @@ void RegisterDistributedBindings(py::module_& m);  // py_distributed.cc
 void RegisterModelBindings(py::module_& m);    // py_models.cc
 void RegisterSummaryBindings(py::module_& m);  // py_summary.cc
 void RegisterMetricsBindings(py::module_& m);  // py_metrics.cc
+void RegisterRecordIoBindings(py::module_& m);  // py_record_io.cc
 }  // namespace python
 }  // namespace recflow
 
@@ -41,6 +42,7 @@ PYBIND11_MODULE(_pywrap, m) {
   RegisterModelBindings(m);
   RegisterSummaryBindings(m);
   RegisterMetricsBindings(m);
+  RegisterRecordIoBindings(m);
   m.def(
       "dtype_name",
       [](int dtype) { return DataTypeString(static_cast<DataType>(dtype)); },

@@ -42,6 +42,8 @@ from recflow.ops.array_ops import (concat, expand_dims, fill, gather, gather_nd,
                                    transpose, unique, unstack, where, where_v2, zeros,
                                    zeros_like)
 from recflow.ops.control_flow_ops import case, cond, group, no_op, tuple, while_loop
+from recflow.ops.parsing_ops import (FixedLenFeature, FixedLenSequenceFeature, VarLenFeature,
+                                     decode_csv, parse_example, parse_single_example)
 from recflow.ops.clip_ops import (clip_by_average_norm, clip_by_global_norm, clip_by_norm,
                                   clip_by_value, global_norm)
 from recflow.ops.gradients_impl import gradients
@@ -79,11 +81,13 @@ from recflow.compat.v1 import distribute
 from recflow.compat.v1 import dtypes
 from recflow.compat.v1 import errors
 from recflow.compat.v1 import initializers
+from recflow.compat.v1 import io
 from recflow.compat.v1 import layers
 from recflow.compat.v1 import losses
 from recflow.compat.v1 import math
 from recflow.compat.v1 import metrics
 from recflow.compat.v1 import nn
+from recflow.compat.v1 import python_io
 from recflow.compat.v1 import random
 from recflow.compat.v1 import saved_model
 from recflow.compat.v1 import sparse

@@ -10,6 +10,8 @@ here yet (docs/python.md, What is missing).
 """
 
 # pylint: disable=unused-import
+from recflow.framework.example_pb2 import (BytesList, Example, Feature, Features, FloatList,
+                                           Int64List)
 from recflow.framework.graph_io import write_graph
 from recflow.training.adagrad import AdagradOptimizer
 from recflow.training.adam import AdamOptimizer

@@ -1,0 +1,1 @@
+"""File I/O: TFRecord files (tf_record.py)."""
