@@ -162,8 +162,8 @@ def test_get_variable_and_variable_scope_sharing():
       nested = tf.get_variable("v", [2], initializer=tf.zeros_initializer())
       assert tf.get_variable_scope().name == "outer/inner"
   assert nested.name == "outer/inner/v:0"
-  with pytest.raises(NotImplementedError, match="partitioned"):
-    tf.get_variable("p", [4, 2], partitioner=lambda shape, dtype: [2, 1])
+  p = tf.get_variable("p", [4, 2], partitioner=lambda shape, dtype: [2, 1])
+  assert [part.name for part in p] == ["p/part_0:0", "p/part_1:0"]
   with pytest.raises(ValueError, match="must be fully defined"):
     tf.get_variable("undefined", [None, 2])
   with tf.Session() as sess:

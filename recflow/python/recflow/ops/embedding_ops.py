@@ -25,7 +25,12 @@ def _as_param_list(params, arg):
     raise ValueError("Need at least one param (%s is None)" % arg)
   if isinstance(params, (list, tuple)):
     params = list(params)
-  elif hasattr(params, "_get_variable_list"):  # a PartitionedVariable, when there is one
+  elif hasattr(params, "_get_variable_list"):  # a PartitionedVariable: its parts, in order
+    partitions = params._get_partitions()  # pylint: disable=protected-access
+    if any(p > 1 for p in partitions[1:]):
+      raise ValueError("%s: the PartitionedVariable %s is split along an axis other than 0 "
+                       "(partitions %s); embedding lookups need it split by rows" %
+                       (arg, params.name, partitions))
     params = list(params)
   else:
     params = [params]

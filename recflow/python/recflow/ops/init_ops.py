@@ -156,7 +156,9 @@ class VarianceScaling(Initializer):
   def __call__(self, shape, dtype=None, partition_info=None):
     dtype = _float_dtype(dtype, self.dtype)
     shape = [int(d) for d in (shape.as_list() if hasattr(shape, "as_list") else shape)]
-    fan_in, fan_out = _compute_fans(shape)
+    # TF: a part of a partitioned variable is scaled by the fans of the full variable.
+    scale_shape = shape if partition_info is None else list(partition_info.full_shape)
+    fan_in, fan_out = _compute_fans(scale_shape)
     scale = self.scale
     if self.mode == "fan_in":
       scale /= max(1., fan_in)

@@ -4,15 +4,26 @@ Each graph has a variable store (name -> variable, for variables made by
 get_variable) and a stack of VariableScopes. get_variable("w") in scope "a/b"
 names the variable "a/b/w" whatever the name scopes; in a scope with
 reuse=True it must exist (else ValueError), with reuse None/False it must not
-(else ValueError), with tf.AUTO_REUSE it is made on first use. Partitioned
-variables are not supported yet (a partitioner raises NotImplementedError).
+(else ValueError), with tf.AUTO_REUSE it is made on first use.
+
+With a partitioner, get_variable makes a PartitionedVariable as TF 1.x does:
+parts "<name>/part_<i>" split along the one axis the partitioner returns > 1
+for, the first (size % n) parts one row larger; each part is an ordinary
+variable. Its initializer is called per part with a _PartitionInfo (random
+initializers draw per part, VarianceScaling scales by the full shape); Zeros,
+Ones and a scalar Constant give the same value per part; an array Constant and
+an initial value (NumPy, list or Tensor) give each part its slice.
 """
 
+from collections import abc as collections_abc
 import contextlib
+
+import numpy as np
 
 from recflow.framework import dtypes
 from recflow.framework import ops
 from recflow.framework import tensor_shape
+from recflow.ops import array_ops
 from recflow.ops import init_ops
 from recflow.ops import variables
 
@@ -151,6 +162,7 @@ class _VariableStore(object):
 
   def __init__(self):
     self._vars = {}
+    self._partitioned_vars = {}
     self.variable_scopes_count = {}
 
   def get_variable(self, name, shape=None, dtype=dtypes.float32, initializer=None,
@@ -158,11 +170,6 @@ class _VariableStore(object):
                    caching_device=None, partitioner=None, validate_shape=True,
                    use_resource=None, custom_getter=None, constraint=None,
                    synchronization=None, aggregation=None):
-    if partitioner is not None:
-      raise NotImplementedError(
-          "get_variable('%s', partitioner=...): partitioned variables are not supported by "
-          "recflow's Python layer yet (recflow shards embedding tables itself: see "
-          "docs/python.md)" % name)
     if custom_getter is not None:
       if not callable(custom_getter):
         raise ValueError("Passed a custom_getter which is not callable: %s" % custom_getter)
@@ -175,13 +182,132 @@ class _VariableStore(object):
     return self._true_getter(name, shape=shape, dtype=dtype, initializer=initializer,
                              regularizer=regularizer, reuse=reuse, trainable=trainable,
                              collections=collections, caching_device=caching_device,
-                             validate_shape=validate_shape, use_resource=use_resource,
-                             constraint=constraint)
+                             partitioner=partitioner, validate_shape=validate_shape,
+                             use_resource=use_resource, constraint=constraint)
 
   def _true_getter(self, name, shape=None, dtype=dtypes.float32, initializer=None,
                    regularizer=None, reuse=None, trainable=None, collections=None,
                    caching_device=None, partitioner=None, validate_shape=True,
                    use_resource=None, constraint=None, **unused):
+    # TF: a scalar (shape=[]) ignores the partitioner.
+    is_scalar = (shape is not None and isinstance(shape, collections_abc.Sequence) and
+                 not shape)
+    if partitioner is not None and not is_scalar:
+      if not callable(partitioner):
+        raise ValueError("Partitioner must be callable, but received: %s" % (partitioner,))
+      return self._get_partitioned_variable(
+          name, partitioner, shape=shape, dtype=dtype, initializer=initializer,
+          regularizer=regularizer, reuse=reuse, trainable=trainable, collections=collections,
+          caching_device=caching_device, validate_shape=validate_shape,
+          use_resource=use_resource)
+    if name in self._partitioned_vars:
+      raise ValueError("No partitioner was provided, but a partitioned version of the "
+                       "variable was found: %s. Perhaps a variable of the same name was "
+                       "already created with partitioning?" % name)
+    return self._get_single_variable(name, shape=shape, dtype=dtype, initializer=initializer,
+                                     regularizer=regularizer, reuse=reuse,
+                                     trainable=trainable, collections=collections,
+                                     caching_device=caching_device,
+                                     validate_shape=validate_shape,
+                                     use_resource=use_resource)
+
+  def _get_partitioned_variable(self, name, partitioner, shape=None, dtype=dtypes.float32,
+                                initializer=None, regularizer=None, reuse=None,
+                                trainable=None, collections=None, caching_device=None,
+                                validate_shape=True, use_resource=None):
+    """The PartitionedVariable `name`, made or reused (TF's _get_partitioned_variable)."""
+    dtype = dtypes.as_dtype(dtype)
+    if name in self._vars:
+      raise ValueError("A partitioner was provided, but an unpartitioned version of the "
+                       "variable was found: %s. Perhaps a variable of the same name was "
+                       "already created without partitioning?" % name)
+    shape = tensor_shape.as_shape(shape) if shape is not None else tensor_shape.unknown_shape()
+    init_value = None  # the initial value as a NumPy array or a Tensor, when given one
+    if initializer is not None and not callable(initializer):
+      if isinstance(initializer, (ops.Tensor, variables.Variable)):
+        init_value = ops.convert_to_tensor(initializer)
+        init_shape = init_value.get_shape()
+      else:
+        init_value = np.asarray(initializer)
+        if init_value.dtype.kind in "biuf" and dtype.is_numpy_compatible:
+          init_value = init_value.astype(dtype.as_numpy_dtype)
+        init_shape = tensor_shape.as_shape(init_value.shape)
+      if not shape.is_compatible_with(init_shape):
+        raise ValueError("Partitioned variable %s: the initial value has shape %s but the "
+                         "specified shape is %s." % (name, init_shape, shape))
+      shape = shape.merge_with(init_shape)
+    partitions = _call_partitioner(partitioner, shape, dtype, name)
+    if name in self._partitioned_vars:
+      if reuse is False or reuse is None:
+        raise ValueError("Partitioned variable with name %s already exists. Did you mean to "
+                         "set reuse=True or reuse=tf.AUTO_REUSE in VarScope?" % name)
+      found = self._partitioned_vars[name]
+      if not shape.is_compatible_with(found.get_shape()):
+        raise ValueError("Trying to reuse partitioned variable %s, but specified shape %s and "
+                         "found shape %s." % (name, shape, found.get_shape()))
+      if not dtype.is_compatible_with(found.dtype):
+        raise ValueError("Trying to reuse partitioned variable %s, but specified dtype %s and "
+                         "found dtype %s." % (name, dtype.name, found.dtype.name))
+      if partitions != found._get_partitions():  # pylint: disable=protected-access
+        raise ValueError("Trying to reuse partitioned variable %s, but specified partitions "
+                         "%s and found partitions %s." %
+                         (name, partitions, found._get_partitions()))  # pylint: disable=protected-access
+      return found
+    if reuse is True:
+      raise ValueError("PartitionedVariable %s does not exist, or was not created with "
+                       "tf.get_variable(). Did you mean to set reuse=False or "
+                       "reuse=tf.AUTO_REUSE in VarScope?" % name)
+    if "%s/part_0" % name in self._vars:
+      raise ValueError("Partitioner returned a different partitioning than what was already "
+                       "found for %s: a variable %s/part_0 exists already." % (name, name))
+    slice_dim = 0
+    for i, p in enumerate(partitions):
+      if p > 1:
+        slice_dim = i
+    num_slices = partitions[slice_dim]
+    if initializer is not None and callable(initializer) and isinstance(initializer, type) \
+        and issubclass(initializer, init_ops.Initializer):
+      initializer = initializer(dtype=dtype)
+    full_shape = shape.as_list()
+    parts = []
+    for i, (offset, part_shape) in enumerate(_iter_slices(full_shape, num_slices, slice_dim)):
+      part_name = "%s/part_%d" % (name, i)
+      info = _PartitionInfo(full_shape=full_shape, var_offset=offset)
+      part_init = initializer
+      if init_value is not None:
+        if isinstance(init_value, np.ndarray):
+          part_init = init_value[tuple(slice(o, o + n) for o, n in zip(offset, part_shape))]
+        else:
+          with ops.name_scope(part_name + "/PartitionedInitializer"):
+            part_init = array_ops.slice(init_value, offset, part_shape)
+      elif isinstance(initializer, init_ops.Constant) and np.ndim(initializer.value) > 0:
+        value = np.asarray(initializer.value)
+        if list(value.shape) != full_shape:
+          if value.size != int(np.prod(full_shape)):
+            raise ValueError("Partitioned variable %s: constant initializer value has %d "
+                             "elements but the shape %s has %d." %
+                             (name, value.size, full_shape, int(np.prod(full_shape))))
+          value = value.reshape(full_shape)
+        part_init = init_ops.Constant(
+            value[tuple(slice(o, o + n) for o, n in zip(offset, part_shape))],
+            dtype=initializer.dtype)
+      v = self._get_single_variable(
+          part_name, shape=part_shape if (init_value is None) else None, dtype=dtype,
+          initializer=part_init, regularizer=regularizer, reuse=reuse, trainable=trainable,
+          collections=collections, caching_device=caching_device,
+          validate_shape=validate_shape, use_resource=use_resource, partition_info=info)
+      v._set_save_slice_info(variables.SaveSliceInfo(  # pylint: disable=protected-access
+          name, full_shape, offset, part_shape))
+      parts.append(v)
+    pv = variables.PartitionedVariable(name=name, shape=shape, dtype=dtype,
+                                       variable_list=parts, partitions=partitions)
+    self._partitioned_vars[name] = pv
+    return pv
+
+  def _get_single_variable(self, name, shape=None, dtype=dtypes.float32, initializer=None,
+                           regularizer=None, reuse=None, trainable=None, collections=None,
+                           caching_device=None, validate_shape=True, use_resource=None,
+                           partition_info=None):
     dtype = dtypes.as_dtype(dtype)
     shape = tensor_shape.as_shape(shape) if shape is not None else tensor_shape.unknown_shape()
     if name in self._vars:
@@ -220,7 +346,7 @@ class _VariableStore(object):
       shape_list = shape.as_list()
 
       def init_val():
-        return initializer(shape_list, dtype=dtype, partition_info=None)
+        return initializer(shape_list, dtype=dtype, partition_info=partition_info)
       variable_dtype = dtype.base_dtype
     v = variables.Variable(initial_value=init_val, name=name, trainable=trainable,
                            collections=collections, caching_device=caching_device,
@@ -242,6 +368,74 @@ class _VariableStore(object):
       return init_ops.Zeros(), False
     raise ValueError("An initializer for variable %s of %s is required" % (name,
                                                                            dtype.base_dtype))
+
+
+class _PartitionInfo(object):
+  """Where a part sits in its partitioned variable (passed to initializers)."""
+
+  def __init__(self, full_shape, var_offset):
+    if len(full_shape) != len(var_offset):
+      raise ValueError("Expected equal length, but `var_offset` is of length %d while "
+                       "full_shape is of length %d." % (len(var_offset), len(full_shape)))
+    self._full_shape = list(full_shape)
+    self._var_offset = list(var_offset)
+
+  @property
+  def full_shape(self):
+    return self._full_shape
+
+  @property
+  def var_offset(self):
+    return self._var_offset
+
+  def single_offset(self, shape):
+    dim = self.single_slice_dim(shape)
+    return 0 if dim is None else self._var_offset[dim]
+
+  def single_slice_dim(self, shape):
+    for i, (full, part) in enumerate(zip(self._full_shape, shape)):
+      if full != part:
+        return i
+    return None
+
+
+def _call_partitioner(partitioner, shape, dtype, name):
+  """partitioner(shape=, dtype=), checked as TF checks it."""
+  if not shape.is_fully_defined():
+    raise ValueError("Shape of a new partitioned variable (%s) must be fully defined, but "
+                     "instead was %s." % (name, shape))
+  if shape.ndims < 1:
+    raise ValueError("A partitioned Variable must have rank at least 1, shape: %s" % shape)
+  slicing = partitioner(shape=shape, dtype=dtype)
+  if not isinstance(slicing, collections_abc.Sequence) or isinstance(slicing, str):
+    raise ValueError("Partitioner must return a sequence, but saw: %s" % (slicing,))
+  if len(slicing) != shape.ndims:
+    raise ValueError("Partitioner returned a partition list that does not match the "
+                     "Variable's rank: %s vs. %s" % (slicing, shape))
+  out = []
+  for p in slicing:
+    if isinstance(p, bool) or not isinstance(p, (int, np.integer)):
+      raise ValueError("Partitioner returned a non-integer number of partitions %r in %s "
+                       "(for variable %s)" % (p, slicing, name))
+    out.append(int(p))
+  if any(p < 1 for p in out):
+    raise ValueError("Partitioner returned zero partitions for some axes: %s" % (slicing,))
+  if sum(p > 1 for p in out) > 1:
+    raise ValueError("Can only slice a variable along one dimension: shape: %s, "
+                     "partitioning: %s" % (shape, slicing))
+  return out
+
+
+def _iter_slices(full_shape, num_slices, slice_dim):
+  """(offset, shape) of each part: the first (size % n) parts are one longer."""
+  num_slices_with_excess = full_shape[slice_dim] % num_slices
+  offset = [0] * len(full_shape)
+  min_slice_len = full_shape[slice_dim] // num_slices
+  for i in range(num_slices):
+    shape = full_shape[:]
+    shape[slice_dim] = min_slice_len + int(i < num_slices_with_excess)
+    yield offset[:], shape
+    offset[slice_dim] += shape[slice_dim]
 
 
 def _store(graph):

@@ -98,6 +98,12 @@ class Variable(metaclass=VariableMetaclass):
   def __ne__(self, other):
     return self is not other
 
+  def _get_save_slice_info(self):
+    return getattr(self, "_save_slice_info", None)
+
+  def _set_save_slice_info(self, save_slice_info):
+    self._save_slice_info = save_slice_info
+
   def __iter__(self):
     raise TypeError("'Variable' object is not iterable.")
 
@@ -388,3 +394,147 @@ def local_variables_initializer():
 
 
 initialize_local_variables = local_variables_initializer
+
+
+# --- Partitioned variables --------------------------------------------------
+
+
+class SaveSliceInfo(object):
+  """Where a part sits in its full variable (TF's Variable.SaveSliceInfo).
+
+  recflow's Saver does not write sliced entries: it saves each part under its
+  own name (docs/python.md, "Partitioned variables").
+  """
+
+  def __init__(self, full_name=None, full_shape=None, var_offset=None, var_shape=None):
+    self.full_name = full_name
+    self.full_shape = list(full_shape)
+    self.var_offset = list(var_offset)
+    self.var_shape = list(var_shape)
+
+  @property
+  def spec(self):
+    """TF's shape_and_slice string: "<full shape> <offset,len:...>"."""
+    full = " ".join(str(d) for d in self.full_shape) + " "
+    return full + ":".join("%d,%d" % (o, n) for o, n in zip(self.var_offset, self.var_shape))
+
+
+Variable.SaveSliceInfo = SaveSliceInfo
+
+
+class PartitionedVariable(object):
+  """TF 1.x's PartitionedVariable: one logical variable stored as parts.
+
+  get_variable(..., partitioner=...) makes it. Each part is an ordinary
+  variable named "<name>/part_<i>" (in the collections, trained and saved
+  like any other); the PartitionedVariable itself is in no collection.
+  Iterating gives the parts in offset order; converting it to a tensor
+  concatenates them along the partitioned axis.
+  """
+
+  def __init__(self, name, shape, dtype, variable_list, partitions):
+    if not isinstance(variable_list, (list, tuple)):
+      raise TypeError("variable_list is not a list or tuple: %s" % (variable_list,))
+    if not isinstance(partitions, (list, tuple)):
+      raise TypeError("partitions is not a list or tuple: %s" % (partitions,))
+    if not all(p >= 1 for p in partitions):
+      raise ValueError("partition values must be positive: %s" % (partitions,))
+    if not variable_list:
+      raise ValueError("variable_list may not be empty")
+    self._variable_list = list(variable_list)
+    self._name = name
+    self._shape = tensor_shape.as_shape(shape)
+    self._dtype = dtypes.as_dtype(dtype)
+    self._partitions = list(partitions)
+    self._as_tensor = None
+
+  def __iter__(self):
+    return iter(self._variable_list)
+
+  def __len__(self):
+    axes = self._partition_axes()
+    if len(axes) > 1:
+      raise ValueError("Cannot get a length of %d > 1 partitions" % len(axes))
+    return len(self._variable_list)
+
+  def _partition_axes(self):
+    if all(p == 1 for p in self._partitions):
+      return [0]
+    return [i for i, p in enumerate(self._partitions) if p > 1]
+
+  def _concat(self):
+    axes = self._partition_axes()
+    if len(axes) > 1:
+      raise NotImplementedError("Cannot concatenate along more than one dimension: %s. "
+                                "Multi-axis partition concat is not supported" % (axes,))
+    with ops.name_scope(self._name + "/ConcatPartitions/"):
+      concatenated = array_ops.concat([v.value() for v in self._variable_list], axes[0])
+    with ops.name_scope(None):
+      return array_ops.identity(concatenated, name=self._name)
+
+  def as_tensor(self):
+    """The full value: the parts concatenated along the partitioned axis."""
+    with ops.control_dependencies(None):
+      return self._concat()
+
+  @staticmethod
+  def _TensorConversionFunction(v, dtype=None, name=None, as_ref=False):  # pylint: disable=invalid-name
+    _ = name
+    if dtype is not None and not dtypes.as_dtype(dtype).is_compatible_with(v.dtype):
+      raise ValueError("Incompatible type conversion requested to type '%s' for variable of "
+                       "type '%s'" % (dtypes.as_dtype(dtype).name, v.dtype.name))
+    if as_ref:
+      raise NotImplementedError("PartitionedVariable doesn't support being used as a "
+                                "reference.")
+    return v.as_tensor()
+
+  @property
+  def name(self):
+    return self._name
+
+  @property
+  def dtype(self):
+    return self._dtype
+
+  @property
+  def shape(self):
+    return self.get_shape()
+
+  def get_shape(self):
+    return self._shape
+
+  @property
+  def graph(self):
+    return self._variable_list[0].graph
+
+  def _get_variable_list(self):
+    return self._variable_list
+
+  def _get_partitions(self):
+    return self._partitions
+
+  def assign(self, value, use_locking=False, name=None, read_value=True):
+    """Assigns `value` (the full shape) to the parts, slice by slice."""
+    _ = name
+    value = ops.convert_to_tensor(value, dtype=self._dtype)
+    axis = self._partition_axes()[0]
+    ops_out = []
+    offset = 0
+    for v in self._variable_list:
+      n = v.get_shape()[axis].value
+      begin = [0] * self._shape.ndims
+      begin[axis] = offset
+      size = [-1] * self._shape.ndims
+      size[axis] = n
+      ops_out.append(v.assign(array_ops.slice(value, begin, size), use_locking=use_locking,
+                              read_value=read_value))
+      offset += n
+    return ops_out
+
+  def __repr__(self):
+    return "<tf.PartitionedVariable '%s' shape=%s dtype=%s parts=%d>" % (
+        self._name, self._shape, self._dtype.name, len(self._variable_list))
+
+
+ops.register_tensor_conversion_function(PartitionedVariable,
+                                        PartitionedVariable._TensorConversionFunction)  # pylint: disable=protected-access

@@ -137,7 +137,14 @@ def op_list_to_dict(op_list):
   """{checkpoint key: variable} for a list of variables (keys: their op names)."""
   if not isinstance(op_list, (list, tuple, set)):
     raise TypeError("Variables to save should be passed in a dict or a list: %s" % op_list)
-  op_list = sorted(op_list, key=lambda x: x.name)
+  # A PartitionedVariable is saved as its parts, each under its own name.
+  expanded = []
+  for var in op_list:
+    if isinstance(var, variables.PartitionedVariable):
+      expanded.extend(var._get_variable_list())  # pylint: disable=protected-access
+    else:
+      expanded.append(var)
+  op_list = sorted(expanded, key=lambda x: x.name)
   names = {}
   for var in op_list:
     if isinstance(var, SaveableObject):
@@ -324,7 +331,14 @@ class Saver(object):
     if var_list is None:
       var_list = _default_var_list(self._graph)
     if isinstance(var_list, dict):
-      names_to_saveables = dict(var_list)
+      names_to_saveables = {}
+      for key, var in var_list.items():
+        if isinstance(var, variables.PartitionedVariable):
+          # recflow saves each part as "<key>/part_<i>" (TF: one sliced entry "<key>").
+          for i, part in enumerate(var._get_variable_list()):  # pylint: disable=protected-access
+            names_to_saveables["%s/part_%d" % (key, i)] = part
+        else:
+          names_to_saveables[key] = var
     else:
       names_to_saveables = op_list_to_dict(list(var_list))
     if not names_to_saveables:

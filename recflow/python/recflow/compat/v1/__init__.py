@@ -68,6 +68,9 @@ from recflow.ops.math_ops import (abs, add, add_n, argmax, argmin, cast, ceil, d
                                   to_int32, to_int64, truediv)
 from recflow.ops.random_ops import (multinomial, random_normal, random_shuffle, random_uniform,
                                     truncated_normal)
+from recflow.ops.partitioned_variables import (fixed_size_partitioner,
+                                               min_max_variable_partitioner,
+                                               variable_axis_size_partitioner)
 from recflow.ops.state_ops import assign, assign_add, assign_sub
 from recflow.ops.variable_scope import (AUTO_REUSE, VariableScope, get_local_variable,
                                         get_variable, get_variable_scope, variable_op_scope,
