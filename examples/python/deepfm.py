@@ -28,19 +28,19 @@ same model code over serving placeholders: "dense" float [B, 13] and "ids"
 int64 [B, 26], 0 for a missing value) restored from the last checkpoint and
 written by SavedModelBuilder; `recflow serve` serves it.
 
-Input: input_batches() below is the one place that reads data. It reads
-`recflow gen-data` / Criteo TSV files through recflow's C++ parser
-(recflow.models.Batches: the pipeline `recflow train` uses) and feeds each
-field as a SparseTensor of one id per example (a missing value is id 0).
+Input: input_fn() below is the one place that reads data: a tf.data
+pipeline (TextLineDataset -> batch -> map -> repeat -> prefetch) over
+`recflow gen-data` / Criteo TSV files whose map runs recflow's C++ Criteo
+parser (recflow.data.parse_criteo); each field becomes a SparseTensor of one
+id per example (a missing value is id 0, as in the serving signature).
 """
 
 import argparse
+import glob
 import sys
 
-import numpy as np
-
 import recflow.compat.v1 as tf
-from recflow import models
+from recflow import data as rdata
 
 NUM_DENSE = 13
 NUM_FIELDS = 26
@@ -48,22 +48,31 @@ NUM_FIELDS = 26
 
 # --- Input: the one place that reads data ------------------------------------------
 
-def input_batches(files, batch_size, epochs):
-  """Yields (labels [B], dense [B, 13], ids [B, 26]) NumPy batches of the
-  Criteo TSV files (0 where a field has no id)."""
-  config = {"features": {"dense": NUM_DENSE, "sparse": NUM_FIELDS},
-            "model": {"type": "lr"}, "data": {"format": "criteo", "train": files},
-            "train": {"batch_size": batch_size}}
-  names = [n for n, _, _ in models.schema(config)]
-  for comps in models.Batches(config, files, epochs):
-    batch = dict(zip(names, comps))
-    labels, dense = batch["labels"], batch["dense"]
-    ids = np.zeros((len(labels), NUM_FIELDS), dtype=np.int64)
-    for f in range(NUM_FIELDS):
-      splits = batch["C%d/row_splits" % (f + 1)]
-      has = np.diff(splits) > 0
-      ids[has, f] = batch["C%d/ids" % (f + 1)][splits[:-1][has]]
-    yield labels, dense, ids
+def input_fn(patterns, batch_size, epochs):
+  """(labels [B], dense [B, 13], ids [B, 26]) tensors of the next batch of the
+  Criteo TSV files: a tf.data pipeline whose map runs recflow's C++ Criteo
+  parser (recflow.data.parse_criteo) on each batch of lines. A field with no
+  value is id 0, as the serving signature takes it. The iterator's end
+  (OutOfRangeError) stops MonitoredTrainingSession after `epochs` passes
+  (0: forever)."""
+  files = sorted(f for p in patterns.split(",") for f in glob.glob(p))
+  if not files:
+    raise ValueError("--train matches no files: %s" % patterns)
+  ds = tf.data.TextLineDataset(files).batch(batch_size)
+  ds = ds.map(lambda lines: rdata.parse_criteo(lines, sparse_tensors=False),
+              num_parallel_calls=2)
+  ds = ds.repeat(epochs if epochs > 0 else None).prefetch(2)
+  batch = rdata.to_sparse_tensors(tf.data.make_one_shot_iterator(ds).get_next())
+  # One id per field and example (Criteo): the SparseTensor [B, <=1] as [B, 1].
+  # (dense_shape [B, 1] even when no example of the batch has the field.)
+  columns = []
+  for f in range(NUM_FIELDS):
+    sp = batch["C%d" % (f + 1)]
+    shape = tf.stack([sp.dense_shape[0], tf.constant(1, tf.int64)])
+    columns.append(tf.sparse.to_dense(tf.SparseTensor(sp.indices, sp.values, shape),
+                                      default_value=0))
+  ids = tf.concat(columns, axis=1)
+  return batch["labels"], batch["dense"], ids
 
 
 def field_sparse_tensors(ids):
@@ -110,9 +119,7 @@ def deepfm_logits(dense, fields, buckets, dim, hidden_units):
 def train(args):
   hidden = [int(u) for u in args.hidden_units.split(",") if u]
   with tf.Graph().as_default():
-    labels = tf.placeholder(tf.float32, [None], name="labels")
-    dense = tf.placeholder(tf.float32, [None, NUM_DENSE], name="dense")
-    ids = tf.placeholder(tf.int64, [None, NUM_FIELDS], name="ids")
+    labels, dense, ids = input_fn(args.train, args.batch_size, args.epochs)
     logits = deepfm_logits(dense, field_sparse_tensors(ids), args.buckets, args.dim, hidden)
     loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits))
     global_step = tf.train.get_or_create_global_step()
@@ -126,10 +133,8 @@ def train(args):
                                            chief_only_hooks=[saver_hook],
                                            save_checkpoint_secs=None,
                                            save_checkpoint_steps=None) as sess:
-      for y, x, i in input_batches(args.train, args.batch_size, args.epochs):
-        if sess.should_stop():
-          break
-        _, last = sess.run([train_op, loss], {labels: y, dense: x, ids: i})
+      while not sess.should_stop():
+        _, last = sess.run([train_op, loss])
   return last
 
 

@@ -240,7 +240,7 @@ std::vector<std::pair<std::string, Tensor>> Feeds(const std::vector<std::string>
 py::list Results(std::vector<Tensor>* outputs, const std::vector<std::string>& fetches) {
   py::list out;
   for (size_t i = 0; i < outputs->size(); ++i) {
-    out.append(TensorToNumpy(std::move((*outputs)[i]), absl::StrCat("fetch '", fetches[i], "'")));
+    out.append(FetchToPython(std::move((*outputs)[i]), absl::StrCat("fetch '", fetches[i], "'")));
   }
   return out;
 }

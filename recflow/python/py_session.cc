@@ -93,7 +93,7 @@ class PySession {
     ThrowIfError(s);
     py::list results;
     for (size_t i = 0; i < outputs.size(); ++i) {
-      results.append(TensorToNumpy(std::move(outputs[i]),
+      results.append(FetchToPython(std::move(outputs[i]),
                                    absl::StrCat("fetch '", fetches[i], "'")));
     }
     if (!trace) return results;

@@ -301,5 +301,12 @@ py::object TensorToNumpy(Tensor tensor, absl::string_view what) {
   return out;
 }
 
+py::object FetchToPython(Tensor tensor, absl::string_view what) {
+  const bool scalar = tensor.dims() == 0;
+  py::object out = TensorToNumpy(std::move(tensor), what);
+  if (!scalar) return out;
+  return out[py::tuple()];  // arr[()]: the element as a NumPy scalar, or the bytes
+}
+
 }  // namespace python
 }  // namespace recflow

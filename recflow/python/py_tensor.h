@@ -54,6 +54,11 @@ Tensor TensorFromPython(pybind11::handle value, DataType expected,
 // resource and variant tensors and dtypes NumPy lacks.
 pybind11::object TensorToNumpy(Tensor tensor, absl::string_view what);
 
+// What Session.run returns for a fetched tensor, as TensorFlow's session
+// (PyArray_Return): TensorToNumpy, except that a scalar is a NumPy scalar
+// (numpy.float32, numpy.int64, ...) and a string scalar is `bytes`.
+pybind11::object FetchToPython(Tensor tensor, absl::string_view what);
+
 }  // namespace python
 }  // namespace recflow
 

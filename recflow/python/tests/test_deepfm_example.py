@@ -43,7 +43,10 @@ def test_deepfm_example_trains_exports_and_is_served(tmp_path):
   # Test rows through the example's own input function, and the expected
   # probabilities from the exported model run in Python.
   test_file = glob.glob(str(data / "test-*"))[0]
-  labels, dense, ids = next(example.input_batches(test_file, 50, 1))
+  with tf.Graph().as_default(), tf.Session() as sess:
+    labels, dense, ids = sess.run(example.input_fn(test_file, 50, 1))
+  assert set(np.unique(labels)) <= {0.0, 1.0} and 0 < labels.mean() < 1
+  assert np.all(ids[:, 0] > 0)  # gen-data writes every C1
   assert dense.shape == (50, 13) and ids.shape == (50, 26) and ids.dtype == np.int64
   with tf.Graph().as_default(), tf.Session() as sess:
     mg = tf.saved_model.loader.load(sess, ["serve"], str(base / "1"))

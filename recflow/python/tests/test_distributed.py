@@ -184,7 +184,10 @@ def test_between_graph_job_trains_and_checkpoints(tmp_path, num_ps):
   assert {"embeddings", "w", "b", "global_step", "embeddings/Adagrad", "w/Adagrad"} <= names
   for name, value in values.items():
     np.testing.assert_array_equal(value, reader.get_tensor(name), err_msg=name)
-  assert step == ckpt_step
+  # The label is the step the chief read before saving; the other worker's
+  # pushes may land before the ps tasks pause for the save (asynchronous
+  # training: TensorFlow's CheckpointSaverHook reads the step the same way).
+  assert step >= ckpt_step
   assert loss < initial_loss - 0.05, (loss, initial_loss)
 
 

@@ -93,3 +93,17 @@ def test_strings_and_other_dtypes_come_back_as_numpy():
     empty = sess.run(tf.identity(tf.placeholder_with_default(np.zeros((0, 3), np.float32),
                                                              [None, 3])))
     assert empty.shape == (0, 3)
+
+
+def test_scalar_fetches_are_numpy_scalars_and_bytes_as_in_tensorflow():
+  with tf.Session() as sess:
+    f, i, s, v = sess.run([tf.constant(1.5), tf.constant(7, tf.int64), tf.constant("ab"),
+                           tf.constant([1.0])])
+    single = sess.run(tf.constant(2, tf.int32))
+    fn = sess.make_callable(tf.constant("x"))
+    assert type(f) is np.float32 and f == 1.5  # pylint: disable=unidiomatic-typecheck
+    assert type(i) is np.int64 and i == 7  # pylint: disable=unidiomatic-typecheck
+    assert type(s) is bytes and s == b"ab"  # pylint: disable=unidiomatic-typecheck
+    assert type(single) is np.int32 and single == 2  # pylint: disable=unidiomatic-typecheck
+    assert fn() == b"x"
+    assert isinstance(v, np.ndarray) and v.shape == (1,)
