@@ -48,7 +48,7 @@ def main():
   train_only = sess.make_callable(m.train_op, feed_list=batch)
   start = time.perf_counter()
   for b in data:
-    if steps == 0 or steps % 50 == 0:
+    if steps % 10 == 0:
       _, loss = train(*b)
       if first_loss is None:
         first_loss = float(loss)
