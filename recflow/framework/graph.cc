@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "recflow/core/status.h"
 #include "recflow/framework/attr_value_util.h"
+#include "recflow/framework/versions.h"
 
 namespace recflow {
 namespace {
@@ -35,7 +36,7 @@ const Edge* Node::input_edge(int i) const {
   return i < static_cast<int>(data_inputs_.size()) ? data_inputs_[i] : nullptr;
 }
 
-Graph::Graph(const OpRegistry* ops) : ops_(ops) {}
+Graph::Graph(const OpRegistry* ops) : ops_(ops), versions_(CurrentGraphDefVersions()) {}
 Graph::~Graph() = default;
 
 absl::StatusOr<Node*> Graph::AddNode(tensorflow::NodeDef def, bool allow_unknown_op) {
@@ -151,7 +152,8 @@ absl::Status Graph::InferShapes(Node* node) {
     shapes.push_back(e->src->output_shape(e->src_output));
     values.push_back(e->src_output == 0 ? e->src->constant_value() : nullptr);
   }
-  InferenceContext ctx(node->def_, std::move(shapes), std::move(values), node->num_outputs());
+  InferenceContext ctx(node->def_, std::move(shapes), std::move(values), node->num_outputs(),
+                       versions_.producer());
   absl::Status s = node->op_reg_->shape_fn(&ctx);
   if (!s.ok()) {
     std::vector<std::string> in;
@@ -220,6 +222,7 @@ absl::Status ConvertGraphDefToGraph(const GraphConstructorOptions& options,
   if (graph->num_nodes() != 0) {
     return errors::InvalidArgument("ConvertGraphDefToGraph needs an empty graph");
   }
+  RETURN_IF_ERROR(CheckGraphDefVersions(graph_def.versions()));
   std::vector<Node*> nodes;
   nodes.reserve(graph_def.node_size());
   for (const auto& def : graph_def.node()) {

@@ -118,6 +118,8 @@ class Graph {
   // InvalidArgument naming nodes on a cycle otherwise.
   absl::StatusOr<std::vector<Node*>> TopologicalOrder() const;
 
+  // A new graph has recflow's versions (versions.h); an imported one the
+  // GraphDef's, whose producer decides a few shape rules.
   const tensorflow::VersionDef& versions() const { return versions_; }
   void set_versions(const tensorflow::VersionDef& v) { versions_ = v; }
   // Functions are carried through import/export; recflow does not run them.

@@ -5,11 +5,12 @@ namespace recflow {
 InferenceContext::InferenceContext(const tensorflow::NodeDef& node_def,
                                    std::vector<PartialShape> input_shapes,
                                    std::vector<const Tensor*> input_tensors,
-                                   int num_outputs)
+                                   int num_outputs, int graph_def_version)
     : node_def_(node_def),
       inputs_(std::move(input_shapes)),
       input_tensors_(std::move(input_tensors)),
-      outputs_(num_outputs) {
+      outputs_(num_outputs),
+      graph_def_version_(graph_def_version) {
   input_tensors_.resize(inputs_.size(), nullptr);
 }
 

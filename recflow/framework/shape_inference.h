@@ -19,6 +19,7 @@
 #include "recflow/core/tensor.h"
 #include "recflow/framework/attr_value_util.h"
 #include "recflow/framework/partial_shape.h"
+#include "recflow/framework/versions.h"
 #include "recflow/proto/node_def.pb.h"
 
 namespace recflow {
@@ -27,13 +28,18 @@ class InferenceContext {
  public:
   // Borrows `node_def`; it must outlive the context. input_tensors[i] is the
   // value of input i when it is a known constant, else null.
+  // graph_def_version: the producer version of the graph the node is in.
   InferenceContext(const tensorflow::NodeDef& node_def,
                    std::vector<PartialShape> input_shapes,
-                   std::vector<const Tensor*> input_tensors, int num_outputs);
+                   std::vector<const Tensor*> input_tensors, int num_outputs,
+                   int graph_def_version = kGraphDefVersion);
 
   const std::string& node_name() const { return node_def_.name(); }
   const std::string& op() const { return node_def_.op(); }
   const tensorflow::NodeDef& node_def() const { return node_def_; }
+  // The producer version of the node's graph: a few shape rules depend on it
+  // as in TensorFlow (see versions.h).
+  int graph_def_version() const { return graph_def_version_; }
 
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
   const PartialShape& input(int i) const { return inputs_[i]; }
@@ -66,6 +72,7 @@ class InferenceContext {
   std::vector<PartialShape> inputs_;
   std::vector<const Tensor*> input_tensors_;
   std::vector<PartialShape> outputs_;
+  int graph_def_version_;
 };
 
 using ShapeFn = std::function<absl::Status(InferenceContext*)>;

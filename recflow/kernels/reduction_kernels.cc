@@ -11,11 +11,10 @@
 namespace recflow {
 namespace reduction {
 
+// Any rank, read flattened as TensorFlow's kernels do: the shape function
+// keeps graphs of GraphDef version 21 and later to scalars and vectors, and
+// older graphs wrote [[1, 2]] for [1, 2].
 absl::StatusOr<std::vector<int64_t>> AxesFromTensor(const Tensor& axes) {
-  if (axes.dims() > 1) {
-    return errors::InvalidArgument("reduction axes must be a scalar or vector, but have shape ",
-                                   axes.shape().DebugString());
-  }
   std::vector<int64_t> v;
   v.reserve(axes.NumElements());
   switch (axes.dtype()) {

@@ -98,8 +98,8 @@ struct ReductionPlan {
 // InvalidArgument naming the axis and the shape otherwise.
 absl::StatusOr<ReductionPlan> PlanReduction(const TensorShape& input,
                                             absl::Span<const int64_t> axes, bool keep_dims);
-// The values of an int16/int32/int64 axes tensor of rank <= 1;
-// InvalidArgument naming its shape or dtype otherwise.
+// The values of an int16/int32/int64 axes tensor, flattened (any rank, as
+// TensorFlow's kernels read it); InvalidArgument naming its dtype otherwise.
 absl::StatusOr<std::vector<int64_t>> AxesFromTensor(const Tensor& axes);
 
 // Below this many input elements reductions run on the calling thread.

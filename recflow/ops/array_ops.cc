@@ -521,6 +521,12 @@ absl::Status ConstShape(InferenceContext* c) {
 absl::Status PlaceholderShape(InferenceContext* c) {
   PartialShape shape;
   RETURN_IF_ERROR(c->GetAttr("shape", &shape));
+  // Writers up to GraphDef version 21 could not say "unknown shape" and
+  // wrote a scalar shape for it (TensorFlow's rule: such a Placeholder takes
+  // any shape).
+  if (c->graph_def_version() <= 21 && !shape.unknown_rank() && shape.rank() == 0) {
+    shape = PartialShape::Unknown();
+  }
   c->set_output(0, shape);
   return absl::OkStatus();
 }

@@ -26,7 +26,9 @@ absl::Status ReductionShape(InferenceContext* c) {
   bool keep_dims = false;
   RETURN_IF_ERROR(c->GetAttr("keep_dims", &keep_dims));
   const PartialShape& axes_shape = c->input(1);
-  if (axes_shape.rank() > 1) {
+  // Graphs written before GraphDef version 21 may give the axes with any
+  // rank ([[1, 2]] for [1, 2]); the kernel reads them flattened.
+  if (axes_shape.rank() > 1 && c->graph_def_version() >= 21) {
     return errors::InvalidArgument("reduction_indices must be a scalar or vector, but has shape ",
                                    axes_shape.DebugString());
   }
@@ -35,7 +37,7 @@ absl::Status ReductionShape(InferenceContext* c) {
   if (axes_t == nullptr || input.unknown_rank()) {
     if (keep_dims && !input.unknown_rank()) {
       c->set_output(0, PartialShape::UnknownDims(input.rank()));
-    } else if (!input.unknown_rank() && axes_shape.rank() == 1 && axes_shape.dim(0) == 0) {
+    } else if (!input.unknown_rank() && axes_shape.rank() >= 1 && axes_shape.num_elements() == 0) {
       c->set_output(0, input);  // no axes: nothing is reduced
     } else {
       c->set_output(0, PartialShape::Unknown());

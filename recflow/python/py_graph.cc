@@ -18,6 +18,7 @@
 #include "recflow/framework/node_def_util.h"
 #include "recflow/framework/op_registry.h"
 #include "recflow/framework/shape_inference.h"
+#include "recflow/framework/versions.h"
 #include "recflow/python/py_attr_value.h"
 #include "recflow/python/py_status.h"
 
@@ -156,7 +157,8 @@ Node* PyGraph::InsertNode(NodeDef def, const std::vector<Output>& inputs,
     }
     if (reg->shape_fn) {
       InferenceContext ctx(def, shapes, values,
-                           static_cast<int>(out_types.size()));
+                           static_cast<int>(out_types.size()),
+                           g->versions().producer());
       absl::Status s = reg->shape_fn(&ctx);
       if (!s.ok()) {
         std::vector<std::string> in;
@@ -309,6 +311,12 @@ std::vector<int> PyGraph::ImportGraphDef(const std::string& serialized,
                                          const py::dict& input_map) {
   CheckUsable();
   GraphDef imported = ParseGraphDef(serialized);
+  ThrowIfError(errors::Annotate(CheckGraphDefVersions(imported.versions()),
+                                "import_graph_def"));
+  // As TensorFlow's importer: the graph takes the older producer, so the
+  // imported nodes get their writer's shape rules.
+  const tensorflow::VersionDef versions =
+      MergeGraphDefVersions(graph()->versions(), imported.versions());
   // The imported functions join the library (checked before any change); a
   // node calling one by name (TF1's Defun) becomes a StatefulPartitionedCall.
   tensorflow::FunctionDefLibrary library = graph()->library();
@@ -380,6 +388,7 @@ std::vector<int> PyGraph::ImportGraphDef(const std::string& serialized,
   // Validate the whole import on a scratch graph first: all-or-nothing.
   {
     GraphDef scratch = ToGraphDef(0, -1);
+    *scratch.mutable_versions() = versions;
     for (int k = 0; k < imported.node_size(); ++k) {
       NodeDef* nd = scratch.add_node();
       *nd = imported.node(k);
@@ -417,6 +426,7 @@ std::vector<int> PyGraph::ImportGraphDef(const std::string& serialized,
     if (pending[k] == 0) ready.push_back(k);
   }
   std::vector<Node*> added(imported.node_size(), nullptr);
+  graph()->set_versions(versions);
   while (!ready.empty()) {
     const int k = ready.front();
     ready.pop_front();
@@ -542,6 +552,9 @@ py::list PyGraph::CcGradient(int id, const py::sequence& grad_outputs,
 }
 
 void RegisterGraphBindings(py::module_& m) {
+  m.attr("GRAPH_DEF_VERSION") = kGraphDefVersion;
+  m.attr("GRAPH_DEF_VERSION_MIN_PRODUCER") = kGraphDefVersionMinProducer;
+  m.attr("GRAPH_DEF_VERSION_MIN_CONSUMER") = kGraphDefVersionMinConsumer;
   py::class_<PyGraph>(m, "Graph",
                       "The C++ half of a Python Graph (see py_graph.h).")
       .def(py::init<>())
@@ -643,6 +656,13 @@ void RegisterGraphBindings(py::module_& m) {
             return py::bytes(g.ToGraphDef(start, end).SerializeAsString());
           },
           py::arg("start") = 0, py::arg("end") = -1)
+      .def("versions",
+           [](const PyGraph& g) {
+             const tensorflow::VersionDef& v = g.graph()->versions();
+             return py::make_tuple(
+                 v.producer(), v.min_consumer(),
+                 std::vector<int>(v.bad_consumers().begin(), v.bad_consumers().end()));
+           })
       .def("import_graph_def", &PyGraph::ImportGraphDef, py::arg("graph_def"),
            py::arg("prefix"), py::arg("input_map"))
       .def("cc_gradient", &PyGraph::CcGradient, py::arg("id"),

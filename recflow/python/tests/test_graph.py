@@ -304,3 +304,41 @@ def test_the_quickstart_example_runs():
   exec(compile(open(source).read(), source, "exec"), namespace)  # pylint: disable=exec-used
   result = namespace["main"]()
   assert result["loss"] < 1e-3
+
+
+_OLD_PLACEHOLDER_GRAPH = """
+node { name: "Placeholder" op: "Placeholder"
+       attr { key: "dtype" value { type: DT_FLOAT } }
+       attr { key: "shape" value { shape { } } } }
+node { name: "add/y" op: "Const"
+       attr { key: "dtype" value { type: DT_FLOAT } }
+       attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape { } float_val: 1.0 } } } }
+node { name: "add" op: "Add" input: "Placeholder" input: "add/y"
+       attr { key: "T" value { type: DT_FLOAT } } }
+versions { producer: %d }
+"""
+
+
+def test_import_of_a_producer_21_graph_reads_a_scalar_placeholder_shape_as_unknown():
+  from recflow import _pywrap  # pylint: disable=g-import-not-at-top
+  assert tf.GRAPH_DEF_VERSION > 21
+  old = _pywrap.graph_def_from_text(_OLD_PLACEHOLDER_GRAPH % 21)
+  with tf.Graph().as_default() as g:
+    assert g.graph_def_versions.producer == tf.GRAPH_DEF_VERSION
+    p, ret = tf.import_graph_def(old, return_elements=["Placeholder:0", "add:0"])
+    assert p.shape.ndims is None  # TensorFlow 1.0 wrote "any shape" as {}
+    assert g.graph_def_versions.producer == 21  # the older writer's rules from now on
+    with tf.Session() as sess:
+      assert sess.run(ret, {p: [1.0, 2.0]}).tolist() == [2.0, 3.0]
+  new = _pywrap.graph_def_from_text(_OLD_PLACEHOLDER_GRAPH % 22)
+  with tf.Graph().as_default():
+    p, ret = tf.import_graph_def(new, return_elements=["Placeholder:0", "add:0"])
+    assert p.shape.ndims == 0
+    with tf.Session() as sess:
+      with pytest.raises(ValueError, match="Cannot feed value of shape"):
+        sess.run(ret, {p: [1.0, 2.0]})
+  refused = _pywrap.graph_def_from_text(
+      (_OLD_PLACEHOLDER_GRAPH % 22).replace("producer: 22", "producer: 22 min_consumer: 99999"))
+  with tf.Graph().as_default():
+    with pytest.raises(ValueError, match="min_consumer"):
+      tf.import_graph_def(refused)

@@ -564,7 +564,13 @@ class Graph(object):
 
   @property
   def graph_def_versions(self):
-    return None
+    """The graph's VersionDef fields: producer, min_consumer, bad_consumers.
+
+    A new graph has recflow's (GRAPH_DEF_VERSION); importing a GraphDef
+    written by an older producer lowers it, as TensorFlow's importer does.
+    """
+    producer, min_consumer, bad = self._c_graph.versions()
+    return VersionDef(producer, min_consumer, list(bad))
 
   def finalize(self):
     self._finalized = True
@@ -968,6 +974,9 @@ class Graph(object):
   @property
   def graph_def(self):
     return self.as_graph_def()
+
+
+VersionDef = collections.namedtuple("VersionDef", ["producer", "min_consumer", "bad_consumers"])
 
 
 # --- Default graph and session stacks --------------------------------------

@@ -104,7 +104,8 @@ from recflow.ops import gen_ops as _gen_ops
 
 __version__ = "1.15.0"  # the TensorFlow API version this module follows
 VERSION = __version__
-GRAPH_DEF_VERSION = 0
+from recflow._pywrap import (GRAPH_DEF_VERSION, GRAPH_DEF_VERSION_MIN_CONSUMER,
+                             GRAPH_DEF_VERSION_MIN_PRODUCER)
 
 # tf.compat.v1.X works too, for programs written against that spelling.
 compat = _types.SimpleNamespace(v1=_sys.modules[__name__])
