@@ -344,7 +344,7 @@ constexpr char kMetaGraph[] = R"pb(
         arg_attr { key: 1 value { attr { key: "_user_specified_name" value { s: "v" } } } }
       }
     }
-    versions { producer: 1645 min_consumer: 12 }
+    versions { producer: 1569 min_consumer: 12 }
   }
   saver_def {
     filename_tensor_name: "saver_filename:0"
