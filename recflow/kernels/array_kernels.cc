@@ -1,5 +1,5 @@
 // CPU kernels for the array family: Const, Placeholder,
-// PlaceholderWithDefault, Identity, NoOp. All cheap: they run inline.
+// PlaceholderWithDefault, Identity, IdentityN, NoOp. All cheap: they run inline.
 #include "recflow/framework/op_kernel.h"
 #include "recflow/kernels/parallel_range.h"
 
@@ -50,6 +50,16 @@ class IdentityOp : public OpKernel {
   }
 };
 
+// IdentityN: every input to the output of the same index.
+class IdentityNOp : public OpKernel {
+ public:
+  explicit IdentityNOp(OpKernelConstruction* c) : OpKernel(c) {}
+  bool IsExpensive() const override { return false; }
+  void Compute(OpKernelContext* ctx) override {
+    for (int i = 0; i < ctx->num_inputs(); ++i) ctx->set_output(i, ctx->input(i));
+  }
+};
+
 class NoOpOp : public OpKernel {
  public:
   explicit NoOpOp(OpKernelConstruction* c) : OpKernel(c) {}
@@ -62,6 +72,7 @@ REGISTER_KERNEL_BUILDER(Name("Placeholder").Device(DEVICE_CPU), PlaceholderOp);
 REGISTER_KERNEL_BUILDER(Name("PlaceholderWithDefault").Device(DEVICE_CPU),
                         IdentityOp);
 REGISTER_KERNEL_BUILDER(Name("Identity").Device(DEVICE_CPU), IdentityOp);
+REGISTER_KERNEL_BUILDER(Name("IdentityN").Device(DEVICE_CPU), IdentityNOp);
 REGISTER_KERNEL_BUILDER(Name("NoOp").Device(DEVICE_CPU), NoOpOp);
 
 }  // namespace

@@ -1,5 +1,5 @@
-// CPU kernel for Cast between float, double, half, bfloat16, int32, int64,
-// uint8, int8 and bool, in any pair. The conversion loop is chosen once, in
+// CPU kernel for Cast between float, double, half, bfloat16, every integer
+// type (int8/16/32/64, uint8/16/32/64) and bool, in any pair. The conversion loop is chosen once, in
 // the constructor, from SrcT / DstT / Truncate.
 //
 // Semantics: floating to integer rounds toward zero and saturates at the
@@ -111,6 +111,10 @@ CastLoopFn PickDst(DataType dst, bool truncate) {
     case DT_INT64: return LoopFor<S, int64_t>(truncate);
     case DT_UINT8: return LoopFor<S, uint8_t>(truncate);
     case DT_INT8: return LoopFor<S, int8_t>(truncate);
+    case DT_INT16: return LoopFor<S, int16_t>(truncate);
+    case DT_UINT16: return LoopFor<S, uint16_t>(truncate);
+    case DT_UINT32: return LoopFor<S, uint32_t>(truncate);
+    case DT_UINT64: return LoopFor<S, uint64_t>(truncate);
     case DT_BOOL: return LoopFor<S, bool>(truncate);
     default: return nullptr;
   }
@@ -126,6 +130,10 @@ CastLoopFn PickLoop(DataType src, DataType dst, bool truncate) {
     case DT_INT64: return PickDst<int64_t>(dst, truncate);
     case DT_UINT8: return PickDst<uint8_t>(dst, truncate);
     case DT_INT8: return PickDst<int8_t>(dst, truncate);
+    case DT_INT16: return PickDst<int16_t>(dst, truncate);
+    case DT_UINT16: return PickDst<uint16_t>(dst, truncate);
+    case DT_UINT32: return PickDst<uint32_t>(dst, truncate);
+    case DT_UINT64: return PickDst<uint64_t>(dst, truncate);
     case DT_BOOL: return PickDst<bool>(dst, truncate);
     default: return nullptr;
   }
@@ -167,15 +175,15 @@ class CastOp : public OpKernel {
   CastLoopFn loop_ = nullptr;
 };
 
+#define RECFLOW_CAST_TYPES_                                                                 \
+  {DT_FLOAT, DT_DOUBLE, DT_HALF,   DT_BFLOAT16, DT_INT32,  DT_INT64, DT_UINT8, DT_INT8, DT_INT16, \
+   DT_UINT16, DT_UINT32, DT_UINT64, DT_BOOL}
 REGISTER_KERNEL_BUILDER(Name("Cast")
                             .Device(DEVICE_CPU)
-                            .TypeConstraint("SrcT", {DT_FLOAT, DT_DOUBLE, DT_HALF, DT_BFLOAT16,
-                                                     DT_INT32, DT_INT64, DT_UINT8, DT_INT8,
-                                                     DT_BOOL})
-                            .TypeConstraint("DstT", {DT_FLOAT, DT_DOUBLE, DT_HALF, DT_BFLOAT16,
-                                                     DT_INT32, DT_INT64, DT_UINT8, DT_INT8,
-                                                     DT_BOOL}),
+                            .TypeConstraint("SrcT", RECFLOW_CAST_TYPES_)
+                            .TypeConstraint("DstT", RECFLOW_CAST_TYPES_),
                         CastOp);
+#undef RECFLOW_CAST_TYPES_
 
 }  // namespace
 }  // namespace cwise

@@ -543,7 +543,16 @@ absl::Status IdentityGrad(const Scope& scope, const Node& op,
   return absl::OkStatus();
 }
 
+// IdentityN: each input's gradient is its output's (TensorFlow's
+// _IdentityNGrad).
+absl::Status IdentityNGrad(const Scope& scope, const Node& op, const std::vector<Output>& g,
+                           std::vector<Output>* grad_inputs) {
+  grad_inputs->assign(g.begin(), g.end());
+  return absl::OkStatus();
+}
+
 REGISTER_GRADIENT_OP("Identity", IdentityGrad);
+REGISTER_GRADIENT_OP("IdentityN", IdentityNGrad);
 REGISTER_GRADIENT_OP("PlaceholderWithDefault", IdentityGrad);
 REGISTER_GRADIENT_OP("Reshape", ReshapeGrad);
 REGISTER_GRADIENT_OP("ExpandDims", ReshapeGrad);

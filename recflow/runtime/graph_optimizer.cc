@@ -220,11 +220,14 @@ int64_t ValueBytes(const Tensor& t) {
 // the caller.
 bool IsFoldable(const Node& n, const GraphOptimizerOptions& options) {
   if (!n.IsOpRegistered() || n.IsStateful() || n.num_outputs() == 0) return false;
-  // A function call (PartitionedCall, any node with a func attr) needs the
-  // session's function library, which the folding executor does not have:
-  // never folded (graph_optimizer.h's list of never-folded nodes omits it).
+  // A function call (PartitionedCall, StatelessIf, any node with a func or
+  // list(func) attr) needs the session's function library, which the folding
+  // executor does not have: never folded (graph_optimizer.h's list of
+  // never-folded nodes omits it).
   for (const auto& [name, value] : n.def().attr()) {
     if (value.value_case() == tensorflow::AttrValue::kFunc) return false;
+    if (value.value_case() == tensorflow::AttrValue::kList && value.list().func_size() > 0)
+      return false;
   }
   if (n.op() == "Const" || IsPlaceholderOp(n.op()) || IsControlFlowOp(n.op())) return false;
   if (HasStateTypes(n)) return false;

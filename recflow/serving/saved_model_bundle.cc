@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "recflow/checkpoint/saved_model.h"
+#include "recflow/checkpoint/saved_model_functions.h"
 #include "recflow/core/dtype.h"
 #include "recflow/core/status.h"
 #include "recflow/framework/partial_shape.h"
@@ -123,6 +124,12 @@ absl::StatusOr<SavedModelBundle> LoadSavedModel(
   bundle.export_dir = export_dir;
   bundle.meta_graph_def = std::move(*const_cast<tensorflow::MetaGraphDef*>(mg));
   const tensorflow::MetaGraphDef& meta = bundle.meta_graph_def;
+  {
+    // TF2: a missing or mis-called library function fails the load, not
+    // the first request.
+    absl::Status s = checkpoint::CheckFunctionCalls(meta.graph_def());
+    if (!s.ok()) return errors::Annotate(s, ctx("checking the function library"));
+  }
   {
     auto session = Session::Create(options.session, meta.graph_def());
     if (!session.ok())

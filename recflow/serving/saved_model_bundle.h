@@ -11,7 +11,10 @@
 //
 // LoadSavedModel, in TensorFlow's order:
 //   1. reads saved_model.pb(txt) and picks the MetaGraph with exactly `tags`;
-//   2. creates a Session over its graph_def;
+//   2. checks the calls into its function library
+//      (checkpoint/saved_model_functions.h: a missing function or a call of
+//      the wrong signature fails the load, naming both), then creates a
+//      Session over its graph_def;
 //   3. restores the variables by running saver_def.restore_op_name with
 //      DIR/variables/variables fed to saver_def.filename_tensor_name (the
 //      graph's own RestoreV2 subgraph). With no variables/ bundle (or no

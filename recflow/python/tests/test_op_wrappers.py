@@ -14,12 +14,12 @@ from recflow.ops import gen_ops
 def test_every_registered_op_has_a_python_function_and_a_raw_op():
   names = _pywrap.op_names()
   assert len(names) > 150
-  missing = [n for n in names if not hasattr(gen_ops, op_wrappers.snake_case(n))]
+  missing = [n for n in names if not hasattr(gen_ops, op_wrappers.wrapper_name(n))]
   assert not missing
   missing_raw = [n for n in names if not hasattr(tf.raw_ops, n)]
   assert not missing_raw
   for n in names:
-    fn = getattr(gen_ops, op_wrappers.snake_case(n))
+    fn = getattr(gen_ops, op_wrappers.wrapper_name(n))
     op_def = fn._op_def
     params = list(inspect.signature(fn).parameters)
     assert params[-1] == "name"
@@ -36,6 +36,10 @@ def test_snake_case_names_follow_tensorflow():
            "Conv2D": "conv2d", "AddV2": "add_v2"}
   for op, snake in cases.items():
     assert op_wrappers.snake_case(op) == snake
+  # Python keywords get a trailing "_".
+  assert op_wrappers.wrapper_name("If") == "if_"
+  assert op_wrappers.wrapper_name("While") == "while_"
+  assert op_wrappers.wrapper_name("StatelessIf") == "stateless_if"
 
 
 def test_wrappers_infer_attrs_take_defaults_and_return_tensorflow_structures():

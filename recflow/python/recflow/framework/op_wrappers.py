@@ -36,6 +36,13 @@ def snake_case(op_name):
   return "".join(out)
 
 
+def wrapper_name(op_name):
+  """The name of an op's generated function: snake_case, with a trailing "_"
+  when that is a Python keyword (If -> if_, While -> while_)."""
+  fname = snake_case(op_name)
+  return fname + "_" if keyword.iskeyword(fname) else fname
+
+
 _RESERVED = set(keyword.kwlist) | {"name", "print"}
 
 
@@ -155,7 +162,7 @@ def _describe_default(value):
 
 def make_wrapper(op_def):
   """The generated function for `op_def` (see the module doc)."""
-  fname = snake_case(op_def.name)
+  fname = wrapper_name(op_def.name)
   inferred = _inferred_attrs(op_def)
   params, pass_through = [], []
   for arg in op_def.input_arg:
