@@ -18,6 +18,7 @@
 #include "absl/strings/string_view.h"
 #include "recflow/core/dtype.h"
 #include "recflow/core/tensor_shape.h"
+#include "recflow/framework/tensor_slice_spec.h"
 
 namespace recflow::checkpoint {
 
@@ -34,16 +35,11 @@ std::string MetaFilename(absl::string_view prefix);
 // "P.data-00003-of-00008"
 std::string DataFilename(absl::string_view prefix, int shard_id, int num_shards);
 
-// What the index says about one saved tensor.
 // One dimension of a part of a sliced tensor: [start, start + length),
 // length -1 for the whole dimension. (tensor_slice.h works on these.)
-struct SliceExtentInfo {
-  int64_t start = 0;
-  int64_t length = -1;
-  bool operator==(const SliceExtentInfo& o) const {
-    return start == o.start && length == o.length;
-  }
-};
+using SliceExtentInfo = ::recflow::SliceExtent;
+
+// What the index says about one saved tensor.
 
 struct TensorInfo {
   std::string name;

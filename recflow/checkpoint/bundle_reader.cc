@@ -393,32 +393,37 @@ absl::StatusOr<Tensor> BundleReader::Lookup(absl::string_view name) const {
   return out;
 }
 
+absl::Status BundleReader::ReadPart(const TensorInfo& info, const TensorSlice& slice,
+                                    Tensor* out) const {
+  const std::string index_path = MetaFilename(prefix_);
+  const std::string what =
+      absl::StrCat("slice ", SliceDebugString(slice), " of tensor '", info.name, "'");
+  auto value = table_->Get(EncodeTensorNameSlice(info.name, slice));
+  if (!value.ok()) {
+    if (absl::IsNotFound(value.status())) {
+      return errors::DataLoss("checkpoint index ", index_path, " lists ", what,
+                              " but has no entry for it (corrupted)");
+    }
+    return value.status();
+  }
+  ASSIGN_OR_RETURN(TensorInfo part, ParseEntry(what, *value));
+  const TensorShape want = SliceShape(slice, info.shape);
+  if (part.dtype != info.dtype || part.shape != want || !part.slices.empty()) {
+    return errors::DataLoss("checkpoint index ", index_path, ": ", what, " is ",
+                            DataTypeString(part.dtype), " ", part.shape.DebugString(),
+                            part.slices.empty() ? "" : " (itself sliced)", "; expected ",
+                            DataTypeString(info.dtype), " ", want.DebugString(), " (corrupted)");
+  }
+  return part.dtype == DT_STRING ? ReadStrings(part, out) : ReadPod(part, out);
+}
+
 absl::Status BundleReader::ReadSliced(const TensorInfo& info, Tensor* out) const {
   ASSIGN_OR_RETURN(*out, Tensor::Create(info.dtype, info.shape));
   const std::string index_path = MetaFilename(prefix_);
   int64_t covered = 0;
   for (const TensorSlice& slice : info.slices) {
-    const std::string what =
-        absl::StrCat("slice ", SliceDebugString(slice), " of tensor '", info.name, "'");
-    auto value = table_->Get(EncodeTensorNameSlice(info.name, slice));
-    if (!value.ok()) {
-      if (absl::IsNotFound(value.status())) {
-        return errors::DataLoss("checkpoint index ", index_path, " lists ", what,
-                                " but has no entry for it (corrupted)");
-      }
-      return value.status();
-    }
-    ASSIGN_OR_RETURN(TensorInfo part, ParseEntry(what, *value));
-    const TensorShape want = SliceShape(slice, info.shape);
-    if (part.dtype != info.dtype || part.shape != want || !part.slices.empty()) {
-      return errors::DataLoss("checkpoint index ", index_path, ": ", what, " is ",
-                              DataTypeString(part.dtype), " ", part.shape.DebugString(),
-                              part.slices.empty() ? "" : " (itself sliced)", "; expected ",
-                              DataTypeString(info.dtype), " ", want.DebugString(),
-                              " (corrupted)");
-    }
     Tensor t;
-    RETURN_IF_ERROR(part.dtype == DT_STRING ? ReadStrings(part, &t) : ReadPod(part, &t));
+    RETURN_IF_ERROR(ReadPart(info, slice, &t));
     CopySliceInto(t, slice, out);
     covered += t.NumElements();
   }
@@ -429,6 +434,59 @@ absl::Status BundleReader::ReadSliced(const TensorInfo& info, Tensor* out) const
                             " (missing or overlapping slices)");
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> BundleReader::LookupSlice(absl::string_view name,
+                                                 const TensorSlice& slice) const {
+  ASSIGN_OR_RETURN(TensorInfo info, GetInfo(name));
+  if (static_cast<int>(slice.size()) != info.shape.dims()) {
+    return errors::InvalidArgument("slice ", SliceDebugString(slice), " of tensor '", name,
+                                   "' has ", slice.size(), " dimensions but the tensor in ",
+                                   prefix_, " is ", info.shape.DebugString());
+  }
+  for (int d = 0; d < info.shape.dims(); ++d) {
+    const SliceExtent& e = slice[d];
+    if (e.length >= 0 && (e.start < 0 || e.start > info.shape.dim_size(d) ||
+                          e.length > info.shape.dim_size(d) - e.start)) {
+      return errors::InvalidArgument("slice ", SliceDebugString(slice), " of tensor '", name,
+                                     "' lies outside its shape ", info.shape.DebugString(),
+                                     " in ", prefix_);
+    }
+  }
+  if (info.slices.empty()) {
+    ASSIGN_OR_RETURN(Tensor whole, Lookup(name));
+    if (IsFullSlice(slice, info.shape)) return whole;
+    ASSIGN_OR_RETURN(Tensor out, Tensor::Create(info.dtype, SliceShape(slice, info.shape)));
+    TensorSlice region;
+    if (IntersectSlices(slice, TensorSlice(info.shape.dims()), info.shape, &region)) {
+      CopySliceRegion(whole, TensorSlice(info.shape.dims()), region, slice, info.shape, &out);
+    }
+    return out;
+  }
+  for (const TensorSlice& stored : info.slices) {
+    if (stored == slice) {  // saved exactly so: one read
+      Tensor out;
+      RETURN_IF_ERROR(ReadPart(info, stored, &out));
+      return out;
+    }
+  }
+  ASSIGN_OR_RETURN(Tensor out, Tensor::Create(info.dtype, SliceShape(slice, info.shape)));
+  int64_t covered = 0;
+  for (const TensorSlice& stored : info.slices) {
+    TensorSlice region;
+    if (!IntersectSlices(slice, stored, info.shape, &region)) continue;
+    Tensor part;
+    RETURN_IF_ERROR(ReadPart(info, stored, &part));
+    CopySliceRegion(part, stored, region, slice, info.shape, &out);
+    covered += SliceShape(region, info.shape).num_elements();
+  }
+  if (covered != out.NumElements()) {
+    return errors::NotFound("the saved slices of tensor '", name, "' ",
+                            info.shape.DebugString(), " in ", prefix_, " do not cover slice ",
+                            SliceDebugString(slice), " (", covered, " of ", out.NumElements(),
+                            " elements)");
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<Tensor>> BundleReader::LookupMany(
@@ -532,10 +590,24 @@ absl::Status MergeBundles(Env* env, const std::vector<std::string>& prefixes,
     const int num_shards = reader->num_shards();
     RETURN_IF_ERROR(reader->ForEachEntry(
         [&](absl::string_view name, const tensorflow::BundleEntryProto& entry) -> absl::Status {
-          if (entries.find(name) != entries.end()) {
-            return errors::InvalidArgument("tensor '", name, "' appears in more than one of "
-                                           "the checkpoints being merged (again in ",
-                                           prefix, ")");
+          auto existing = entries.find(name);
+          if (existing != entries.end()) {
+            // A sliced tensor saved by several shards: its parts' keys are
+            // unique, and the full-name entries' slice lists are merged.
+            if (existing->second.slices_size() == 0 || entry.slices_size() == 0) {
+              return errors::InvalidArgument("tensor '", name, "' appears in more than one of "
+                                             "the checkpoints being merged (again in ",
+                                             prefix, ")");
+            }
+            if (existing->second.dtype() != entry.dtype() ||
+                existing->second.shape().SerializeAsString() !=
+                    entry.shape().SerializeAsString()) {
+              return errors::InvalidArgument("sliced tensor '", name, "' has another dtype or "
+                                             "full shape in ", prefix, " than in the "
+                                             "checkpoints merged before it");
+            }
+            for (const auto& slice : entry.slices()) *existing->second.add_slices() = slice;
+            return absl::OkStatus();
           }
           if (entry.shard_id() < 0 || entry.shard_id() >= num_shards) {
             return errors::DataLoss("checkpoint ", prefix, ": tensor '", name,

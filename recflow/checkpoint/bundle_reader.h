@@ -81,6 +81,14 @@ class BundleReader {
 
   // Reads one tensor and checks its crc.
   absl::StatusOr<Tensor> Lookup(absl::string_view name) const;
+  // Reads the part `slice` of tensor `name` (TensorFlow's
+  // BundleReader::LookupSlice, behind RestoreV2 with a shape_and_slice):
+  // from a tensor saved whole, or from the saved parts of a sliced one
+  // that overlap `slice` (only those are read). NotFound when the saved
+  // parts do not cover `slice`; InvalidArgument when `slice` does not fit
+  // the tensor's shape.
+  absl::StatusOr<Tensor> LookupSlice(absl::string_view name,
+                                     const std::vector<SliceExtentInfo>& slice) const;
   // Reads several tensors, in parallel on `pool` when it is not null (one
   // task per tensor); results in the order of `names`. The first error
   // (in `names` order) is returned.
@@ -113,6 +121,10 @@ class BundleReader {
   absl::Status ReadStrings(const TensorInfo& info, Tensor* out) const;
   // A tensor saved in parts: each part read and copied into place.
   absl::Status ReadSliced(const TensorInfo& info, Tensor* out) const;
+  // Reads the saved part `slice` of sliced tensor `info`, checked against
+  // the whole tensor's dtype and shape.
+  absl::Status ReadPart(const TensorInfo& info, const std::vector<SliceExtentInfo>& slice,
+                        Tensor* out) const;
 
   Env* const env_;  // Not owned.
   const std::string prefix_;

@@ -8,8 +8,10 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "recflow/checkpoint/table.h"
+#include "recflow/checkpoint/tensor_slice.h"
 #include "recflow/core/crc32c.h"
 #include "recflow/core/mutex.h"
 #include "recflow/core/status.h"
@@ -372,6 +374,55 @@ absl::Status BundleWriter::Add(absl::string_view name, const Tensor& tensor) {
   entry.set_size(size);
   entry.set_crc32c(crc32c::Mask(crc));
   entries_.emplace(std::string(name), std::move(entry));
+  return absl::OkStatus();
+}
+
+absl::Status BundleWriter::AddSlice(absl::string_view name, const TensorShape& full_shape,
+                                    const std::vector<SliceExtentInfo>& slice,
+                                    const Tensor& part) {
+  RETURN_IF_ERROR(status_);
+  if (static_cast<int>(slice.size()) != full_shape.dims() ||
+      SliceShape(slice, full_shape) != part.shape()) {
+    return Fail(errors::InvalidArgument(
+        "slice ", SliceDebugString(slice), " of tensor '", name, "' ", full_shape.DebugString(),
+        " has shape ",
+        static_cast<int>(slice.size()) == full_shape.dims()
+            ? SliceShape(slice, full_shape).DebugString()
+            : absl::StrCat("of rank ", slice.size()),
+        " but the tensor given for it is ", part.shape().DebugString()));
+  }
+  if (IsFullSlice(slice, full_shape)) return Add(name, part);
+  if (name.empty() || IsSliceKey(name)) {
+    return Fail(errors::InvalidArgument("bad name for a sliced tensor: '", name, "'"));
+  }
+  RETURN_IF_ERROR(CheckSavableDtype(name, part.dtype()));
+  auto it = entries_.find(name);
+  if (it == entries_.end()) {
+    tensorflow::BundleEntryProto entry;
+    entry.set_dtype(static_cast<tensorflow::DataType>(part.dtype()));
+    entry.mutable_shape();
+    for (int64_t d : full_shape.dim_sizes()) entry.mutable_shape()->add_dim()->set_size(d);
+    it = entries_.emplace(std::string(name), std::move(entry)).first;
+  } else {
+    const tensorflow::BundleEntryProto& entry = it->second;
+    std::vector<int64_t> dims;
+    for (const auto& d : entry.shape().dim()) dims.push_back(d.size());
+    if (entry.slices_size() == 0) {
+      return Fail(errors::InvalidArgument("tensor '", name, "' added whole and as slice ",
+                                          SliceDebugString(slice), " to checkpoint ", prefix_));
+    }
+    if (entry.dtype() != static_cast<int>(part.dtype()) ||
+        dims != std::vector<int64_t>(full_shape.dim_sizes().begin(),
+                                     full_shape.dim_sizes().end())) {
+      return Fail(errors::InvalidArgument(
+          "slice ", SliceDebugString(slice), " of tensor '", name, "' is ",
+          DataTypeString(part.dtype()), " of ", full_shape.DebugString(),
+          " but its earlier slices are ", DataTypeString(static_cast<DataType>(entry.dtype())),
+          " of [", absl::StrJoin(dims, ","), "]"));
+    }
+  }
+  RETURN_IF_ERROR(Add(EncodeTensorNameSlice(name, slice), part));
+  SliceToProto(slice, it->second.add_slices());
   return absl::OkStatus();
 }
 

@@ -95,6 +95,17 @@ class BundleWriter {
   // call returns that error.
   absl::Status Add(absl::string_view name, const Tensor& tensor);
 
+  // Appends `part`, the slice `slice` of a tensor `name` of shape
+  // `full_shape` (TensorFlow's BundleWriter::AddSlice, behind SaveV2 with a
+  // shape_and_slice): a slice covering the whole tensor is an ordinary Add;
+  // otherwise the entry under `name` gets `slice` added to its `slices`
+  // (it holds dtype and shape, no data) and `part` goes under the slice key
+  // EncodeTensorNameSlice(name, slice) (tensor_slice.h). InvalidArgument
+  // when `part`'s shape is not the slice's, when `name` was added whole, or
+  // when earlier slices of `name` had another dtype or full shape.
+  absl::Status AddSlice(absl::string_view name, const TensorShape& full_shape,
+                        const std::vector<SliceExtentInfo>& slice, const Tensor& part);
+
   // Appends a tensor of `dtype` (fixed-size types only) and `shape` whose
   // bytes (little endian, row major) `produce` hands to `sink` in pieces of
   // any size, in order; each piece must stay valid until sink returns. The

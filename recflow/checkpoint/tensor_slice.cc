@@ -155,4 +155,94 @@ void CopySliceInto(const Tensor& part, const TensorSlice& slice, Tensor* full) {
   }
 }
 
+namespace {
+
+// Start and length of dimension d of `slice` in a tensor of shape `full`,
+// whole dimensions made explicit.
+int64_t Start(const TensorSlice& slice, int d) { return slice[d].length < 0 ? 0 : slice[d].start; }
+int64_t Length(const TensorSlice& slice, const TensorShape& full, int d) {
+  return slice[d].length < 0 ? full.dim_size(d) : slice[d].length;
+}
+
+}  // namespace
+
+bool IsFullSlice(const TensorSlice& slice, const TensorShape& full) {
+  for (int d = 0; d < full.dims(); ++d) {
+    if (slice[d].length >= 0 && (slice[d].start != 0 || slice[d].length != full.dim_size(d))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool IntersectSlices(const TensorSlice& a, const TensorSlice& b, const TensorShape& full,
+                     TensorSlice* out) {
+  out->assign(full.dims(), SliceExtent{});
+  for (int d = 0; d < full.dims(); ++d) {
+    const int64_t start = std::max(Start(a, d), Start(b, d));
+    const int64_t end =
+        std::min(Start(a, d) + Length(a, full, d), Start(b, d) + Length(b, full, d));
+    if (end <= start) return false;
+    (*out)[d] = SliceExtent{start, end - start};
+  }
+  return true;
+}
+
+void CopySliceRegion(const Tensor& src, const TensorSlice& src_slice, const TensorSlice& region,
+                     const TensorSlice& dst_slice, const TensorShape& full, Tensor* dst) {
+  const int rank = full.dims();
+  if (rank == 0) {
+    if (dst->dtype() == DT_STRING) {
+      dst->data<std::string>()[0] = src.data<std::string>()[0];
+    } else {
+      std::memcpy(dst->raw_data(), src.raw_data(), src.TotalBytes());
+    }
+    return;
+  }
+  // Row-major strides (in elements) of the source and destination blocks.
+  std::vector<int64_t> src_stride(rank, 1), dst_stride(rank, 1);
+  for (int d = rank - 2; d >= 0; --d) {
+    src_stride[d] = src_stride[d + 1] * Length(src_slice, full, d + 1);
+    dst_stride[d] = dst_stride[d + 1] * Length(dst_slice, full, d + 1);
+  }
+  int64_t rows = 1;
+  for (int d = 0; d < rank; ++d) {
+    if (Length(region, full, d) == 0) return;
+    if (d < rank - 1) rows *= Length(region, full, d);
+  }
+  const int64_t run = Length(region, full, rank - 1);
+  std::vector<int64_t> index(rank, 0);  // of the row within the region
+  const size_t elem = dst->dtype() == DT_STRING ? 0 : DataTypeSize(dst->dtype());
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t from = 0, to = 0;
+    for (int d = 0; d < rank; ++d) {
+      const int64_t at = Start(region, d) + index[d];
+      from += (at - Start(src_slice, d)) * src_stride[d];
+      to += (at - Start(dst_slice, d)) * dst_stride[d];
+    }
+    if (dst->dtype() == DT_STRING) {
+      const std::string* s = src.data<std::string>() + from;
+      std::string* t = dst->data<std::string>() + to;
+      for (int64_t i = 0; i < run; ++i) t[i] = s[i];
+    } else {
+      std::memcpy(dst->raw_data() + to * elem, src.raw_data() + from * elem, run * elem);
+    }
+    for (int d = rank - 2; d >= 0; --d) {
+      if (++index[d] < Length(region, full, d)) break;
+      index[d] = 0;
+    }
+  }
+}
+
+void SliceToProto(const TensorSlice& slice, tensorflow::TensorSliceProto* proto) {
+  proto->Clear();
+  for (const SliceExtent& e : slice) {
+    auto* extent = proto->add_extent();
+    if (e.length >= 0) {
+      extent->set_start(e.start);
+      extent->set_length(e.length);
+    }
+  }
+}
+
 }  // namespace recflow::checkpoint

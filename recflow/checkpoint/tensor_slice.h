@@ -18,13 +18,16 @@
 #include "absl/strings/string_view.h"
 #include "recflow/checkpoint/bundle_format.h"
 #include "recflow/core/tensor.h"
+#include "recflow/framework/tensor_slice_spec.h"
 #include "recflow/proto/tensor_bundle.pb.h"
 
 namespace recflow::checkpoint {
 
-// One dimension of a slice: [start, start + length); length -1 is the whole
-// dimension (start 0).
-using SliceExtent = SliceExtentInfo;
+// One dimension of a slice (framework/tensor_slice_spec.h, which also
+// parses SaveV2 / RestoreV2 shape_and_slices).
+using SliceExtent = ::recflow::SliceExtent;
+using ::recflow::ParseShapeAndSlice;
+using ::recflow::ShapeAndSlice;
 using TensorSlice = std::vector<SliceExtent>;  // one extent per dimension
 
 // TensorFlow's OrderedCode encodings (tensorflow/core/lib/strings/
@@ -62,6 +65,27 @@ TensorShape SliceShape(const TensorSlice& slice, const TensorShape& full);
 // Copies `part` (of SliceShape(slice, full->shape())) into its place in
 // *full; both of the same dtype (fixed-size or string).
 void CopySliceInto(const Tensor& part, const TensorSlice& slice, Tensor* full);
+
+// Whether `slice` covers all of a tensor of shape `full` (TensorFlow's
+// BundleWriter IsFullSlice: "-" everywhere, or explicit extents that span
+// every dimension).
+bool IsFullSlice(const TensorSlice& slice, const TensorShape& full);
+
+// The intersection of slices `a` and `b` of a tensor of shape `full`, as
+// explicit extents; false when they do not overlap.
+bool IntersectSlices(const TensorSlice& a, const TensorSlice& b, const TensorShape& full,
+                     TensorSlice* out);
+
+// Copies the elements of `region` (explicit extents, inside both slices)
+// from `src`, which holds slice `src_slice` of a tensor of shape `full`,
+// into `dst`, which holds `dst_slice` of it. Same dtype (fixed-size or
+// string).
+void CopySliceRegion(const Tensor& src, const TensorSlice& src_slice, const TensorSlice& region,
+                     const TensorSlice& dst_slice, const TensorShape& full, Tensor* dst);
+
+// The TensorSliceProto of `slice` as TensorFlow's TensorSlice::AsProto
+// writes it: an extent per dimension, empty for a whole dimension.
+void SliceToProto(const TensorSlice& slice, tensorflow::TensorSliceProto* proto);
 
 }  // namespace recflow::checkpoint
 

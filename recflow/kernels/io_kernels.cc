@@ -1,23 +1,32 @@
 // CPU kernels of the checkpoint ops (ops/io_ops.cc): SaveV2, RestoreV2 and
 // MergeV2Checkpoints over checkpoint/'s BundleWriter, BundleReader and
-// MergeBundles, on the default (POSIX) Env. RestoreV2 reads its tensors in
-// parallel on the intra-op pool.
+// MergeBundles, on the default (POSIX) Env. RestoreV2 reads its whole
+// tensors in parallel on the intra-op pool.
+//
+// A non-empty shape_and_slices element ("10 4 0,5:-", tensor_slice.h's
+// ParseShapeAndSlice) makes SaveV2 write its tensor as that slice of the
+// full tensor (BundleWriter::AddSlice) and RestoreV2 read just that slice
+// (BundleReader::LookupSlice), as TensorFlow's partitioned variables do.
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "recflow/checkpoint/bundle_reader.h"
 #include "recflow/checkpoint/bundle_writer.h"
+#include "recflow/checkpoint/tensor_slice.h"
 #include "recflow/core/env.h"
 #include "recflow/framework/op_kernel.h"
 
 namespace recflow {
 namespace {
 
-// Checks prefix (scalar), tensor_names and shape_and_slices ([n] each, all
-// slices empty) and returns the prefix and names.
-absl::Status ParseCommonInputs(const OpKernel& op, OpKernelContext* ctx, int64_t n,
-                               std::string* prefix, std::vector<std::string>* names) {
+// Checks prefix (scalar), tensor_names and shape_and_slices ([n] each) and
+// returns the prefix, names and parsed slices (nullopt: the whole tensor).
+absl::Status ParseCommonInputs(
+    const OpKernel& op, OpKernelContext* ctx, int64_t n, std::string* prefix,
+    std::vector<std::string>* names,
+    std::vector<std::optional<checkpoint::ShapeAndSlice>>* slices) {
   const Tensor& p = ctx->input(0);
   const Tensor& t = ctx->input(1);
   const Tensor& s = ctx->input(2);
@@ -36,14 +45,16 @@ absl::Status ParseCommonInputs(const OpKernel& op, OpKernelContext* ctx, int64_t
     return errors::InvalidArgument(op.type_string(), " '", op.name(), "': empty prefix");
   }
   names->assign(t.flat<std::string>().begin(), t.flat<std::string>().end());
+  slices->assign(n, std::nullopt);
   for (int64_t i = 0; i < n; ++i) {
     const std::string& spec = s.flat<std::string>()[i];
-    if (!spec.empty()) {
-      return errors::Unimplemented(op.type_string(), " '", op.name(), "': tensor '",
-                                   (*names)[i], "' has shape_and_slice \"", spec,
-                                   "\"; partitioned (sliced) checkpoints are not supported, "
-                                   "only \"\" (the whole tensor)");
+    if (spec.empty()) continue;
+    auto parsed = checkpoint::ParseShapeAndSlice(spec);
+    if (!parsed.ok()) {
+      return errors::InvalidArgument(op.type_string(), " '", op.name(), "': tensor '",
+                                     (*names)[i], "': ", parsed.status().message());
     }
+    (*slices)[i] = *std::move(parsed);
   }
   return absl::OkStatus();
 }
@@ -56,11 +67,27 @@ class SaveV2Op : public OpKernel {
     const int64_t n = ctx->num_inputs() - 3;
     std::string prefix;
     std::vector<std::string> names;
-    OP_REQUIRES_OK(ctx, ParseCommonInputs(*this, ctx, n, &prefix, &names));
+    std::vector<std::optional<checkpoint::ShapeAndSlice>> slices;
+    OP_REQUIRES_OK(ctx, ParseCommonInputs(*this, ctx, n, &prefix, &names, &slices));
+    for (int64_t i = 0; i < n; ++i) {
+      if (!slices[i].has_value()) continue;
+      const Tensor& t = ctx->input(3 + i);
+      OP_REQUIRES(ctx, t.shape() == slices[i]->slice_shape,
+                  errors::InvalidArgument(
+                      "SaveV2 '", name(), "': tensor '", names[i], "' is ",
+                      t.shape().DebugString(), " but its shape_and_slice \"",
+                      ctx->input(2).flat<std::string>()[i], "\" describes a slice of shape ",
+                      slices[i]->slice_shape.DebugString()));
+    }
     auto writer = checkpoint::BundleWriter::Create(Env::Default(), prefix);
     OP_REQUIRES_OK(ctx, Annotated(writer.status(), prefix));
     for (int64_t i = 0; i < n; ++i) {
-      OP_REQUIRES_OK(ctx, Annotated((*writer)->Add(names[i], ctx->input(3 + i)), prefix));
+      const Tensor& t = ctx->input(3 + i);
+      OP_REQUIRES_OK(ctx, Annotated(slices[i].has_value()
+                                        ? (*writer)->AddSlice(names[i], slices[i]->full_shape,
+                                                              slices[i]->slice, t)
+                                        : (*writer)->Add(names[i], t),
+                                    prefix));
     }
     OP_REQUIRES_OK(ctx, Annotated((*writer)->Finish(), prefix));
   }
@@ -81,9 +108,11 @@ class RestoreV2Op : public OpKernel {
     const int64_t n = static_cast<int64_t>(dtypes_.size());
     std::string prefix;
     std::vector<std::string> names;
-    OP_REQUIRES_OK(ctx, ParseCommonInputs(*this, ctx, n, &prefix, &names));
+    std::vector<std::optional<checkpoint::ShapeAndSlice>> slices;
+    OP_REQUIRES_OK(ctx, ParseCommonInputs(*this, ctx, n, &prefix, &names, &slices));
     auto reader = checkpoint::BundleReader::Open(Env::Default(), prefix);
     OP_REQUIRES_OK(ctx, Annotated(reader.status(), prefix));
+    std::vector<std::string> whole;  // names restored whole, read in parallel
     for (int64_t i = 0; i < n; ++i) {
       auto info = (*reader)->GetInfo(names[i]);
       OP_REQUIRES_OK(ctx, Annotated(info.status(), prefix));
@@ -93,10 +122,29 @@ class RestoreV2Op : public OpKernel {
                                           DataTypeString(info->dtype), " ",
                                           info->shape.DebugString(), " but dtypes[", i,
                                           "] is ", DataTypeString(dtypes_[i])));
+      if (!slices[i].has_value()) {
+        whole.push_back(names[i]);
+        continue;
+      }
+      OP_REQUIRES(ctx, info->shape == slices[i]->full_shape,
+                  errors::InvalidArgument(
+                      "RestoreV2 '", name(), "': tensor '", names[i], "': the shape in "
+                      "shape_and_slice \"", ctx->input(2).flat<std::string>()[i], "\", ",
+                      slices[i]->full_shape.DebugString(), ", does not match the shape stored in ",
+                      prefix, ", ", info->shape.DebugString()));
     }
-    auto tensors = (*reader)->LookupMany(names, ctx->intra_op_pool());
+    auto tensors = (*reader)->LookupMany(whole, ctx->intra_op_pool());
     OP_REQUIRES_OK(ctx, Annotated(tensors.status(), prefix));
-    for (int64_t i = 0; i < n; ++i) ctx->set_output(i, std::move((*tensors)[i]));
+    size_t next_whole = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (!slices[i].has_value()) {
+        ctx->set_output(i, std::move((*tensors)[next_whole++]));
+        continue;
+      }
+      auto part = (*reader)->LookupSlice(names[i], slices[i]->slice);
+      OP_REQUIRES_OK(ctx, Annotated(part.status(), prefix));
+      ctx->set_output(i, *std::move(part));
+    }
   }
 
  private:

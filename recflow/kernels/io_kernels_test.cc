@@ -132,10 +132,18 @@ TEST(IoKernelsTest, BadInputs) {
   SaveRestoreGraph g({DT_FLOAT, DT_INT64});
   const std::string prefix = TempDir("bad") + "/m";
   const std::vector<Tensor> values = {Tensor::Scalar<float>(1.5f), Tensor::Scalar<int64_t>(7)};
-  // A slice spec is Unimplemented, naming the tensor.
-  absl::Status s = g.Save(prefix, {"a", "b"}, values, {"", "4 0,2"});
-  EXPECT_TRUE(absl::IsUnimplemented(s)) << s;
-  EXPECT_THAT(std::string(s.message()), HasSubstr("'b'"));
+  // A bad slice spec is InvalidArgument naming the tensor and the spec;
+  // nothing is written.
+  absl::Status s = g.Save(prefix, {"a", "b"}, values, {"", "4 0;2"});
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("tensor 'b'"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("\"4 0;2\""));
+  EXPECT_FALSE(Env::Default()->FileExists(prefix + ".index"));
+  // A tensor whose shape is not the spec's slice shape (a scalar cannot be
+  // the [2] slice "4 0,2").
+  s = g.Save(prefix, {"a", "b"}, values, {"", "4 0,2"});
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("tensor 'b' is []"));
   EXPECT_FALSE(Env::Default()->FileExists(prefix + ".index"));
   // Mismatched lengths.
   s = g.Save(prefix, {"a"}, values, {""});
@@ -154,8 +162,100 @@ TEST(IoKernelsTest, BadInputs) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("'c'"));
   s = g.Restore(prefix + "_nope", {"a", "b"}, {"", ""}, &out);
   EXPECT_TRUE(absl::IsNotFound(s)) << s;
+  // A slice of a scalar, whose full shape differs from the stored one.
   s = g.Restore(prefix, {"a", "b"}, {"", "1 0,1"}, &out);
-  EXPECT_TRUE(absl::IsUnimplemented(s)) << s;
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("tensor 'b'"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("does not match the shape stored"));
+  s = g.Restore(prefix, {"a", "b"}, {"1 0,x", ""}, &out);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_THAT(std::string(s.message()), HasSubstr("tensor 'a'"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("\"1 0,x\""));
+}
+
+// Extracts rows [start, start + n) of a 2-D float tensor.
+Tensor Rows(const Tensor& t, int64_t start, int64_t n) {
+  Tensor out(DT_FLOAT, TensorShape({n, t.dim_size(1)}));
+  for (int64_t i = 0; i < out.NumElements(); ++i) {
+    out.flat<float>()[i] = t.flat<float>()[start * t.dim_size(1) + i];
+  }
+  return out;
+}
+
+// A partitioned variable as TensorFlow's Saver writes it: one SaveV2 with a
+// spec per part under one name; RestoreV2 reads any slice back, from that
+// layout and from a tensor saved whole.
+TEST(IoKernelsTest, SlicedSaveAndRestore) {
+  std::mt19937 rng(3);
+  const Tensor full = Random<float>({9, 4}, &rng);
+  const Tensor bias = Random<float>({1}, &rng);
+  SaveRestoreGraph g({DT_FLOAT, DT_FLOAT, DT_FLOAT, DT_FLOAT});
+  const std::string prefix = TempDir("sliced") + "/model.ckpt";
+  absl::Status s = g.Save(prefix, {"emb", "emb", "emb", "linear/bias_weights"},
+                          {Rows(full, 0, 3), Rows(full, 3, 3), Rows(full, 6, 3), bias},
+                          {"9 4 0,3:-", "9 4 3,3:0,4", "9 4 6,3:-", "1 0,1"});
+  ASSERT_TRUE(s.ok()) << s;
+  auto reader = checkpoint::BundleReader::Open(Env::Default(), prefix);
+  ASSERT_TRUE(reader.ok());
+  auto info = (*reader)->GetInfo("emb");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->slices.size(), 3u);
+  EXPECT_EQ(info->shape, TensorShape({9, 4}));
+  // "1 0,1" covers all of a [1] tensor: an ordinary entry.
+  info = (*reader)->GetInfo("linear/bias_weights");
+  ASSERT_TRUE(info.ok());
+  EXPECT_TRUE(info->slices.empty());
+  std::vector<Tensor> out;
+  s = g.Restore(prefix, {"emb", "emb", "emb", "linear/bias_weights"},
+                {"", "9 4 2,5:-", "9 4 3,3:0,4", "1 0,1"}, &out);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_TRUE(TensorsEqual(out[0], full));
+  EXPECT_TRUE(TensorsEqual(out[1], Rows(full, 2, 5)));
+  EXPECT_TRUE(TensorsEqual(out[2], Rows(full, 3, 3)));
+  EXPECT_TRUE(TensorsEqual(out[3], bias));
+  // Slices of a tensor saved whole.
+  const std::string whole = TempDir("sliced_whole") + "/m";
+  ASSERT_TRUE(g.Save(whole, {"a", "b", "c", "d"}, {full, full, full, bias},
+                     {"", "", "", ""}).ok());
+  s = g.Restore(whole, {"a", "b", "c", "d"}, {"9 4 8,1:-", "9 4 -:1,2", "", "1 -"}, &out);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_TRUE(TensorsEqual(out[0], Rows(full, 8, 1)));
+  ASSERT_EQ(out[1].shape(), TensorShape({9, 2}));
+  for (int64_t r = 0; r < 9; ++r) {
+    EXPECT_EQ(out[1].flat<float>()[r * 2], full.flat<float>()[r * 4 + 1]);
+    EXPECT_EQ(out[1].flat<float>()[r * 2 + 1], full.flat<float>()[r * 4 + 2]);
+  }
+  EXPECT_TRUE(TensorsEqual(out[3], bias));
+}
+
+// Each of two shards saves some parts of a partitioned variable (a sharded
+// Saver over two devices); MergeV2Checkpoints merges their slice lists.
+TEST(IoKernelsTest, MergeV2CheckpointsOfSlices) {
+  std::mt19937 rng(4);
+  const Tensor full = Random<float>({6, 3}, &rng);
+  const std::string dir = TempDir("merge_sliced");
+  SaveRestoreGraph g({DT_FLOAT, DT_FLOAT});
+  ASSERT_TRUE(g.Save(dir + "/tmp0/part", {"w", "w"}, {Rows(full, 0, 2), Rows(full, 4, 2)},
+                     {"6 3 0,2:-", "6 3 4,2:-"}).ok());
+  SaveRestoreGraph g1({DT_FLOAT});
+  ASSERT_TRUE(g1.Save(dir + "/tmp1/part", {"w"}, {Rows(full, 2, 2)}, {"6 3 2,2:-"}).ok());
+  Scope root = Scope::NewRootScope();
+  Output srcs = ops::Placeholder(root.WithOpName("srcs"), DT_STRING);
+  Output dst = ops::Placeholder(root.WithOpName("dst"), DT_STRING);
+  ops::MergeV2Checkpoints(root.WithOpName("merge"), srcs, dst);
+  auto session = Session::Create({}, root.ToGraphDef().value());
+  ASSERT_TRUE(session.ok());
+  absl::Status s = (*session)->Run({{"srcs", Strings({dir + "/tmp0/part", dir + "/tmp1/part"})},
+                                    {"dst", Tensor::Scalar<std::string>(dir + "/model")}},
+                                   {}, {"merge"}, nullptr);
+  ASSERT_TRUE(s.ok()) << s;
+  std::vector<Tensor> out;
+  s = g1.Restore(dir + "/model", {"w"}, {""}, &out);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_TRUE(TensorsEqual(out[0], full));
+  s = g1.Restore(dir + "/model", {"w"}, {"6 3 1,4:-"}, &out);
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_TRUE(TensorsEqual(out[0], Rows(full, 1, 4)));
 }
 
 TEST(IoKernelsTest, MergeV2Checkpoints) {

@@ -5,6 +5,7 @@
 
 #include "recflow/framework/gradients.h"
 #include "recflow/framework/op_registry.h"
+#include "recflow/framework/tensor_slice_spec.h"
 #include "recflow/ops/node_outputs.h"
 
 namespace recflow {
@@ -31,8 +32,20 @@ absl::Status SaveV2Shape(InferenceContext* c) {
 absl::Status RestoreV2Shape(InferenceContext* c) {
   RETURN_IF_ERROR(c->WithRank(0, 0).status());
   RETURN_IF_ERROR(CheckNameVectors(c, c->num_outputs()));
-  // Shapes come from the checkpoint, known only when the op runs.
-  for (int i = 0; i < c->num_outputs(); ++i) c->set_output(i, PartialShape::Unknown());
+  // Whole tensors' shapes come from the checkpoint, known only when the op
+  // runs; a slice's shape follows from its spec when that is a constant.
+  const Tensor* specs = c->input_tensor(2);
+  for (int i = 0; i < c->num_outputs(); ++i) {
+    c->set_output(i, PartialShape::Unknown());
+    if (specs == nullptr || specs->dtype() != DT_STRING ||
+        specs->NumElements() != c->num_outputs()) {
+      continue;
+    }
+    const std::string& spec = specs->flat<std::string>()[i];
+    if (spec.empty()) continue;
+    ASSIGN_OR_RETURN(ShapeAndSlice parsed, ParseShapeAndSlice(spec));
+    c->set_output(i, PartialShape(parsed.slice_shape));
+  }
   return absl::OkStatus();
 }
 
@@ -53,7 +66,9 @@ REGISTER_OP("SaveV2")
     .SetIsStateful()
     .SetShapeFn(SaveV2Shape)
     .Doc("Saves tensors by name to the V2 checkpoint (tensor bundle) at `prefix`.\n\n"
-         "shape_and_slices entries must be empty: partitioned saves are not supported.");
+         "A non-empty shape_and_slices entry (\"10 4 0,5:-\": the full shape, then "
+         "start,length or - per dimension) saves its tensor as that slice of the full "
+         "tensor, as TensorFlow's partitioned variables are saved.");
 
 REGISTER_OP("RestoreV2")
     .Input("prefix: string")
@@ -65,7 +80,8 @@ REGISTER_OP("RestoreV2")
     .SetShapeFn(RestoreV2Shape)
     .Doc("Restores tensors by name from the V2 checkpoint (tensor bundle) at `prefix`.\n\n"
          "Each tensor must be stored with the matching dtype in `dtypes`; shapes are "
-         "read from the checkpoint. shape_and_slices entries must be empty.");
+         "read from the checkpoint. A non-empty shape_and_slices entry restores just that "
+         "slice, from a tensor saved whole or from saved slices that cover it.");
 
 REGISTER_OP("MergeV2Checkpoints")
     .Input("checkpoint_prefixes: string")

@@ -148,19 +148,112 @@ def test_saver_round_trip(tmp_path):
   with tf.Session() as sess:
     sess.run(tf.global_variables_initializer())
     saver.save(sess, prefix)
-  # recflow saves each part under its own name (TF: one sliced entry "emb").
-  names = sorted(n for n, _ in tf.train.list_variables(prefix))
-  assert names == ["emb/part_0", "emb/part_1"]
+  # One sliced entry under the full name, as TensorFlow's Saver writes it.
+  assert tf.train.list_variables(prefix) == [("emb", [9, 2])]
+  np.testing.assert_array_equal(tf.train.load_variable(prefix, "emb"), full)
   with tf.Session() as sess:
     sess.run(tf.global_variables_initializer())
     sess.run([p.assign(tf.zeros_like(p)) for p in emb])
     saver.restore(sess, prefix)
     np.testing.assert_array_equal(sess.run(emb.as_tensor()), full)
-  # A Saver given the PartitionedVariable itself saves the same parts.
-  saver2 = tf.train.Saver([emb])
+  # A Saver given the PartitionedVariable itself, or a dict naming it, saves
+  # and restores the same entry.
+  for var_list in ([emb], {"emb": emb}):
+    saver2 = tf.train.Saver(var_list)
+    with tf.Session() as sess:
+      saver2.restore(sess, prefix)
+      np.testing.assert_array_equal(sess.run(emb.as_tensor()), full)
+
+
+def test_saver_writes_slice_specs(tmp_path):
+  rng = np.random.RandomState(5)
+  full = rng.randn(7, 3).astype(np.float32)
+  emb = tf.get_variable("emb", initializer=full, partitioner=tf.fixed_size_partitioner(3))
+  assert [p._save_slice_info.spec for p in emb] == ["7 3 0,3:0,3", "7 3 3,2:0,3",
+                                                   "7 3 5,2:0,3"]
+  saver = tf.train.Saver()
+  g = tf.get_default_graph()
+  specs = g.get_tensor_by_name("save/SaveV2/shape_and_slices:0")
+  names = g.get_tensor_by_name("save/SaveV2/tensor_names:0")
   with tf.Session() as sess:
-    saver2.restore(sess, prefix)
-    np.testing.assert_array_equal(sess.run(emb.as_tensor()), full)
+    assert list(sess.run(names)) == [b"emb"] * 3
+    assert list(sess.run(specs)) == [b"7 3 0,3:0,3", b"7 3 3,2:0,3", b"7 3 5,2:0,3"]
+    sess.run(tf.global_variables_initializer())
+    prefix = saver.save(sess, os.path.join(str(tmp_path), "m"))
+  reader = tf.train.NewCheckpointReader(prefix)
+  assert reader.get_variable_to_shape_map() == {"emb": [7, 3]}
+  np.testing.assert_array_equal(reader.get_tensor("emb"), full)
+
+
+def test_restore_into_another_partitioning(tmp_path):
+  # Saved in 2 parts, restored into 3 and into an unpartitioned variable:
+  # each RestoreV2 slice is read from the saved parts that cover it.
+  rng = np.random.RandomState(6)
+  full = rng.randn(10, 4).astype(np.float32)
+  prefix = os.path.join(str(tmp_path), "m")
+  with tf.Graph().as_default():
+    tf.get_variable("w", initializer=full, partitioner=tf.fixed_size_partitioner(2))
+    with tf.Session() as sess:
+      sess.run(tf.global_variables_initializer())
+      tf.train.Saver().save(sess, prefix)
+  with tf.Graph().as_default():
+    w = tf.get_variable("w", shape=[10, 4], initializer=tf.zeros_initializer(),
+                        partitioner=tf.fixed_size_partitioner(3))
+    with tf.Session() as sess:
+      tf.train.Saver().restore(sess, prefix)
+      np.testing.assert_array_equal(sess.run(w.as_tensor()), full)
+  with tf.Graph().as_default():
+    w = tf.get_variable("w", shape=[10, 4], initializer=tf.zeros_initializer())
+    with tf.Session() as sess:
+      tf.train.Saver().restore(sess, prefix)
+      np.testing.assert_array_equal(sess.run(w), full)
+
+
+def test_restores_old_part_layout(tmp_path):
+  # Checkpoints recflow wrote before sliced entries hold "<name>/part_<i>".
+  rng = np.random.RandomState(7)
+  full = rng.randn(5, 2).astype(np.float32)
+  bias = rng.randn(2).astype(np.float32)
+  prefix = os.path.join(str(tmp_path), "old")
+  with tf.Graph().as_default():
+    emb = tf.get_variable("emb", initializer=full, partitioner=tf.fixed_size_partitioner(2))
+    b = tf.get_variable("b", initializer=bias)
+    parts = list(emb)
+    old = tf.train.Saver({"emb/part_0": parts[0], "emb/part_1": parts[1], "b": b})
+    with tf.Session() as sess:
+      sess.run(tf.global_variables_initializer())
+      old.save(sess, prefix)
+    assert sorted(n for n, _ in tf.train.list_variables(prefix)) == [
+        "b", "emb/part_0", "emb/part_1"]
+    saver = tf.train.Saver()
+    with tf.Session() as sess:
+      sess.run(tf.global_variables_initializer())
+      sess.run([p.assign(tf.zeros_like(p)) for p in emb] + [b.assign(tf.zeros_like(b))])
+      saver.restore(sess, prefix)
+      np.testing.assert_array_equal(sess.run(emb.as_tensor()), full)
+      np.testing.assert_array_equal(sess.run(b), bias)
+
+
+def test_slice_restore_errors(tmp_path):
+  prefix = os.path.join(str(tmp_path), "m")
+  with tf.Graph().as_default():
+    tf.get_variable("w", shape=[6, 2], initializer=tf.ones_initializer())
+    with tf.Session() as sess:
+      sess.run(tf.global_variables_initializer())
+      tf.train.Saver().save(sess, prefix)
+  # A partitioned variable whose full shape differs from the checkpoint's.
+  with tf.Graph().as_default():
+    tf.get_variable("w", shape=[8, 2], initializer=tf.zeros_initializer(),
+                    partitioner=tf.fixed_size_partitioner(2))
+    with tf.Session() as sess:
+      with pytest.raises(tf.errors.InvalidArgumentError, match="8,2"):
+        tf.train.Saver().restore(sess, prefix)
+  # Mixing a part and a whole variable under one name.
+  with tf.Graph().as_default():
+    w = tf.get_variable("w", shape=[8, 2], partitioner=tf.fixed_size_partitioner(2))
+    v = tf.get_variable("v", shape=[3])
+    with pytest.raises(ValueError, match="Slices must all be slices"):
+      tf.train.Saver({"w": [list(w)[0], v]})
 
 
 def test_reuse_returns_same_partitioned_variable():
@@ -222,3 +315,40 @@ def test_dense_layer_in_partitioned_scope_trains():
     before = sess.run(loss)
     sess.run(train)
     assert sess.run(loss) < before
+
+
+def test_estimator_like_export_with_vocabulary(tmp_path):
+  # A partitioned embedding (restored from sliced entries) looked up through
+  # a vocabulary table initialized from an asset by the legacy init op, as
+  # tf.estimator exports are; loaded by the Python loader in a new graph.
+  from recflow.ops import gen_ops as gen  # pylint: disable=g-import-not-at-top
+  rng = np.random.RandomState(8)
+  vocab = ["red", "green", "blue", "cyan"]
+  full = rng.randn(5, 3).astype(np.float32)
+  asset = tmp_path / "vocab.txt"
+  asset.write_text("".join(w + "\n" for w in vocab))
+  export_dir = str(tmp_path / "export")
+  with tf.Graph().as_default(), tf.Session() as sess:
+    emb = tf.get_variable("emb", initializer=full, partitioner=tf.fixed_size_partitioner(2))
+    path_t = tf.constant(str(asset), name="asset_path")
+    tf.add_to_collection(tf.GraphKeys.ASSET_FILEPATHS, path_t)
+    table = gen.hash_table_v2(key_dtype=tf.string, value_dtype=tf.int64,
+                              shared_name="hash_table_vocab", name="hash_table")
+    init_table = gen.initialize_table_from_text_file_v2(table, path_t, key_index=-1,
+                                                        value_index=-2, name="table_init")
+    words = tf.placeholder(tf.string, [None], name="words")
+    ids = gen.lookup_table_find_v2(table, words, tf.constant(4, tf.int64), name="ids")
+    tf.identity(tf.gather(emb.as_tensor(), ids), name="rows")
+    gen.lookup_table_size_v2(table, name="table_size")
+    sess.run(tf.global_variables_initializer())
+    b = tf.saved_model.builder.SavedModelBuilder(export_dir)
+    b.add_meta_graph_and_variables(sess, ["serve"], assets_collection=[path_t],
+                                   legacy_init_op=tf.group(init_table, name="group_deps"))
+    b.save()
+  prefix = os.path.join(export_dir, "variables", "variables")
+  assert tf.train.list_variables(prefix) == [("emb", [5, 3])]
+  with tf.Graph().as_default() as g, tf.Session(graph=g) as sess:
+    tf.saved_model.loader.load(sess, ["serve"], export_dir)
+    assert sess.run("table_size:0") == 4
+    got = sess.run("rows:0", {"words:0": ["blue", "nope", "red"]})
+    np.testing.assert_array_equal(got, full[[2, 4, 0]])

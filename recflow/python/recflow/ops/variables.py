@@ -402,8 +402,8 @@ initialize_local_variables = local_variables_initializer
 class SaveSliceInfo(object):
   """Where a part sits in its full variable (TF's Variable.SaveSliceInfo).
 
-  recflow's Saver does not write sliced entries: it saves each part under its
-  own name (docs/python.md, "Partitioned variables").
+  The Saver saves each part as the slice `spec` of one checkpoint entry
+  under full_name, as TensorFlow's Saver does.
   """
 
   def __init__(self, full_name=None, full_shape=None, var_offset=None, var_shape=None):
@@ -426,8 +426,9 @@ class PartitionedVariable(object):
   """TF 1.x's PartitionedVariable: one logical variable stored as parts.
 
   get_variable(..., partitioner=...) makes it. Each part is an ordinary
-  variable named "<name>/part_<i>" (in the collections, trained and saved
-  like any other); the PartitionedVariable itself is in no collection.
+  variable named "<name>/part_<i>" (in the collections, trained like any
+  other, saved as a slice of the checkpoint entry "<name>"); the
+  PartitionedVariable itself is in no collection.
   Iterating gives the parts in offset order; converting it to a tensor
   concatenates them along the partitioned axis.
   """

@@ -85,7 +85,7 @@ def _decode(type_name, raw, path):
 
 class _Entry(object):
   """A tensor's BundleEntryProto (decoded by the protobuf bridge)."""
-  __slots__ = ("dtype", "shape", "shard_id", "offset", "size", "has_slices")
+  __slots__ = ("dtype", "shape", "shard_id", "offset", "size", "slices")
 
   def __init__(self, raw, path):
     d = _decode("tensorflow.BundleEntryProto", raw, path)
@@ -94,7 +94,43 @@ class _Entry(object):
     self.shard_id = int(d.get("shard_id", 0))
     self.offset = int(d.get("offset", 0))
     self.size = int(d.get("size", 0))
-    self.has_slices = bool(d.get("slices"))
+    # A partitioned tensor: one [(start, length or -1 for all), ...] per part.
+    self.slices = []
+    for proto in d.get("slices", []):
+      extents = proto.get("extent", [])
+      if extents and len(extents) != len(self.shape):
+        raise _data_loss(path, "a slice of rank %d in an entry of shape %s" %
+                         (len(extents), self.shape))
+      self.slices.append([(int(e.get("start", 0)), int(e.get("length", -1))) for e in extents]
+                         or [(0, -1)] * len(self.shape))
+
+
+# TensorFlow's OrderedCode (tensorflow/core/lib/strings/ordered_code.cc), as
+# recflow/checkpoint/tensor_slice.cc writes it: the keys of a sliced tensor's
+# parts.
+def _num_increasing(v):
+  raw = v.to_bytes(8, "big").lstrip(b"\0")
+  return bytes([len(raw)]) + raw
+
+
+def _signed_num_increasing(v):
+  magnitude = ~v if v < 0 else v
+  n = min(10, (magnitude.bit_length() + 1 + 6) // 7)
+  field = bytearray((v & ((1 << 80) - 1)).to_bytes(10, "big"))
+  out = field[10 - n:]
+  for b in range(n):
+    out[b // 8] ^= 0x80 >> (b % 8)
+  return bytes(out)
+
+
+def _slice_key(name, extents):
+  key = _num_increasing(0)
+  escape = {0: b"\x00\xff", 0xff: b"\xff\x00"}
+  key += b"".join(escape.get(c, bytes([c])) for c in name.encode("utf-8"))
+  key += b"\x00\x01" + _num_increasing(len(extents))
+  for start, length in extents:
+    key += _signed_num_increasing(start) + _signed_num_increasing(length)
+  return key
 
 
 class CheckpointReader(object):
@@ -117,6 +153,7 @@ class CheckpointReader(object):
     _, _, pos = _block_handle(footer, 0, index)  # metaindex
     index_offset, index_size, _ = _block_handle(footer, pos, index)
     self._entries = {}
+    self._parts = {}  # slice key -> entry of one part of a sliced tensor
     self._num_shards = 1
     for _, handle in _block_entries(_read_block(data, index_offset, index_size, index), index):
       offset, size, _ = _block_handle(handle, 0, index)
@@ -126,6 +163,9 @@ class CheckpointReader(object):
           self._num_shards = int(header.get("num_shards", 1))
           if int(header.get("endianness", 0)) != 0:
             raise _data_loss(index, "big-endian checkpoints are not supported")
+          continue
+        if key[:1] == b"\x00":  # a part of a sliced tensor (TF's slice keys)
+          self._parts[key] = _Entry(value, index)
           continue
         self._entries[key.decode("utf-8")] = _Entry(value, index)
 
@@ -147,8 +187,39 @@ class CheckpointReader(object):
     if entry is None:
       raise errors.NotFoundError(None, None,
                                  "Key %s not found in checkpoint %s" % (name, self._prefix))
-    if entry.has_slices:
-      raise NotImplementedError("partitioned (sliced) checkpoint entries are not supported")
+    if entry.slices:
+      return self._assemble(name, entry)
+    return self._read(name, entry)
+
+  def _assemble(self, name, entry):
+    """A sliced (partitioned) tensor put together from its parts."""
+    out = None
+    covered = 0
+    for extents in entry.slices:
+      part = self._parts.get(_slice_key(name, extents))
+      where = "slice %s of tensor %s" % (":".join(
+          "-" if n < 0 else "%d,%d" % (s, n) for s, n in extents), name)
+      if part is None:
+        raise _data_loss(self._prefix + ".index", "%s is listed but has no entry" % where)
+      index = tuple(slice(None) if n < 0 else slice(s, s + n) for s, n in extents)
+      want = [d if n < 0 else n for (s, n), d in zip(extents, entry.shape)]
+      if part.shape != want or part.dtype != entry.dtype or any(
+          n >= 0 and s + n > d for (s, n), d in zip(extents, entry.shape)):
+        raise _data_loss(self._prefix + ".index", "%s has shape %s, expected %s" %
+                         (where, part.shape, want))
+      value = self._read(where, part)
+      if out is None:
+        out = np.zeros(entry.shape, dtype=value.dtype)
+        if value.dtype == object:
+          out[...] = b""
+      out[index] = value
+      covered += value.size
+    if covered != int(np.prod(entry.shape)):
+      raise _data_loss(self._prefix + ".index", "the slices of tensor %s hold %d of its %d "
+                       "elements" % (name, covered, int(np.prod(entry.shape))))
+    return out
+
+  def _read(self, name, entry):
     shard = "%s.data-%05d-of-%05d" % (self._prefix, entry.shard_id, self._num_shards)
     with open(shard, "rb") as f:
       f.seek(entry.offset)

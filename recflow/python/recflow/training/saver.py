@@ -19,6 +19,7 @@ from recflow.ops import gen_ops as gen
 from recflow.ops import state_ops
 from recflow.ops import variables
 from recflow.training import checkpoint_management
+from recflow.training import py_checkpoint_reader
 from recflow.training import training_util
 
 _logger = logging.getLogger("recflow")
@@ -133,25 +134,40 @@ def _var_key(v):
   return v.op.name
 
 
+def _slice_info(var):
+  return getattr(var, "_save_slice_info", None)
+
+
 def op_list_to_dict(op_list):
-  """{checkpoint key: variable} for a list of variables (keys: their op names)."""
+  """{checkpoint key: variable} for a list of variables (keys: their op names).
+
+  As TF's saveable_object_util.op_list_to_dict: a PartitionedVariable, or the
+  parts of one (variables with a save_slice_info), go under the full name as
+  a list of parts, saved as one sliced entry.
+  """
   if not isinstance(op_list, (list, tuple, set)):
     raise TypeError("Variables to save should be passed in a dict or a list: %s" % op_list)
-  # A PartitionedVariable is saved as its parts, each under its own name.
-  expanded = []
-  for var in op_list:
-    if isinstance(var, variables.PartitionedVariable):
-      expanded.extend(var._get_variable_list())  # pylint: disable=protected-access
-    else:
-      expanded.append(var)
-  op_list = sorted(expanded, key=lambda x: x.name)
+  op_list = sorted(op_list, key=lambda x: x.name)
   names = {}
   for var in op_list:
     if isinstance(var, SaveableObject):
       names[var.name] = var
       continue
+    if isinstance(var, variables.PartitionedVariable):
+      if var.name in names:
+        raise ValueError("At least two variables have the same name: %s" % var.name)
+      names[var.name] = list(var._get_variable_list())  # pylint: disable=protected-access
+      continue
     if not isinstance(var, variables.Variable):
       raise TypeError("Variable to save is not a Variable: %s" % (var,))
+    info = _slice_info(var)
+    if info is not None:
+      parts = names.setdefault(info.full_name, [])
+      if not isinstance(parts, list):
+        raise ValueError("Mixing slices and non-slices with the same name: %s" % info.full_name)
+      if not any(p is var for p in parts):
+        parts.append(var)
+      continue
     name = _var_key(var)
     if name in names:
       if names[name] is var:
@@ -161,12 +177,43 @@ def op_list_to_dict(op_list):
   return names
 
 
+class _SliceSaveable(_VariableSaveable):
+  """One part of a partitioned variable: saved and restored as the slice
+  save_slice_info.spec of the entry `name` (TF's sliced checkpoint entries)."""
+
+  def __init__(self, var, name):
+    super(_SliceSaveable, self).__init__(var, name)
+    self.specs[0].slice_spec = _slice_info(var).spec
+
+  def restore(self, restored_tensors, restored_shapes):
+    return super(_SliceSaveable, self).restore(restored_tensors, None)
+
+
 def _saveables(names_to_vars):
   out = []
   seen = set()
   for name, var in sorted(names_to_vars.items(), key=lambda x: x[0]):
     if isinstance(var, SaveableObject):
       out.append(var)
+      continue
+    if isinstance(var, variables.PartitionedVariable):
+      var = list(var._get_variable_list())  # pylint: disable=protected-access
+    if isinstance(var, list):
+      full_name = None
+      for part in var:
+        if not isinstance(part, variables.Variable):
+          raise ValueError("Slices must all be Variables: %s" % (part,))
+        if _slice_info(part) is None:
+          raise ValueError("Slices must all be slices: %s" % (part,))
+        if full_name is None:
+          full_name = _slice_info(part).full_name
+        elif full_name != _slice_info(part).full_name:
+          raise ValueError("Slices must all be from the same tensor: %s != %s" %
+                           (full_name, _slice_info(part).full_name))
+        if id(part) in seen:
+          raise ValueError("The same saveable will be restored with two names: %s" % name)
+        seen.add(id(part))
+        out.append(_SliceSaveable(part, name))
       continue
     if isinstance(var, ops.Tensor) or not isinstance(var, variables.Variable):
       raise TypeError("Saver: %r is not a Variable (saving plain tensors is not supported by "
@@ -175,6 +222,30 @@ def _saveables(names_to_vars):
       raise ValueError("The same saveable will be restored with two names: %s" % name)
     seen.add(id(var))
     out.append(_VariableSaveable(var, name))
+  return out
+
+
+def _legacy_part_saveables(saveables):
+  """The saveables as recflow saved partitioned variables before it wrote
+  sliced entries: each part whole under "<name>/part_<i>" (i in offset
+  order). None when no saveable is a slice."""
+  if not any(isinstance(s, _SliceSaveable) for s in saveables):
+    return None
+  by_name = {}
+  for s in saveables:
+    if isinstance(s, _SliceSaveable):
+      by_name.setdefault(s.name, []).append(s)
+  legacy_name = {}
+  for name, parts in by_name.items():
+    parts.sort(key=lambda s: _slice_info(s.op).var_offset)
+    for i, s in enumerate(parts):
+      legacy_name[id(s)] = "%s/part_%d" % (name, i)
+  out = []
+  for s in saveables:
+    if isinstance(s, _SliceSaveable):
+      out.append(_VariableSaveable(s.op, legacy_name[id(s)]))
+    else:
+      out.append(s)
   return out
 
 
@@ -268,6 +339,15 @@ class BaseSaverBuilder(object):
         restore_op = control_flow_ops.group(shard, name="restore_all")
       else:
         restore_op = self._add_restore_ops(filename_tensor, saveables, reshape)
+      # Checkpoints recflow wrote before it saved partitioned variables as
+      # sliced entries hold "<name>/part_<i>"; Saver.restore runs this op
+      # for them (it is not part of the SaverDef).
+      legacy = _legacy_part_saveables(saveables)
+      self.legacy_parts_restore_op = None
+      self.sliced_names = sorted({s.name for s in saveables if isinstance(s, _SliceSaveable)})
+      if legacy is not None:
+        self.legacy_parts_restore_op = self._add_restore_ops(
+            filename_tensor, legacy, reshape, name="restore_legacy_parts")
     return SaverDef(filename_tensor_name=filename_tensor.name,
                     save_tensor_name=save_tensor.name,
                     restore_op_name=restore_op.name, max_to_keep=max_to_keep or 0,
@@ -312,6 +392,8 @@ class Saver(object):
     self._save_relative_paths = save_relative_paths
     self._filename = filename
     self._is_built = False
+    self._legacy_parts_restore_op = None
+    self._sliced_names = []
     self._is_empty = None
     self._last_checkpoints = []  # (path, time saved), oldest first
     self._checkpoints_to_be_deleted = []
@@ -331,14 +413,8 @@ class Saver(object):
     if var_list is None:
       var_list = _default_var_list(self._graph)
     if isinstance(var_list, dict):
-      names_to_saveables = {}
-      for key, var in var_list.items():
-        if isinstance(var, variables.PartitionedVariable):
-          # recflow saves each part as "<key>/part_<i>" (TF: one sliced entry "<key>").
-          for i, part in enumerate(var._get_variable_list()):  # pylint: disable=protected-access
-            names_to_saveables["%s/part_%d" % (key, i)] = part
-        else:
-          names_to_saveables[key] = var
+      # A PartitionedVariable (or a list of parts) is one sliced entry "<key>".
+      names_to_saveables = dict(var_list)
     else:
       names_to_saveables = op_list_to_dict(list(var_list))
     if not names_to_saveables:
@@ -354,6 +430,8 @@ class Saver(object):
         max_to_keep=self._max_to_keep,
         keep_checkpoint_every_n_hours=self._keep_checkpoint_every_n_hours, name=self._name,
         restore_sequentially=self._restore_sequentially, filename=self._filename)
+    self._legacy_parts_restore_op = getattr(builder, "legacy_parts_restore_op", None)
+    self._sliced_names = getattr(builder, "sliced_names", [])
     self._is_built = True
 
   def as_saver_def(self):
@@ -482,9 +560,11 @@ class Saver(object):
       # it is); other workers wait for the chief.
       distributed.restore(save_path)
       return
+    restore_op = self.saver_def.restore_op_name
+    if self._legacy_parts_restore_op is not None and self._has_legacy_parts(save_path):
+      restore_op = self._legacy_parts_restore_op
     try:
-      sess.run(self.saver_def.restore_op_name,
-               {self.saver_def.filename_tensor_name: save_path})
+      sess.run(restore_op, {self.saver_def.filename_tensor_name: save_path})
     except errors.NotFoundError as err:
       raise errors.NotFoundError(
           None, None,
@@ -499,6 +579,17 @@ class Saver(object):
           "the current graph and the graph from the checkpoint. Please ensure that you have "
           "not altered the graph expected based on the checkpoint. Original error:\n\n" +
           err.message)
+
+
+  def _has_legacy_parts(self, save_path):
+    """Whether save_path holds the partitioned variables as "<name>/part_<i>"
+    entries (recflow's layout before sliced entries) rather than sliced."""
+    try:
+      reader = py_checkpoint_reader.CheckpointReader(save_path)
+    except errors.OpError:
+      return False  # the restore op reports it
+    return any(not reader.has_tensor(n) and reader.has_tensor(n + "/part_0")
+               for n in self._sliced_names)
 
 
 def checkpoint_management_meta(checkpoint_file, meta_graph_suffix="meta"):
