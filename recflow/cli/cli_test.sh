@@ -129,7 +129,7 @@ def npy(name, descr, shape, data, fortran=False, major=1, cut=0):
 npy("f64.npy", "<f8", "(2, 1)", struct.pack("<2d", 4.0, -2.0))
 npy("v2.npy", "<f4", "(3,)", struct.pack("<3f", 1, 2, 5), major=2)
 npy("fortran.npy", "<f4", "(2, 1)", struct.pack("<2f", 1, 2), fortran=True)
-npy("int16.npy", "<i2", "(2,)", struct.pack("<2h", 1, 2))
+npy("c64.npy", "<c8", "(2,)", struct.pack("<4f", 1, 0, 2, 0))
 npy("big.npy", ">f4", "(2,)", struct.pack(">2f", 1, 2))
 npy("trunc.npy", "<f4", "(4, 1)", struct.pack("<4f", 1, 2, 3, 4), cut=5)
 # Element counts whose byte counts wrap around 2^64, and one past int64.
@@ -144,8 +144,8 @@ expect sm_run_npy_v2 0 "^\[\[2\.5\], \[3\], \[4\.5\]\]$" \
   "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --inputs "x=$TMP/sm/v2.npy"
 expect sm_npy_fortran 1 "fortran_order arrays are not supported" \
   "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --inputs "x=$TMP/sm/fortran.npy"
-expect sm_npy_dtype 1 "unsupported .npy dtype '<i2'" \
-  "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --inputs "x=$TMP/sm/int16.npy"
+expect sm_npy_dtype 1 "unsupported .npy dtype '<c8'" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --inputs "x=$TMP/sm/c64.npy"
 expect sm_npy_big_endian 1 "unsupported .npy dtype '>f4'" \
   "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --inputs "x=$TMP/sm/big.npy"
 expect sm_npy_truncated 1 "trunc.npy': truncated .npy data" \
@@ -196,10 +196,73 @@ expect sm_no_equals 1 "expected KEY=VALUE, got 'x'" \
   "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --input_exprs 'x'
 expect sm_unknown_input 1 "has no input 'z'; its inputs are: x" \
   "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --input_exprs 'z=[1]'
-expect sm_string_input 1 "only float, double, int32, int64 and bool inputs" \
+expect sm_string_input 1 "input 'inputs' is string but the value is a number" \
   "$RECFLOW" saved_model run --dir "$HPT" --signature_def classify_x_to_y --input_exprs 'inputs=[1]'
 expect sm_bad_shape 1 "input 'x' must have shape \[\?,1\]" \
   "$RECFLOW" saved_model run --dir "$HPT" --signature_def serving_default --input_exprs 'x=[[1,2]]'
+# saved_model run takes every dtype saved_model_cli feeds (strings quoted as
+# Python writes them, b"\x.." bytes included) and runs a signature without
+# inputs; the model is a saved_model.pbtxt (text format) written here.
+mkdir -p "$TMP/sm/dtypes"
+cat > "$TMP/sm/dtypes/saved_model.pbtxt" <<'PBTXT'
+saved_model_schema_version: 1
+meta_graphs {
+  meta_info_def { tags: "serve" }
+  graph_def {
+    node { name: "u" op: "Placeholder" attr { key: "dtype" value { type: DT_UINT8 } } }
+    node { name: "u_out" op: "Identity" input: "u" attr { key: "T" value { type: DT_UINT8 } } }
+    node { name: "i" op: "Placeholder" attr { key: "dtype" value { type: DT_INT8 } } }
+    node { name: "i_out" op: "Identity" input: "i" attr { key: "T" value { type: DT_INT8 } } }
+    node { name: "s" op: "Placeholder" attr { key: "dtype" value { type: DT_STRING } } }
+    node { name: "s_out" op: "Identity" input: "s" attr { key: "T" value { type: DT_STRING } } }
+    node { name: "c" op: "Const"
+      attr { key: "dtype" value { type: DT_INT32 } }
+      attr { key: "value" value { tensor { dtype: DT_INT32 tensor_shape { dim { size: 2 } } int_val: 7 int_val: 8 } } } }
+  }
+  signature_def { key: "u8" value {
+    inputs { key: "u" value { name: "u:0" dtype: DT_UINT8 tensor_shape { dim { size: -1 } } } }
+    outputs { key: "out" value { name: "u_out:0" dtype: DT_UINT8 tensor_shape { dim { size: -1 } } } }
+    method_name: "tensorflow/serving/predict" } }
+  signature_def { key: "i8" value {
+    inputs { key: "i" value { name: "i:0" dtype: DT_INT8 tensor_shape { dim { size: -1 } } } }
+    outputs { key: "out" value { name: "i_out:0" dtype: DT_INT8 tensor_shape { dim { size: -1 } } } }
+    method_name: "tensorflow/serving/predict" } }
+  signature_def { key: "str" value {
+    inputs { key: "s" value { name: "s:0" dtype: DT_STRING tensor_shape { dim { size: -1 } } } }
+    outputs { key: "out" value { name: "s_out:0" dtype: DT_STRING tensor_shape { dim { size: -1 } } } }
+    method_name: "tensorflow/serving/predict" } }
+  signature_def { key: "const" value {
+    outputs { key: "c" value { name: "c:0" dtype: DT_INT32 tensor_shape { dim { size: 2 } } } }
+    method_name: "tensorflow/serving/predict" } }
+}
+PBTXT
+DT="$TMP/sm/dtypes"
+expect sm_run_uint8 0 "^\[0, 255, 7\]$" \
+  "$RECFLOW" saved_model run --dir "$DT" --signature_def u8 --input_exprs 'u=[0, 255, 7]'
+expect sm_run_uint8_range 1 "input 'u' is uint8 but value 256 is not an integer in range" \
+  "$RECFLOW" saved_model run --dir "$DT" --signature_def u8 --input_exprs 'u=[256]'
+expect sm_run_int8 0 "^\[-128, 127\]$" \
+  "$RECFLOW" saved_model run --dir "$DT" --signature_def i8 --input_exprs 'i=[-128, 127]'
+expect sm_run_string 0 '^\[b"a b", b"\\x00\\xff", b"it.{1,2}s"\]$' \
+  "$RECFLOW" saved_model run --dir "$DT" --signature_def str --input_exprs "s=[\"a b\", b'\\x00\\xff', 'it\\'s']"
+expect sm_run_no_inputs 0 "^\[7, 8\]$" \
+  "$RECFLOW" saved_model run --dir "$DT" --signature_def const
+expect sm_run_missing_inputs 2 "signature 'u8' has inputs; give them" \
+  "$RECFLOW" saved_model run --dir "$DT" --signature_def u8
+python3 - "$TMP/sm" <<'PY'
+import struct, sys
+h = "{'descr': '|u1', 'fortran_order': False, 'shape': (3,), }"
+h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
+open(sys.argv[1] + "/u8.npy", "wb").write(
+    b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + bytes([1, 2, 250]))
+PY
+expect sm_run_uint8_npy 0 "^\[1, 2, 250\]$" \
+  "$RECFLOW" saved_model run --dir "$DT" --signature_def u8 --inputs "u=$TMP/sm/u8.npy"
+# A serialized tf.Example ({"x": [2.0]}) given as bytes to half_plus_two's
+# regress signature.
+expect sm_run_example_bytes 0 "^\[\[3\]\]$" \
+  "$RECFLOW" saved_model run --dir "$HPT" --signature_def regress_x_to_y \
+  --input_exprs 'inputs=[b"\x0a\x0f\x0a\x0d\x0a\x01x\x12\x08\x12\x06\x0a\x04\x00\x00\x00\x40"]'
 mkdir -p "$TMP/sm/trunc_model"
 head -c 100 "$HPT/saved_model.pb" > "$TMP/sm/trunc_model/saved_model.pb"
 expect sm_truncated_model 1 "saved_model.pb' \(100 bytes\) is not a valid SavedModel" \

@@ -6,16 +6,20 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "google/protobuf/unknown_field_set.h"
 #include "recflow/checkpoint/saved_model.h"
 #include "recflow/cli/commands.h"
 #include "recflow/core/dtype.h"
@@ -26,6 +30,7 @@
 #include "recflow/framework/partial_shape.h"
 #include "recflow/framework/tensor_literal.h"
 #include "recflow/proto/example.pb.h"
+#include "recflow/proto/saved_object_graph.pb.h"
 #include "recflow/serving/saved_model_bundle.h"
 
 namespace recflow::cli {
@@ -116,18 +121,22 @@ void PrintSignature(const tensorflow::SignatureDef& sig,
 
 std::string ElementString(const Tensor& t, int64_t i) {
   switch (t.dtype()) {
-    case DT_FLOAT:
-      return absl::StrCat(t.flat<float>()[i]);
-    case DT_DOUBLE:
-      return absl::StrCat(t.flat<double>()[i]);
-    case DT_INT32:
-      return absl::StrCat(t.flat<int32_t>()[i]);
-    case DT_INT64:
-      return absl::StrCat(t.flat<int64_t>()[i]);
-    case DT_BOOL:
-      return t.flat<bool>()[i] ? "true" : "false";
+    case DT_FLOAT: return absl::StrCat(t.flat<float>()[i]);
+    case DT_DOUBLE: return absl::StrCat(t.flat<double>()[i]);
+    case DT_HALF: return absl::StrCat(static_cast<float>(t.flat<half>()[i]));
+    case DT_BFLOAT16:
+      return absl::StrCat(static_cast<float>(t.flat<bfloat16>()[i]));
+    case DT_INT8: return absl::StrCat(t.flat<int8_t>()[i]);
+    case DT_INT16: return absl::StrCat(t.flat<int16_t>()[i]);
+    case DT_INT32: return absl::StrCat(t.flat<int32_t>()[i]);
+    case DT_INT64: return absl::StrCat(t.flat<int64_t>()[i]);
+    case DT_UINT8: return absl::StrCat(t.flat<uint8_t>()[i]);
+    case DT_UINT16: return absl::StrCat(t.flat<uint16_t>()[i]);
+    case DT_UINT32: return absl::StrCat(t.flat<uint32_t>()[i]);
+    case DT_UINT64: return absl::StrCat(t.flat<uint64_t>()[i]);
+    case DT_BOOL: return t.flat<bool>()[i] ? "true" : "false";
     case DT_STRING:
-      return absl::StrCat("\"", absl::CHexEscape(t.flat<std::string>()[i]),
+      return absl::StrCat("b\"", absl::CHexEscape(t.flat<std::string>()[i]),
                           "\"");
     default:
       return "?";
@@ -162,6 +171,269 @@ int Fail(const absl::Status& s) {
   return 1;
 }
 
+// ---------------------------------------------------------------------------
+// TF2 defined functions (saved_model_cli show --all's "Concrete Functions").
+
+// The SavedObjectGraph of `mg`: MetaGraphDef field 7, which meta_graph.proto
+// leaves undeclared, so protobuf keeps it among the unknown fields. nullopt
+// when the MetaGraph has none (TF1 exports).
+absl::StatusOr<std::optional<tensorflow::SavedObjectGraph>> ObjectGraph(
+    const tensorflow::MetaGraphDef& mg) {
+  const google::protobuf::UnknownFieldSet& unknown =
+      mg.GetReflection()->GetUnknownFields(mg);
+  for (int i = 0; i < unknown.field_count(); ++i) {
+    const google::protobuf::UnknownField& f = unknown.field(i);
+    if (f.number() != 7) continue;
+    tensorflow::SavedObjectGraph graph;
+    if (f.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED ||
+        !graph.ParseFromString(f.length_delimited())) {
+      return errors::DataLoss(
+          "the MetaGraph's object_graph_def (field 7) is not a valid "
+          "SavedObjectGraph");
+    }
+    return graph;
+  }
+  return std::nullopt;
+}
+
+// TensorFlow's Python name of a dtype ("float32" for DT_FLOAT).
+std::string PythonDtypeName(tensorflow::DataType dtype) {
+  switch (dtype) {
+    case tensorflow::DT_FLOAT: return "float32";
+    case tensorflow::DT_DOUBLE: return "float64";
+    case tensorflow::DT_HALF: return "float16";
+    default: {
+      std::string name = tensorflow::DataType_Name(dtype);
+      if (absl::StartsWith(name, "DT_")) name = name.substr(3);
+      return absl::AsciiStrToLower(name);
+    }
+  }
+}
+
+// Python's str() of a TensorShape: "(None, 1)", "(3,)", "()", "<unknown>".
+std::string PythonShape(const tensorflow::TensorShapeProto& shape) {
+  if (shape.unknown_rank()) return "<unknown>";
+  std::vector<std::string> dims;
+  for (const auto& d : shape.dim()) {
+    dims.push_back(d.size() < 0 ? "None" : absl::StrCat(d.size()));
+  }
+  return absl::StrCat("(", absl::StrJoin(dims, ", "),
+                      dims.size() == 1 ? ",)" : ")");
+}
+
+std::string PythonQuoted(const std::string& s) {
+  return absl::StrCat("'", absl::CHexEscape(s), "'");
+}
+
+std::string TensorSpecRepr(const tensorflow::TensorSpecProto& spec) {
+  return absl::StrCat("TensorSpec(shape=", PythonShape(spec.shape()),
+                      ", dtype=tf.", PythonDtypeName(spec.dtype()), ", name=",
+                      spec.name().empty() ? "None" : PythonQuoted(spec.name()),
+                      ")");
+}
+
+// Python's str() of the value (repr() for the elements of a container).
+std::string PythonStr(const tensorflow::StructuredValue& v, bool repr = false) {
+  using K = tensorflow::StructuredValue;
+  auto join = [](const auto& values) {
+    std::vector<std::string> parts;
+    for (const auto& e : values) parts.push_back(PythonStr(e, true));
+    return parts;
+  };
+  switch (v.kind_case()) {
+    case K::kNoneValue: return "None";
+    case K::kFloat64Value: {
+      std::string s = absl::StrCat(v.float64_value());
+      if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+      return s;
+    }
+    case K::kInt64Value: return absl::StrCat(v.int64_value());
+    case K::kStringValue:
+      return repr ? PythonQuoted(v.string_value()) : v.string_value();
+    case K::kBoolValue: return v.bool_value() ? "True" : "False";
+    case K::kTensorSpecValue: return TensorSpecRepr(v.tensor_spec_value());
+    case K::kTensorDtypeValue:
+      return absl::StrCat("tf.", PythonDtypeName(v.tensor_dtype_value()));
+    case K::kTensorShapeValue: return PythonShape(v.tensor_shape_value());
+    case K::kListValue:
+      return absl::StrCat("[", absl::StrJoin(join(v.list_value().values()), ", "),
+                          "]");
+    case K::kTupleValue: {
+      std::vector<std::string> parts = join(v.tuple_value().values());
+      return absl::StrCat("(", absl::StrJoin(parts, ", "),
+                          parts.size() == 1 ? ",)" : ")");
+    }
+    case K::kDictValue: {
+      std::map<std::string, std::string> sorted;
+      for (const auto& [k, e] : v.dict_value().fields()) {
+        sorted[k] = PythonStr(e, true);
+      }
+      std::vector<std::string> parts;
+      for (const auto& [k, s] : sorted) {
+        parts.push_back(absl::StrCat(PythonQuoted(k), ": ", s));
+      }
+      return absl::StrCat("{", absl::StrJoin(parts, ", "), "}");
+    }
+    default:
+      return "<structure>";
+  }
+}
+
+// The Python type name saved_model_cli prints as "DType:".
+const char* PythonTypeName(const tensorflow::StructuredValue& v) {
+  using K = tensorflow::StructuredValue;
+  switch (v.kind_case()) {
+    case K::kNoneValue: return "NoneType";
+    case K::kFloat64Value: return "float";
+    case K::kInt64Value: return "int";
+    case K::kStringValue: return "str";
+    case K::kBoolValue: return "bool";
+    case K::kListValue: return "list";
+    case K::kTupleValue: return "tuple";
+    case K::kDictValue: return "dict";
+    default: return "object";
+  }
+}
+
+// saved_model_cli's _print_args at indent 4, for positional arguments.
+void PrintArguments(
+    const google::protobuf::RepeatedPtrField<tensorflow::StructuredValue>& args) {
+  using K = tensorflow::StructuredValue;
+  int index = 0;
+  for (const auto& a : args) {
+    std::cout << "        Argument #" << ++index << "\n";
+    if (a.kind_case() == K::kStringValue) {
+      std::cout << "          " << a.string_value() << "\n";
+    } else if (a.kind_case() == K::kTensorSpecValue) {
+      const std::string& name = a.tensor_spec_value().name();
+      std::cout << "          " << (name.empty() ? "None" : name) << ": "
+                << TensorSpecRepr(a.tensor_spec_value()) << "\n";
+    } else if (a.kind_case() == K::kListValue ||
+               a.kind_case() == K::kTupleValue) {
+      const auto& values = a.kind_case() == K::kListValue
+                               ? a.list_value().values()
+                               : a.tuple_value().values();
+      std::vector<std::string> parts;
+      for (const auto& e : values) {
+        parts.push_back(e.kind_case() == K::kStringValue
+                            ? PythonQuoted(e.string_value())
+                            : PythonStr(e));
+      }
+      std::cout << "            DType: " << PythonTypeName(a) << "\n"
+                << "            Value: [" << absl::StrJoin(parts, ", ")
+                << "]\n";
+    } else {
+      std::cout << "            DType: " << PythonTypeName(a) << "\n"
+                << "            Value: " << PythonStr(a) << "\n";
+    }
+  }
+}
+
+// One concrete function: its positional arguments as an "Option", its
+// keyword arguments by name (saved_model_cli's layout).
+void PrintConcreteFunction(const tensorflow::SavedObjectGraph& graph,
+                           const std::string& name,
+                           const std::vector<std::string>& keywords,
+                           int index) {
+  auto it = graph.concrete_functions().find(name);
+  const tensorflow::StructuredValue* sig =
+      it == graph.concrete_functions().end()
+          ? nullptr
+          : &it->second.canonicalized_input_signature();
+  if (sig != nullptr && sig->has_tuple_value() &&
+      sig->tuple_value().values_size() == 2) {
+    const auto& args = sig->tuple_value().values(0);
+    const auto& kwargs = sig->tuple_value().values(1);
+    const auto* positional =
+        args.has_tuple_value() ? &args.tuple_value().values()
+        : args.has_list_value() ? &args.list_value().values()
+                                : nullptr;
+    if (positional != nullptr && !positional->empty()) {
+      std::cout << "    Option #" << index << "\n      Callable with:\n";
+      PrintArguments(*positional);
+    }
+    if (kwargs.has_dict_value() && !kwargs.dict_value().fields().empty()) {
+      std::set<std::string> names;
+      for (const auto& [k, v] : kwargs.dict_value().fields()) names.insert(k);
+      int n = 0;
+      for (const std::string& k : names) {
+        std::cout << "        Named Argument #" << ++n << "\n          " << k
+                  << "\n";
+      }
+    }
+    return;
+  }
+  if (!keywords.empty()) {  // a bare concrete function: its keywords
+    std::cout << "    Option #" << index << "\n      Callable with:\n";
+    int n = 0;
+    for (const std::string& k : keywords) {
+      std::cout << "        Argument #" << ++n << "\n          " << k << "\n";
+    }
+  }
+}
+
+// "Concrete Functions:" for the first MetaGraph that has an object graph:
+// the root object's functions by name, each with its concrete functions.
+absl::Status PrintDefinedFunctions(const tensorflow::SavedModel& sm) {
+  for (const auto& mg : sm.meta_graphs()) {
+    ASSIGN_OR_RETURN(std::optional<tensorflow::SavedObjectGraph> graph,
+                     ObjectGraph(mg));
+    if (!graph.has_value()) continue;
+    if (graph->nodes().empty()) return absl::OkStatus();
+    std::map<std::string, int> children;
+    for (const auto& c : graph->nodes(0).children()) {
+      if (c.node_id() < 0 || c.node_id() >= graph->nodes_size()) {
+        return errors::DataLoss("object graph: child '", c.local_name(),
+                                "' of the root refers to node ", c.node_id(),
+                                " of ", graph->nodes_size());
+      }
+      children.emplace(c.local_name(), c.node_id());
+    }
+    std::cout << "\nConcrete Functions:";
+    for (const auto& [name, id] : children) {
+      const tensorflow::SavedObject& node = graph->nodes(id);
+      std::vector<std::string> functions;
+      std::vector<std::string> keywords;
+      if (node.has_function()) {
+        functions.assign(node.function().concrete_functions().begin(),
+                         node.function().concrete_functions().end());
+      } else if (node.has_bare_concrete_function()) {
+        functions.push_back(node.bare_concrete_function().concrete_function_name());
+        keywords.assign(node.bare_concrete_function().argument_keywords().begin(),
+                        node.bare_concrete_function().argument_keywords().end());
+      } else {
+        continue;
+      }
+      std::cout << "\n  Function Name: '" << name << "'\n";
+      std::sort(functions.begin(), functions.end());
+      int index = 0;
+      for (const std::string& f : functions) {
+        PrintConcreteFunction(*graph, f, keywords, ++index);
+      }
+    }
+    return absl::OkStatus();
+  }
+  return absl::OkStatus();
+}
+
+// The ops a MetaGraph uses, its functions' bodies included and calls to its
+// functions left out (TensorFlow's ops_used_by_graph_def).
+std::set<std::string> OpsUsed(const tensorflow::GraphDef& graph) {
+  std::set<std::string> functions;
+  for (const auto& f : graph.library().function()) {
+    functions.insert(f.signature().name());
+  }
+  std::set<std::string> ops;
+  auto add = [&](const tensorflow::NodeDef& n) {
+    if (!functions.contains(n.op())) ops.insert(n.op());
+  };
+  for (const auto& n : graph.node()) add(n);
+  for (const auto& f : graph.library().function()) {
+    for (const auto& n : f.node_def()) add(n);
+  }
+  return ops;
+}
+
 int Show(const std::string& dir, const std::string& tag_set,
          const std::string& signature, bool all) {
   auto sm = checkpoint::ReadSavedModel(Env::Default(), dir);
@@ -177,7 +449,20 @@ int Show(const std::string& dir, const std::string& tag_set,
         std::cout << "\nsignature_def['" << name << "']:\n";
         PrintSignature(sig, "  ");
       }
+      // saved_model_cli prints Python's set, in no order; sorted here.
+      std::vector<std::string> tags, ops;
+      for (const std::string& t : mg.meta_info_def().tags()) {
+        tags.push_back(PythonQuoted(t));
+      }
+      for (const std::string& op : OpsUsed(mg.graph_def())) {
+        ops.push_back(PythonQuoted(op));
+      }
+      std::cout << "The MetaGraph with tag set [" << absl::StrJoin(tags, ", ")
+                << "] contains the following ops: {"
+                << absl::StrJoin(ops, ", ") << "}\n";
     }
+    absl::Status s = PrintDefinedFunctions(*sm);
+    if (!s.ok()) return Fail(s);
     return 0;
   }
   if (tag_set.empty()) {
@@ -224,16 +509,19 @@ int Run(const std::string& dir, const std::string& tag_set,
   if (!files.ok()) return Fail(files.status());
   auto examples = SplitAssignments(input_examples, "input_examples");
   if (!examples.ok()) return Fail(examples.status());
-  if (exprs->empty() && files->empty() && examples->empty()) {
-    std::cerr << "error: give the inputs with --input_exprs, --inputs and/or "
-                 "--input_examples\n"
-              << kUsage;
-    return 2;
-  }
   auto bundle = serving::LoadSavedModel({}, dir, ParseTags(tag_set));
   if (!bundle.ok()) return Fail(bundle.status());
   auto sig = checkpoint::FindSignature(bundle->meta_graph_def, signature);
   if (!sig.ok()) return Fail(sig.status());
+  // A signature without inputs runs with none (saved_model_cli runs it too).
+  if (exprs->empty() && files->empty() && examples->empty() &&
+      !(*sig)->inputs().empty()) {
+    std::cerr << "error: signature '" << signature
+              << "' has inputs; give them with --input_exprs, --inputs "
+                 "and/or --input_examples\n"
+              << kUsage;
+    return 2;
+  }
 
   std::map<std::string, Tensor> inputs;
   auto add = [&](const std::string& key,
@@ -337,9 +625,11 @@ int SavedModelCommand(const Args& args) {
       {"signature_def", &signature, nullptr, "signature name"},
       {"all", nullptr, &all, "show: print every tag set and signature"},
       {"input_exprs", &input_exprs, nullptr,
-       "run: KEY=VALUE;... with numbers or nested lists, e.g. 'x=[[1],[2]]'"},
+       "run: KEY=VALUE;... with numbers, strings or nested lists, e.g. "
+       "'x=[[1],[2]];s=[\"a\", b\"\\x00\"]'"},
       {"inputs", &input_files, nullptr,
-       "run: KEY=FILE.npy;... (float32/64, int32/64, bool)"},
+       "run: KEY=FILE.npy;... (float16/32/64, int8..int64, uint8..uint64, "
+       "bool)"},
       {"input_examples", &input_examples, nullptr,
        "run: KEY=[{\"feature\": [values], ...}, ...] fed as serialized "
        "tf.Examples"},

@@ -18,11 +18,11 @@ struct NpyType {
   DataType dtype;
   size_t size;
 };
-constexpr NpyType kNpyTypes[] = {{"<f4", DT_FLOAT, 4},
-                                 {"<f8", DT_DOUBLE, 8},
-                                 {"<i4", DT_INT32, 4},
-                                 {"<i8", DT_INT64, 8},
-                                 {"|b1", DT_BOOL, 1}};
+constexpr NpyType kNpyTypes[] = {
+    {"<f4", DT_FLOAT, 4},  {"<f8", DT_DOUBLE, 8},  {"<f2", DT_HALF, 2},
+    {"|i1", DT_INT8, 1},   {"<i2", DT_INT16, 2},   {"<i4", DT_INT32, 4},
+    {"<i8", DT_INT64, 8},  {"|u1", DT_UINT8, 1},   {"<u2", DT_UINT16, 2},
+    {"<u4", DT_UINT32, 4}, {"<u8", DT_UINT64, 8},  {"|b1", DT_BOOL, 1}};
 
 // The value of 'key' in a .npy header dict, up to the next ',' (or the
 // matching ')' for a tuple).
@@ -98,7 +98,7 @@ absl::StatusOr<Tensor> ParseNpy(absl::string_view data,
   }
   descr = std::string(absl::StripSuffix(absl::StripPrefix(descr, "'"), "'"));
   if (!descr.empty() && descr[0] == '=') descr[0] = '<';
-  if (descr == "<b1") descr = "|b1";
+  if (descr == "<b1" || descr == "<i1" || descr == "<u1") descr[0] = '|';
   const NpyType* type = nullptr;
   for (const NpyType& t : kNpyTypes) {
     if (descr == t.descr) type = &t;
@@ -106,8 +106,9 @@ absl::StatusOr<Tensor> ParseNpy(absl::string_view data,
   if (type == nullptr) {
     return errors::Unimplemented(
         "'", path, "': unsupported .npy dtype '", descr,
-        "'; supported: <f4 (float32), <f8 (float64), <i4 (int32), "
-        "<i8 (int64), |b1 (bool), little endian");
+        "'; supported: <f2, <f4, <f8 (float16/32/64), |i1, <i2, <i4, <i8 "
+        "(int8..int64), |u1, <u2, <u4, <u8 (uint8..uint64), |b1 (bool), "
+        "little endian");
   }
   if (shape_text.size() < 2 || shape_text.front() != '(' ||
       shape_text.back() != ')') {
@@ -176,7 +177,8 @@ absl::StatusOr<std::string> EncodeNpy(const Tensor& t) {
   if (type == nullptr) {
     return errors::Unimplemented(
         "cannot write ", DataTypeString(t.dtype()),
-        " to .npy (float, double, int32, int64, bool only)");
+        " to .npy (float16/32/64, int8..int64, uint8..uint64 and bool "
+        "only)");
   }
   std::vector<std::string> dims;
   for (int i = 0; i < t.shape().dims(); ++i)

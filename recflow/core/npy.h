@@ -3,8 +3,9 @@
 // exchange (docs/formats/npy.md has the byte layout).
 //
 // Reading accepts format versions 1.0, 2.0 and 3.0, little-endian (or
-// native '=') float32, float64, int32, int64 and bool ('<f4', '<f8', '<i4',
-// '<i8', '|b1'), C order. Everything in a file is untrusted: the header is
+// native '=') float16/32/64, int8..int64, uint8..uint64 and bool ('<f2',
+// '<f4', '<f8', '|i1', '<i2', '<i4', '<i8', '|u1', '<u2', '<u4', '<u8',
+// '|b1'), C order. Everything in a file is untrusted: the header is
 // checked field by field, the shape with TensorShape::Build (so a shape
 // whose element count overflows int64 is refused), and the data part must
 // hold exactly the shape's bytes, compared by division so that no byte
@@ -42,7 +43,7 @@ absl::StatusOr<Tensor> ReadNpyFile(Env* env, const std::string& path,
                                    uint64_t max_bytes = kMaxNpyFileBytes);
 
 // The bytes of a .npy file (format 1.0) holding `t`. Unimplemented for a
-// dtype other than float, double, int32, int64 and bool.
+// dtype the reader does not take (string, bfloat16, ...).
 absl::StatusOr<std::string> EncodeNpy(const Tensor& t);
 
 // Writes `t` to `path` as EncodeNpy encodes it (not atomically).

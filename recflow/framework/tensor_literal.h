@@ -16,6 +16,7 @@
 #define RECFLOW_FRAMEWORK_TENSOR_LITERAL_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -25,21 +26,28 @@
 
 namespace recflow {
 
-// Values with a shape, before a dtype is chosen.
+// Values with a shape, before a dtype is chosen: numbers in `values`, or
+// strings in `strings` (never both).
 struct TensorLiteral {
-  std::vector<int64_t> shape;       // [] for a scalar; an empty list is [0]
-  std::vector<long double> values;  // row-major, one per element
+  std::vector<int64_t> shape;        // [] for a scalar; an empty list is [0]
+  std::vector<long double> values;   // row-major, one per element
+  std::vector<std::string> strings;  // row-major, when the literal is strings
 };
 
-// Parses a number, true/false, or a nested list of them.
+// Parses a number, true/false, a string, or a nested list of them. Strings
+// are written as Python writes them: "..." or '...', optionally b-prefixed,
+// with the escapes \\ \' \" \n \r \t \0 and \xHH (bytes, as
+// saved_model_cli's --input_exprs feeds a string tensor).
 absl::StatusOr<TensorLiteral> ParseTensorLiteral(absl::string_view text);
 
-// The values of a float, double, int32, int64 or bool tensor (Unimplemented
-// for other dtypes), e.g. to cast a tensor read from a file as a literal.
+// The values of a numeric, bool or string tensor (Unimplemented for other
+// dtypes), e.g. to cast a tensor read from a file as a literal.
 absl::StatusOr<TensorLiteral> TensorLiteralFromTensor(const Tensor& t);
 
-// `literal` as a tensor of `dtype` (float, double, int32, int64 or bool;
-// Unimplemented otherwise). When the literal is a vector or a scalar that
+// `literal` as a tensor of `dtype`: float, double, half, bfloat16, every
+// integer dtype (range-checked: an integer dtype refuses 1.5 or 300 for
+// uint8), bool, or string (from a string literal only); Unimplemented for
+// other dtypes. When the literal is a vector or a scalar that
 // does not fit `want` but exactly one layout of `want` holds its elements
 // ([1,2,5] for [?,1]), the tensor gets that layout and *reshaped (when not
 // null) is set; else the tensor has the literal's shape (whether it fits

@@ -83,8 +83,8 @@ TEST(TensorLiteralTest, RefusesMalformedText) {
            {"[1,[]]", "ragged nested list (a list where a number was seen)"},
            {"[[],1]", "ragged nested list (a number where a list was seen)"},
            {"[1,2", "expected ',' or ']' at position 4"},
-           {"[1,", "expected a number or '[' at position 3"},
-           {"", "expected a number or '['"},
+           {"[1,", "expected a number, a string or '[' at position 3"},
+           {"", "expected a number, a string or '['"},
            {"1 2", "unexpected text after the value at position 2"},
            {"[1,,2]", "'' is not a number"},
            {"x", "'x' is not a number"},
@@ -140,10 +140,79 @@ TEST(TensorLiteralTest, RefusesValuesOutsideAnIntegerDtype) {
   EXPECT_THAT(t.status().message(), HasSubstr("input 'y' is int64 but value"));
   t = TensorLiteralToTensor(*ParseTensorLiteral("[1]"), DT_STRING,
                             PartialShape(), "input 'z'");
-  EXPECT_EQ(t.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(t.status().message(),
-              HasSubstr("input 'z' is string; only float, double, int32, "
-                        "int64 and bool inputs"));
+              HasSubstr("input 'z' is string but the value is a number"));
+  t = TensorLiteralToTensor(*ParseTensorLiteral("[1]"), DT_COMPLEX64,
+                            PartialShape(), "input 'c'");
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(t.status().message(), HasSubstr("input 'c' is complex64"));
+}
+
+// saved_model_cli feeds any dtype: every integer dtype range-checked, the
+// 16-bit floats rounded, strings written as Python writes them.
+TEST(TensorLiteralTest, EveryDtypeAndStrings) {
+  struct Case {
+    DataType dtype;
+    const char* ok;         // in range
+    const char* too_big;    // one past the top
+    const char* too_small;  // one below the bottom
+  };
+  for (const Case& c : std::vector<Case>{
+           {DT_INT8, "[-128, 127]", "[128]", "[-129]"},
+           {DT_INT16, "[-32768, 32767]", "[32768]", "[-32769]"},
+           {DT_UINT8, "[0, 255]", "[256]", "[-1]"},
+           {DT_UINT16, "[0, 65535]", "[65536]", "[-1]"},
+           {DT_UINT32, "[0, 4294967295]", "[4294967296]", "[-1]"},
+           {DT_UINT64, "[0, 18446744073709551615]", "[18446744073709551616]",
+            "[-1]"}}) {
+    absl::StatusOr<Tensor> t = TensorLiteralToTensor(
+        *ParseTensorLiteral(c.ok), c.dtype, PartialShape(), "input 'i'");
+    ASSERT_TRUE(t.ok()) << DataTypeString(c.dtype) << ": " << t.status();
+    absl::StatusOr<TensorLiteral> back = TensorLiteralFromTensor(*t);
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(back->values, ParseTensorLiteral(c.ok)->values)
+        << DataTypeString(c.dtype);
+    for (const char* bad : {c.too_big, c.too_small, "[1.5]"}) {
+      t = TensorLiteralToTensor(*ParseTensorLiteral(bad), c.dtype,
+                                PartialShape(), "input 'i'");
+      EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument)
+          << DataTypeString(c.dtype) << " " << bad;
+      EXPECT_THAT(t.status().message(), HasSubstr("not an integer in range"));
+    }
+  }
+  absl::StatusOr<Tensor> h = TensorLiteralToTensor(
+      *ParseTensorLiteral("[0.5, 3.25, 70000]"), DT_HALF, PartialShape(), "h");
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(static_cast<float>(h->flat<half>()[1]), 3.25f);
+  EXPECT_TRUE(std::isinf(static_cast<float>(h->flat<half>()[2])));
+  absl::StatusOr<Tensor> bf = TensorLiteralToTensor(
+      *ParseTensorLiteral("[-1.5]"), DT_BFLOAT16, PartialShape(), "b");
+  ASSERT_TRUE(bf.ok()) << bf.status();
+  EXPECT_EQ(static_cast<float>(bf->flat<bfloat16>()[0]), -1.5f);
+  EXPECT_THAT(Values(*TensorLiteralFromTensor(*h)),
+              ElementsAre(0.5, 3.25, std::numeric_limits<double>::infinity()));
+
+  absl::StatusOr<TensorLiteral> s =
+      ParseTensorLiteral(R"([["a b", 'it\'s'], [b"\x00\xff", b'\n"']])");
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_THAT(s->shape, ElementsAre(2, 2));
+  const std::vector<std::string> want = {"a b", "it's",
+                                         std::string("\0\xff", 2), "\n\""};
+  EXPECT_EQ(s->strings, want);
+  absl::StatusOr<Tensor> st =
+      TensorLiteralToTensor(*s, DT_STRING, PartialShape(), "input 's'");
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_EQ(st->flat<std::string>()[1], "it's");
+  EXPECT_EQ(TensorLiteralFromTensor(*st)->strings, want);
+  st = TensorLiteralToTensor(*s, DT_FLOAT, PartialShape(), "input 'f'");
+  EXPECT_THAT(st.status().message(),
+              HasSubstr("input 'f' is float but the value holds strings"));
+  for (const char* bad : {R"(["a", 1])", R"([1, "a"])", R"("abc)", R"("\q")",
+                          R"("\x4")"}) {
+    absl::StatusOr<TensorLiteral> b = ParseTensorLiteral(bad);
+    EXPECT_EQ(b.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
 }
 
 TEST(TensorLiteralTest, FitsAVectorToTheOneLayoutThatHoldsIt) {
@@ -198,7 +267,7 @@ TEST(TensorLiteralTest, FromTensor) {
   b.flat<bool>()[0] = true;
   b.flat<bool>()[1] = false;
   EXPECT_THAT(Values(*TensorLiteralFromTensor(b)), ElementsAre(1, 0));
-  EXPECT_EQ(TensorLiteralFromTensor(Tensor(DT_STRING, TensorShape({1})))
+  EXPECT_EQ(TensorLiteralFromTensor(Tensor(DT_COMPLEX64, TensorShape({1})))
                 .status()
                 .code(),
             absl::StatusCode::kUnimplemented);

@@ -11,6 +11,7 @@
 #include "recflow/runtime/caching_allocator.h"
 #include "recflow/runtime/call_frame.h"
 #include "recflow/runtime/executor.h"
+#include "recflow/runtime/feed_shape_check.h"
 #include "recflow/runtime/function_library_runtime.h"
 
 namespace recflow {
@@ -75,6 +76,19 @@ Session::~Session() {
   }
   rm->Cleanup(kFunctionLibraryContainer);
 }
+
+namespace {
+// ScopedUncheckedFeedShapes alive on this thread.
+thread_local int unchecked_feed_shapes_depth = 0;
+}  // namespace
+
+ScopedUncheckedFeedShapes::ScopedUncheckedFeedShapes() {
+  ++unchecked_feed_shapes_depth;
+}
+ScopedUncheckedFeedShapes::~ScopedUncheckedFeedShapes() {
+  --unchecked_feed_shapes_depth;
+}
+bool FeedShapesChecked() { return unchecked_feed_shapes_depth == 0; }
 
 absl::StatusOr<std::unique_ptr<Session>> Session::Create(const SessionOptions& options,
                                                          const tensorflow::GraphDef& graph_def) {
@@ -368,6 +382,7 @@ absl::Status Session::Run(const RunOptions& options,
                    GetOrCreateSignature(feeds, fetches, targets));
   std::vector<Tensor> args;
   args.reserve(feeds.size());
+  const bool check_shapes = FeedShapesChecked();
   for (size_t k = 0; k < feeds.size(); ++k) {
     const Tensor& value = feeds[k].second;
     if (!value.IsInitialized()) {
@@ -378,7 +393,8 @@ absl::Status Session::Run(const RunOptions& options,
                                      DataTypeString(value.dtype()), " but the graph expects ",
                                      DataTypeString(sig->feed_types[k]));
     }
-    if (!sig->feed_shapes[k].IsCompatibleWith(PartialShape(value.shape()))) {
+    if (check_shapes &&
+        !sig->feed_shapes[k].IsCompatibleWith(PartialShape(value.shape()))) {
       return errors::InvalidArgument("cannot feed a value of shape ", value.shape().DebugString(),
                                      " for '", feeds[k].first, "', which has shape ",
                                      sig->feed_shapes[k].DebugString());

@@ -365,13 +365,12 @@ absl::StatusOr<PredictRequestJson> PredictRequestJson::Parse(
     return errors::InvalidArgument(
         "the request has both 'instances' and 'inputs'; send one of them");
   }
-  if (!has_instances && !has_inputs) {
-    return errors::InvalidArgument("the request lacks 'instances' or 'inputs'");
-  }
+  // A body with neither is refused by ToInputs, after the signature's own
+  // checks (TF Serving's order: a signature without inputs is named first).
   if (has_instances) {
     rep->format = JsonPredictFormat::kRow;
     rep->value = &instances->value;
-  } else {
+  } else if (has_inputs) {
     rep->format = JsonPredictFormat::kColumnar;
     rep->value = &inputs->value;
   }
@@ -387,10 +386,16 @@ JsonPredictFormat PredictRequestJson::format() const { return rep_->format; }
 absl::Status PredictRequestJson::ToInputs(const tensorflow::SignatureDef& signature,
                                           std::map<std::string, Tensor>* inputs) const {
   if (signature.inputs().empty()) {
+    // TF Serving's REST API cannot feed a signature without inputs (its
+    // message); gRPC Predict and `recflow saved_model run` can.
     return errors::InvalidArgument(
-        "signature '",
-        rep_->signature_name.empty() ? kDefaultSignature : rep_->signature_name,
-        "' has no inputs");
+        "Failed to get input map for signature: ",
+        rep_->signature_name.empty() ? "DEFAULT" : rep_->signature_name,
+        " (it has no inputs; call it over gRPC Predict with no inputs)");
+  }
+  if (rep_->value == nullptr) {
+    return errors::InvalidArgument(
+        "Missing 'inputs' or 'instances' key in the request");
   }
   inputs->clear();
   if (rep_->format == JsonPredictFormat::kRow) {

@@ -85,7 +85,7 @@ constexpr char kB64[] = "b64";
 absl::Status ParseJsonRequest(absl::string_view json, const JsonLimits& limits,
                               rapidjson::Document* doc) {
   if (json.empty()) {
-    return errors::InvalidArgument("JSON parse error: the request body is empty");
+    return errors::InvalidArgument("JSON Parse error: The document is empty");
   }
   std::string limit_error;
   rapidjson::ParseResult result;
@@ -105,16 +105,16 @@ absl::Status ParseJsonRequest(absl::string_view json, const JsonLimits& limits,
   doc->Populate(generate);
   if (result.IsError()) {
     if (!limit_error.empty()) {
-      return errors::InvalidArgument("JSON parse error: ", limit_error,
+      return errors::InvalidArgument("JSON Parse error: ", limit_error,
                                      " (at offset ", result.Offset(), ")");
     }
     return errors::InvalidArgument(
-        "JSON parse error: ", rapidjson::GetParseError_En(result.Code()),
-        " at offset ", result.Offset());
+        "JSON Parse error: ", rapidjson::GetParseError_En(result.Code()),
+        " at offset: ", result.Offset());
   }
   if (!doc->IsObject()) {
     return errors::InvalidArgument(
-        "JSON parse error: the request must be a JSON object, got ",
+        "JSON Value: the request must be a JSON object, got ",
         doc->IsArray() ? "an array" : "a scalar");
   }
   return absl::OkStatus();

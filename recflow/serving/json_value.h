@@ -35,7 +35,7 @@ struct JsonLimits {
 
 // Parses a request body into `doc`: syntax (NaN, Infinity and -Infinity
 // accepted; strings must be valid UTF-8), the limits, and that the body is
-// an object. InvalidArgument "JSON parse error: ..." with the offset.
+// an object. InvalidArgument "JSON Parse error: ... at offset: N" (TF Serving's words).
 absl::Status ParseJsonRequest(absl::string_view json, const JsonLimits& limits,
                               rapidjson::Document* doc);
 

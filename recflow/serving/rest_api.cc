@@ -16,7 +16,6 @@
 namespace recflow::serving {
 namespace {
 
-constexpr absl::string_view kModelsPrefix = "/v1/models/";
 constexpr char kMetricsPath[] = "/monitoring/prometheus/metrics";
 
 HttpResponse ErrorResponse(const absl::Status& status) {
@@ -26,56 +25,116 @@ HttpResponse ErrorResponse(const absl::Status& status) {
 // The parts of a /v1/models/... path.
 struct Route {
   ModelSpec spec;
-  std::string verb;  // "predict" | "classify" | "regress" | "" (status)
+  std::string verb;  // "predict" | "classify" | "regress" | "" (GET)
   bool metadata = false;
 };
 
-// Parses `path` (starting with kModelsPrefix). NotFound for a path that is
-// not one of the API's; InvalidArgument for a malformed version.
-absl::StatusOr<Route> ParseModelPath(absl::string_view path) {
-  Route route;
-  absl::string_view rest = path.substr(kModelsPrefix.size());
-  // A trailing ":verb" (the verb is case-insensitive, as in TF Serving).
-  size_t colon = rest.rfind(':');
-  if (colon != absl::string_view::npos) {
-    route.verb = absl::AsciiStrToLower(rest.substr(colon + 1));
-    rest = rest.substr(0, colon);
-    if (route.verb != "predict" && route.verb != "classify" &&
-        route.verb != "regress") {
-      return errors::NotFound("unknown method ':", route.verb,
-                              "'; use :predict, :classify or :regress");
+// Consumes `word` from the front of `*s`, ignoring ASCII case.
+bool ConsumeNoCase(absl::string_view* s, absl::string_view word) {
+  if (s->size() < word.size() ||
+      !absl::EqualsIgnoreCase(s->substr(0, word.size()), word)) {
+    return false;
+  }
+  s->remove_prefix(word.size());
+  return true;
+}
+
+// Consumes a non-empty run of bytes other than '/' and ':' (TF Serving's
+// [^/:]+) from the front of `*s`.
+bool ConsumeSegment(absl::string_view* s, absl::string_view* segment) {
+  size_t n = 0;
+  while (n < s->size() && (*s)[n] != '/' && (*s)[n] != ':') ++n;
+  if (n == 0) return false;
+  *segment = s->substr(0, n);
+  s->remove_prefix(n);
+  return true;
+}
+
+// Percent-decodes a model name or version label as TF Serving does (curl's
+// unescape: "%XX" becomes that byte; a '%' not followed by two hex digits
+// and '+' stay as they are).
+std::string PercentDecode(absl::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    c = absl::ascii_tolower(c);
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 &&
+        hex(s[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2])));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
     }
   }
-  if (absl::EndsWith(rest, "/metadata") && route.verb.empty()) {
-    route.metadata = true;
-    rest.remove_suffix(std::string("/metadata").size());
+  return out;
+}
+
+// Matches `path` the way TF Serving's handler does (http_rest_api_util.cc):
+//   POST (?i)/v1/models/NAME[/versions/\d+ | /labels/LABEL]:VERB
+//   GET  (?i)/v1/models[/NAME][/versions/\d+ | /labels/LABEL][/metadata]
+// where NAME and LABEL are [^/:]+, percent-decoded. Only the lowercase
+// verbs and "metadata" select a call (TF Serving's regex is case-insensitive
+// but its dispatch compares exactly; "/METADATA" reads the status). An
+// error is InvalidArgument: "Malformed request: METHOD PATH" for a path or
+// method that does not match, TF Serving's own messages otherwise.
+absl::StatusOr<Route> ParseModelPath(absl::string_view method,
+                                     absl::string_view path) {
+  const absl::Status malformed =
+      errors::InvalidArgument("Malformed request: ", method, " ", path);
+  const bool post = method == "POST";
+  if (!post && method != "GET" && method != "HEAD") return malformed;
+  Route route;
+  absl::string_view rest = path;
+  if (!ConsumeNoCase(&rest, "/v1/models")) return malformed;
+  absl::string_view name;
+  if (!rest.empty() && rest[0] == '/') {
+    // A GET may omit the name (and is then refused for that).
+    absl::string_view probe = rest.substr(1);
+    if (ConsumeSegment(&probe, &name)) rest = probe;
   }
-  std::vector<absl::string_view> parts = absl::StrSplit(rest, '/');
-  if (parts.empty() || parts[0].empty() ||
-      parts[0].find(':') != absl::string_view::npos) {
-    return errors::NotFound("the path names no model");
+  if (name.empty() && post) return malformed;
+  std::string version_str;
+  absl::string_view label;
+  if (ConsumeNoCase(&rest, "/versions/")) {
+    size_t n = 0;
+    while (n < rest.size() && absl::ascii_isdigit(rest[n])) ++n;
+    if (n == 0) return malformed;
+    version_str = std::string(rest.substr(0, n));
+    rest.remove_prefix(n);
+  } else if (ConsumeNoCase(&rest, "/labels/")) {
+    if (!ConsumeSegment(&rest, &label)) return malformed;
   }
-  route.spec.name = std::string(parts[0]);
-  if (parts.size() == 1) return route;
-  if (parts.size() != 3 || parts[2].empty()) {
-    return errors::NotFound("no such resource under model '", route.spec.name,
-                            "'");
+  if (post) {
+    if (rest.empty() || rest[0] != ':') return malformed;
+    rest.remove_prefix(1);
+    if (rest != "predict" && rest != "classify" && rest != "regress") {
+      return malformed;  // also the verbs in another case, as TF Serving
+    }
+    route.verb = std::string(rest);
+  } else {
+    if (ConsumeNoCase(&rest, "/metadata")) {
+      route.metadata = absl::EndsWith(path, "/metadata");
+    }
+    if (!rest.empty()) return malformed;
   }
-  if (parts[1] == "versions") {
+  if (name.empty()) {
+    return errors::InvalidArgument("Missing model name in request.");
+  }
+  route.spec.name = PercentDecode(name);
+  if (!version_str.empty()) {
     int64_t version = 0;
-    if (!std::all_of(parts[2].begin(), parts[2].end(),
-                     [](char c) { return absl::ascii_isdigit(c); }) ||
-        !absl::SimpleAtoi(parts[2], &version)) {
-      return errors::InvalidArgument("version '", parts[2],
-                                     "' is not a non-negative integer");
+    if (!absl::SimpleAtoi(version_str, &version)) {
+      return errors::InvalidArgument("Failed to convert version: ", version_str,
+                                     " to numeric.");
     }
     route.spec.version = version;
-  } else if (parts[1] == "labels") {
-    route.spec.version_label = std::string(parts[2]);
-  } else {
-    return errors::NotFound("no such resource '", parts[1], "' under model '",
-                            route.spec.name, "'");
   }
+  if (!label.empty()) route.spec.version_label = PercentDecode(label);
   return route;
 }
 
@@ -105,39 +164,26 @@ HttpResponse RestApi::Handle(const HttpRequest& request) {
     r.content_type = "text/plain; version=0.0.4";
     return r;
   }
-  if (!absl::StartsWith(path, kModelsPrefix)) {
+  // TF Serving hands every (?i)/v1/.* path to its REST handler, which
+  // answers 400 "Malformed request: ..." for what it cannot match; other
+  // paths are not its API.
+  absl::string_view v1 = path;
+  if (!ConsumeNoCase(&v1, "/v1/")) {
     return HttpResponse::JsonError(
         404, absl::StrCat("no such resource: ", request.method, " ",
                           path.substr(0, 200),
                           "; the API is under /v1/models/NAME"));
   }
-  absl::StatusOr<Route> route = ParseModelPath(path);
-  if (!route.ok()) {
-    return ErrorResponse(errors::Annotate(
-        route.status(), absl::StrCat("malformed request: ", request.method, " ",
-                                     path.substr(0, 200))));
+  absl::StatusOr<Route> route = ParseModelPath(request.method, path);
+  if (!route.ok()) return ErrorResponse(route.status());
+  if (route->verb == "predict") return Predict(route->spec, request.body);
+  if (route->verb == "classify") {
+    return ExamplesCall(route->spec, request.body, &PredictionApi::Classify,
+                        &ClassifyResponseToJson);
   }
-  if (!route->verb.empty()) {
-    if (request.method != "POST") {
-      HttpResponse r = HttpResponse::JsonError(
-          405, absl::StrCat(":", route->verb, " takes POST, not ", request.method));
-      r.headers.push_back({"Allow", "POST"});
-      return r;
-    }
-    if (route->verb == "predict") return Predict(route->spec, request.body);
-    if (route->verb == "classify") {
-      return ExamplesCall(route->spec, request.body, &PredictionApi::Classify,
-                          &ClassifyResponseToJson);
-    }
+  if (route->verb == "regress") {
     return ExamplesCall(route->spec, request.body, &PredictionApi::Regress,
                         &RegressResponseToJson);
-  }
-  if (!get) {
-    HttpResponse r = HttpResponse::JsonError(
-        405, absl::StrCat(route->metadata ? "model metadata" : "model status",
-                          " is read with GET, not ", request.method));
-    r.headers.push_back({"Allow", "GET"});
-    return r;
   }
   return route->metadata ? Metadata(route->spec) : ModelStatus(route->spec);
 }
@@ -157,9 +203,11 @@ HttpResponse RestApi::Predict(const ModelSpec& spec, const std::string& body) {
                                  : json->signature_name();
     auto it = signatures.find(name);
     if (it == signatures.end()) {
-      return errors::NotFound("signature '", name, "' not found in model '",
-                              spec.name, "'; it has: ",
-                              SignatureNames(signatures));
+      // TF Serving's message (GetInfoMap), then the names it has.
+      return errors::InvalidArgument("Serving signature name: \"", name,
+                                     "\" not found in signature def; model '",
+                                     spec.name, "' has: ",
+                                     SignatureNames(signatures));
     }
     return json->ToInputs(it->second, &r->inputs);
   };

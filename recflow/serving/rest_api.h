@@ -8,8 +8,9 @@
 //   //      http://127.0.0.1:PORT/v1/models/half_plus_two:predict
 //   // -> {"predictions": [2.5, 3.0, 4.5]}
 //
-// Routes (paths case-sensitive except the verb; NAME is any run of bytes
-// other than '/' and ':'; V is a decimal version; L a version label):
+// Routes, matched as TF Serving's handler matches them (NAME and L are runs
+// of bytes other than '/' and ':', percent-decoded; V is decimal; the
+// keywords are case-insensitive, the verbs and "metadata" lowercase):
 //   GET  /v1/models/NAME[/versions/V | /labels/L]            model status
 //   GET  /v1/models/NAME[/versions/V | /labels/L]/metadata   model metadata
 //   POST /v1/models/NAME[/versions/V | /labels/L]:predict
@@ -17,12 +18,14 @@
 //   POST /v1/models/NAME[/versions/V | /labels/L]:regress
 //   GET  /monitoring/prometheus/metrics   PredictionApi::MetricsText(),
 //                                         text/plain; version=0.0.4
-// Anything else answers 404 (405 for a known path with the wrong method),
-// with {"error": "..."}. Errors of the PredictionApi map to HTTP codes with
-// HttpStatusFor (prediction_api.h): 404 unknown model / version / label /
-// signature, 400 malformed JSON or wrong dtype / shape / keys, 503 queue
-// full or no version loaded, 429 over a limit. The model name is only ever
-// looked up by the PredictionApi, never used to build a path.
+// Any other path under /v1/ (any case), or another method there, answers
+// 400 "Malformed request: METHOD PATH" as TF Serving does; paths outside
+// /v1/ answer 404. Errors are {"error": "..."}; those of the PredictionApi
+// map to HTTP codes with HttpStatusFor (prediction_api.h): 404 unknown
+// model / version, 400 malformed JSON, wrong dtype or keys, an unknown
+// predict signature or version label, a kernel refusing an input; 503
+// queue full or no version loaded, 429 over a limit. The model name is
+// only ever looked up by the PredictionApi, never used to build a path.
 //
 // Predict needs the signature's input dtypes to type the JSON values. The
 // body is parsed first (malformed JSON is a 400 before any model lookup);

@@ -185,7 +185,7 @@ TEST_F(RestApiTest, PredictRowAndColumnar) {
   EXPECT_EQ(r.headers.at("Content-Type"), "application/json");
   r = Post("/v1/models/m/versions/3:predict", R"({"inputs": [[1], [3]]})");
   EXPECT_EQ(r.body, R"({"outputs": [[2.5], [3.5]]})");
-  r = Post("/v1/models/m/labels/stable:PREDICT", R"({"inputs": 4})");
+  r = Post("/v1/models/m/LABELS/stable:predict", R"({"inputs": 4})");
   EXPECT_EQ(r.body, R"({"outputs": 4.0})");
   r = Post("/v1/models/m:predict", R"({"signature_name": "multi",
       "instances": [{"a": 1, "b": "hi"}, {"a": 2, "b": "yo"}]})");
@@ -214,7 +214,7 @@ TEST_F(RestApiTest, EachRequestIsTypedByTheVersionThatRunsIt) {
               "not of expected type int64");
   EXPECT_EQ(api_.metadata_calls.load(), calls + 3);
   // A malformed body is refused before any lookup.
-  ExpectError(Post("/v1/models/m:predict", R"({"instances": )"), 400, "JSON parse error");
+  ExpectError(Post("/v1/models/m:predict", R"({"instances": )"), 400, "JSON Parse error");
   ExpectError(Post("/v1/models/m:predict", R"({"instances": [1], "inputs": [1]})"), 400,
               "both");
   EXPECT_EQ(api_.metadata_calls.load(), calls + 3);
@@ -256,7 +256,9 @@ TEST_F(RestApiTest, StatusMetadataMetrics) {
 
 TEST_F(RestApiTest, BadRequestsGetClearErrors) {
   ExpectError(Post("/v1/models/m:predict", R"({"instances": [1.0, 2.0)"), 400,
-              "JSON parse error");
+              "JSON Parse error: ");
+  ExpectError(Post("/v1/models/m:predict", ""), 400,
+              "JSON Parse error: The document is empty");
   ExpectError(Post("/v1/models/m:predict", R"({"instances": ["a"]})"), 400,
               "not of expected type float");
   ExpectError(Post("/v1/models/m:predict", R"({"instances": [[1, 2], [3]]})"), 400,
@@ -265,11 +267,11 @@ TEST_F(RestApiTest, BadRequestsGetClearErrors) {
               "model 'zz' not found");
   ExpectError(Post("/v1/models/m/versions/9:predict", R"({"instances": [1]})"), 404,
               "no version 9");
-  ExpectError(Post("/v1/models/m/labels/canary:predict", R"({"instances": [1]})"), 404,
-              "no label 'canary'");
   ExpectError(Post("/v1/models/m:predict",
                    R"({"signature_name": "nope", "instances": [1]})"),
-              404, "signature 'nope' not found in model 'm'; it has: multi, serving_default");
+              400,
+              "Serving signature name: \\\"nope\\\" not found in signature def; "
+              "model 'm' has: multi, serving_default");
   ExpectError(Post("/v1/models/m:predict", "{\"inputs\": " + std::string(100, '[')), 400,
               "deeper than the limit of 64");
   ExpectError(Post("/v1/models/m:predict", std::string(2 << 20, ' ')), 413,
@@ -278,14 +280,60 @@ TEST_F(RestApiTest, BadRequestsGetClearErrors) {
               "queue is full");
   ExpectError(Post("/v1/models/m:classify", R"({"examples": [{"x": null}]})"), 400,
               "feature 'x'");
-  ExpectError(Post("/v1/models/m:explode", "{}"), 404, "unknown method ':explode'");
-  ExpectError(Get("/v1/models/m:predict"), 405, ":predict takes POST");
-  ExpectError(Post("/v1/models/m", "{}"), 405, "read with GET");
-  ExpectError(Get("/v1/models/m/versions/abc"), 400, "version 'abc'");
-  ExpectError(Get("/v1/models/m/frobs/1"), 404, "no such resource 'frobs'");
-  ExpectError(Get("/v1/models/"), 404, "names no model");
   ExpectError(Get("/"), 404, "no such resource");
-  ExpectError(Get("/v1/models/m/versions/1/2"), 404, "no such resource");
+}
+
+// Paths under /v1/ are TF Serving's (http_rest_api_util.cc's regexes): one
+// that does not match, or a method other than GET/POST, is a 400
+// "Malformed request: METHOD PATH"; the keywords are case-insensitive, the
+// verbs not; names and labels are percent-decoded.
+TEST_F(RestApiTest, UrlsAsTfServingParsesThem) {
+  for (const auto& [method, path] : std::vector<std::pair<std::string, std::string>>{
+           {"GET", "/v1/models/m:predict"},
+           {"POST", "/v1/models/m"},
+           {"POST", "/v1/models/m/metadata"},
+           {"PUT", "/v1/models/m"},
+           {"DELETE", "/v1/models/m:predict"},
+           {"POST", "/v1/models/m:explode"},
+           {"POST", "/v1/models/m:PREDICT"},
+           {"POST", "/v1/models/:predict"},
+           {"GET", "/v1/models/"},
+           {"GET", "/v1/models/m/"},
+           {"GET", "/v1/models/m/versions/abc"},
+           {"GET", "/v1/models/m/versions/-1"},
+           {"GET", "/v1/models/m/versions/"},
+           {"GET", "/v1/models/m/labels/"},
+           {"GET", "/v1/models/m/versions/1/2"},
+           {"GET", "/v1/models/m/frobs/1"},
+           {"GET", "/v1/models/m/versions/3/labels/stable"},
+           {"GET", "/v1/models/m/metadata/x"},
+           {"GET", "/v1/foo"},
+       }) {
+    TestResponse r = HttpCall(server_->port(), method, path,
+                              method == "POST" ? "{}" : "");
+    SCOPED_TRACE(method + " " + path);
+    ExpectError(r, 400, "Malformed request: " + method + " " + path);
+    EXPECT_EQ(r.body, "{\"error\": \"Malformed request: " + method + " " + path + "\"}");
+  }
+  ExpectError(Get("/v1/models"), 400, "Missing model name in request.");
+  ExpectError(Get("/v1/models/m/versions/99999999999999999999"), 400,
+              "Failed to convert version: 99999999999999999999 to numeric.");
+  // Keywords in any case; the version and metadata still read.
+  TestResponse r = Post("/V1/Models/m/VERSIONS/3:predict", R"({"instances": [1.0]})");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body, R"({"predictions": [2.5]})");
+  r = Get("/v1/MODELS/m/Labels/stable/metadata");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_THAT(r.body, HasSubstr(R"("metadata": {"signature_def")"));
+  // "/METADATA" matches TF Serving's regex but not its dispatch: the status.
+  r = Get("/v1/models/m/METADATA");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_THAT(r.body, StartsWith(R"({"model_version_status": )"));
+  // Names and labels are percent-decoded before the lookup.
+  ExpectError(Post("/v1/models/a%20b%2Fc:predict", R"({"instances": [1]})"), 404,
+              "model 'a b/c' not found");
+  ExpectError(Post("/v1/models/m/labels/can%61ry%zz:predict", R"({"instances": [1]})"),
+              404, "no label 'canary%zz'");
 }
 
 // Bounded fuzz through the whole REST handler (no sockets): every answer is

@@ -1,7 +1,6 @@
 #include "recflow/serving/saved_model_bundle.h"
 
 #include <algorithm>
-#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -11,6 +10,7 @@
 #include "recflow/core/dtype.h"
 #include "recflow/core/status.h"
 #include "recflow/framework/partial_shape.h"
+#include "recflow/runtime/feed_shape_check.h"
 
 namespace recflow::serving {
 namespace {
@@ -67,44 +67,6 @@ std::string Keys(
   for (const auto& [k, v] : m) keys.push_back(k);
   std::sort(keys.begin(), keys.end());
   return absl::StrJoin(keys, ", ");
-}
-
-// When `shape` omits exactly the signature's dims of known size 1 (TF
-// Serving checks no shapes, and its canonical half_plus_two request feeds
-// [3] to an input declared (-1, 1)), the shape with those dims put back.
-std::optional<TensorShape> ExpandOmittedOnes(const PartialShape& want,
-                                             const TensorShape& shape) {
-  if (want.unknown_rank()) return std::nullopt;
-  std::vector<int64_t> squeezed;
-  for (int64_t d : want.dims()) {
-    if (d != 1) squeezed.push_back(d);
-  }
-  if (squeezed.size() == static_cast<size_t>(want.rank()) ||
-      !PartialShape(absl::MakeConstSpan(squeezed))
-           .IsCompatibleWith(PartialShape(shape))) {
-    return std::nullopt;
-  }
-  TensorShape expanded;
-  int next = 0;
-  for (int64_t d : want.dims()) {
-    expanded.AddDim(d == 1 ? 1 : shape.dim_size(next++));
-  }
-  return expanded;
-}
-
-// Drops the dims the signature declares as size 1 from `t` (the inverse of
-// ExpandOmittedOnes for outputs).
-Tensor SqueezeDeclaredOnes(const tensorflow::TensorInfo& info, Tensor t) {
-  if (!info.has_tensor_shape()) return t;
-  auto want = PartialShape::FromProto(info.tensor_shape());
-  if (!want.ok() || want->unknown_rank() || want->rank() != t.dims()) return t;
-  TensorShape squeezed;
-  for (int i = 0; i < t.dims(); ++i) {
-    if (want->dim(i) != 1) squeezed.AddDim(t.dim_size(i));
-  }
-  if (squeezed.dims() == t.dims()) return t;
-  auto r = t.Reshaped(squeezed);
-  return r.ok() ? *r : t;
 }
 
 }  // namespace
@@ -182,7 +144,6 @@ absl::StatusOr<std::map<std::string, Tensor>> RunSignature(
       const tensorflow::SignatureDef* sig,
       checkpoint::FindSignature(bundle.meta_graph_def, signature_name));
   std::vector<std::pair<std::string, Tensor>> feeds;
-  bool omitted_ones = false;
   for (const auto& [key, tensor] : inputs) {
     auto it = sig->inputs().find(key);
     if (it == sig->inputs().end()) {
@@ -197,21 +158,13 @@ absl::StatusOr<std::map<std::string, Tensor>> RunSignature(
                                      key, "' must be ", DataTypeString(want),
                                      ", got ", DataTypeString(tensor.dtype()));
     }
-    if (info.has_tensor_shape()) {
+    if (!options.leave_shapes_to_graph && info.has_tensor_shape()) {
       auto shape = PartialShape::FromProto(info.tensor_shape());
       if (shape.ok() && !shape->IsCompatibleWith(PartialShape(tensor.shape()))) {
-        std::optional<TensorShape> expanded;
-        if (options.accept_omitted_ones) expanded = ExpandOmittedOnes(*shape, tensor.shape());
-        if (!expanded.has_value()) {
-          return errors::InvalidArgument(
-              "signature '", signature_name, "' input '", key,
-              "' must have shape ", shape->DebugString(), ", got ",
-              tensor.shape().DebugString());
-        }
-        ASSIGN_OR_RETURN(Tensor reshaped, tensor.Reshaped(*expanded));
-        feeds.emplace_back(info.name(), std::move(reshaped));
-        omitted_ones = true;
-        continue;
+        return errors::InvalidArgument(
+            "signature '", signature_name, "' input '", key,
+            "' must have shape ", shape->DebugString(), ", got ",
+            tensor.shape().DebugString());
       }
     }
     feeds.emplace_back(info.name(), tensor);
@@ -241,16 +194,20 @@ absl::StatusOr<std::map<std::string, Tensor>> RunSignature(
     infos.push_back(&it->second);
   }
   std::vector<Tensor> outs;
-  absl::Status s = bundle.session->Run(feeds, fetches, {}, &outs);
+  absl::Status s;
+  if (options.leave_shapes_to_graph) {
+    ScopedUncheckedFeedShapes unchecked;
+    s = bundle.session->Run(feeds, fetches, {}, &outs);
+  } else {
+    s = bundle.session->Run(feeds, fetches, {}, &outs);
+  }
   if (!s.ok()) {
     return errors::Annotate(
         s, absl::StrCat("running signature '", signature_name, "'"));
   }
   std::map<std::string, Tensor> result;
   for (size_t i = 0; i < keys.size(); ++i) {
-    result.emplace(keys[i], omitted_ones
-                                ? SqueezeDeclaredOnes(*infos[i], std::move(outs[i]))
-                                : std::move(outs[i]));
+    result.emplace(keys[i], std::move(outs[i]));
   }
   return result;
 }

@@ -79,18 +79,18 @@ absl::Status RestoreHashTables(Session* session, Env* env, const std::string& va
 
 // Runs signature `signature_name` with `inputs` keyed by the signature's
 // input keys and returns every output keyed by output key (or only
-// `output_keys` when non-empty). Every input of the signature must be given.
-// InvalidArgument naming the key for an unknown or missing input (listing
-// the valid ones), a dtype that differs from the signature's, or a shape
+// `output_keys` when non-empty). Every input of the signature must be given
+// (a signature without inputs runs with none). InvalidArgument naming the
+// key for an unknown or missing input (listing the valid ones), a dtype that
+// differs from the signature's, or (unless leave_shapes_to_graph) a shape
 // incompatible with it; NotFound for an unknown signature or output key.
 struct RunSignatureOptions {
-  // TF Serving's leniency on shapes: an input may omit exactly the
-  // signature's dims of known size 1 (TF Serving checks no shapes, and its
-  // canonical half_plus_two request feeds [3] to an input declared
-  // (-1, 1)). Such an input is fed with those dims put back, and then every
-  // output loses the dims its signature declares as size 1, so the answer
-  // keeps the request's layout ([3] in, [3] out).
-  bool accept_omitted_ones = false;
+  // TF Serving's rule: it checks no shapes, neither the signature's nor the
+  // fed tensors' static ones; each value is fed as it is and the kernels
+  // downstream accept or refuse it (half_plus_two, whose x is declared
+  // [-1, 1], answers [[1, 2], [3, 4]] with [[2.5, 3], [3.5, 4]]). A kernel's
+  // refusal comes back as its InvalidArgument, naming the node.
+  bool leave_shapes_to_graph = false;
 };
 
 absl::StatusOr<std::map<std::string, Tensor>> RunSignature(

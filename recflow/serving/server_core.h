@@ -197,8 +197,8 @@ absl::Status ReadModelServerConfigFile(
     Env* env, const std::string& path,
     tensorflow::serving::ModelServerConfig* config);
 
-// RunSignature (saved_model_bundle.h) with TF Serving's leniency on
-// shapes (RunSignatureOptions::accept_omitted_ones).
+// RunSignature (saved_model_bundle.h) with TF Serving's rule on shapes
+// (RunSignatureOptions::leave_shapes_to_graph).
 absl::StatusOr<std::map<std::string, Tensor>> RunServingSignature(
     const SavedModelBundle& bundle, const std::string& signature_name,
     const std::map<std::string, Tensor>& inputs,

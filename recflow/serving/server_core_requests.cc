@@ -45,7 +45,7 @@ absl::StatusOr<std::map<std::string, Tensor>> RunServingSignature(
     const std::map<std::string, Tensor>& inputs,
     const std::vector<std::string>& output_keys) {
   return RunSignature(bundle, signature_name, inputs, output_keys,
-                      {.accept_omitted_ones = true});
+                      {.leave_shapes_to_graph = true});
 }
 
 absl::StatusOr<std::shared_ptr<ServerCore::Model>> ServerCore::FindModel(
@@ -64,7 +64,23 @@ absl::StatusOr<std::shared_ptr<ServerCore::Model>> ServerCore::FindModel(
 
 absl::StatusOr<std::shared_ptr<const Servable>> ServerCore::Resolve(
     const ModelSpec& spec) const {
-  ASSIGN_OR_RETURN(std::shared_ptr<Model> model, FindModel(spec.name));
+  // TF Serving's messages lead (clients and its scripts look for them):
+  // "Servable not found for request: Specific(NAME, V)" / "Latest(NAME)"
+  // (NotFound) and "Unrecognized servable version label: L"
+  // (InvalidArgument); recflow's detail follows.
+  auto not_found = [&](std::optional<int64_t> version) {
+    return version.has_value()
+               ? absl::StrCat("Servable not found for request: Specific(",
+                              spec.name, ", ", *version, "): ")
+               : absl::StrCat("Servable not found for request: Latest(",
+                              spec.name, "): ");
+  };
+  absl::StatusOr<std::shared_ptr<Model>> found = FindModel(spec.name);
+  if (!found.ok()) {
+    if (!absl::IsNotFound(found.status())) return found.status();
+    return errors::NotFound(not_found(spec.version), found.status().message());
+  }
+  std::shared_ptr<Model> model = *std::move(found);
   const std::shared_ptr<const VersionMap> available =
       model->versions->Available();
   auto versions = [&] {
@@ -83,9 +99,9 @@ absl::StatusOr<std::shared_ptr<const Servable>> ServerCore::Resolve(
   if (spec.version.has_value()) {
     auto it = available->find(*spec.version);
     if (it == available->end()) {
-      return errors::NotFound("version ", *spec.version, " of model '",
-                              spec.name, "' is not available",
-                              why(*spec.version),
+      return errors::NotFound(not_found(spec.version), "version ",
+                              *spec.version, " of model '", spec.name,
+                              "' is not available", why(*spec.version),
                               "; available versions: ", versions());
     }
     return it->second;
@@ -93,14 +109,16 @@ absl::StatusOr<std::shared_ptr<const Servable>> ServerCore::Resolve(
   if (!spec.version_label.empty()) {
     auto label = model->labels.find(spec.version_label);
     if (label == model->labels.end()) {
-      return errors::NotFound("label '", spec.version_label, "' of model '",
-                              spec.name, "' is unknown; labels: ",
-                              JoinKeys(model->labels));
+      return errors::InvalidArgument(
+          "Unrecognized servable version label: ", spec.version_label,
+          " (model '", spec.name, "' has labels: ", JoinKeys(model->labels),
+          ")");
     }
     auto it = available->find(label->second);
     if (it == available->end()) {
-      return errors::NotFound("label '", spec.version_label, "' of model '",
-                              spec.name, "' points to version ", label->second,
+      return errors::NotFound(not_found(label->second), "label '",
+                              spec.version_label, "' of model '", spec.name,
+                              "' points to version ", label->second,
                               ", which is not available", why(label->second),
                               "; available versions: ", versions());
     }
@@ -113,7 +131,7 @@ absl::StatusOr<std::shared_ptr<const Servable>> ServerCore::Resolve(
                       ModelVersionStateName(s.state));
       if (!s.status.ok()) absl::StrAppend(&detail, ": ", s.status.message());
     }
-    return errors::Unavailable("model '", spec.name,
+    return errors::Unavailable(not_found(std::nullopt), "model '", spec.name,
                                "' has no available version yet",
                                detail.empty() ? "" : " (", detail,
                                detail.empty() ? "" : ")");
@@ -208,21 +226,31 @@ absl::Status ServerCore::DoPredict(const PredictRequest& request,
 
 namespace {
 
-// The one DT_STRING input of a classify / regress signature, after checking
-// the method.
+// The one DT_STRING input of a classify / regress signature. TF Serving
+// (without --enable_signature_method_name_check, its default) takes any
+// signature shaped like one: TF2 writes them with method_name
+// tensorflow/serving/predict, a single DT_STRING input keyed "inputs" fed
+// the serialized tf.Examples (classifier.cc / regressor.cc
+// PreProcessClassification / PreProcessRegression). A signature of the
+// method itself may name its input otherwise.
 absl::StatusOr<std::string> ExampleInputKey(const tensorflow::SignatureDef& sig,
                                             const std::string& sig_name,
                                             const std::string& model,
                                             const char* method,
                                             const char* api) {
-  if (sig.method_name() != method) {
+  const bool string_input =
+      sig.inputs_size() == 1 &&
+      sig.inputs().begin()->second.dtype() == tensorflow::DT_STRING;
+  if (sig.method_name() != method &&
+      !(string_input && sig.inputs().begin()->first == "inputs")) {
     return errors::FailedPrecondition(
-        api, " needs a signature with method '", method, "'; signature '",
+        api, " needs a signature with method '", method,
+        "' or one DT_STRING input keyed 'inputs' (serialized tf.Examples); "
+        "signature '",
         sig_name, "' of model '", model, "' has method '", sig.method_name(),
-        "'");
+        "' and ", sig.inputs_size(), " inputs");
   }
-  if (sig.inputs_size() != 1 ||
-      sig.inputs().begin()->second.dtype() != tensorflow::DT_STRING) {
+  if (!string_input) {
     return errors::FailedPrecondition(
         api, " signature '", sig_name, "' of model '", model,
         "' must have exactly one string input (serialized tf.Examples); it "
@@ -443,15 +471,25 @@ absl::Status ServerCore::GetModelMetadata(const MetadataRequest& request,
 
 absl::Status ServerCore::GetModelStatus(const StatusRequest& request,
                                         StatusResponse* response) {
-  ASSIGN_OR_RETURN(std::shared_ptr<Model> model,
-                   FindModel(request.model_spec.name));
+  // TF Serving's messages lead (get_model_status_impl.cc).
+  absl::StatusOr<std::shared_ptr<Model>> found =
+      FindModel(request.model_spec.name);
+  if (!found.ok()) {
+    if (!absl::IsNotFound(found.status())) return found.status();
+    return errors::NotFound("Could not find any versions of model ",
+                            request.model_spec.name, ": ",
+                            found.status().message());
+  }
+  std::shared_ptr<Model> model = *std::move(found);
   std::optional<int64_t> version = request.model_spec.version;
   if (!version.has_value() && !request.model_spec.version_label.empty()) {
     auto label = model->labels.find(request.model_spec.version_label);
     if (label == model->labels.end()) {
-      return errors::NotFound("label '", request.model_spec.version_label,
-                              "' of model '", request.model_spec.name,
-                              "' is unknown; labels: ", JoinKeys(model->labels));
+      return errors::InvalidArgument(
+          "Unrecognized servable version label: ",
+          request.model_spec.version_label, " (model '",
+          request.model_spec.name, "' has labels: ", JoinKeys(model->labels),
+          ")");
     }
     version = label->second;
   }
@@ -461,9 +499,9 @@ absl::Status ServerCore::GetModelStatus(const StatusRequest& request,
   if (version.has_value()) {
     auto it = states.find(*version);
     if (it == states.end()) {
-      return errors::NotFound("version ", *version, " of model '",
-                              request.model_spec.name,
-                              "' is unknown; versions: ", JoinKeys(states));
+      return errors::NotFound("Could not find version ", *version,
+                              " of model ", request.model_spec.name,
+                              "; versions: ", JoinKeys(states));
     }
     response->versions.push_back(it->second);
     return absl::OkStatus();
