@@ -38,7 +38,7 @@ bool Abandoned(grpc::ServerContext* ctx, grpc::Status* status) {
   return true;
 }
 
-// Why const_cast in Classify/Regress: the sync API hands the request as
+// Why const_cast in Classify/Regress/MultiInference: the sync API hands the request as
 // const, but it is the call's own message and nobody reads it after the
 // handler; moving its examples out (instead of copying hundreds of
 // candidate Examples) is safe and saves a copy per request.
@@ -92,6 +92,22 @@ class PredictionServiceImpl final : public tfs::PredictionService::Service {
     s = api_->Regress(request, &response);
     if (!s.ok()) return ToGrpcStatus(s);
     RegressResponseToProto(response, out);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status MultiInference(grpc::ServerContext* ctx,
+                              const tfs::MultiInferenceRequest* proto,
+                              tfs::MultiInferenceResponse* out) override {
+    grpc::Status abandoned;
+    if (Abandoned(ctx, &abandoned)) return abandoned;
+    MultiInferenceRequest request;
+    absl::Status s = MultiInferenceRequestFromProto(
+        const_cast<tfs::MultiInferenceRequest*>(proto), &request);
+    if (!s.ok()) return ToGrpcStatus(s);
+    MultiInferenceResponse response;
+    s = api_->MultiInference(request, &response);
+    if (!s.ok()) return ToGrpcStatus(s);
+    MultiInferenceResponseToProto(response, out);
     return grpc::Status::OK;
   }
 

@@ -223,6 +223,11 @@ class ServerCore : public PredictionApi {
                         ClassifyResponse* response) override;
   absl::Status Regress(const RegressRequest& request,
                        RegressResponse* response) override;
+  // TF Serving's MultiInference (server_core_multi_inference.cc): the
+  // tasks' signatures are checked by structure, not method name; runs
+  // unbatched, once for every task.
+  absl::Status MultiInference(const MultiInferenceRequest& request,
+                              MultiInferenceResponse* response) override;
   absl::Status GetModelMetadata(const MetadataRequest& request,
                                 MetadataResponse* response) override;
   absl::Status GetModelStatus(const StatusRequest& request,
@@ -311,6 +316,13 @@ class ServerCore : public PredictionApi {
   absl::Status DoRegress(const RegressRequest& request,
                          RegressResponse* response, bool batch,
                          std::shared_ptr<const Servable> servable = nullptr);
+  // `*version`: the version that ran (empty if none was resolved).
+  absl::Status DoMultiInference(const MultiInferenceRequest& request,
+                                MultiInferenceResponse* response,
+                                std::string* version);
+  // [N] serialized examples; the context's bytes are prepended to each.
+  // InvalidArgument when there is no example.
+  static absl::StatusOr<Tensor> SerializeExamples(const ExampleInput& input);
   void Record(const std::string& api, const ModelSpec& spec,
               const std::string& version, const absl::Status& status,
               uint64_t start_micros);
