@@ -195,8 +195,44 @@ void TensorToApiProto(const Tensor& tensor, const TensorEncoding& encoding,
         for (const std::string& v : values) field->Add(std::string(v));
       });
       return;
+    // As TensorFlow's Tensor::AsProtoField: half and bfloat16 as their bits
+    // in half_val, complex as (real, imaginary) pairs.
+    case DT_HALF:
+      typed([&] {
+        auto* field = proto->mutable_half_val();
+        field->Reserve(static_cast<int>(tensor.NumElements()));
+        for (const half& v : tensor.flat<half>()) field->Add(v.bits);
+      });
+      return;
+    case DT_BFLOAT16:
+      typed([&] {
+        auto* field = proto->mutable_half_val();
+        field->Reserve(static_cast<int>(tensor.NumElements()));
+        for (const bfloat16& v : tensor.flat<bfloat16>()) field->Add(v.bits);
+      });
+      return;
+    case DT_COMPLEX64:
+      typed([&] {
+        auto* field = proto->mutable_scomplex_val();
+        field->Reserve(static_cast<int>(2 * tensor.NumElements()));
+        for (const auto& v : tensor.flat<std::complex<float>>()) {
+          field->Add(v.real());
+          field->Add(v.imag());
+        }
+      });
+      return;
+    case DT_COMPLEX128:
+      typed([&] {
+        auto* field = proto->mutable_dcomplex_val();
+        field->Reserve(static_cast<int>(2 * tensor.NumElements()));
+        for (const auto& v : tensor.flat<std::complex<double>>()) {
+          field->Add(v.real());
+          field->Add(v.imag());
+        }
+      });
+      return;
     default:
-      // half, bfloat16, complex, quantized: tensor_content says it exactly.
+      // Quantized and other kinds: tensor_content says it exactly.
       TensorToProto(tensor, proto);
       return;
   }
