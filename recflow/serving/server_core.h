@@ -169,6 +169,8 @@ struct ServerCoreOptions {
   // Serving's pre_load_hook); may block (tests use it to hold a load).
   std::function<void(const std::string& model, int64_t version)>
       pre_load_hook;
+  // The MetaGraph to serve: the one tagged exactly this set
+  // (--saved_model_tags).
   std::vector<std::string> tags = {"serve"};
   Env* env = Env::Default();  // Not owned.
   SessionOptions session;     // per loaded version
@@ -183,7 +185,9 @@ tensorflow::serving::ModelServerConfig SingleModelConfig(
 // Parses a text-format proto file (a --model_config_file,
 // --batching_parameters_file or --monitoring_config_file). NotFound /
 // PermissionDenied naming the file when it cannot be read; InvalidArgument
-// naming the file, line and column of a syntax error or unknown field.
+// for a syntax error or unknown field, worded as protobuf and TF Serving
+// word it ("Error parsing text-format tensorflow.serving.ModelServerConfig:
+// LINE:COLUMN: WHAT; Invalid protobuf file: 'PATH'").
 absl::Status ReadTextProtoFile(Env* env, const std::string& path,
                                google::protobuf::Message* message);
 
