@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "google/protobuf/util/message_differencer.h"
 #include "grpcpp/grpcpp.h"
 #include "recflow/checkpoint/saved_model.h"
 #include "recflow/serving/grpc_server.h"
@@ -295,7 +296,8 @@ TEST(GetModelMetadataTf2Test, SignatureDefMapAsTfServingReturnsIt) {
   ASSERT_EQ(map.signature_def().size(), want.size());
   for (const auto& [name, sig] : want) {
     ASSERT_TRUE(map.signature_def().contains(name)) << name;
-    EXPECT_EQ(map.signature_def().at(name).SerializeAsString(), sig.SerializeAsString())
+    EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(
+        map.signature_def().at(name), sig))
         << name;
   }
   std::vector<std::string> names;
