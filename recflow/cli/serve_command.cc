@@ -11,10 +11,12 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "recflow/cli/commands.h"
 #include "recflow/core/env.h"
 #include "recflow/core/status.h"
 #include "recflow/core/threadpool.h"
+#include "recflow/serving/config_file_poller.h"
 #include "recflow/serving/grpc_server.h"
 #include "recflow/serving/rest_api.h"
 #include "recflow/serving/server_core.h"
@@ -26,10 +28,13 @@ constexpr char kUsage[] =
     "usage: recflow serve [--port=8500] [--rest_api_port=PORT] [--host=127.0.0.1]\n"
     "           (--model_name=NAME --model_base_path=DIR | --model_config_file=FILE)\n"
     "           [--enable_batching] [--batching_parameters_file=FILE]\n"
-    "           [--file_system_poll_wait_seconds=1] [--monitoring_config_file=FILE]\n\n"
+    "           [--file_system_poll_wait_seconds=1] [--monitoring_config_file=FILE]\n"
+    "           [--model_config_file_poll_wait_seconds=0] [--saved_model_tags=serve]\n"
+    "           [--grpc_socket_path=PATH] [--grpc_channel_arguments=K=V,...]\n\n"
     "Serves SavedModel versions (numeric subdirectories of each base path) over TF\n"
     "Serving's REST API (--rest_api_port) and gRPC PredictionService / ModelService\n"
-    "(--port). A port of 0 disables that server; 'auto' lets the OS pick a free port.\n"
+    "(--port, and --grpc_socket_path). A port of 0 disables that server; 'auto'\n"
+    "lets the OS pick a free port.\n"
     "New versions are loaded, warmed up and swapped in while serving. Stops cleanly\n"
     "on SIGINT / SIGTERM. See docs/serving.md.\n\n";
 
@@ -80,6 +85,8 @@ struct ServeFlags {
   std::string rest_idle_ms = "15000";
   std::string load_threads = "0", unload_threads = "0", load_retries = "0";
   std::string load_retry_interval = "60000000";
+  std::string config_poll_wait = "0", saved_model_tags = "serve";
+  std::string grpc_socket_path, grpc_channel_arguments;
   bool enable_batching = false, fail_if_zero = false;
 };
 
@@ -108,6 +115,37 @@ absl::Status Serve(const ServeFlags& f) {
         "--file_system_poll_wait_seconds must be a number of seconds, at most ",
         static_cast<int64_t>(serving::kMaxPollWaitSeconds),
         " (<= 0: load once, never poll), got '", f.poll_wait, "'");
+  }
+  double config_poll = 0;
+  if (!absl::SimpleAtod(f.config_poll_wait, &config_poll) || !std::isfinite(config_poll) ||
+      config_poll < 0 || config_poll > serving::kMaxPollWaitSeconds) {
+    return errors::InvalidArgument(
+        "--model_config_file_poll_wait_seconds must be a number of seconds, >= 0 and at most ",
+        static_cast<int64_t>(serving::kMaxPollWaitSeconds), " (0: never re-read), got '",
+        f.config_poll_wait, "'");
+  }
+  if (config_poll > 0 && f.model_config_file.empty()) {
+    // TF Serving ignores it then too.
+    std::cerr << "warning: --model_config_file_poll_wait_seconds is ignored without "
+                 "--model_config_file\n";
+    config_poll = 0;
+  }
+  options.tags.clear();
+  for (absl::string_view tag : absl::StrSplit(f.saved_model_tags, ',', absl::SkipEmpty())) {
+    options.tags.emplace_back(tag);
+  }
+  if (options.tags.empty()) {
+    return errors::InvalidArgument(
+        "--saved_model_tags is empty; give the MetaGraph's tags, comma-separated "
+        "(default: serve)");
+  }
+  ASSIGN_OR_RETURN(std::vector<serving::GrpcChannelArgument> channel_arguments,
+                   serving::ParseGrpcChannelArguments(f.grpc_channel_arguments));
+  if (f.grpc_socket_path.size() > serving::kMaxSocketPathBytes) {
+    return errors::InvalidArgument("--grpc_socket_path '", f.grpc_socket_path, "' is ",
+                                   f.grpc_socket_path.size(),
+                                   " bytes; a Unix socket path holds at most ",
+                                   serving::kMaxSocketPathBytes);
   }
   options.fail_if_zero_versions_at_startup = f.fail_if_zero;
   options.enable_batching = f.enable_batching || !f.batching_parameters_file.empty();
@@ -154,7 +192,8 @@ absl::Status Serve(const ServeFlags& f) {
                    ParseMillis("rest_api_timeout_in_ms", f.rest_timeout_ms));
   ASSIGN_OR_RETURN(int64_t rest_idle,
                    ParseMillis("rest_api_idle_timeout_in_ms", f.rest_idle_ms));
-  if (grpc_port < 0 && rest_port < 0) {
+  const bool serve_grpc = grpc_port >= 0 || !f.grpc_socket_path.empty();
+  if (!serve_grpc && rest_port < 0) {
     return errors::InvalidArgument("both --port and --rest_api_port are 0: nothing to listen on");
   }
 
@@ -171,10 +210,12 @@ absl::Status Serve(const ServeFlags& f) {
   std::unique_ptr<serving::GrpcServer> grpc;
   std::unique_ptr<serving::RestServer> rest;
   std::vector<std::string> urls;
-  if (grpc_port >= 0) {
+  if (serve_grpc) {
     serving::GrpcServerOptions grpc_options;
     grpc_options.host = f.host;
-    grpc_options.port = grpc_port;
+    grpc_options.port = grpc_port;  // -1 (--port=0): the socket only
+    grpc_options.socket_path = f.grpc_socket_path;
+    grpc_options.channel_arguments = channel_arguments;
     grpc_options.num_threads = grpc_threads;
     grpc_options.limits = options.request_limits;  // as warm-up records
     serving::ServerCore* core_ptr = core.get();
@@ -183,7 +224,8 @@ absl::Status Serve(const ServeFlags& f) {
     };
     ASSIGN_OR_RETURN(grpc, serving::GrpcServer::Create(grpc_options, core.get()));
     RETURN_IF_ERROR(grpc->Start());
-    urls.push_back(absl::StrCat("grpc://", f.host, ":", grpc->port()));
+    if (grpc_port >= 0) urls.push_back(absl::StrCat("grpc://", f.host, ":", grpc->port()));
+    if (!f.grpc_socket_path.empty()) urls.push_back("unix:" + f.grpc_socket_path);
   }
   if (rest_port >= 0) {
     serving::HttpServerOptions http;
@@ -210,12 +252,29 @@ absl::Status Serve(const ServeFlags& f) {
   }
   std::fflush(stdout);
 
+  // Started after ServerCore::Create, so that no reload runs concurrently
+  // with the initial load (as in TF Serving).
+  std::unique_ptr<serving::ModelConfigFilePoller> config_poller;
+  if (config_poll > 0) {
+    serving::ServerCore* core_ptr = core.get();
+    ASSIGN_OR_RETURN(config_poller,
+                     serving::ModelConfigFilePoller::Create(
+                         {.path = f.model_config_file,
+                          .poll_wait_seconds = config_poll,
+                          .initial = options.model_server_config,
+                          .env = env},
+                         [core_ptr](const tensorflow::serving::ModelServerConfig& c) {
+                           return core_ptr->ReloadConfig(c);
+                         }));
+  }
+
   int sig = 0;
   sigwait(&signals, &sig);
   std::printf("received %s; shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
   std::fflush(stdout);
   // Requests waiting for a batch are run now: the front ends' Stop waits
   // for the requests in flight, which must not wait out a batch timeout.
+  config_poller.reset();
   core->StopBatching();
   if (rest != nullptr) rest->Stop();
   if (grpc != nullptr) grpc->Stop();
@@ -272,6 +331,16 @@ int ServeCommand(const Args& args) {
                "wait before the first retry, doubling for each next one (default 60000000)"},
               {"fail_if_zero_versions_at_startup", nullptr, &f.fail_if_zero,
                "exit when a model has no version on disk"},
+              {"model_config_file_poll_wait_seconds", &f.config_poll_wait, nullptr,
+               "seconds between re-reads of --model_config_file, whose model list is then "
+               "applied (default 0: never)"},
+              {"saved_model_tags", &f.saved_model_tags, nullptr,
+               "comma-separated tag set of the MetaGraph to serve (default serve)"},
+              {"grpc_socket_path", &f.grpc_socket_path, nullptr,
+               "also serve gRPC on this Unix domain socket"},
+              {"grpc_channel_arguments", &f.grpc_channel_arguments, nullptr,
+               "comma-separated key=value gRPC server arguments (e.g. "
+               "grpc.max_connection_age_ms=2000)"},
           },
           &positional, kUsage)) {
     return 2;

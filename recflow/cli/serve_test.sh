@@ -119,7 +119,8 @@ expect_fail nothing "nothing to serve" --port=0 --rest_api_port=auto
 expect_fail missing_base "model 'm': base_path '$TMP/none'" \
   --model_name=m --model_base_path="$TMP/none" --rest_api_port=auto --port=0
 printf 'model_config_list {\n  config { name: "m" bse_path: "x" }\n}\n' >"$TMP/bad.config"
-expect_fail bad_config "bad.config.*line 2" --model_config_file="$TMP/bad.config" --port=auto
+expect_fail bad_config "Error parsing text-format tensorflow.serving.ModelServerConfig: 2:[0-9]+: .*bse_path.*bad.config" \
+  --model_config_file="$TMP/bad.config" --port=auto
 : >"$TMP/empty.config"
 expect_fail empty_config "lists no model" --model_config_file="$TMP/empty.config" --port=auto
 printf 'max_batch_size { value: 0 }\n' >"$TMP/batching.config"

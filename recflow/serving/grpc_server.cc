@@ -7,7 +7,10 @@
 #include <thread>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/resource_quota.h"
 #include "recflow/core/mutex.h"
@@ -38,9 +41,9 @@ bool Abandoned(grpc::ServerContext* ctx, grpc::Status* status) {
   return true;
 }
 
-// Why const_cast in Classify/Regress: the sync API hands the request as
-// const, but it is the call's own message and nobody reads it after the
-// handler; moving its examples out (instead of copying hundreds of
+// Why const_cast in Classify/Regress/MultiInference: the sync API hands
+// the request as const, but it is the call's own message and nobody reads
+// it after the handler; moving its examples out (instead of copying hundreds of
 // candidate Examples) is safe and saves a copy per request.
 
 class PredictionServiceImpl final : public tfs::PredictionService::Service {
@@ -92,6 +95,22 @@ class PredictionServiceImpl final : public tfs::PredictionService::Service {
     s = api_->Regress(request, &response);
     if (!s.ok()) return ToGrpcStatus(s);
     RegressResponseToProto(response, out);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status MultiInference(grpc::ServerContext* ctx,
+                              const tfs::MultiInferenceRequest* proto,
+                              tfs::MultiInferenceResponse* out) override {
+    grpc::Status abandoned;
+    if (Abandoned(ctx, &abandoned)) return abandoned;
+    MultiInferenceRequest request;
+    absl::Status s = MultiInferenceRequestFromProto(
+        const_cast<tfs::MultiInferenceRequest*>(proto), &request);
+    if (!s.ok()) return ToGrpcStatus(s);
+    MultiInferenceResponse response;
+    s = api_->MultiInference(request, &response);
+    if (!s.ok()) return ToGrpcStatus(s);
+    MultiInferenceResponseToProto(response, out);
     return grpc::Status::OK;
   }
 
@@ -167,6 +186,25 @@ int ClampToInt(int64_t v) {
 
 }  // namespace
 
+absl::StatusOr<std::vector<GrpcChannelArgument>> ParseGrpcChannelArguments(
+    const std::string& flag_value) {
+  std::vector<GrpcChannelArgument> out;
+  for (absl::string_view entry :
+       absl::StrSplit(flag_value, ',', absl::SkipEmpty())) {
+    const size_t eq = entry.find('=');
+    if (eq == absl::string_view::npos || eq == 0) {
+      return errors::InvalidArgument(
+          "--grpc_channel_arguments: entry '", entry,
+          eq == 0 ? "' has an empty key" : "' is not key=value",
+          " (expected comma-separated key=value pairs, e.g. "
+          "grpc.max_connection_age_ms=2000)");
+    }
+    out.push_back({std::string(entry.substr(0, eq)),
+                   std::string(entry.substr(eq + 1))});
+  }
+  return out;
+}
+
 class GrpcServer::Impl {
  public:
   Impl(const GrpcServerOptions& options, PredictionApi* api)
@@ -178,7 +216,14 @@ class GrpcServer::Impl {
     MutexLock lock(&mu_);
     if (started_)
       return errors::FailedPrecondition("GrpcServer already started");
-    const std::string address = HostPort(options_.host, options_.port);
+    std::vector<std::string> addresses;
+    if (options_.port >= 0) {
+      addresses.push_back(HostPort(options_.host, options_.port));
+    }
+    if (!options_.socket_path.empty()) {
+      addresses.push_back("unix:" + options_.socket_path);
+    }
+    const std::string address = absl::StrJoin(addresses, " and ");
     // gRPC aborts (an internal assertion) when it cannot start the threads
     // of its sync server. It cannot be told to fail instead; refusing to
     // start when no thread can start at all (a process or PID limit is
@@ -192,17 +237,43 @@ class GrpcServer::Impl {
     probe->join();
     grpc::ServerBuilder builder;
     int selected_port = 0;
-    builder.AddListeningPort(address, grpc::InsecureServerCredentials(),
-                             &selected_port);
+    if (options_.port >= 0) {
+      builder.AddListeningPort(addresses.front(),
+                               grpc::InsecureServerCredentials(),
+                               &selected_port);
+    }
+    if (!options_.socket_path.empty()) {
+      builder.AddListeningPort(addresses.back(),
+                               grpc::InsecureServerCredentials());
+    }
     // gRPC sets SO_REUSEPORT by default, which would let a second server
     // share a port in use instead of failing to bind.
     builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-    builder.SetMaxReceiveMessageSize(
-        ClampToInt(options_.max_receive_message_bytes));
-    builder.SetMaxSendMessageSize(
-        options_.max_send_message_bytes < 0
-            ? -1
-            : ClampToInt(options_.max_send_message_bytes));
+    bool user_max_receive = false, user_max_send = false;
+    for (const GrpcChannelArgument& arg : options_.channel_arguments) {
+      user_max_receive |= arg.key == GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
+      user_max_send |= arg.key == GRPC_ARG_MAX_SEND_MESSAGE_LENGTH;
+    }
+    if (!user_max_receive) {
+      builder.SetMaxReceiveMessageSize(
+          ClampToInt(options_.max_receive_message_bytes));
+    }
+    if (!user_max_send) {
+      builder.SetMaxSendMessageSize(
+          options_.max_send_message_bytes < 0
+              ? -1
+              : ClampToInt(options_.max_send_message_bytes));
+    }
+    // As TF Serving: an int when the value parses as one, else a string
+    // (gRPC logs the arguments it does not know).
+    for (const GrpcChannelArgument& arg : options_.channel_arguments) {
+      int32_t value = 0;
+      if (absl::SimpleAtoi(arg.value, &value)) {
+        builder.AddChannelArgument(arg.key, value);
+      } else {
+        builder.AddChannelArgument(arg.key, arg.value);
+      }
+    }
     if (options_.num_threads > 0) {
       grpc::ResourceQuota quota("recflow_grpc_server");
       quota.SetMaxThreads(options_.num_threads);
@@ -211,10 +282,14 @@ class GrpcServer::Impl {
     builder.RegisterService(&prediction_service_);
     builder.RegisterService(&model_service_);
     std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-    if (server == nullptr || selected_port == 0) {
+    if (server == nullptr || (options_.port >= 0 && selected_port == 0)) {
       if (server != nullptr) server->Shutdown();
-      return errors::Unavailable("gRPC server cannot listen on ", address,
-                                 " (address in use or not local?)");
+      return errors::Unavailable(
+          "gRPC server cannot listen on ", address,
+          options_.socket_path.empty()
+              ? " (address in use or not local?)"
+              : " (address in use or not local, or the socket's directory "
+                "missing or not writable?)");
     }
     server_ = std::move(server);
     port_ = selected_port;
@@ -278,9 +353,26 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(
   if (options.host.empty()) {
     return errors::InvalidArgument("GrpcServer: host is empty");
   }
-  if (options.port < 0 || options.port > 65535) {
-    return errors::InvalidArgument("GrpcServer: port ", options.port,
-                                   " is not in [0, 65535]");
+  if (options.port < -1 || options.port > 65535 ||
+      (options.port == -1 && options.socket_path.empty())) {
+    return errors::InvalidArgument(
+        "GrpcServer: port ", options.port,
+        " is not in [0, 65535] (-1, no TCP port, needs a socket_path)");
+  }
+  if (options.socket_path.size() > kMaxSocketPathBytes) {
+    return errors::InvalidArgument(
+        "GrpcServer: socket path '", options.socket_path, "' is ",
+        options.socket_path.size(), " bytes; a Unix socket path holds at most ",
+        kMaxSocketPathBytes);
+  }
+  if (options.socket_path.find('\0') != std::string::npos) {
+    return errors::InvalidArgument("GrpcServer: socket path has a NUL byte");
+  }
+  for (const GrpcChannelArgument& arg : options.channel_arguments) {
+    if (arg.key.empty()) {
+      return errors::InvalidArgument(
+          "GrpcServer: a channel argument has an empty key");
+    }
   }
   if (options.max_receive_message_bytes <= 0) {
     return errors::InvalidArgument("GrpcServer: max_receive_message_bytes ",

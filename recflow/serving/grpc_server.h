@@ -22,8 +22,14 @@
 // busy is refused with RESOURCE_EXHAUSTED instead of queueing. A call whose
 // caller already gave up (deadline passed, cancelled) by the time a thread
 // takes it is answered CANCELLED without running the model.
-// MultiInference and ListModelNames are not offered (UNIMPLEMENTED, as for
-// any unknown method).
+// MultiInference runs classify / regress tasks over one Input on one version
+// (PredictionApi::MultiInference). ListModelNames is not offered
+// (UNIMPLEMENTED, as for any unknown method).
+//
+// Listening: host:port (TCP) and/or a Unix domain socket (socket_path, TF
+// Serving's --grpc_socket_path; gRPC's "unix:PATH" address). Extra gRPC
+// channel arguments (TF Serving's --grpc_channel_arguments) are applied to
+// the server builder after recflow's own settings, so they override them.
 //
 // Thread-safety: Start, Stop and Wait may be called from any thread; Stop
 // and the destructor must not be called from inside a call handler. The
@@ -35,6 +41,8 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -48,13 +56,38 @@ class ModelServerConfig;  // recflow/proto/model_server_config.proto
 
 namespace recflow::serving {
 
+// One gRPC channel argument given by the user: key=value, the value an int
+// when it parses as a 32-bit integer, else a string (as TF Serving passes
+// them to grpc::ServerBuilder::AddChannelArgument).
+struct GrpcChannelArgument {
+  std::string key;
+  std::string value;
+};
+
+// Parses TF Serving's --grpc_channel_arguments: comma-separated key=value
+// entries ("grpc.max_connection_age_ms=2000,grpc.http2.max_pings_without_data=0").
+// Empty entries are skipped (so "" is no argument). InvalidArgument naming
+// the flag and the entry for an entry without '=' or with an empty key.
+absl::StatusOr<std::vector<GrpcChannelArgument>> ParseGrpcChannelArguments(
+    const std::string& flag_value);
+
 struct GrpcServerOptions {
   // Address to listen on. 127.0.0.1 by default (DESIGN: servers listen on
   // the loopback unless told otherwise); "0.0.0.0" or "::" for every
   // interface.
   std::string host = "127.0.0.1";
-  // 0: the OS picks a free port; port() tells which after Start().
+  // 0: the OS picks a free port; port() tells which after Start(). -1: no
+  // TCP port (then socket_path must be set).
   int port = 0;
+  // When set, gRPC is also served on this Unix domain socket (created by
+  // Start, replacing a stale socket file; removed by gRPC when it stops).
+  // At most kMaxSocketPathBytes long.
+  std::string socket_path;
+  // Applied to the server builder after everything above (a
+  // grpc.max_receive_message_length here replaces
+  // max_receive_message_bytes, a grpc.max_send_message_length
+  // max_send_message_bytes).
+  std::vector<GrpcChannelArgument> channel_arguments;
   // Largest request accepted, in bytes (TF Serving accepts up to 2 GiB; a
   // bound keeps one caller from taking the server's memory).
   int64_t max_receive_message_bytes = int64_t{64} << 20;
@@ -77,6 +110,9 @@ struct GrpcServerOptions {
       reload_config;
 };
 
+// sockaddr_un's sun_path holds 108 bytes with the terminating NUL.
+inline constexpr size_t kMaxSocketPathBytes = 107;
+
 class GrpcServer {
  public:
   // Checks the options (InvalidArgument naming a bad one); listens only
@@ -88,14 +124,16 @@ class GrpcServer {
   GrpcServer(const GrpcServer&) = delete;
   GrpcServer& operator=(const GrpcServer&) = delete;
 
-  // Binds host:port and starts serving. Unavailable naming the address when
-  // it cannot be bound (e.g. the port is taken); FailedPrecondition when
+  // Binds host:port (and socket_path) and starts serving. Unavailable naming
+  // the addresses when one cannot be bound (e.g. the port is taken, the
+  // socket's directory does not exist); FailedPrecondition when
   // already started; ResourceExhausted when no thread can be started (gRPC
   // itself aborts when it cannot start its threads, so Start checks first;
   // a limit reached while gRPC starts them still aborts).
   absl::Status Start();
 
-  // The bound port (the OS's pick for port 0); 0 before Start().
+  // The bound port (the OS's pick for port 0); 0 before Start() or without
+  // a TCP port.
   int port() const;
 
   // Stops accepting calls, lets in-flight ones finish for up to

@@ -100,6 +100,32 @@ struct RegressResponse {
   std::vector<float> results;  // one value per example
 };
 
+// MultiInference (TF Serving's MultiInferenceRequest): classify and/or
+// regress tasks, each naming a signature of the same model, over one
+// ExampleInput; the model runs once for all of them. `input` may be empty
+// here: the PredictionApi refuses it ("Input is empty.") after checking the
+// tasks, in TF Serving's order.
+struct InferenceTask {
+  ModelSpec model_spec;
+  std::string method_name;  // tensorflow/serving/classify or .../regress
+};
+
+struct MultiInferenceRequest {
+  std::vector<InferenceTask> tasks;
+  ExampleInput input;
+};
+
+struct InferenceResult {
+  ModelSpec model_spec;  // name, the version that answered, the signature
+  bool is_classification = false;
+  std::vector<std::vector<Class>> classifications;  // when is_classification
+  std::vector<float> regressions;                   // otherwise
+};
+
+struct MultiInferenceResponse {
+  std::vector<InferenceResult> results;  // one per task, in order
+};
+
 struct MetadataRequest {
   ModelSpec model_spec;  // signature_name is ignored
 };
@@ -168,6 +194,11 @@ class PredictionApi {
                                 ClassifyResponse* response) = 0;
   virtual absl::Status Regress(const RegressRequest& request,
                                RegressResponse* response) = 0;
+  // Unimplemented unless overridden (ServerCore implements it).
+  virtual absl::Status MultiInference(const MultiInferenceRequest& /*request*/,
+                                      MultiInferenceResponse* /*response*/) {
+    return absl::UnimplementedError("MultiInference is not supported");
+  }
   virtual absl::Status GetModelMetadata(const MetadataRequest& request,
                                         MetadataResponse* response) = 0;
   virtual absl::Status GetModelStatus(const StatusRequest& request,

@@ -195,8 +195,44 @@ void TensorToApiProto(const Tensor& tensor, const TensorEncoding& encoding,
         for (const std::string& v : values) field->Add(std::string(v));
       });
       return;
+    // As TensorFlow's Tensor::AsProtoField: half and bfloat16 as their bits
+    // in half_val, complex as (real, imaginary) pairs.
+    case DT_HALF:
+      typed([&] {
+        auto* field = proto->mutable_half_val();
+        field->Reserve(static_cast<int>(tensor.NumElements()));
+        for (const half& v : tensor.flat<half>()) field->Add(v.bits);
+      });
+      return;
+    case DT_BFLOAT16:
+      typed([&] {
+        auto* field = proto->mutable_half_val();
+        field->Reserve(static_cast<int>(tensor.NumElements()));
+        for (const bfloat16& v : tensor.flat<bfloat16>()) field->Add(v.bits);
+      });
+      return;
+    case DT_COMPLEX64:
+      typed([&] {
+        auto* field = proto->mutable_scomplex_val();
+        field->Reserve(static_cast<int>(2 * tensor.NumElements()));
+        for (const auto& v : tensor.flat<std::complex<float>>()) {
+          field->Add(v.real());
+          field->Add(v.imag());
+        }
+      });
+      return;
+    case DT_COMPLEX128:
+      typed([&] {
+        auto* field = proto->mutable_dcomplex_val();
+        field->Reserve(static_cast<int>(2 * tensor.NumElements()));
+        for (const auto& v : tensor.flat<std::complex<double>>()) {
+          field->Add(v.real());
+          field->Add(v.imag());
+        }
+      });
+      return;
     default:
-      // half, bfloat16, complex, quantized: tensor_content says it exactly.
+      // Quantized and other kinds: tensor_content says it exactly.
       TensorToProto(tensor, proto);
       return;
   }
@@ -285,15 +321,14 @@ absl::Status ClassifyRequestFromProto(
   return ExampleInputFromProto(proto->mutable_input(), &request->input);
 }
 
-void ClassifyResponseToProto(
-    const ClassifyResponse& response,
-    tensorflow::serving::ClassificationResponse* proto) {
-  proto->Clear();
-  ModelSpecToProto(response.model_spec, proto->mutable_model_spec());
-  auto* result = proto->mutable_result();
+namespace {
+
+void ClassificationsToProto(
+    const std::vector<std::vector<Class>>& classifications,
+    tensorflow::serving::ClassificationResult* result) {
   result->mutable_classifications()->Reserve(
-      static_cast<int>(response.classifications.size()));
-  for (const std::vector<Class>& classes : response.classifications) {
+      static_cast<int>(classifications.size()));
+  for (const std::vector<Class>& classes : classifications) {
     auto* out = result->add_classifications();
     for (const Class& c : classes) {
       auto* cls = out->add_classes();
@@ -301,6 +336,23 @@ void ClassifyResponseToProto(
       cls->set_score(c.score);
     }
   }
+}
+
+void RegressionsToProto(const std::vector<float>& values,
+                        tensorflow::serving::RegressionResult* result) {
+  auto* regressions = result->mutable_regressions();
+  regressions->Reserve(static_cast<int>(values.size()));
+  for (float value : values) regressions->Add()->set_value(value);
+}
+
+}  // namespace
+
+void ClassifyResponseToProto(
+    const ClassifyResponse& response,
+    tensorflow::serving::ClassificationResponse* proto) {
+  proto->Clear();
+  ModelSpecToProto(response.model_spec, proto->mutable_model_spec());
+  ClassificationsToProto(response.classifications, proto->mutable_result());
 }
 
 absl::Status RegressRequestFromProto(
@@ -316,9 +368,46 @@ void RegressResponseToProto(const RegressResponse& response,
                             tensorflow::serving::RegressionResponse* proto) {
   proto->Clear();
   ModelSpecToProto(response.model_spec, proto->mutable_model_spec());
-  auto* regressions = proto->mutable_result()->mutable_regressions();
-  regressions->Reserve(static_cast<int>(response.results.size()));
-  for (float value : response.results) regressions->Add()->set_value(value);
+  RegressionsToProto(response.results, proto->mutable_result());
+}
+
+absl::Status MultiInferenceRequestFromProto(
+    tensorflow::serving::MultiInferenceRequest* proto,
+    MultiInferenceRequest* request) {
+  request->tasks.clear();
+  request->tasks.reserve(proto->tasks_size());
+  for (const auto& task : proto->tasks()) {
+    InferenceTask& t = request->tasks.emplace_back();
+    ModelSpecFromProto(task.model_spec(), &t.model_spec);
+    t.method_name = task.method_name();
+  }
+  // An Input with no examples stays empty: the PredictionApi refuses it
+  // after checking the tasks, as TF Serving does.
+  request->input = {};
+  const auto& input = proto->input();
+  const bool has_examples =
+      (input.has_example_list() && input.example_list().examples_size() > 0) ||
+      (input.has_example_list_with_context() &&
+       input.example_list_with_context().examples_size() > 0);
+  if (!has_examples) return absl::OkStatus();
+  return ExampleInputFromProto(proto->mutable_input(), &request->input);
+}
+
+void MultiInferenceResponseToProto(
+    const MultiInferenceResponse& response,
+    tensorflow::serving::MultiInferenceResponse* proto) {
+  proto->Clear();
+  proto->mutable_results()->Reserve(static_cast<int>(response.results.size()));
+  for (const InferenceResult& r : response.results) {
+    auto* out = proto->add_results();
+    ModelSpecToProto(r.model_spec, out->mutable_model_spec());
+    if (r.is_classification) {
+      ClassificationsToProto(r.classifications,
+                             out->mutable_classification_result());
+    } else {
+      RegressionsToProto(r.regressions, out->mutable_regression_result());
+    }
+  }
 }
 
 absl::Status MetadataRequestFromProto(

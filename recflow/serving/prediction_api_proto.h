@@ -33,6 +33,7 @@
 #include "recflow/proto/serving_classification.pb.h"
 #include "recflow/proto/serving_get_model_metadata.pb.h"
 #include "recflow/proto/serving_get_model_status.pb.h"
+#include "recflow/proto/serving_inference.pb.h"
 #include "recflow/proto/serving_predict.pb.h"
 #include "recflow/proto/serving_regression.pb.h"
 #include "recflow/proto/serving_status.pb.h"
@@ -133,6 +134,17 @@ absl::Status RegressRequestFromProto(
     tensorflow::serving::RegressionRequest* proto, RegressRequest* request);
 void RegressResponseToProto(const RegressResponse& response,
                             tensorflow::serving::RegressionResponse* proto);
+
+// MultiInference. Never fails on its own: the tasks are checked by the
+// PredictionApi (TF Serving checks them in its core, with their messages),
+// and an Input without examples is left empty for it to refuse. The
+// examples are moved out of `*proto` (above).
+absl::Status MultiInferenceRequestFromProto(
+    tensorflow::serving::MultiInferenceRequest* proto,
+    MultiInferenceRequest* request);
+void MultiInferenceResponseToProto(
+    const MultiInferenceResponse& response,
+    tensorflow::serving::MultiInferenceResponse* proto);
 
 // GetModelMetadata. InvalidArgument for a missing model_spec, no
 // metadata_field, or a field other than "signature_def" (TF Serving's

@@ -30,8 +30,7 @@ class CollectErrors : public google::protobuf::io::ErrorCollector {
   void AddError(int line, google::protobuf::io::ColumnNumber column,
                 const std::string& message) override {
     if (first_.empty()) {
-      first_ = absl::StrCat("line ", line + 1, " column ", column + 1, ": ",
-                            message);
+      first_ = absl::StrCat(line + 1, ":", column + 1, ": ", message);
     }
   }
   const std::string& first() const { return first_; }
@@ -114,9 +113,12 @@ absl::Status ParseTextProtoFile(
   parser.RecordErrorsTo(&errors_seen);
   if (locations != nullptr) parser.WriteLocationsTo(locations);
   if (!parser.ParseFromString(text, message)) {
-    return errors::InvalidArgument("cannot parse '", path, "' as a text ",
+    // protobuf's own wording (what TF Serving's log shows), then TF
+    // Serving's status message.
+    return errors::InvalidArgument("Error parsing text-format ",
                                    message->GetTypeName(), ": ",
-                                   errors_seen.first());
+                                   errors_seen.first(),
+                                   "; Invalid protobuf file: '", path, "'");
   }
   return absl::OkStatus();
 }

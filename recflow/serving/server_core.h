@@ -169,6 +169,8 @@ struct ServerCoreOptions {
   // Serving's pre_load_hook); may block (tests use it to hold a load).
   std::function<void(const std::string& model, int64_t version)>
       pre_load_hook;
+  // The MetaGraph to serve: the one tagged exactly this set
+  // (--saved_model_tags).
   std::vector<std::string> tags = {"serve"};
   Env* env = Env::Default();  // Not owned.
   SessionOptions session;     // per loaded version
@@ -183,7 +185,9 @@ tensorflow::serving::ModelServerConfig SingleModelConfig(
 // Parses a text-format proto file (a --model_config_file,
 // --batching_parameters_file or --monitoring_config_file). NotFound /
 // PermissionDenied naming the file when it cannot be read; InvalidArgument
-// naming the file, line and column of a syntax error or unknown field.
+// for a syntax error or unknown field, worded as protobuf and TF Serving
+// word it ("Error parsing text-format tensorflow.serving.ModelServerConfig:
+// LINE:COLUMN: WHAT; Invalid protobuf file: 'PATH'").
 absl::Status ReadTextProtoFile(Env* env, const std::string& path,
                                google::protobuf::Message* message);
 
@@ -223,6 +227,11 @@ class ServerCore : public PredictionApi {
                         ClassifyResponse* response) override;
   absl::Status Regress(const RegressRequest& request,
                        RegressResponse* response) override;
+  // TF Serving's MultiInference (server_core_multi_inference.cc): the
+  // tasks' signatures are checked by structure, not method name; runs
+  // unbatched, once for every task.
+  absl::Status MultiInference(const MultiInferenceRequest& request,
+                              MultiInferenceResponse* response) override;
   absl::Status GetModelMetadata(const MetadataRequest& request,
                                 MetadataResponse* response) override;
   absl::Status GetModelStatus(const StatusRequest& request,
@@ -311,6 +320,13 @@ class ServerCore : public PredictionApi {
   absl::Status DoRegress(const RegressRequest& request,
                          RegressResponse* response, bool batch,
                          std::shared_ptr<const Servable> servable = nullptr);
+  // `*version`: the version that ran (empty if none was resolved).
+  absl::Status DoMultiInference(const MultiInferenceRequest& request,
+                                MultiInferenceResponse* response,
+                                std::string* version);
+  // [N] serialized examples; the context's bytes are prepended to each.
+  // InvalidArgument when there is no example.
+  static absl::StatusOr<Tensor> SerializeExamples(const ExampleInput& input);
   void Record(const std::string& api, const ModelSpec& spec,
               const std::string& version, const absl::Status& status,
               uint64_t start_micros);

@@ -260,25 +260,6 @@ absl::StatusOr<std::string> ExampleInputKey(const tensorflow::SignatureDef& sig,
   return sig.inputs().begin()->first;
 }
 
-// [N] serialized examples; the context's bytes are prepended to each.
-absl::StatusOr<Tensor> SerializeExamples(const ExampleInput& input) {
-  if (input.examples.empty()) {
-    return errors::InvalidArgument("the request has no examples");
-  }
-  const std::string context =
-      input.context.has_value() ? input.context->SerializeAsString() : "";
-  Tensor t(DT_STRING,
-           TensorShape({static_cast<int64_t>(input.examples.size())}));
-  auto flat = t.flat<std::string>();
-  for (size_t i = 0; i < input.examples.size(); ++i) {
-    std::string& s = flat[i];
-    s.reserve(context.size() + input.examples[i].ByteSizeLong());
-    s = context;
-    input.examples[i].AppendToString(&s);
-  }
-  return t;
-}
-
 // Rows and columns of a [N] or [N, K] output of `n` rows.
 absl::Status CheckOutput(const Tensor& t, const std::string& key,
                          DataType dtype, int64_t n, int64_t* k) {
@@ -296,6 +277,24 @@ absl::Status CheckOutput(const Tensor& t, const std::string& key,
 }
 
 }  // namespace
+
+absl::StatusOr<Tensor> ServerCore::SerializeExamples(const ExampleInput& input) {
+  if (input.examples.empty()) {
+    return errors::InvalidArgument("the request has no examples");
+  }
+  const std::string context =
+      input.context.has_value() ? input.context->SerializeAsString() : "";
+  Tensor t(DT_STRING,
+           TensorShape({static_cast<int64_t>(input.examples.size())}));
+  auto flat = t.flat<std::string>();
+  for (size_t i = 0; i < input.examples.size(); ++i) {
+    std::string& s = flat[i];
+    s.reserve(context.size() + input.examples[i].ByteSizeLong());
+    s = context;
+    input.examples[i].AppendToString(&s);
+  }
+  return t;
+}
 
 absl::StatusOr<ServerCore::ExampleSignature> ServerCore::ResolveExampleSignature(
     const ModelSpec& spec, std::shared_ptr<const Servable> servable, const char* method,
