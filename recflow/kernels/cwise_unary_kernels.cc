@@ -83,6 +83,11 @@ struct Log1pFn {
   template <typename C>
   C operator()(C x) const { return Log1pOf(x); }
 };
+struct ErfFn {
+  static constexpr int64_t kCost = 20;
+  float operator()(float x) const { return __builtin_erff(x); }
+  double operator()(double x) const { return __builtin_erf(x); }
+};
 struct SqrtFn {
   static constexpr int64_t kCost = 2;
   float operator()(float x) const { return __builtin_sqrtf(x); }
@@ -301,6 +306,7 @@ RECFLOW_UNARY_SIGNED_("Relu6", Relu6Fn);
 RECFLOW_UNARY_FLOAT_("Exp", ExpFn);
 RECFLOW_UNARY_FLOAT_("Log", LogFn);
 RECFLOW_UNARY_FLOAT_("Log1p", Log1pFn);
+RECFLOW_UNARY_FLOAT_("Erf", ErfFn);
 RECFLOW_UNARY_FLOAT_("Sqrt", SqrtFn);
 RECFLOW_UNARY_FLOAT_("Rsqrt", RsqrtFn);
 RECFLOW_UNARY_FLOAT_("Sigmoid", SigmoidFn);

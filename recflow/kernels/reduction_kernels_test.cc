@@ -260,8 +260,12 @@ TEST(ReductionKernelsTest, FedAxesAreCheckedAtRunTime) {
   EXPECT_THAT(bad.status().message(), HasSubstr("(Sum)"));
   auto dup = RunGraph({x, Tensor::FromVector<int32_t>({0, -2}, TensorShape({2}))}, sum, 1);
   EXPECT_THAT(dup.status().message(), HasSubstr("contain dimension 0 twice"));
+  // Axes fed with rank 2 are read flattened, as TensorFlow's kernels read
+  // them (the shape function refuses them only when it sees them).
   auto rank2 = RunGraph({x, Tensor::FromVector<int32_t>({0, 1}, TensorShape({1, 2}))}, sum, 1);
-  EXPECT_THAT(rank2.status().message(), HasSubstr("scalar or vector, but have shape [1,2]"));
+  ASSERT_TRUE(rank2.ok()) << rank2.status();
+  ExpectNear<float>(*rank2, ReferenceReduce<float>(x, {0, 1}, false, Kind::kSum), 1e-5,
+                    "rank-2 axes");
   // A fed scalar axis, negative.
   auto ok = RunGraph({x, Tensor::Scalar<int32_t>(-1)}, sum, 1);
   ASSERT_TRUE(ok.ok()) << ok.status();

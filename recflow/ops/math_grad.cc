@@ -157,6 +157,13 @@ Output Log1pGradFn(const Scope& s, const Node& op, const Output& dy) {
   const Output x = OpInput(op, 0);
   return ops::RealDiv(s, dy, ops::AddV2(s, x, ScalarLike(s, x, 1.0)));
 }
+// d/dx erf(x) = 2 / sqrt(pi) * exp(-x^2).
+Output ErfGradFn(const Scope& s, const Node& op, const Output& dy) {
+  const Output x = OpInput(op, 0);
+  const Output slope = ops::Mul(s, ScalarLike(s, x, 1.1283791670955126),
+                                ops::Exp(s, ops::Neg(s, ops::Square(s, x))));
+  return ops::Mul(s, dy, slope);
+}
 Output SqrtGradFn(const Scope& s, const Node& op, const Output& dy) {
   return ops::SqrtGrad(s, OpOutput(op, 0), dy);
 }
@@ -381,6 +388,7 @@ REGISTER_GRADIENT_OP("Sign", UnaryGrad<SignGradFn>);
 REGISTER_GRADIENT_OP("Exp", UnaryGrad<ExpGradFn>);
 REGISTER_GRADIENT_OP("Log", UnaryGrad<LogGradFn>);
 REGISTER_GRADIENT_OP("Log1p", UnaryGrad<Log1pGradFn>);
+REGISTER_GRADIENT_OP("Erf", UnaryGrad<ErfGradFn>);
 REGISTER_GRADIENT_OP("Sqrt", UnaryGrad<SqrtGradFn>);
 REGISTER_GRADIENT_OP("Rsqrt", UnaryGrad<RsqrtGradFn>);
 REGISTER_GRADIENT_OP("Square", UnaryGrad<SquareGradFn>);

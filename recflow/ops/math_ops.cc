@@ -156,6 +156,8 @@ RECFLOW_UNARY_OP_("Log", RECFLOW_FLOAT_COMPLEX_TYPES_)
     .Doc("Returns the natural logarithm of x elementwise.");
 RECFLOW_UNARY_OP_("Log1p", RECFLOW_FLOAT_COMPLEX_TYPES_)
     .Doc("Returns log(1 + x) elementwise, accurate for small x.");
+RECFLOW_UNARY_OP_("Erf", RECFLOW_FLOAT_TYPES_)
+    .Doc("Returns the Gauss error function of x elementwise (Keras' exact GELU uses it).");
 RECFLOW_UNARY_OP_("Sqrt", RECFLOW_FLOAT_COMPLEX_TYPES_).Doc("Returns sqrt(x) elementwise.");
 RECFLOW_UNARY_OP_("Rsqrt", RECFLOW_FLOAT_COMPLEX_TYPES_)
     .Doc("Returns 1 / sqrt(x) elementwise.");
