@@ -1,6 +1,7 @@
 """Every registered op has a generated Python function; a sample runs against NumPy."""
 
 import inspect
+import math
 
 import numpy as np
 import pytest
@@ -146,3 +147,17 @@ def test_gradients_of_a_few_ops_against_finite_differences():
         minus[idx] -= eps
         numeric[idx] = (sess.run(y, {x: plus}) - sess.run(y, {x: minus})) / (2 * eps)
       np.testing.assert_allclose(analytic, numeric, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_where_of_a_condition_alone_gives_coordinates_and_erf_bucketize_run():
+  with tf.Graph().as_default():
+    x = tf.constant([[0.0, 1.5], [-2.0, 0.0]])
+    coords = tf.where(tf.not_equal(x, 0.0))
+    assert coords.dtype == tf.int64 and coords.shape.as_list() == [None, 2]
+    erf = tf.math.erf(tf.constant([0.5, -1.0]))
+    buckets = tf.raw_ops.Bucketize(input=tf.constant([1.0, 5.0, 20.0]), boundaries=[2.0, 10.0])
+    with tf.Session() as sess:
+      c, e, b = sess.run([coords, erf, buckets])
+  assert c.tolist() == [[0, 1], [1, 0]]
+  np.testing.assert_allclose(e, [math.erf(0.5), math.erf(-1.0)], rtol=1e-6)
+  assert b.tolist() == [0, 1, 2]

@@ -337,11 +337,12 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
 
 
 def where(condition, x=None, y=None, name=None):
-  """TF 1.x's where: Select(condition, x, y). The one-argument form (indices of
-  true elements) needs a Where op recflow does not have."""
+  """TF 1.x's where: Select(condition, x, y); with condition alone, the
+  coordinates of its true elements (int64 [count, rank], row-major)."""
   if x is None and y is None:
-    raise NotImplementedError("tf.where(condition) without x and y (the coordinates of true "
-                              "elements) needs a Where op, which recflow does not have yet")
+    with ops.name_scope(name, "Where", [condition]) as name:
+      condition = ops.convert_to_tensor(condition, preferred_dtype=dtypes.bool, name="condition")
+      return gen.where(condition, name=name)
   if x is None or y is None:
     raise ValueError("x and y must both be non-None or both be None.")
   return gen.select(condition, x, y, name=name)

@@ -20,6 +20,7 @@ rsqrt = gen.rsqrt
 exp = gen.exp
 log = gen.log
 log1p = gen.log1p
+erf = gen.erf
 sigmoid = gen.sigmoid
 tanh = gen.tanh
 maximum = gen.maximum
@@ -357,3 +358,4 @@ def _indexed_slices_to_tensor(value, dtype=None, name=None, as_ref=False):
 
 
 ops.register_tensor_conversion_function(ops.IndexedSlices, _indexed_slices_to_tensor)
+

@@ -2,7 +2,7 @@
 
 # pylint: disable=unused-import,redefined-builtin
 from recflow.ops.math_ops import (abs, add, add_n, argmax, argmin, ceil,
-                                  div_no_nan, divide, equal, exp, floor, floordiv, floormod,
+                                  div_no_nan, divide, equal, erf, exp, floor, floordiv, floormod,
                                   greater, greater_equal, less, less_equal, log, log1p,
                                   logical_and, logical_not, logical_or, logical_xor, maximum,
                                   minimum, mod, multiply, negative, not_equal, pow, realdiv,
