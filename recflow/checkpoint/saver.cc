@@ -32,7 +32,17 @@ std::string Resolve(const std::string& dir, const std::string& path) {
   return IsAbsolute(path) || dir.empty() ? path : JoinPath(dir, path);
 }
 
-// Content fingerprint of a tensor (dtype, shape and bytes).
+constexpr char kMetaMagic[] = "recflow incremental checkpoint v1";
+
+std::string FormatMeta(int64_t step, int64_t since_step, const std::string& dir,
+                       const std::vector<std::string>& chain) {
+  std::string text = absl::StrCat(kMetaMagic, "\nstep: ", step, "\nsince_step: ", since_step, "\n");
+  for (const std::string& p : chain) absl::StrAppend(&text, "chain: ", RelativeTo(dir, p), "\n");
+  return text;
+}
+
+}  // namespace
+
 uint64_t ContentFingerprint(const Tensor& t) {
   std::string head = absl::StrCat(DataTypeString(t.dtype()), t.shape().DebugString());
   uint64_t fp = Fingerprint64(head);
@@ -46,17 +56,6 @@ uint64_t ContentFingerprint(const Tensor& t) {
   }
   return fp;
 }
-
-constexpr char kMetaMagic[] = "recflow incremental checkpoint v1";
-
-std::string FormatMeta(int64_t step, int64_t since_step, const std::string& dir,
-                       const std::vector<std::string>& chain) {
-  std::string text = absl::StrCat(kMetaMagic, "\nstep: ", step, "\nsince_step: ", since_step, "\n");
-  for (const std::string& p : chain) absl::StrAppend(&text, "chain: ", RelativeTo(dir, p), "\n");
-  return text;
-}
-
-}  // namespace
 
 Saveable TensorSaveable(std::string name, std::function<absl::StatusOr<Tensor>()> read,
                         std::function<absl::Status(const Tensor&)> assign) {

@@ -131,6 +131,10 @@ struct VarRef {
 // the memory of every updated variable.
 Saveable VarSaveable(ResourceMgr* rm, VarRef ref);
 
+// A fingerprint of a tensor's dtype, shape and bytes (strings: each
+// element's), to tell whether a value changed without keeping a copy.
+uint64_t ContentFingerprint(const Tensor& t);
+
 // The tensor `name` of the bundle or, when the bundle has none, its row
 // parts "name/part_0", "name/part_1", ... (a variable partitioned over the
 // ps tasks of a cluster, docs/formats/checkpoint.md) stacked along dim 0.

@@ -1,9 +1,13 @@
 // recflow export: the newest checkpoint of a model directory as a
 // TensorFlow SavedModel with a serving_default signature.
+#include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "recflow/checkpoint/bundle_reader.h"
 #include "recflow/checkpoint/saver.h"
+#include "recflow/checkpoint/update_log.h"
 #include "recflow/cli/commands.h"
 #include "recflow/core/env.h"
 #include "recflow/core/status.h"
@@ -18,7 +22,7 @@ namespace recflow::cli {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: recflow export --model_dir DIR --export_dir DIR [--config FILE]\n\n"
+    "usage: recflow export --model_dir DIR --export_dir DIR [--config FILE] [--compact_updates]\n\n"
     "Writes the newest checkpoint of --model_dir as a SavedModel (TensorFlow's format:\n"
     "saved_model.pb + variables/) in --export_dir, which must not exist. Its\n"
     "serving_default signature takes a request's raw features — \"dense\" float [B, n] and,\n"
@@ -27,10 +31,15 @@ constexpr char kUsage[] =
     "float [B] and \"logits\" float [B]. A two_tower model also gets \"user_embedding\" and\n"
     "\"item_embedding\" signatures (each tower's features -> its L2-normalised vector) and\n"
     "\"score\" in serving_default. The config defaults to DIR/run_config.yaml (written\n"
-    "by recflow train). Try it with: recflow saved_model show --dir EXPORT_DIR --all\n\n";
+    "by recflow train). Try it with: recflow saved_model show --dir EXPORT_DIR --all\n\n"
+    "Online learning (docs/online_learning.md): when the run published model updates, the\n"
+    "export records the last one its checkpoint reflects (assets.extra/recflow_update_base);\n"
+    "a server following MODEL_DIR/updates applies the ones after it. --compact_updates then\n"
+    "deletes the updates the export reflects (a server still on an older export that has not\n"
+    "applied them waits for a newer full update or loads this export).\n\n";
 
 absl::Status RunExport(const models::RunConfig& config, const std::string& model_dir,
-                       const std::string& export_dir) {
+                       const std::string& export_dir, bool compact_updates) {
   ASSIGN_OR_RETURN(checkpoint::LatestCheckpointInfo found,
                    checkpoint::FindLatestCheckpoint(Env::Default(), model_dir));
   if (!found.recovery.empty()) std::fprintf(stderr, "warning: %s\n", found.recovery.c_str());
@@ -44,13 +53,41 @@ absl::Status RunExport(const models::RunConfig& config, const std::string& model
   ASSIGN_OR_RETURN(auto session, Session::Create({}, gd));
   RETURN_IF_ERROR(train::RestoreModel(session.get(), model_dir, latest));
 
+  // Which published model updates the checkpoint reflects (a run that
+  // publishes them records it; docs/online_learning.md).
+  train::ExportOptions options;
+  std::optional<checkpoint::UpdateBase> base;
+  {
+    ASSIGN_OR_RETURN(auto reader, checkpoint::BundleReader::Open(Env::Default(), latest));
+    if (reader->Contains(checkpoint::kCheckpointUpdateKey)) {
+      ASSIGN_OR_RETURN(Tensor t, reader->Lookup(checkpoint::kCheckpointUpdateKey));
+      if (t.dtype() != DT_INT64 || t.NumElements() != 2) {
+        return errors::DataLoss(checkpoint::kCheckpointUpdateKey, " in ", latest,
+                                " is not int64 [2]");
+      }
+      base = checkpoint::UpdateBase{t.flat<int64_t>()[0], t.flat<int64_t>()[1]};
+      options.assets_extra[checkpoint::kUpdateBaseFile] = checkpoint::FormatUpdateBase(*base);
+    }
+  }
   // serving_default, plus the model's own signatures (two_tower:
   // user_embedding, item_embedding).
   RETURN_IF_ERROR(train::ExportSavedModel(
-      session.get(), models::ServingSignatures(config.model, in, m), export_dir));
+      session.get(), models::ServingSignatures(config.model, in, m), export_dir, options));
   std::printf("exported %s (%s, %lld parameters) to %s\n", latest.c_str(),
               config.model.type.c_str(), static_cast<long long>(m.num_parameters),
               export_dir.c_str());
+  if (base.has_value()) {
+    std::printf("it reflects model updates up to %lld (step %lld)\n",
+                static_cast<long long>(base->sequence), static_cast<long long>(base->step));
+    if (compact_updates) {
+      const std::string dir = JoinPath(model_dir, checkpoint::kUpdatesDirName);
+      const int deleted = checkpoint::DeleteUpdatesThrough(Env::Default(), dir, base->sequence);
+      std::printf("compacted %s: deleted %d update(s) numbered <= %lld\n", dir.c_str(), deleted,
+                  static_cast<long long>(base->sequence));
+    }
+  } else if (compact_updates) {
+    std::printf("nothing to compact: %s records no model update\n", latest.c_str());
+  }
   return absl::OkStatus();
 }
 
@@ -58,10 +95,12 @@ absl::Status RunExport(const models::RunConfig& config, const std::string& model
 
 int ExportCommand(const Args& args) {
   std::string model_dir, export_dir, config_path;
-  bool help = false;
+  bool help = false, compact_updates = false;
   Args positional;
   if (!ParseFlags(args,
                   {{"model_dir", &model_dir, nullptr, "the trained model's directory"},
+                   {"compact_updates", nullptr, &compact_updates,
+                    "delete the model updates the export reflects"},
                    {"export_dir", &export_dir, nullptr, "where the SavedModel goes (new)"},
                    {"config", &config_path, nullptr, "run config (default MODEL_DIR/run_config.yaml)"},
                    {"help", nullptr, &help, "this message"}},
@@ -82,7 +121,7 @@ int ExportCommand(const Args& args) {
     std::cerr << "error: " << config.status().message() << "\n";
     return 1;
   }
-  absl::Status s = RunExport(*config, model_dir, export_dir);
+  absl::Status s = RunExport(*config, model_dir, export_dir, compact_updates);
   if (!s.ok()) {
     std::cerr << "error: " << s.message() << "\n";
     return 1;

@@ -3,14 +3,18 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <limits>
+#include <map>
 #include <memory>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "recflow/cli/commands.h"
 #include "recflow/core/env.h"
@@ -30,13 +34,18 @@ constexpr char kUsage[] =
     "           [--enable_batching] [--batching_parameters_file=FILE]\n"
     "           [--file_system_poll_wait_seconds=1] [--monitoring_config_file=FILE]\n"
     "           [--model_config_file_poll_wait_seconds=0] [--saved_model_tags=serve]\n"
-    "           [--grpc_socket_path=PATH] [--grpc_channel_arguments=K=V,...]\n\n"
+    "           [--grpc_socket_path=PATH] [--grpc_channel_arguments=K=V,...]\n"
+    "           [--model_update_source=[NAME=]dir:PATH,...] [--model_update_poll_ms=100]\n\n"
     "Serves SavedModel versions (numeric subdirectories of each base path) over TF\n"
     "Serving's REST API (--rest_api_port) and gRPC PredictionService / ModelService\n"
     "(--port, and --grpc_socket_path). A port of 0 disables that server; 'auto'\n"
     "lets the OS pick a free port.\n"
     "New versions are loaded, warmed up and swapped in while serving. Stops cleanly\n"
-    "on SIGINT / SIGTERM. See docs/serving.md.\n\n";
+    "on SIGINT / SIGTERM. See docs/serving.md.\n\n"
+    "Online learning (docs/online_learning.md): --model_update_source=dir:PATH applies the\n"
+    "model updates a trainer publishes into PATH (its MODEL_DIR/updates) to the served\n"
+    "versions in place, polling every --model_update_poll_ms; NAME= picks the model when\n"
+    "several are served.\n\n";
 
 // "auto" -> 0 (OS picks); "0" -> -1 (disabled); else the number.
 absl::StatusOr<int> ParsePort(const std::string& flag, const std::string& value) {
@@ -76,6 +85,46 @@ absl::StatusOr<int64_t> ParseMillis(const std::string& flag, const std::string& 
   return ms;
 }
 
+// --model_update_source: comma-separated [NAME=]dir:PATH (NAME may be left
+// out when one model is served).
+absl::Status ParseModelUpdateSources(const std::string& flag,
+                                     const tensorflow::serving::ModelServerConfig& config,
+                                     std::map<std::string, std::string>* dirs) {
+  std::vector<std::string> names;
+  for (const auto& m : config.model_config_list().config()) names.push_back(m.name());
+  for (absl::string_view item : absl::StrSplit(flag, ',', absl::SkipEmpty())) {
+    std::string model;
+    absl::string_view source = item;
+    const size_t eq = item.find('=');
+    if (eq != absl::string_view::npos) {
+      model = std::string(item.substr(0, eq));
+      source = item.substr(eq + 1);
+    } else if (names.size() == 1) {
+      model = names[0];
+    } else {
+      return errors::InvalidArgument("--model_update_source '", item, "': ", names.size(),
+                                     " models are served; name the one it is for (NAME=dir:PATH)");
+    }
+    if (std::find(names.begin(), names.end(), model) == names.end()) {
+      return errors::InvalidArgument("--model_update_source '", item, "': model '", model,
+                                     "' is not served (served: ", absl::StrJoin(names, ", "), ")");
+    }
+    if (absl::StartsWith(source, "grpc:")) {
+      return errors::Unimplemented("--model_update_source '", item,
+                                   "': grpc: sources are not supported yet; use dir:PATH (the "
+                                   "trainer's MODEL_DIR/updates)");
+    }
+    if (!absl::StartsWith(source, "dir:") || source.size() == 4) {
+      return errors::InvalidArgument("--model_update_source '", item,
+                                     "' is not [NAME=]dir:PATH");
+    }
+    if (!dirs->emplace(model, std::string(source.substr(4))).second) {
+      return errors::InvalidArgument("--model_update_source names model '", model, "' twice");
+    }
+  }
+  return absl::OkStatus();
+}
+
 struct ServeFlags {
   std::string port = "8500", rest_api_port = "0", host = "127.0.0.1";
   std::string model_name = "default", model_base_path, model_config_file;
@@ -87,6 +136,7 @@ struct ServeFlags {
   std::string load_retry_interval = "60000000";
   std::string config_poll_wait = "0", saved_model_tags = "serve";
   std::string grpc_socket_path, grpc_channel_arguments;
+  std::string model_update_source, model_update_poll_ms = "100";
   bool enable_batching = false, fail_if_zero = false;
 };
 
@@ -147,6 +197,11 @@ absl::Status Serve(const ServeFlags& f) {
                                    " bytes; a Unix socket path holds at most ",
                                    serving::kMaxSocketPathBytes);
   }
+  RETURN_IF_ERROR(ParseModelUpdateSources(f.model_update_source, options.model_server_config,
+                                          &options.model_update_dirs));
+  ASSIGN_OR_RETURN(int64_t update_poll_ms,
+                   ParseMillis("model_update_poll_ms", f.model_update_poll_ms));
+  options.model_update_poll_seconds = static_cast<double>(update_poll_ms) * 1e-3;
   options.fail_if_zero_versions_at_startup = f.fail_if_zero;
   options.enable_batching = f.enable_batching || !f.batching_parameters_file.empty();
   if (!f.batching_parameters_file.empty()) {
@@ -334,6 +389,10 @@ int ServeCommand(const Args& args) {
               {"model_config_file_poll_wait_seconds", &f.config_poll_wait, nullptr,
                "seconds between re-reads of --model_config_file, whose model list is then "
                "applied (default 0: never)"},
+              {"model_update_source", &f.model_update_source, nullptr,
+               "apply model updates from [NAME=]dir:PATH"},
+              {"model_update_poll_ms", &f.model_update_poll_ms, nullptr,
+               "how often to look for model updates"},
               {"saved_model_tags", &f.saved_model_tags, nullptr,
                "comma-separated tag set of the MetaGraph to serve (default serve)"},
               {"grpc_socket_path", &f.grpc_socket_path, nullptr,

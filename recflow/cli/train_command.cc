@@ -26,7 +26,7 @@ namespace {
 
 constexpr char kTrainUsage[] =
     "usage: recflow train --config FILE [--data PATH] [--eval_data PATH] [--model_dir DIR]\n"
-    "                     [--steps N] [--threads T]\n\n"
+    "                     [--steps N] [--threads T] [--publish_interval_secs S]\n\n"
     "Trains the model of a run config (docs/model_config.md) on Criteo-format TSV files.\n"
     "Resumes from the newest checkpoint in --model_dir (model, optimizer state and the\n"
     "position in the data), saves checkpoints there, writes TensorBoard events there, shows\n"
@@ -34,6 +34,10 @@ constexpr char kTrainUsage[] =
     "and prints test AUC and logloss. --data / --eval_data / --steps override the config.\n"
     "A run already at its last step does nothing. A run that stops on an error saves its\n"
     "last completed step first (not after a NaN loss: the last good checkpoint stays).\n\n"
+    "Online learning (docs/online_learning.md): --publish_interval_secs S publishes a model\n"
+    "update (the embedding rows and dense variables changed since the previous one) into\n"
+    "MODEL_DIR/updates every S seconds and at the end (overrides train.publish_interval_secs);\n"
+    "`recflow serve --model_update_source=dir:MODEL_DIR/updates` applies them in place.\n\n"
     "Distributed (docs/distributed.md): with TF_CONFIG set (or --job_name and the host lists),\n"
     "this process is one task of a cluster: a ps serves its share of the model, the chief\n"
     "initializes, trains, checkpoints into --model_dir (shared by all tasks) and evaluates,\n"
@@ -150,7 +154,7 @@ absl::Status RunEval(const models::RunConfig& config, const std::string& model_d
 }  // namespace
 
 int TrainCommand(const Args& args) {
-  std::string config_path, data, eval_data, model_dir, steps, threads;
+  std::string config_path, data, eval_data, model_dir, steps, threads, publish_interval;
   std::string backup_workers, round_timeout, partition_mb, max_staleness, ps_hosts, worker_hosts, chief_host, job_name,
       task_index;
   bool help = false, sync = false;
@@ -162,6 +166,8 @@ int TrainCommand(const Args& args) {
                    {"model_dir", &model_dir, nullptr, "checkpoints and events (default ./model)"},
                    {"steps", &steps, nullptr, "last global step (overrides train.steps)"},
                    {"threads", &threads, nullptr, "session threads (overrides train.threads)"},
+                   {"publish_interval_secs", &publish_interval, nullptr,
+                    "publish model updates this often (overrides train.publish_interval_secs)"},
                    {"sync", nullptr, &sync, "distributed: synchronous rounds"},
                    {"backup_workers", &backup_workers, nullptr, "distributed sync: backups"},
                    {"sync_round_timeout_secs", &round_timeout, nullptr, "distributed sync: round timeout"},
@@ -212,6 +218,13 @@ int TrainCommand(const Args& args) {
     std::cerr << "error: " << s.message() << "\n";
     return 2;
   }
+  if (!publish_interval.empty() &&
+      (!absl::SimpleAtod(publish_interval, &config->train.publish_interval_secs) ||
+       !(config->train.publish_interval_secs >= 0))) {
+    std::cerr << "error: --publish_interval_secs: not a number >= 0: " << publish_interval
+              << "\n";
+    return 2;
+  }
   if (model_dir.empty()) model_dir = "model";
   // A cluster task when TF_CONFIG or --job_name says so.
   std::optional<absl::StatusOr<distributed::ClusterConfig>> cluster;
@@ -238,6 +251,12 @@ int TrainCommand(const Args& args) {
     return s.ok() ? 0 : Fail(s);
   }
   if (!cluster->ok()) return Fail(cluster->status());
+  if (config->train.publish_interval_secs > 0) {
+    std::cerr << "error: publishing model updates (--publish_interval_secs, "
+                 "train.publish_interval_secs) is not supported in a cluster yet; train in one "
+                 "process to publish\n";
+    return 2;
+  }
   distributed::TaskOptions flags;
   flags.sync = sync;
   if (!backup_workers.empty() && !absl::SimpleAtoi(backup_workers, &flags.backup_workers)) {

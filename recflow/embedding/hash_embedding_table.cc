@@ -662,7 +662,13 @@ void HashEmbeddingTable::Clear() {
   clock_.store(0, std::memory_order_relaxed);
 }
 
+void HashEmbeddingTable::KeepDeletionsAfter(std::optional<int64_t> step) {
+  keep_deletions_after_.store(step.value_or(std::numeric_limits<int64_t>::max()),
+                              std::memory_order_relaxed);
+}
+
 void HashEmbeddingTable::TrimDeletionLog(int64_t step) {
+  step = std::min(step, keep_deletions_after_.load(std::memory_order_relaxed));
   for (int si = 0; si < options_.num_shards; ++si) {
     Shard& s = shards_[si];
     WriterLock lock(&s.mu);

@@ -273,8 +273,14 @@ class HashEmbeddingTable {
   // slab memory for reuse and the counters of GetStats().
   void Clear();
 
-  // Drops deletion-log entries that a full checkpoint at `step` reflects.
+  // Drops deletion-log entries that a full checkpoint at `step` reflects,
+  // but never those after the step KeepDeletionsAfter holds.
   void TrimDeletionLog(int64_t step);
+  // A reader of deltas that has seen the changes up to `step` (an update
+  // publisher, train/update_publisher.h) and will next ask for a delta
+  // since it: TrimDeletionLog keeps every entry after `step` from now on.
+  // Each call replaces the previous hold; nullopt lifts it.
+  void KeepDeletionsAfter(std::optional<int64_t> step);
 
   // Halves the admission sketches' counters (call periodically so that ids
   // popular long ago need to be seen again to be admitted).
@@ -441,6 +447,8 @@ class HashEmbeddingTable {
   RowInitializer initializer_;
   std::unique_ptr<Shard[]> shards_;
   std::atomic<int64_t> clock_{0};
+  // KeepDeletionsAfter's step; int64 max: none.
+  std::atomic<int64_t> keep_deletions_after_{std::numeric_limits<int64_t>::max()};
 };
 
 }  // namespace recflow::embedding

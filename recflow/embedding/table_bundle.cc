@@ -419,7 +419,7 @@ absl::Status SaveTable(HashEmbeddingTable* table, BundleWriter* writer, const st
   RETURN_IF_ERROR(stream("frequencies", Column::kFrequencies, DT_INT64, TensorShape({n})));
   RETURN_IF_ERROR(stream("versions", Column::kVersions, DT_INT64, TensorShape({n})));
   RETURN_IF_ERROR(stream("values", Column::kValues, DT_FLOAT, TensorShape({n, dim})));
-  if (num_slots > 0) {
+  if (num_slots > 0 && options.save_slots) {
     RETURN_IF_ERROR(
         stream("slots", Column::kSlots, DT_FLOAT, TensorShape({n, num_slots, dim})));
   } else {

@@ -129,6 +129,10 @@ struct TableBundleOptions {
   // their initial slot values (serving, whose lookups read no slot). Saves
   // ignore it.
   bool restore_slots = true;
+  // Saves: false writes K/slots with no slots ([n, 0, dim]) and copies none
+  // (a model update for serving, train/update_publisher.h, whose readers
+  // need only the weights). Restores ignore it.
+  bool save_slots = true;
 };
 
 // Writes `table` under `key` (a part: key = TablePartKey(K, p)): full when

@@ -669,6 +669,8 @@ absl::Status ParseRoot(const YAML::Node& root, const std::string* file, RunConfi
     RETURN_IF_ERROR(t.Threads("threads", &c->train.threads));
     RETURN_IF_ERROR(t.Double("log_every_secs", &c->train.log_every_secs, kNonNegative));
     RETURN_IF_ERROR(t.Int("summary_every_steps", &c->train.summary_every_steps, 0));
+    RETURN_IF_ERROR(
+        t.Double("publish_interval_secs", &c->train.publish_interval_secs, kNonNegative));
     RETURN_IF_ERROR(t.Finish());
   }
   // checkpoint

@@ -75,6 +75,9 @@ struct TrainConfig {
   // Reporting.
   double log_every_secs = 1.0;
   int64_t summary_every_steps = 100;
+  // Online learning: seconds between model updates published into
+  // MODEL_DIR/updates (0: none; docs/online_learning.md).
+  double publish_interval_secs = 0;
 };
 
 struct RunConfig {

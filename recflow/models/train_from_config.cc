@@ -40,6 +40,7 @@ train::TrainSpec MakeTrainSpec(const RunConfig& config, const InputPipeline& p,
   spec.eval_batches = config.train.eval_batches;
   spec.log_every_secs = config.train.log_every_secs;
   spec.summary_every_steps = config.train.summary_every_steps;
+  spec.publish_interval_secs = config.train.publish_interval_secs;
   spec.input_stats = p.stats;
   spec.batch_stats = p.batches;
   return spec;

@@ -12,6 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "recflow/checkpoint/bundle_reader.h"
+#include "recflow/checkpoint/update_log.h"
 #include "recflow/core/env.h"
 #include "recflow/data/synthetic_writer.h"
 
@@ -120,6 +122,63 @@ TEST(TrainFromConfigTest, ClearErrorsBeforeAnyWork) {
   EXPECT_FALSE(huge.ok());
   EXPECT_THAT(huge.status().message(), HasSubstr("run.yaml"));
   EXPECT_FALSE(Env::Default()->FileExists(dir + "/huge/run_config.yaml"));
+}
+
+// Online learning: a run with publish_interval_secs writes numbered updates
+// beside its checkpoints (the first full, then deltas), records in each
+// checkpoint the last one it reflects, and a resumed run numbers on from the
+// log with a full update first.
+TEST(TrainFromConfigTest, PublishesModelUpdates) {
+  const std::string dir = TempDir();
+  RunConfig config = Config(dir, ", steps: 6, publish_interval_secs: 0.000001");
+  const std::string model_dir = dir + "/model";
+  auto r = TrainFromConfig(config, {.model_dir = model_dir, .log = nullptr});
+  ASSERT_TRUE(r.ok()) << r.status();
+  const std::string log = model_dir + "/updates";
+  auto listed = checkpoint::ListUpdates(Env::Default(), log);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  // One at the start (full, step 0), one after every step.
+  ASSERT_EQ(listed->size(), 7u);
+  std::vector<checkpoint::UpdateMeta> metas;
+  for (const auto& [sequence, prefix] : *listed) {
+    auto reader = checkpoint::BundleReader::Open(Env::Default(), prefix);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    auto meta = checkpoint::ReadUpdateMeta(**reader);
+    ASSERT_TRUE(meta.ok()) << meta.status();
+    EXPECT_EQ(meta->sequence, sequence);
+    metas.push_back(*meta);
+  }
+  EXPECT_TRUE(metas[0].full);
+  EXPECT_EQ(metas[0].step, 0);
+  for (size_t i = 1; i < metas.size(); ++i) {
+    EXPECT_FALSE(metas[i].full);
+    EXPECT_EQ(metas[i].step, static_cast<int64_t>(i));
+    EXPECT_EQ(metas[i].since_step, static_cast<int64_t>(i) - 1);
+    EXPECT_FALSE(metas[i].variables.empty());  // the weights change every step
+  }
+  // The final checkpoint records the last update published before it.
+  auto ckpt = checkpoint::BundleReader::Open(Env::Default(), model_dir + "/model.ckpt-6");
+  ASSERT_TRUE(ckpt.ok()) << ckpt.status();
+  auto base = (*ckpt)->Lookup(checkpoint::kCheckpointUpdateKey);
+  ASSERT_TRUE(base.ok()) << base.status();
+  const int64_t sequence = base->flat<int64_t>()[0], step = base->flat<int64_t>()[1];
+  EXPECT_GE(sequence, 6);
+  EXPECT_EQ(step, metas[sequence - 1].step);
+
+  // Resumed: numbered on, full first.
+  config.train.steps = 8;
+  auto more = TrainFromConfig(config, {.model_dir = model_dir, .log = nullptr});
+  ASSERT_TRUE(more.ok()) << more.status();
+  listed = checkpoint::ListUpdates(Env::Default(), log);
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 10u);
+  auto reader = checkpoint::BundleReader::Open(Env::Default(), (*listed)[7].second);
+  ASSERT_TRUE(reader.ok());
+  auto resumed = checkpoint::ReadUpdateMeta(**reader);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(resumed->sequence, 8);
+  EXPECT_TRUE(resumed->full);
+  EXPECT_EQ(resumed->step, 6);
 }
 
 TEST(MakeTrainSpecTest, TheJobOfAConfigForAnyTask) {

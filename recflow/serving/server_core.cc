@@ -294,6 +294,24 @@ absl::Status ServerCore::Init() {
         "; must be at most ", kDayMicros, " (one day)");
   }
   ASSIGN_OR_RETURN(ModelMap models, BuildModels(options_.model_server_config));
+  for (const auto& [model, dir] : options_.model_update_dirs) {
+    if (!models.contains(model)) {
+      return errors::InvalidArgument("model update source ", dir, " is for model '", model,
+                                     "', which is not configured");
+    }
+  }
+  ASSIGN_OR_RETURN(updates_,
+                   UpdateFollower::Create(
+                       {.env = options_.env,
+                        .dirs = options_.model_update_dirs,
+                        .poll_seconds = options_.model_update_poll_seconds,
+                        .metrics = metrics_,
+                        .versions = [this](const std::string& model)
+                            -> std::shared_ptr<const VersionMap> {
+                          auto m = FindModel(model);
+                          if (!m.ok()) return nullptr;
+                          return (*m)->versions->Available();
+                        }}));
   if (options_.enable_batching) {
     ASSIGN_OR_RETURN(BatchingOptions batching,
                      BatchingOptionsFromProto(options_.batching_parameters));
@@ -341,6 +359,7 @@ absl::Status ServerCore::Init() {
 }
 
 ServerCore::~ServerCore() {
+  updates_.reset();  // stops applying updates
   source_.reset();   // stops polling
   manager_.reset();  // waits for loads in progress, unloads everything
   batcher_.reset();
@@ -368,6 +387,8 @@ void ServerCore::InstallModels(ModelMap& models) {
   }
   source_->SetModels(std::move(base_paths));
 }
+
+void ServerCore::ApplyModelUpdatesNow() { updates_->PollNow(); }
 
 void ServerCore::PollNow() {
   source_->PollNow();
@@ -407,6 +428,11 @@ absl::StatusOr<std::shared_ptr<const Servable>> ServerCore::LoadVersion(
   servable->model = name;
   servable->version = version;
   servable->bundle = std::move(*bundle);
+  if (absl::Status attached = updates_->Attach(servable.get()); !attached.ok()) {
+    load_failures_->Increment({name, "load"});
+    return errors::Annotate(attached, absl::StrCat("following the model updates of version ",
+                                                   version, " of model '", name, "'"));
+  }
   absl::Status warm = WarmUp(*servable);
   if (!warm.ok()) {
     load_failures_->Increment({name, "warmup"});

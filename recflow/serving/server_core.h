@@ -124,6 +124,7 @@
 #include "recflow/serving/prediction_api.h"
 #include "recflow/serving/prediction_api_proto.h"
 #include "recflow/serving/saved_model_bundle.h"
+#include "recflow/serving/update_follower.h"
 #include "recflow/serving/version_manager.h"
 #include "recflow/serving/version_source.h"
 
@@ -172,6 +173,13 @@ struct ServerCoreOptions {
   // The MetaGraph to serve: the one tagged exactly this set
   // (--saved_model_tags).
   std::vector<std::string> tags = {"serve"};
+  // Online updates (docs/online_learning.md): model name -> the update log
+  // directory (MODEL_DIR/updates of its trainer) whose updates are applied
+  // in place to every loaded version of that model (update_follower.h). A
+  // version catches up with the log before it is published.
+  std::map<std::string, std::string> model_update_dirs;
+  // Seconds between polls of the update logs (> 0).
+  double model_update_poll_seconds = 0.1;
   Env* env = Env::Default();  // Not owned.
   SessionOptions session;     // per loaded version
   // Where metrics go; null: a registry owned by the core.
@@ -244,6 +252,11 @@ class ServerCore : public PredictionApi {
   // (with their retries) are done. Serialized with the poll thread's
   // listings.
   void PollNow();
+
+  // Applies the pending model updates of every model that follows an
+  // update log, now (what the update thread does every
+  // model_update_poll_seconds; update_follower.h).
+  void ApplyModelUpdatesNow();
 
   // Replaces the served models with `config` (TF Serving's
   // ModelService.HandleReloadConfigRequest): a model no longer listed is
@@ -345,6 +358,8 @@ class ServerCore : public PredictionApi {
   Histogram* load_latency_;
   Gauge* available_versions_;
   std::unique_ptr<BatchScheduler> batcher_;  // null without batching
+  // Applies model updates (no thread without model_update_dirs).
+  std::unique_ptr<UpdateFollower> updates_;
   mutable Mutex models_mu_;
   ModelMap models_ ABSL_GUARDED_BY(models_mu_);
   Mutex reload_mu_;  // serializes ReloadConfig

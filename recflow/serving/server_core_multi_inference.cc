@@ -237,8 +237,11 @@ absl::Status ServerCore::DoMultiInference(const MultiInferenceRequest& request,
   ASSIGN_OR_RETURN(Tensor examples, SerializeExamples(request.input));
   const std::vector<std::string> fetches(output_set.begin(), output_set.end());
   std::vector<Tensor> fetched;
-  absl::Status run = servable->bundle.session->Run({{input_tensor, examples}},
-                                                   fetches, {}, &fetched);
+  absl::Status run;
+  {
+    ModelUpdater::RequestLock hold(servable->updater.get());
+    run = servable->bundle.session->Run({{input_tensor, examples}}, fetches, {}, &fetched);
+  }
   if (!run.ok()) {
     return errors::Annotate(run, absl::StrCat("MultiInference on model '",
                                               servable->model, "' version ",

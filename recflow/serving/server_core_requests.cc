@@ -144,6 +144,7 @@ absl::StatusOr<std::map<std::string, Tensor>> ServerCore::Run(
     const std::string& signature, const std::map<std::string, Tensor>& inputs,
     const std::vector<std::string>& output_filter, bool batch) {
   if (!batch || batcher_ == nullptr) {
+    ModelUpdater::RequestLock hold(servable->updater.get());
     return RunServingSignature(servable->bundle, signature, inputs, output_filter);
   }
   const std::string queue =
@@ -153,6 +154,7 @@ absl::StatusOr<std::map<std::string, Tensor>> ServerCore::Run(
       queue, servable->model, inputs,
       [servable, signature,
        output_filter](const std::map<std::string, Tensor>& in) {
+        ModelUpdater::RequestLock hold(servable->updater.get());
         return RunServingSignature(servable->bundle, signature, in, output_filter);
       });
 }

@@ -59,6 +59,7 @@
 #include "recflow/core/mutex.h"
 #include "recflow/core/threadpool.h"
 #include "recflow/serving/metrics.h"
+#include "recflow/serving/model_updates.h"
 #include "recflow/serving/prediction_api.h"
 #include "recflow/serving/saved_model_bundle.h"
 #include "recflow/serving/version_policy.h"
@@ -66,11 +67,15 @@
 
 namespace recflow::serving {
 
-// One loaded version: what a request runs on. Immutable once published.
+// One loaded version: what a request runs on. Immutable once published,
+// but for the model updates `updater` applies in place (model_updates.h).
 struct Servable {
   std::string model;
   int64_t version = 0;
   SavedModelBundle bundle;
+  // Set when the model follows an update log; requests hold its
+  // RequestLock while they run.
+  std::unique_ptr<ModelUpdater> updater;
 };
 
 using VersionMap = std::map<int64_t, std::shared_ptr<const Servable>>;

@@ -284,6 +284,9 @@ absl::StatusOr<std::unique_ptr<MonitoredSession>> MonitoredSession::CreateWithRu
     if (saveables.empty()) {
       ASSIGN_OR_RETURN(saveables, GraphSaveables(session));
     }
+    for (checkpoint::Saveable& extra : options.extra_saveables) {
+      saveables.push_back(std::move(extra));
+    }
     checkpoint::SaverOptions so;
     so.directory = options.checkpoint_dir;
     so.max_to_keep = options.max_to_keep;

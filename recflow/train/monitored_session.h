@@ -202,6 +202,9 @@ struct MonitoredSessionOptions {
   // What a checkpoint holds. Empty: GraphSaveables() of the graph (every
   // variable and input iterator).
   std::vector<checkpoint::Saveable> saveables;
+  // Added to those (state kept beside the model: an update publisher's
+  // sequence, train/update_publisher.h).
+  std::vector<checkpoint::Saveable> extra_saveables;
   // Run when there is no checkpoint to restore. Empty: "init" if the graph
   // has such a node, else nothing.
   std::string init_target;

@@ -10,6 +10,7 @@
 #include "recflow/data/iterator_resource.h"
 #include "recflow/train/global_step.h"
 #include "recflow/train/input_hooks.h"
+#include "recflow/train/update_publisher.h"
 
 namespace recflow::train {
 namespace {
@@ -168,6 +169,12 @@ absl::StatusOr<TrainResult> Train(const TrainSpec& spec, const TrainOptions& opt
   std::vector<std::unique_ptr<SessionRunHook>> hooks;
   hooks.push_back(std::make_unique<FeedInputHook>(kTrainInput));
   for (auto& hook : TrainingHooks(spec, ho)) hooks.push_back(std::move(hook));
+  if (spec.publish_interval_secs > 0) {
+    auto published = std::make_shared<PublishedUpdates>();
+    opts.extra_saveables.push_back(published->CheckpointSaveable());
+    hooks.push_back(MakeUpdatePublishHook(model_dir, spec.publish_interval_secs, published,
+                                          options.log));
+  }
   ASSIGN_OR_RETURN(auto sess, MonitoredSession::Create(opts, spec.graph_def, std::move(hooks)));
   if (!sess->restore_recovery().empty()) {
     Log(options.log, absl::StrCat("warning: ", sess->restore_recovery()));

@@ -78,6 +78,9 @@ struct TrainSpec {
   int64_t eval_batches = 0;      // 0: all
   double log_every_secs = 1;
   int64_t summary_every_steps = 100;
+  // Online learning (docs/online_learning.md): publish a model update into
+  // MODEL_DIR/updates every this many seconds, and at the end (0: never).
+  double publish_interval_secs = 0;
 
   // What the input skipped (training and eval data together), for the
   // progress line and the report at the end. May be null.

@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# Online learning end to end (docs/online_learning.md):
+#  - `recflow train --publish_interval_secs` publishes numbered updates
+#    beside its checkpoints (the first full), and the export records the
+#    last one it holds;
+#  - `recflow serve --model_update_source=dir:...` serves that export and
+#    applies the updates of a further training run in place: once the last
+#    one is applied, its predictions equal those of a fresh export of the
+#    trainer's final checkpoint, and its metrics say where it is;
+#  - a damaged update stops the server at the update before it (it keeps
+#    answering), and the next run's full update heals it;
+#  - bad flags are clear errors.
+set -u
+RECFLOW=$1
+TMP=$(mktemp -d)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+fails=0
+fail() {
+  echo "FAIL $*"
+  fails=$((fails + 1))
+}
+
+"$RECFLOW" gen-data --rows 20000 --test_rows 2000 --seed 5 --out "$TMP/data" >/dev/null 2>&1 ||
+  { echo "FAIL gen-data"; exit 1; }
+cat >"$TMP/run.yaml" <<EOF
+model: {type: deepfm, embedding_dim: 4, hidden_units: [16], seed: 1}
+features: {dense: 13, sparse: 26, sparse_defaults: {hash_table: true}}
+data: {train: $TMP/data/train-*.tsv, eval: $TMP/data/test-*.tsv, parse_threads: 1}
+train: {batch_size: 256, threads: 1, log_every_secs: 100}
+checkpoint: {save_steps: 10, save_secs: 0}
+EOF
+
+# serve NAME ARGS... : starts a server, sets URL_<NAME>.
+serve() {
+  local name=$1
+  shift
+  "$RECFLOW" serve --rest_api_port=auto --port=0 --file_system_poll_wait_seconds=0 "$@" \
+    >"$TMP/$name.out" 2>"$TMP/$name.err" &
+  PIDS+=($!)
+  for _ in $(seq 200); do
+    grep -q "^serving model" "$TMP/$name.out" && break
+    sleep 0.05
+  done
+  local url
+  url=$(grep -oE "http://127.0.0.1:[0-9]+" "$TMP/$name.out" | head -1)
+  [[ -n "$url" ]] || fail "server $name did not start: $(tail -3 "$TMP/$name.err")"
+  printf -v "URL_$name" '%s' "$url"
+}
+
+# predict URL: a fixed request of 3 examples (ids seen in training and not).
+predict() {
+  python3 - "$1/v1/models/ctr:predict" <<'PY'
+import json, sys, urllib.request
+inputs = {"dense": [[0.5] * 13, [1.0] * 13, [0.0] * 13]}
+for f in range(1, 27):
+    inputs["C%d/ids" % f] = [f * 7, f * 11 + 3, 123456789]
+    inputs["C%d/row_splits" % f] = [0, 1, 2, 3]
+req = urllib.request.Request(sys.argv[1], data=json.dumps({"inputs": inputs}).encode(), method="POST")
+try:
+    with urllib.request.urlopen(req) as r:
+        print(r.status, r.read().decode())
+except Exception as e:
+    print("error", e, getattr(e, "read", lambda: b"")().decode())
+PY
+}
+
+metric() {  # metric URL NAME -> the value of the first sample of NAME
+  python3 - "$1/monitoring/prometheus/metrics" "$2" <<'PY'
+import sys, urllib.request
+with urllib.request.urlopen(sys.argv[1]) as r:
+    for line in r.read().decode().splitlines():
+        if line.startswith(sys.argv[2] + "{"):
+            print(line.rsplit(" ", 1)[1])
+            break
+PY
+}
+
+newest_update() {
+  ls "$TMP/m/updates" | grep -oE '^update-[0-9]+\.index$' | sort | tail -1 | grep -oE '[0-9]+' |
+    sed 's/^0*//'
+}
+
+# 1. Train 20 steps publishing; export.
+out=$("$RECFLOW" train --config "$TMP/run.yaml" --model_dir "$TMP/m" --steps 20 \
+  --publish_interval_secs 0.05 2>"$TMP/train1.err")
+[[ $? -eq 0 ]] || fail "train 1: $(tail -3 "$TMP/train1.err")"
+grep -q "published model update 1 (full, step 0" "$TMP/train1.err" ||
+  fail "train 1 did not say where its first update went: $(grep -i update "$TMP/train1.err")"
+n1=$(newest_update)
+[[ -n "$n1" && "$n1" -ge 2 ]] || fail "train 1 published '$n1' updates: $(ls "$TMP/m/updates")"
+out=$("$RECFLOW" export --model_dir "$TMP/m" --export_dir "$TMP/models/ctr/1" 2>&1) ||
+  fail "export: $out"
+# The checkpoint at step 20 holds the last update published before it.
+grep -qE "it reflects model updates up to [0-9]+ \(step [0-9]+\)" <<<"$out" || fail "export base: $out"
+[[ -f "$TMP/models/ctr/1/assets.extra/recflow_update_base" ]] || fail "no recflow_update_base"
+
+# 2. Serve it, following the log; train further.
+serve live --model_name=ctr --model_base_path="$TMP/models/ctr" \
+  --model_update_source=dir:"$TMP/m/updates" --model_update_poll_ms=20
+before=$(predict "$URL_live")
+grep -qE '^200 .*"probabilities"' <<<"$before" || fail "predict before: $before"
+"$RECFLOW" train --config "$TMP/run.yaml" --model_dir "$TMP/m" --steps 50 \
+  --publish_interval_secs 0.05 >/dev/null 2>"$TMP/train2.err" || fail "train 2: $(tail -3 "$TMP/train2.err")"
+n2=$(newest_update)
+[[ "$n2" -gt "$n1" ]] || fail "train 2 published nothing new ($n1 -> $n2)"
+applied=
+for _ in $(seq 200); do
+  applied=$(metric "$URL_live" recflow_serving_model_update_sequence)
+  [[ "$applied" == "$n2" ]] && break
+  sleep 0.05
+done
+[[ "$applied" == "$n2" ]] || fail "the server applied up to '$applied', the log has $n2: $(tail -3 "$TMP/live.err")"
+after=$(predict "$URL_live")
+[[ "$after" != "$before" ]] || fail "predictions did not change with the updates: $after"
+behind=$(metric "$URL_live" recflow_serving_model_updates_behind)
+[[ "$behind" == "0" ]] || fail "updates behind: '$behind'"
+
+# ... and equal those of a fresh export of the final checkpoint.
+"$RECFLOW" export --model_dir "$TMP/m" --export_dir "$TMP/fresh/ctr/1" >/dev/null 2>&1 ||
+  fail "fresh export"
+serve fresh --model_name=ctr --model_base_path="$TMP/fresh/ctr"
+want=$(predict "$URL_fresh")
+[[ "$after" == "$want" ]] || fail "served after updates: $after; fresh export: $want"
+
+# 3. A damaged update: the server stays at the one before and keeps answering.
+next=$((n2 + 1))
+bad=$(printf '%s/m/updates/update-%020d' "$TMP" "$next")
+cp "$(printf '%s/m/updates/update-%020d' "$TMP" "$n2").index" "$bad.index"
+echo garbage >"$bad.data-00000-of-00001"
+sleep 0.3
+still=$(predict "$URL_live")
+[[ "$still" == "$after" ]] || fail "predictions changed with a damaged update: $still"
+applied=$(metric "$URL_live" recflow_serving_model_update_sequence)
+[[ "$applied" == "$n2" ]] || fail "applied '$applied' past the damaged update $next"
+grep -q "stays at model update $n2" "$TMP/live.err" || fail "the damaged update was not reported"
+errors=$(metric "$URL_live" recflow_serving_model_update_errors)
+[[ "$errors" == "1" ]] || fail "update errors metric '$errors'"
+# The next run's first update is full, numbered past it: the server skips
+# to it and heals.
+"$RECFLOW" train --config "$TMP/run.yaml" --model_dir "$TMP/m" --steps 55 \
+  --publish_interval_secs 0.05 >/dev/null 2>"$TMP/train3.err" || fail "train 3: $(tail -3 "$TMP/train3.err")"
+n3=$(newest_update)
+for _ in $(seq 200); do
+  applied=$(metric "$URL_live" recflow_serving_model_update_sequence)
+  [[ "$applied" == "$n3" ]] && break
+  sleep 0.05
+done
+[[ "$applied" == "$n3" ]] || fail "after the full update: applied '$applied', log $n3"
+
+# 4. Bad flags.
+out=$("$RECFLOW" serve --model_name=ctr --model_base_path="$TMP/models/ctr" --rest_api_port=auto \
+  --port=0 --model_update_source=grpc:localhost:1 2>&1)
+[[ $? -ne 0 ]] && grep -q "grpc: sources are not supported yet" <<<"$out" || fail "grpc source: $out"
+out=$("$RECFLOW" serve --model_name=ctr --model_base_path="$TMP/models/ctr" --rest_api_port=auto \
+  --port=0 --model_update_source=other=dir:/x 2>&1)
+grep -q "model 'other' is not served" <<<"$out" || fail "unknown model: $out"
+out=$("$RECFLOW" serve --model_name=ctr --model_base_path="$TMP/models/ctr" --rest_api_port=auto \
+  --port=0 --model_update_source=/x 2>&1)
+grep -q "is not \[NAME=\]dir:PATH" <<<"$out" || fail "bad source: $out"
+out=$("$RECFLOW" train --config "$TMP/run.yaml" --model_dir "$TMP/m2" --publish_interval_secs -1 2>&1)
+grep -q "publish_interval_secs: not a number >= 0" <<<"$out" || fail "bad interval: $out"
+
+for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+PIDS=()
+if [[ $fails -ne 0 ]]; then
+  echo "$fails check(s) failed"
+  exit 1
+fi
+echo "online learning: all checks passed"

@@ -1,0 +1,274 @@
+#include "recflow/serving/model_updates.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "recflow/checkpoint/bundle_reader.h"
+#include "recflow/checkpoint/saved_model.h"
+#include "recflow/core/status.h"
+#include "recflow/embedding/graph_tables.h"
+#include "recflow/framework/resource_mgr.h"
+
+namespace recflow::serving {
+namespace {
+
+// One table's part of an update, read and checked.
+struct TableUpdate {
+  size_t table = 0;  // index into tables_
+  embedding::TableChunk rows;
+  Tensor deleted_ids;  // int64 [m]; unset for a full update
+};
+
+struct VariableUpdate {
+  std::shared_ptr<Var> var;
+  Tensor value;
+};
+
+absl::StatusOr<Tensor> ReadTensor(const checkpoint::BundleReader& reader, const std::string& key,
+                                  DataType dtype) {
+  if (!reader.Contains(key)) {
+    return errors::DataLoss("model update ", reader.prefix(), " lists '", key.substr(0, key.rfind('/')),
+                            "' but has no tensor '", key, "'");
+  }
+  ASSIGN_OR_RETURN(Tensor t, reader.Lookup(key));
+  if (t.dtype() != dtype) {
+    return errors::DataLoss("model update ", reader.prefix(), ": '", key, "' is ",
+                            DataTypeString(t.dtype()), ", not ", DataTypeString(dtype));
+  }
+  return t;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ModelUpdater>> ModelUpdater::Create(
+    const SavedModelBundle& bundle, const ModelUpdaterOptions& options) {
+  std::unique_ptr<ModelUpdater> u(new ModelUpdater());
+  u->options_ = options;
+  u->export_dir_ = bundle.export_dir;
+  Session* session = bundle.session.get();
+  ResourceMgr* rm = session->device()->resource_manager();
+  const Graph& graph = *session->graph();
+  ASSIGN_OR_RETURN(std::vector<embedding::GraphTable> tables,
+                   embedding::CreateGraphTables(graph, rm));
+  for (embedding::GraphTable& t : tables) {
+    u->tables_.push_back({t.where.node, std::move(t.resource)});
+  }
+  for (const auto& node : graph.nodes()) {
+    const std::string& op = node->op();
+    if (op != "VariableV2" && op != "VarHandleOp" && op != "Variable") continue;
+    ResourceLocation where = NodeResourceLocation(node->def(), rm->default_container());
+    auto var = rm->Lookup<Var>(where.container, where.name);
+    // A variable that was never restored or initialized cannot be served
+    // anyway; updates for it are skipped.
+    if (!var.ok()) continue;
+    u->variables_.push_back({node->name(), std::move(*var)});
+  }
+  std::sort(u->variables_.begin(), u->variables_.end(),
+            [](const Variable& a, const Variable& b) { return a.key < b.key; });
+  const std::string base_path = JoinPath(bundle.export_dir, checkpoint::kSavedModelAssetsExtraDirectory,
+                                         checkpoint::kUpdateBaseFile);
+  if (options.env->FileExists(base_path)) {
+    std::string text;
+    RETURN_IF_ERROR(ReadFileToString(options.env, base_path, &text));
+    ASSIGN_OR_RETURN(checkpoint::UpdateBase base, checkpoint::ParseUpdateBase(text, base_path));
+    MutexLock lock(&u->apply_mu_);
+    u->applied_ = base.sequence;
+  }
+  return u;
+}
+
+int64_t ModelUpdater::applied_sequence() const {
+  MutexLock lock(&apply_mu_);
+  return applied_;
+}
+
+std::optional<AppliedUpdate> ModelUpdater::last_applied() const {
+  MutexLock lock(&apply_mu_);
+  return last_;
+}
+
+absl::StatusOr<std::optional<AppliedUpdate>> ModelUpdater::Apply(const std::string& prefix) {
+  MutexLock lock(&apply_mu_);
+  return ApplyLocked(prefix);
+}
+
+absl::StatusOr<std::optional<AppliedUpdate>> ModelUpdater::ApplyLocked(const std::string& prefix) {
+  Env* env = options_.env;
+  checkpoint::BundleReaderOptions ro;
+  ro.direct_io = false;
+  ASSIGN_OR_RETURN(auto reader, checkpoint::BundleReader::Open(env, prefix, ro));
+  AppliedUpdate done;
+  ASSIGN_OR_RETURN(done.meta, checkpoint::ReadUpdateMeta(*reader));
+  const checkpoint::UpdateMeta& meta = done.meta;
+  if (meta.sequence <= applied_) return std::nullopt;
+  if (meta.sequence != applied_ + 1 && !meta.full) {
+    return errors::FailedPrecondition("model update ", meta.sequence, " (", prefix,
+                                      ") cannot be applied: the served model has applied "
+                                      "updates up to ",
+                                      applied_, ", so update ", applied_ + 1,
+                                      " must come first (a gap loses changes)");
+  }
+
+  // 1. Read and check everything.
+  std::vector<TableUpdate> table_updates;
+  for (const std::string& key : meta.tables) {
+    auto it = std::find_if(tables_.begin(), tables_.end(),
+                           [&](const Table& t) { return t.key == key; });
+    if (it == tables_.end()) {
+      return errors::InvalidArgument("model update ", prefix, " holds table '", key,
+                                     "', which the served model (", export_dir_,
+                                     ") does not have");
+    }
+    embedding::HashEmbeddingTable* table = it->resource->table();
+    TableUpdate u;
+    u.table = static_cast<size_t>(it - tables_.begin());
+    ASSIGN_OR_RETURN(u.rows.keys, ReadTensor(*reader, key + "/keys", DT_INT64));
+    ASSIGN_OR_RETURN(u.rows.values, ReadTensor(*reader, key + "/values", DT_FLOAT));
+    const int64_t n = u.rows.keys.NumElements();
+    if (u.rows.keys.dims() != 1 || u.rows.values.dims() != 2 || u.rows.values.dim_size(0) != n ||
+        u.rows.values.dim_size(1) != table->dim()) {
+      return errors::InvalidArgument(
+          "model update ", prefix, ": table '", key, "' has keys ",
+          u.rows.keys.shape().DebugString(), " and values ", u.rows.values.shape().DebugString(),
+          "; the served table needs [n] and [n, ", table->dim(), "]");
+    }
+    if (reader->Contains(key + "/versions")) {
+      ASSIGN_OR_RETURN(u.rows.versions, ReadTensor(*reader, key + "/versions", DT_INT64));
+      if (u.rows.versions.NumElements() != n) {
+        return errors::DataLoss("model update ", prefix, ": table '", key, "' has ", n,
+                                " keys but ", u.rows.versions.NumElements(), " versions");
+      }
+    }
+    if (!meta.full) {
+      ASSIGN_OR_RETURN(u.deleted_ids, ReadTensor(*reader, key + "/deleted_ids", DT_INT64));
+    }
+    table_updates.push_back(std::move(u));
+  }
+  std::vector<VariableUpdate> var_updates;
+  for (const std::string& key : meta.variables) {
+    auto it = std::lower_bound(variables_.begin(), variables_.end(), key,
+                               [](const Variable& v, const std::string& k) { return v.key < k; });
+    if (it == variables_.end() || it->key != key) {
+      ++done.skipped_variables;
+      continue;
+    }
+    if (!reader->Contains(key)) {
+      return errors::DataLoss("model update ", prefix, " lists variable '", key,
+                              "' but has no tensor of that name");
+    }
+    ASSIGN_OR_RETURN(Tensor value, reader->Lookup(key));
+    ASSIGN_OR_RETURN(Tensor current, it->var->Read());
+    if (value.dtype() != current.dtype() || value.shape() != current.shape()) {
+      return errors::InvalidArgument("model update ", prefix, ": variable '", key, "' is ",
+                                     DataTypeString(value.dtype()), " ",
+                                     value.shape().DebugString(), ", the served one ",
+                                     DataTypeString(current.dtype()), " ",
+                                     current.shape().DebugString());
+    }
+    var_updates.push_back({it->var, std::move(value)});
+  }
+
+  // 2. Tables, row by row (each under its shard's lock).
+  for (TableUpdate& u : table_updates) {
+    embedding::HashEmbeddingTable* table = tables_[u.table].resource->table();
+    if (!meta.full && u.deleted_ids.NumElements() > 0) {
+      const auto ids = u.deleted_ids.flat<int64_t>();
+      done.removed += table->Remove(absl::MakeConstSpan(ids.data(), ids.size()));
+    }
+    // Checked above: Import fails only on a shape it refuses, or when memory
+    // runs out (rows written before stay; the next update retries).
+    RETURN_IF_ERROR(errors::Annotate(
+        table->Import(u.rows),
+        absl::StrCat("applying model update ", prefix, " to table '", tables_[u.table].key, "'")));
+    done.rows += u.rows.keys.NumElements();
+    if (meta.full) {
+      // Drop the rows the update does not hold.
+      const auto keys = u.rows.keys.flat<int64_t>();
+      absl::flat_hash_set<int64_t> keep(keys.data(), keys.data() + keys.size());
+      std::vector<int64_t> extra;
+      embedding::ExportOptions eo;
+      eo.include_values = false;
+      eo.include_slots = false;
+      eo.order = embedding::ExportOptions::Order::kStorage;
+      RETURN_IF_ERROR(table
+                          ->Export(eo,
+                                   [&](const embedding::TableChunk& c) {
+                                     for (int64_t id : c.keys.flat<int64_t>()) {
+                                       if (!keep.contains(id)) extra.push_back(id);
+                                     }
+                                     return absl::OkStatus();
+                                   })
+                          .status());
+      done.removed += table->Remove(extra);
+    }
+  }
+
+  // 3. Dense variables, all at once.
+  {
+    embedding::WriterLock hold(&state_mu_);
+    for (VariableUpdate& v : var_updates) {
+      absl::Status s = v.var->Assign(v.value, /*validate_shape=*/true);
+      // Checked above (dtype and shape); an assign cannot fail now.
+      if (!s.ok()) {
+        return errors::Internal("applying model update ", prefix, " to variable '",
+                                v.var->name(), "' after checking it: ", s.message());
+      }
+    }
+  }
+  done.variables = static_cast<int64_t>(var_updates.size());
+  done.applied_micros = env->NowMicros();
+  applied_ = meta.sequence;
+  last_ = done;
+  return std::optional<AppliedUpdate>(std::move(done));
+}
+
+CatchUpResult ModelUpdater::CatchUp(const std::string& dir) {
+  CatchUpResult result;
+  auto listed = checkpoint::ListUpdates(options_.env, dir);
+  if (!listed.ok()) {
+    result.error = errors::Annotate(listed.status(), absl::StrCat("listing model updates in ", dir));
+    return result;
+  }
+  if (listed->empty()) return result;
+  result.newest = listed->back().first;
+  MutexLock lock(&apply_mu_);
+  if (result.newest <= applied_) return result;
+  // Start from the newest full update past the applied sequence, if any:
+  // it replaces everything before it.
+  size_t start = 0;
+  while (start < listed->size() && (*listed)[start].first <= applied_) ++start;
+  for (size_t i = listed->size(); i-- > start;) {
+    const std::string& prefix = (*listed)[i].second;
+    auto reader = checkpoint::BundleReader::Open(options_.env, prefix);
+    if (!reader.ok()) continue;
+    auto meta = checkpoint::ReadUpdateMeta(**reader);
+    if (meta.ok() && meta->full) {
+      start = i;
+      break;
+    }
+  }
+  for (size_t i = start; i < listed->size(); ++i) {
+    const auto& [sequence, prefix] = (*listed)[i];
+    if (sequence != applied_ + 1 && i != start) {
+      result.error = errors::FailedPrecondition("model update ", applied_ + 1,
+                                                " is missing from ", dir, " (next there: ",
+                                                sequence, ")");
+      return result;
+    }
+    auto applied = ApplyLocked(prefix);
+    if (!applied.ok()) {
+      result.error = applied.status();
+      return result;
+    }
+    if (applied->has_value()) {
+      ++result.applied;
+      result.last = std::move(**applied);
+    }
+  }
+  return result;
+}
+
+}  // namespace recflow::serving
