@@ -3,6 +3,10 @@
 // progress, TensorBoard summaries and evaluation; evaluate a trained model.
 // The flags and the results printed are here; the work is the library's
 // (models/train_from_config.h, and distributed_train.cc for a cluster task).
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -26,7 +30,8 @@ namespace {
 
 constexpr char kTrainUsage[] =
     "usage: recflow train --config FILE [--data PATH] [--eval_data PATH] [--model_dir DIR]\n"
-    "                     [--steps N] [--threads T] [--publish_interval_secs S]\n\n"
+    "                     [--steps N] [--threads T] [--publish_interval_secs S]\n"
+    "                     [--stream [--stream_done_suffix SUFFIX]]\n\n"
     "Trains the model of a run config (docs/model_config.md) on Criteo-format TSV files.\n"
     "Resumes from the newest checkpoint in --model_dir (model, optimizer state and the\n"
     "position in the data), saves checkpoints there, writes TensorBoard events there, shows\n"
@@ -37,7 +42,12 @@ constexpr char kTrainUsage[] =
     "Online learning (docs/online_learning.md): --publish_interval_secs S publishes a model\n"
     "update (the embedding rows and dense variables changed since the previous one) into\n"
     "MODEL_DIR/updates every S seconds and at the end (overrides train.publish_interval_secs);\n"
-    "`recflow serve --model_update_source=dir:MODEL_DIR/updates` applies them in place.\n\n"
+    "`recflow serve --model_update_source=dir:MODEL_DIR/updates` applies them in place.\n"
+    "--stream follows the --data files (one glob) as they are written, moving to the next file\n"
+    "when a newer one appears (or FILE+SUFFIX exists, with --stream_done_suffix), and trains\n"
+    "until SIGTERM / SIGINT; the progress line shows the AUC of the last examples, each scored\n"
+    "before it was trained on (data.stream_auc_window). SIGTERM / SIGINT stop any run after\n"
+    "its step with a final checkpoint; a second one kills.\n\n"
     "Distributed (docs/distributed.md): with TF_CONFIG set (or --job_name and the host lists),\n"
     "this process is one task of a cluster: a ps serves its share of the model, the chief\n"
     "initializes, trains, checkpoints into --model_dir (shared by all tasks) and evaluates,\n"
@@ -101,9 +111,31 @@ void PrintInputReport(const std::string& report) {
   if (!report.empty()) std::fprintf(stderr, "\n%s\n", report.c_str());
 }
 
+// SIGTERM / SIGINT: the first one asks training to stop after its step
+// (final checkpoint and update, clean exit); a second one kills.
+std::atomic<bool> g_stop_requested{false};
+
+void OnStopSignal(int signo) {
+  g_stop_requested.store(true);
+  constexpr char kMessage[] = "\nstopping after this step (again to kill)\n";
+  (void)!write(2, kMessage, sizeof(kMessage) - 1);
+  signal(signo, SIG_DFL);
+}
+
+void InstallStopHandlers() {
+  struct sigaction sa = {};
+  sa.sa_handler = OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+}
+
 absl::Status RunTrain(const models::RunConfig& config, const std::string& model_dir) {
+  InstallStopHandlers();
   ASSIGN_OR_RETURN(train::TrainResult r,
-                   models::TrainFromConfig(config, {.model_dir = model_dir, .log = stderr}));
+                   models::TrainFromConfig(config, {.model_dir = model_dir,
+                                                    .log = stderr,
+                                                    .stop = [] { return g_stop_requested.load(); }}));
   using Outcome = train::TrainResult::Outcome;
   switch (r.outcome) {
     case Outcome::kCheckpointAtLastStep:
@@ -129,6 +161,10 @@ absl::Status RunTrain(const models::RunConfig& config, const std::string& model_
   std::printf("trained %lld steps (%lld examples) in %.1f s: %.0f examples/s; model in %s\n",
               static_cast<long long>(r.steps), static_cast<long long>(r.examples), r.seconds,
               r.seconds > 0 ? r.examples / r.seconds : 0.0, model_dir.c_str());
+  if (r.window.has_value()) {
+    std::printf("progressive validation: AUC %.4f  logloss %.4f over the last %lld examples\n",
+                r.window->auc, r.window->logloss, static_cast<long long>(r.window_examples));
+  }
   if (r.eval.has_value()) {
     std::printf("test AUC %.4f  logloss %.4f  calibration %.3f  accuracy %.4f  (%lld examples)%s\n",
                 r.eval->auc, r.eval->logloss, r.eval->calibration, r.eval->accuracy,
@@ -155,6 +191,8 @@ absl::Status RunEval(const models::RunConfig& config, const std::string& model_d
 
 int TrainCommand(const Args& args) {
   std::string config_path, data, eval_data, model_dir, steps, threads, publish_interval;
+  std::string stream_done_suffix;
+  bool stream = false;
   std::string backup_workers, round_timeout, partition_mb, max_staleness, ps_hosts, worker_hosts, chief_host, job_name,
       task_index;
   bool help = false, sync = false;
@@ -166,6 +204,9 @@ int TrainCommand(const Args& args) {
                    {"model_dir", &model_dir, nullptr, "checkpoints and events (default ./model)"},
                    {"steps", &steps, nullptr, "last global step (overrides train.steps)"},
                    {"threads", &threads, nullptr, "session threads (overrides train.threads)"},
+                   {"stream", nullptr, &stream, "follow the data files as they are written"},
+                   {"stream_done_suffix", &stream_done_suffix, nullptr,
+                    "with --stream: FILE+SUFFIX marks FILE complete"},
                    {"publish_interval_secs", &publish_interval, nullptr,
                     "publish model updates this often (overrides train.publish_interval_secs)"},
                    {"sync", nullptr, &sync, "distributed: synchronous rounds"},
@@ -225,6 +266,8 @@ int TrainCommand(const Args& args) {
               << "\n";
     return 2;
   }
+  if (stream) config->data.stream = true;
+  if (!stream_done_suffix.empty()) config->data.stream_done_suffix = stream_done_suffix;
   if (model_dir.empty()) model_dir = "model";
   // A cluster task when TF_CONFIG or --job_name says so.
   std::optional<absl::StatusOr<distributed::ClusterConfig>> cluster;
@@ -251,6 +294,11 @@ int TrainCommand(const Args& args) {
     return s.ok() ? 0 : Fail(s);
   }
   if (!cluster->ok()) return Fail(cluster->status());
+  if (config->data.stream) {
+    std::cerr << "error: streaming input (--stream, data.stream) is not supported in a cluster "
+                 "yet; train in one process to stream\n";
+    return 2;
+  }
   if (config->train.publish_interval_secs > 0) {
     std::cerr << "error: publishing model updates (--publish_interval_secs, "
                  "train.publish_interval_secs) is not supported in a cluster yet; train in one "

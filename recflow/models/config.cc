@@ -656,6 +656,9 @@ absl::Status ParseRoot(const YAML::Node& root, const std::string* file, RunConfi
     RETURN_IF_ERROR(d.String("eval", &c->data.eval));
     RETURN_IF_ERROR(d.Bool("hash_ids", &c->data.hash_ids));
     RETURN_IF_ERROR(d.Threads("parse_threads", &c->data.parse_threads));
+    RETURN_IF_ERROR(d.Bool("stream", &c->data.stream));
+    RETURN_IF_ERROR(d.String("stream_done_suffix", &c->data.stream_done_suffix));
+    RETURN_IF_ERROR(d.Int("stream_auc_window", &c->data.stream_auc_window, 0));
     RETURN_IF_ERROR(d.Finish());
   }
   // train

@@ -57,6 +57,13 @@ struct DataConfig {
   std::string eval;               // optional
   bool hash_ids = false;          // criteo: Fingerprint64 of the text instead of hex values
   int parse_threads = 0;          // 0: one per CPU; at most kMaxThreads
+  // Online learning: follow the files of `train` as they are written
+  // (data/stream_source.h) until stopped, instead of reading them once.
+  bool stream = false;
+  std::string stream_done_suffix;  // "": a file is done when a newer one exists
+  // Progressive validation while streaming: the AUC of the last this many
+  // examples, each scored before it is trained on (0: none).
+  int64_t stream_auc_window = 100000;
 };
 
 struct TrainConfig {

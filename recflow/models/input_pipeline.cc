@@ -1,6 +1,7 @@
 #include "recflow/models/input_pipeline.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "recflow/core/env.h"
 #include "recflow/core/status.h"
 #include "recflow/core/threadpool.h"
+#include "recflow/data/stream_source.h"
 #include "recflow/framework/scope.h"
 #include "recflow/ops/array_ops.h"
 #include "recflow/ops/data_ops.h"
@@ -146,17 +148,40 @@ absl::StatusOr<data::Dataset> MakeRunDataset(const RunConfig& config, const Inpu
                                              const std::string& patterns, int64_t epochs,
                                              int num_shards, int shard_index) {
   std::vector<std::string> list = absl::StrSplit(patterns, ',', absl::SkipEmpty());
-  ASSIGN_OR_RETURN(std::vector<std::string> files, data::ListFiles(nullptr, list));
-  data::TextLineOptions tl;
-  tl.lines_per_element = config.train.batch_size;
-  tl.emit_origin = true;  // bad lines are reported as path:LINE, and counted per file
   int threads = config.data.parse_threads;
   if (threads <= 0) threads = static_cast<int>(std::min<int64_t>(NumSchedulableCPUs(), kMaxThreads));
-  // Workers' shares: whole files when there are enough of them, else every
-  // num_shards-th batch of lines; either way each line is read by one worker.
-  const bool by_file = num_shards > 1 && static_cast<int>(files.size()) >= num_shards;
-  data::Dataset ds = data::Dataset::TextLine(
-      files, by_file ? data::ShardOptions{num_shards, shard_index} : data::ShardOptions{}, tl);
+  bool by_file = false;
+  std::optional<data::Dataset> source;
+  const bool stream = config.data.stream && patterns == config.data.train;
+  if (stream) {
+    // Online: the files as they are written (one pattern), until stopped.
+    if (list.size() != 1 || num_shards > 1) {
+      return errors::InvalidArgument(config.path, ": data.stream follows one file pattern in one "
+                                     "process; data.train is '", patterns, "'",
+                                     num_shards > 1 ? " and the task is one of a cluster" : "");
+    }
+    data::StreamOptions so;
+    so.pattern = list[0];
+    so.lines_per_element = config.train.batch_size;
+    so.emit_origin = true;
+    so.done_suffix = config.data.stream_done_suffix;
+    so.stop = p.stop;
+    source = data::StreamTextLines(std::move(so));
+    epochs = 1;
+    // One parse thread, on the training thread (data/stream_source.h).
+    threads = 1;
+  } else {
+    ASSIGN_OR_RETURN(std::vector<std::string> files, data::ListFiles(nullptr, list));
+    data::TextLineOptions tl;
+    tl.lines_per_element = config.train.batch_size;
+    tl.emit_origin = true;  // bad lines are reported as path:LINE, and counted per file
+    // Workers' shares: whole files when there are enough of them, else every
+    // num_shards-th batch of lines; either way each line is read by one worker.
+    by_file = num_shards > 1 && static_cast<int>(files.size()) >= num_shards;
+    source = data::Dataset::TextLine(
+        files, by_file ? data::ShardOptions{num_shards, shard_index} : data::ShardOptions{}, tl);
+  }
+  data::Dataset ds = *std::move(source);
   if (num_shards > 1 && !by_file) ds = ds.Shard(num_shards, shard_index);
   std::vector<DataType> dtypes = p.schema.dtypes();
   std::vector<PartialShape> shapes = ComponentShapes(p.schema);
@@ -171,6 +196,8 @@ absl::StatusOr<data::Dataset> MakeRunDataset(const RunConfig& config, const Inpu
     ds = ds.Shuffle(config.train.shuffle_buffer, config.model.seed);
   }
   if (epochs != 1) ds = ds.Repeat(epochs);
+  // A stream is read on the training thread (data/stream_source.h).
+  if (stream) return ds;
   return ds.Prefetch(2);
 }
 

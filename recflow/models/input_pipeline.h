@@ -15,6 +15,7 @@
 #define RECFLOW_MODELS_INPUT_PIPELINE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,6 +41,8 @@ struct InputPipeline {
   // (every dataset made with this pipeline, training and evaluation).
   std::shared_ptr<data::DataStats> stats;
   std::shared_ptr<data::BatchStats> batches = std::make_shared<data::BatchStats>();
+  // data.stream: asked while the stream waits; true ends it. May be null.
+  std::function<bool()> stop;
 };
 
 // The parser of the config's data (its id mode, its behaviour sequences).
@@ -57,6 +60,9 @@ absl::StatusOr<InputPipeline> MakeInputPipeline(const RunConfig& config);
 // config, repeated `epochs` times (<= 0: forever) and prefetched. With
 // num_shards > 1, only shard `shard_index`'s share: whole files when there
 // are at least num_shards files, else every num_shards-th batch of lines.
+// With data.stream, the training data (patterns == data.train, one pattern,
+// one process) is followed as it is written (data::StreamTextLines) until
+// p.stop says so; `epochs` is ignored.
 absl::StatusOr<data::Dataset> MakeRunDataset(const RunConfig& config, const InputPipeline& p,
                                              const std::string& patterns, int64_t epochs,
                                              int num_shards = 1, int shard_index = 0);

@@ -41,6 +41,7 @@ train::TrainSpec MakeTrainSpec(const RunConfig& config, const InputPipeline& p,
   spec.log_every_secs = config.train.log_every_secs;
   spec.summary_every_steps = config.train.summary_every_steps;
   spec.publish_interval_secs = config.train.publish_interval_secs;
+  if (config.data.stream) spec.progressive_auc_window = config.data.stream_auc_window;
   spec.input_stats = p.stats;
   spec.batch_stats = p.batches;
   return spec;
@@ -77,6 +78,7 @@ absl::StatusOr<train::TrainResult> TrainFromConfig(const RunConfig& config,
     return r;
   }
   ASSIGN_OR_RETURN(InputPipeline p, MakeInputPipeline(config));
+  p.stop = options.stop;
   ASSIGN_OR_RETURN(data::Dataset train_ds,
                    MakeRunDataset(config, p, config.data.train, config.train.epochs));
   std::optional<data::Dataset> eval_ds;

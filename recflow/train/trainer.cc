@@ -4,12 +4,14 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "recflow/checkpoint/checkpoint_state.h"
 #include "recflow/core/env.h"
 #include "recflow/core/status.h"
 #include "recflow/data/iterator_resource.h"
 #include "recflow/train/global_step.h"
 #include "recflow/train/input_hooks.h"
+#include "recflow/train/progressive_validation.h"
 #include "recflow/train/update_publisher.h"
 
 namespace recflow::train {
@@ -166,9 +168,24 @@ absl::StatusOr<TrainResult> Train(const TrainSpec& spec, const TrainOptions& opt
       return Evaluate(s, *eval_ds, spec.eval_batches, secs);
     };
   }
+  std::shared_ptr<ValidationWindow> window;
+  if (spec.progressive_auc_window > 0) {
+    window = std::make_shared<ValidationWindow>(spec.progressive_auc_window);
+    ho.progress_note = [window]() -> std::string {
+      std::optional<BinaryMetricsResult> r = window->Result();
+      if (!r.has_value()) return "";
+      return absl::StrFormat("window AUC %.4f (%lld)", r->auc,
+                             static_cast<long long>(window->count()));
+    };
+  }
   std::vector<std::unique_ptr<SessionRunHook>> hooks;
   hooks.push_back(std::make_unique<FeedInputHook>(kTrainInput));
   for (auto& hook : TrainingHooks(spec, ho)) hooks.push_back(std::move(hook));
+  if (window != nullptr) {
+    hooks.push_back(
+        std::make_unique<ProgressiveValidationHook>("probabilities:0", "batch:0", window));
+  }
+  if (options.stop) hooks.push_back(std::make_unique<StopRequestedHook>(options.stop));
   if (spec.publish_interval_secs > 0) {
     auto published = std::make_shared<PublishedUpdates>();
     opts.extra_saveables.push_back(published->CheckpointSaveable());
@@ -193,6 +210,10 @@ absl::StatusOr<TrainResult> Train(const TrainSpec& spec, const TrainOptions& opt
   const std::vector<std::string> ckpts_before = sess->saver()->checkpoints();
   const std::string newest_before = ckpts_before.empty() ? "" : ckpts_before.back();
   LoopResult loop = RunTrainingLoop(sess.get(), {"train"});
+  if (window != nullptr) {
+    result.window = window->Result();
+    result.window_examples = window->count();
+  }
   result.steps = loop.steps;
   result.examples = loop.examples;
   result.seconds = loop.seconds;
@@ -211,7 +232,7 @@ absl::StatusOr<TrainResult> Train(const TrainSpec& spec, const TrainOptions& opt
   result.global_step = sess->global_step();
   if (sess->steps_run() == 0) {
     // The input ended before the first step.
-    if (result.restored_from.empty()) {
+    if (result.restored_from.empty() && !(options.stop && options.stop())) {
       return errors::InvalidArgument("the training data ", spec.train_data_name,
                                      " has no example (its files are empty)");
     }

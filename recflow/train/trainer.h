@@ -81,6 +81,11 @@ struct TrainSpec {
   // Online learning (docs/online_learning.md): publish a model update into
   // MODEL_DIR/updates every this many seconds, and at the end (0: never).
   double publish_interval_secs = 0;
+  // Progressive validation (online learning): the AUC of the last N
+  // training examples, each scored before it was trained on (from the
+  // step's "probabilities:0" and labels "batch:0"), on the progress line
+  // and in TrainResult::window (0: none).
+  int64_t progressive_auc_window = 0;
 
   // What the input skipped (training and eval data together), for the
   // progress line and the report at the end. May be null.
@@ -91,6 +96,10 @@ struct TrainSpec {
 struct TrainOptions {
   std::string model_dir;
   std::FILE* log = stderr;  // progress, warnings, evaluations; null: quiet
+  // Asked after every step (and by a streaming input while it waits): true
+  // ends training as the end of the data would (final checkpoint, final
+  // evaluation and model update). A signal handler's flag; null: never.
+  std::function<bool()> stop;
 };
 
 struct TrainResult {
@@ -111,6 +120,9 @@ struct TrainResult {
   int64_t global_step = -1;    // at the end
   std::string restored_from;   // the checkpoint it started from ("": none)
   std::optional<BinaryMetricsResult> eval;  // the last evaluation
+  // Progressive validation over the last progressive_auc_window examples.
+  std::optional<BinaryMetricsResult> window;
+  int64_t window_examples = 0;
 };
 
 // Trains `spec` in this process; see the file comment.
