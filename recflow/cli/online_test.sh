@@ -161,10 +161,23 @@ done
 mkdir -p "$TMP/stream"
 train_file=$(ls "$TMP"/data/train-*.tsv | head -1)
 head -n 1000 "$train_file" >"$TMP/stream/log-001.tsv"
-"$RECFLOW" train --config "$TMP/run.yaml" --model_dir "$TMP/s" --data "$TMP/stream/log-*.tsv" \
-  --stream --publish_interval_secs 0.1 >"$TMP/stream1.out" 2>"$TMP/stream1.err" &
-trainer=$!
-PIDS+=($trainer)
+# stream_train NAME ARGS...: a streaming trainer in the background.
+stream_train() {
+  local name=$1
+  shift
+  "$RECFLOW" train --config "$TMP/run.yaml" --model_dir "$TMP/s" --data "$TMP/stream/log-*.tsv" \
+    --stream "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" &
+  trainer=$!
+  PIDS+=($trainer)
+}
+# stop_train NAME SIGNAL: stops it; it must exit 0.
+stop_train() {
+  kill "-$2" $trainer
+  wait $trainer
+  local rc=$?
+  [[ $rc -eq 0 ]] || fail "streaming trainer $1 exit $rc after SIG$2: $(tail -3 "$TMP/$1.err")"
+}
+stream_train stream1 --publish_interval_secs 0.1
 sleep 1
 sed -n '1001,2000p' "$train_file" >>"$TMP/stream/log-001.tsv"
 sed -n '2001,3000p' "$train_file" >"$TMP/stream/log-002.tsv"
@@ -173,27 +186,18 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 sleep 1.5  # the last short batch goes out after 1 s of silence
-kill -TERM $trainer
-wait $trainer
-rc=$?
-[[ $rc -eq 0 ]] || fail "streaming trainer exit $rc after SIGTERM: $(tail -3 "$TMP/stream1.err")"
+stop_train stream1 TERM
 grep -q "trained [0-9]* steps (3000 examples)" "$TMP/stream1.out" ||
   fail "streaming trainer did not train on the 3000 lines: $(cat "$TMP/stream1.out")"
 grep -qE "progressive validation: AUC [0-9.]+ .* over the last 3000 examples" "$TMP/stream1.out" ||
   fail "no progressive validation: $(cat "$TMP/stream1.out")"
 ls "$TMP/s"/model.ckpt-*.index >/dev/null 2>&1 || fail "no checkpoint after SIGTERM"
 # Restarted with nothing new: nothing is read again.
-"$RECFLOW" train --config "$TMP/run.yaml" --model_dir "$TMP/s" --data "$TMP/stream/log-*.tsv" \
-  --stream >"$TMP/stream2.out" 2>"$TMP/stream2.err" &
-trainer=$!
-PIDS+=($trainer)
+stream_train stream2
 sleep 1.5
 sed -n '3001,3500p' "$train_file" >"$TMP/stream/log-003.tsv"
 sleep 2
-kill -INT $trainer
-wait $trainer
-rc=$?
-[[ $rc -eq 0 ]] || fail "restarted streaming trainer exit $rc: $(tail -3 "$TMP/stream2.err")"
+stop_train stream2 INT
 grep -q "trained [0-9]* steps (500 examples)" "$TMP/stream2.out" ||
   fail "the restarted stream did not go on where it stopped: $(cat "$TMP/stream2.out")"
 

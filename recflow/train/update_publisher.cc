@@ -70,14 +70,11 @@ absl::StatusOr<std::unique_ptr<UpdatePublisher>> UpdatePublisher::Create(
     p->table_locations_.emplace_back(t.container, t.name);
   }
   std::map<std::string, Output> by_name;
-  for (const Output& v : TrainableVariables(graph)) {
-    if (!IsHashTable(v)) by_name.emplace(VariableName(v), v);
-  }
   std::vector<std::string> names = options.variable_names;
-  if (names.empty()) {
-    for (const Output& v : TrainableVariables(graph)) {
-      if (!IsHashTable(v)) names.push_back(VariableName(v));
-    }
+  for (const Output& v : TrainableVariables(graph)) {
+    if (IsHashTable(v)) continue;
+    by_name.emplace(VariableName(v), v);
+    if (options.variable_names.empty()) names.push_back(VariableName(v));
   }
   for (const std::string& name : names) {
     auto it = by_name.find(name);
