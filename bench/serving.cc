@@ -36,6 +36,34 @@
 //          Every answer under load is compared with the answer to the same
 //          request sent alone (1e-5); W counts those that differ (a
 //          batching server mixing up requests).
+//   bench_serving --case=load --port=P [--model=M] --candidates=N --rate=R
+//       --seconds=S [--connections=4]
+// load:    a bounded open-loop load (bench/run freshness): R requests per
+//          second for S seconds, spread over --connections keep-alive
+//          connections, each request sent at its scheduled time (or at once
+//          when the connection is behind) and timed from that time, so a
+//          stall counts for every request it delays. A failed request
+//          (connection error, non-200, wrong number of scores) is counted
+//          and its connection reopened. `load sent= ok= failed= p50_ms=
+//          p99_ms= max_ms= first_error=...`.
+//   bench_serving --case=watch --port=P [--model=M] --seconds=S
+//       [--interval_ms=5]
+// watch:   polls the server's Prometheus metrics and prints
+//          `seen sequence=Q wall_us=T` (wall clock) whenever
+//          recflow_serving_model_update_sequence of model M changes: the
+//          first moment the server says it serves update Q.
+//   bench_serving --case=freshness --updates=DIR --seen=FILE
+//       [--from_sequence=Q0]
+// freshness: for every delta update Q > Q0 in the update log DIR, the
+//          time from the training step that last changed each of its table
+//          rows (the row's version, whose end time the update carries in
+//          _recflow/step_times) to the first moment the server said it
+//          serves Q or later (FILE: the watch case's output; wall clocks of
+//          one machine). `freshness updates= rows= p50_s= p99_s= max_s=
+//          dense_p50_s= dense_p99_s= unseen=` (dense: from the update's own
+//          step, when its dense variables were last changed).
+// --body=FILE replaces the generated request body (JSON, the same format)
+// in every case but dump; --candidates must then say how many it scores.
 //
 // The client threads run on the same 2-core machine as the server (they are
 // cheap: a pre-serialized body, one write per request, a rapidjson parse of
@@ -56,13 +84,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -70,6 +101,7 @@
 #include "bench/bench_util.h"
 #include "rapidjson/document.h"
 #include "recflow/checkpoint/bundle_reader.h"
+#include "recflow/checkpoint/update_log.h"
 #include "recflow/core/env.h"
 #include "recflow/core/status.h"
 #include "recflow/core/tensor.h"
@@ -84,7 +116,10 @@ struct Flags {
   std::string bench_case;
   std::string export_dir, out, model = "deepfm";
   int port = 0, port2 = 0, candidates = 1, requests = 1000, warmup = 100;
-  double seconds = 2, limit_ms = 10;
+  double seconds = 2, limit_ms = 10, rate = 100, interval_ms = 5;
+  int connections = 4;
+  std::string body_file, updates, seen;
+  int64_t from_sequence = 0;
   std::vector<int> levels = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
 };
 
@@ -198,6 +233,16 @@ class Client {
   std::string buf_;
 };
 
+std::string Body(const Flags& f) {
+  if (f.body_file.empty()) return RequestBody(f.candidates);
+  std::string b;
+  if (!ReadFileToString(Env::Default(), f.body_file, &b).ok()) {
+    std::fprintf(stderr, "error: cannot read --body=%s\n", f.body_file.c_str());
+    std::exit(1);
+  }
+  return b;
+}
+
 std::string HttpRequest(const Flags& f, const std::string& body) {
   return absl::StrCat("POST /v1/models/", f.model,
                       ":predict HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
@@ -309,7 +354,7 @@ absl::StatusOr<std::vector<double>> Score(const Flags& f, int port, const std::s
 }
 
 absl::Status Check(const Flags& f) {
-  const std::string req = HttpRequest(f, RequestBody(f.candidates));
+  const std::string req = HttpRequest(f, Body(f));
   ASSIGN_OR_RETURN(auto a, Score(f, f.port, req));
   ASSIGN_OR_RETURN(auto b, Score(f, f.port2, req));
   if (a.size() != static_cast<size_t>(f.candidates) || b.size() != a.size()) {
@@ -324,7 +369,7 @@ absl::Status Check(const Flags& f) {
 }
 
 absl::Status Latency(const Flags& f) {
-  const std::string req = HttpRequest(f, RequestBody(f.candidates));
+  const std::string req = HttpRequest(f, Body(f));
   Client c;
   RETURN_IF_ERROR(c.Connect(f.port));
   std::string body;
@@ -351,7 +396,7 @@ absl::Status Latency(const Flags& f) {
 }
 
 absl::Status Qps(const Flags& f) {
-  const std::string req = HttpRequest(f, RequestBody(f.candidates));
+  const std::string req = HttpRequest(f, Body(f));
   // The answer of a lone request: every answer under load must match it
   // (a server that batches requests must not mix them up).
   ASSIGN_OR_RETURN(const std::vector<double> expected, Score(f, f.port, req));
@@ -433,6 +478,166 @@ absl::Status Qps(const Flags& f) {
   return absl::OkStatus();
 }
 
+absl::Status Load(const Flags& f) {
+  const std::string req = HttpRequest(f, Body(f));
+  const int conns = f.connections;
+  const int64_t total = static_cast<int64_t>(f.rate * f.seconds);
+  std::vector<std::vector<double>> lat(conns);
+  std::vector<int64_t> failed(conns, 0);
+  std::vector<std::string> first_error(conns);
+  const auto start = Clock::now() + std::chrono::milliseconds(50);
+  std::vector<std::thread> threads;
+  for (int c = 0; c < conns; ++c) {
+    threads.emplace_back([&, c] {
+      auto client = std::make_unique<Client>();
+      bool connected = client->Connect(f.port).ok();
+      std::string body;
+      for (int64_t k = c; k < total; k += conns) {
+        const auto due = start + std::chrono::duration_cast<Clock::duration>(
+                                     std::chrono::duration<double>(k / f.rate));
+        std::this_thread::sleep_until(due);
+        absl::Status s = connected ? client->RoundTrip(req, &body)
+                                   : errors::Unavailable("cannot connect");
+        if (s.ok()) {
+          auto scores = ParseScores(body);
+          if (!scores.ok()) {
+            s = scores.status();
+          } else if (scores->size() != static_cast<size_t>(f.candidates)) {
+            s = errors::Internal("expected ", f.candidates, " scores, got ", scores->size());
+          }
+        }
+        if (!s.ok()) {
+          if (failed[c]++ == 0) first_error[c] = std::string(s.message()).substr(0, 200);
+          client = std::make_unique<Client>();
+          connected = client->Connect(f.port).ok();
+          continue;
+        }
+        lat[c].push_back(std::chrono::duration<double, std::milli>(Clock::now() - due).count());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::vector<double> all;
+  int64_t fails = 0;
+  std::string error;
+  for (int c = 0; c < conns; ++c) {
+    all.insert(all.end(), lat[c].begin(), lat[c].end());
+    fails += failed[c];
+    if (error.empty()) error = first_error[c];
+  }
+  for (char& ch : error) {
+    if (ch == ' ' || ch == '\n') ch = '_';
+  }
+  std::printf("load candidates=%d rate=%g sent=%lld ok=%zu failed=%lld p50_ms=%.4f p99_ms=%.4f "
+              "max_ms=%.4f first_error=%s\n",
+              f.candidates, f.rate, static_cast<long long>(total), all.size(),
+              static_cast<long long>(fails), Pct(all, 0.5), Pct(all, 0.99), Pct(all, 1.0),
+              error.empty() ? "none" : error.c_str());
+  return absl::OkStatus();
+}
+
+// The value of recflow_serving_model_update_sequence for `model` in a
+// Prometheus text page (the highest over its versions); -1 when absent.
+int64_t SequenceMetric(absl::string_view page, const std::string& model) {
+  const std::string prefix = "recflow_serving_model_update_sequence{";
+  const std::string label = absl::StrCat("model=\"", model, "\"");
+  int64_t best = -1;
+  for (absl::string_view line : absl::StrSplit(page, '\n')) {
+    if (!absl::StartsWith(line, prefix) || line.find(label) == absl::string_view::npos) continue;
+    const size_t sp = line.rfind(' ');
+    double v = 0;
+    if (sp != absl::string_view::npos && absl::SimpleAtod(line.substr(sp + 1), &v)) {
+      best = std::max(best, static_cast<int64_t>(v));
+    }
+  }
+  return best;
+}
+
+absl::Status Watch(const Flags& f) {
+  const std::string req =
+      "GET /monitoring/prometheus/metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  Client c;
+  RETURN_IF_ERROR(c.Connect(f.port));
+  const auto end = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                      std::chrono::duration<double>(f.seconds));
+  int64_t last = -2;
+  std::string page;
+  while (Clock::now() < end) {
+    RETURN_IF_ERROR(c.RoundTrip(req, &page));
+    const int64_t seq = SequenceMetric(page, f.model);
+    if (seq != last) {
+      const int64_t wall = std::chrono::duration_cast<std::chrono::microseconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+      std::printf("seen sequence=%lld wall_us=%lld\n", static_cast<long long>(seq),
+                  static_cast<long long>(wall));
+      std::fflush(stdout);
+      last = seq;
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(f.interval_ms));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Freshness(const Flags& f) {
+  if (f.updates.empty() || f.seen.empty()) {
+    return errors::InvalidArgument("--case=freshness needs --updates and --seen");
+  }
+  std::string seen_text;
+  RETURN_IF_ERROR(ReadFileToString(Env::Default(), f.seen, &seen_text));
+  std::vector<std::pair<int64_t, int64_t>> seen;  // {sequence, wall_us}
+  for (absl::string_view line : absl::StrSplit(seen_text, '\n', absl::SkipEmpty())) {
+    int64_t q = 0, t = 0;
+    std::vector<absl::string_view> parts = absl::StrSplit(line, ' ');
+    if (parts.size() != 3 || !absl::SimpleAtoi(parts[1].substr(parts[1].find('=') + 1), &q) ||
+        !absl::SimpleAtoi(parts[2].substr(parts[2].find('=') + 1), &t)) {
+      return errors::InvalidArgument("bad line in ", f.seen, ": ", line);
+    }
+    seen.emplace_back(q, t);
+  }
+  // The first moment the server said it serves Q or later.
+  auto first_seen = [&](int64_t q) -> std::optional<int64_t> {
+    for (const auto& [sq, t] : seen) {
+      if (sq >= q) return t;
+    }
+    return std::nullopt;
+  };
+  ASSIGN_OR_RETURN(auto updates, checkpoint::ListUpdates(Env::Default(), f.updates));
+  std::vector<double> rows, dense;
+  int64_t counted = 0, unseen = 0;
+  for (const auto& [q, prefix] : updates) {
+    if (q <= f.from_sequence) continue;
+    ASSIGN_OR_RETURN(auto reader, checkpoint::BundleReader::Open(Env::Default(), prefix));
+    ASSIGN_OR_RETURN(checkpoint::UpdateMeta meta, checkpoint::ReadUpdateMeta(*reader));
+    if (meta.full || !reader->Contains(checkpoint::kUpdateStepTimesKey)) continue;
+    const std::optional<int64_t> served = first_seen(q);
+    if (!served.has_value()) {
+      ++unseen;
+      continue;
+    }
+    ++counted;
+    ASSIGN_OR_RETURN(Tensor times, reader->Lookup(checkpoint::kUpdateStepTimesKey));
+    std::map<int64_t, int64_t> step_end;
+    auto tv = times.flat<int64_t>();
+    for (int64_t i = 0; i + 1 < tv.size(); i += 2) step_end[tv[i]] = tv[i + 1];
+    if (auto it = step_end.find(meta.step); it != step_end.end()) {
+      dense.push_back((*served - it->second) * 1e-6);
+    }
+    for (const std::string& table : meta.tables) {
+      ASSIGN_OR_RETURN(Tensor versions, reader->Lookup(absl::StrCat(table, "/versions")));
+      for (int64_t v : versions.flat<int64_t>()) {
+        auto it = step_end.find(v);
+        if (it != step_end.end()) rows.push_back((*served - it->second) * 1e-6);
+      }
+    }
+  }
+  std::printf("freshness updates=%lld rows=%zu p50_s=%.4f p99_s=%.4f max_s=%.4f dense_p50_s=%.4f "
+              "dense_p99_s=%.4f unseen=%lld\n",
+              static_cast<long long>(counted), rows.size(), Pct(rows, 0.5), Pct(rows, 0.99),
+              Pct(rows, 1.0), Pct(dense, 0.5), Pct(dense, 0.99), static_cast<long long>(unseen));
+  return absl::OkStatus();
+}
+
 int Main(int argc, char** argv) {
   Flags f;
   const auto positive = FlagParser::Positive();
@@ -448,6 +653,13 @@ int Main(int argc, char** argv) {
       .Number("warmup", &f.warmup, FlagParser::NonNegative())
       .Number("seconds", &f.seconds, positive)
       .Number("limit_ms", &f.limit_ms, positive)
+      .Number("rate", &f.rate, positive)
+      .Number("interval_ms", &f.interval_ms, positive)
+      .Number("connections", &f.connections, positive)
+      .String("body", &f.body_file)
+      .String("updates", &f.updates)
+      .String("seen", &f.seen)
+      .Number("from_sequence", &f.from_sequence, FlagParser::NonNegative())
       .List("levels", &f.levels, positive);
   if (absl::Status s = flags.Parse(argc, argv); !s.ok()) {
     std::fprintf(stderr, "%s (see the comment at the top of bench/serving.cc)\n",
@@ -457,6 +669,8 @@ int Main(int argc, char** argv) {
   absl::Status s;
   if (f.bench_case == "dump") {
     s = Dump(f);
+  } else if (f.bench_case == "freshness") {
+    s = Freshness(f);
   } else if ((f.bench_case == "check" && f.port2 == 0) || f.port == 0) {
     s = errors::InvalidArgument("--case=", f.bench_case, " needs --port (and check --port2)");
   } else if (f.bench_case == "check") {
@@ -465,9 +679,13 @@ int Main(int argc, char** argv) {
     s = Latency(f);
   } else if (f.bench_case == "qps") {
     s = Qps(f);
+  } else if (f.bench_case == "load") {
+    s = Load(f);
+  } else if (f.bench_case == "watch") {
+    s = Watch(f);
   } else {
     s = errors::InvalidArgument("unknown --case '", f.bench_case,
-                                "' (dump, check, latency, qps)");
+                                "' (dump, check, latency, qps, load, watch, freshness)");
   }
   if (!s.ok()) {
     std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());

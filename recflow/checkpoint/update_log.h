@@ -19,7 +19,7 @@
 //                           sequence: 12
 //                           step: 3400          the global step it reflects
 //                           since_step: 3300    what changed after this step
-//                           time_micros: 1796250000000000  when published
+//                           time_micros: 1796250000000000  when published (Unix micros)
 //                           table: user_emb     one line per table
 //                           variable: dense/w   one line per dense variable
 //                         A full update says "full: true" and no since_step.
@@ -32,6 +32,11 @@
 //                           the rows it does not list.
 //   per variable V        V: its value as of `step` (a delta lists only the
 //                           variables whose value changed).
+//   _recflow/step_times   optional, kUpdateStepTimesKey: int64 [n, 2], rows
+//                           {global step, wall-clock micros when that step
+//                           ended} for the steps after since_step, so a
+//                           reader can tell how long after a row's training
+//                           step (its version) it was served.
 // Every value is absolute (never an increment), so applying an update to a
 // state that already holds some of its changes is harmless; what matters is
 // that none is skipped: update N + 1 holds everything that changed after
@@ -60,6 +65,7 @@
 namespace recflow::checkpoint {
 
 inline constexpr char kUpdateMetaKey[] = "_recflow/update_meta";
+inline constexpr char kUpdateStepTimesKey[] = "_recflow/step_times";
 // The log's directory inside a model directory.
 inline constexpr char kUpdatesDirName[] = "updates";
 // In a SavedModel's assets.extra/: the updates the export reflects.

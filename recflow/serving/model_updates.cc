@@ -219,7 +219,7 @@ absl::StatusOr<std::optional<AppliedUpdate>> ModelUpdater::ApplyLocked(const std
     }
   }
   done.variables = static_cast<int64_t>(var_updates.size());
-  done.applied_micros = env->NowMicros();
+  done.applied_micros = env->NowUnixMicros();
   applied_ = meta.sequence;
   last_ = done;
   return std::optional<AppliedUpdate>(std::move(done));

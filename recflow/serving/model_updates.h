@@ -75,7 +75,7 @@ struct AppliedUpdate {
   int64_t removed = 0;          // table rows removed
   int64_t variables = 0;        // dense variables replaced
   int64_t skipped_variables = 0;  // not in the served graph
-  uint64_t applied_micros = 0;  // when it was done (Env clock)
+  uint64_t applied_micros = 0;  // when it was done (Env::NowUnixMicros)
 };
 
 struct CatchUpResult {

@@ -70,7 +70,7 @@ void WriteDenseUpdate(const std::string& dir, int64_t sequence, float x, float y
   meta.step = sequence * 10;
   meta.full = full;
   meta.since_step = full ? -1 : (sequence - 1) * 10;
-  meta.time_micros = static_cast<int64_t>(Env::Default()->NowMicros());
+  meta.time_micros = static_cast<int64_t>(Env::Default()->NowUnixMicros());
   meta.variables = {"x", "y", "not_served"};
   auto writer = checkpoint::BundleWriter::Create(Env::Default(), checkpoint::UpdatePrefix(dir, sequence));
   ASSERT_TRUE(writer.ok()) << writer.status();

@@ -105,7 +105,7 @@ absl::StatusOr<PublishResult> UpdatePublisher::Publish(int64_t step) {
   meta.step = step;
   meta.full = !last_step_.has_value();
   meta.since_step = meta.full ? -1 : *last_step_;
-  meta.time_micros = static_cast<int64_t>(env->NowMicros());
+  meta.time_micros = static_cast<int64_t>(env->NowUnixMicros());
   result.prefix = checkpoint::UpdatePrefix(options_.directory, meta.sequence);
 
   checkpoint::BundleWriterOptions wo;
@@ -142,6 +142,19 @@ absl::StatusOr<PublishResult> UpdatePublisher::Publish(int64_t step) {
     meta.variables.push_back(v.key);
     written[i] = true;
   }
+  // The step times this update covers (steps after since_step, up to step).
+  std::vector<int64_t> times;
+  for (const auto& [s, micros] : step_times_) {
+    if (s > meta.since_step && s <= step) {
+      times.push_back(s);
+      times.push_back(micros);
+    }
+  }
+  if (!times.empty()) {
+    const int64_t n = static_cast<int64_t>(times.size() / 2);
+    RETURN_IF_ERROR(writer->Add(checkpoint::kUpdateStepTimesKey,
+                                Tensor::FromVector<int64_t>(times, {n, 2})));
+  }
   RETURN_IF_ERROR(writer->Add(checkpoint::kUpdateMetaKey,
                               Tensor::Scalar<std::string>(checkpoint::FormatUpdateMeta(meta))));
   RETURN_IF_ERROR(writer->Finish());
@@ -154,6 +167,7 @@ absl::StatusOr<PublishResult> UpdatePublisher::Publish(int64_t step) {
     if (written[i]) vars_[i].fingerprint = fingerprints[i];
   }
   for (auto& res : tables) res->table()->KeepDeletionsAfter(step);
+  std::erase_if(step_times_, [step](const auto& st) { return st.first <= step; });
   // Sizes for the caller (the keys are small: read them back from the index).
   auto reader = checkpoint::BundleReader::Open(env, result.prefix);
   if (reader.ok()) {
@@ -167,6 +181,14 @@ absl::StatusOr<PublishResult> UpdatePublisher::Publish(int64_t step) {
     }
   }
   return result;
+}
+
+void UpdatePublisher::NoteStepTime(int64_t step, int64_t micros) {
+  constexpr size_t kMaxStepTimes = 100000;
+  if (step_times_.size() >= kMaxStepTimes) {
+    step_times_.erase(step_times_.begin(), step_times_.begin() + kMaxStepTimes / 2);
+  }
+  step_times_.emplace_back(step, micros);
 }
 
 UpdatePublishHook::UpdatePublishHook(UpdatePublisherOptions options, double every_secs,
@@ -183,6 +205,8 @@ absl::Status UpdatePublishHook::AfterCreateSession(Session* session, int64_t glo
 absl::Status UpdatePublishHook::AfterRun(SessionRunContext* context, const RunValues&) {
   if (publisher_ == nullptr) return absl::OkStatus();
   const uint64_t now = options_.env->NowMicros();
+  publisher_->NoteStepTime(context->global_step(),
+                           static_cast<int64_t>(options_.env->NowUnixMicros()));
   if (static_cast<double>(now - last_micros_) < every_secs_ * 1e6) return absl::OkStatus();
   return PublishNow(context->global_step(), /*periodic=*/true);
 }

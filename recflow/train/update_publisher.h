@@ -112,6 +112,11 @@ class UpdatePublisher {
   // and number).
   absl::StatusOr<PublishResult> Publish(int64_t step);
 
+  // Records that global step `step` ended at wall-clock `micros`; the next
+  // update carries the times of its steps (kUpdateStepTimesKey) so servers
+  // can measure freshness. At most the newest 100000 are kept.
+  void NoteStepTime(int64_t step, int64_t micros);
+
   int64_t last_sequence() const { return last_sequence_; }
   const std::vector<std::string>& table_keys() const { return table_keys_; }
   const std::vector<std::string>& variable_keys() const { return variable_keys_; }
@@ -133,6 +138,7 @@ class UpdatePublisher {
   std::vector<DenseVar> vars_;
   int64_t last_sequence_ = 0;  // the directory's highest
   std::optional<int64_t> last_step_;  // of this publisher's last update
+  std::vector<std::pair<int64_t, int64_t>> step_times_;  // {step, micros}, unpublished
 };
 
 // Publishes every `every_secs` seconds (checked after each step), and once

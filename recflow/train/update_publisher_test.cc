@@ -77,6 +77,7 @@ struct Model {
 struct Read {
   checkpoint::UpdateMeta meta;
   std::vector<int64_t> keys, deleted;
+  std::vector<int64_t> step_times;  // flattened {step, micros} rows
   bool has_w = false;
   int64_t slots = -1;
 };
@@ -97,6 +98,12 @@ Read ReadUpdate(const std::string& prefix) {
     auto deleted = (*reader)->Lookup("emb/deleted_ids");
     EXPECT_TRUE(deleted.ok()) << deleted.status();
     for (int64_t k : deleted->flat<int64_t>()) r.deleted.push_back(k);
+  }
+  if ((*reader)->Contains(checkpoint::kUpdateStepTimesKey)) {
+    auto times = (*reader)->Lookup(checkpoint::kUpdateStepTimesKey);
+    EXPECT_TRUE(times.ok()) << times.status();
+    EXPECT_EQ(times->shape().dims(), 2);
+    for (int64_t v : times->flat<int64_t>()) r.step_times.push_back(v);
   }
   r.has_w = (*reader)->Contains("w");
   EXPECT_FALSE((*reader)->Contains("frozen"));  // not trainable
@@ -125,6 +132,7 @@ TEST(UpdatePublisherTest, DeltasHoldWhatChangedSinceThePreviousUpdate) {
   EXPECT_THAT(r1.keys, ElementsAre(1, 2, 3));
   EXPECT_TRUE(r1.has_w);
   EXPECT_EQ(r1.slots, 0);  // weights only
+  EXPECT_THAT(r1.step_times, IsEmpty());  // no step time was noted
   EXPECT_EQ(state->Get().sequence, 1);
   EXPECT_EQ(state->Get().step, 1);
 
@@ -135,6 +143,9 @@ TEST(UpdatePublisherTest, DeltasHoldWhatChangedSinceThePreviousUpdate) {
   EXPECT_EQ(m.t()->Remove(std::vector<int64_t>{3}), 1);
   m.Update({2, 4}, 2);
   m.t()->TrimDeletionLog(2);
+  (*publisher)->NoteStepTime(1, 1000);  // published already: not repeated
+  (*publisher)->NoteStepTime(2, 2000);
+  (*publisher)->NoteStepTime(3, 3000);  // after the update's step: kept for the next
   auto second = (*publisher)->Publish(2);
   ASSERT_TRUE(second.ok()) << second.status();
   Read r2 = ReadUpdate(second->prefix);
@@ -143,6 +154,7 @@ TEST(UpdatePublisherTest, DeltasHoldWhatChangedSinceThePreviousUpdate) {
   EXPECT_EQ(r2.meta.since_step, 1);
   EXPECT_THAT(r2.keys, ElementsAre(2, 4));
   EXPECT_THAT(r2.deleted, ElementsAre(3));
+  EXPECT_THAT(r2.step_times, ElementsAre(2, 2000));
   EXPECT_FALSE(r2.has_w);
   EXPECT_THAT(r2.meta.variables, IsEmpty());
 
@@ -154,6 +166,7 @@ TEST(UpdatePublisherTest, DeltasHoldWhatChangedSinceThePreviousUpdate) {
   EXPECT_THAT(r3.keys, IsEmpty());
   EXPECT_THAT(r3.deleted, IsEmpty());
   EXPECT_TRUE(r3.has_w);
+  EXPECT_THAT(r3.step_times, ElementsAre(3, 3000));
 
   // A restarted trainer (new publisher, state restored at update 2): the
   // next number is past the log's, and it is full.
