@@ -133,8 +133,10 @@ want=$(predict "$URL_fresh")
 # 3. A damaged update: the server stays at the one before and keeps answering.
 next=$((n2 + 1))
 bad=$(printf '%s/m/updates/update-%020d' "$TMP" "$next")
-cp "$(printf '%s/m/updates/update-%020d' "$TMP" "$n2").index" "$bad.index"
+# Data first, index last (as a real writer): the server never sees it half made.
 echo garbage >"$bad.data-00000-of-00001"
+cp "$(printf '%s/m/updates/update-%020d' "$TMP" "$n2").index" "$TMP/bad.index"
+mv "$TMP/bad.index" "$bad.index"
 sleep 0.3
 still=$(predict "$URL_live")
 [[ "$still" == "$after" ]] || fail "predictions changed with a damaged update: $still"
