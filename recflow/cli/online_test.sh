@@ -15,18 +15,7 @@
 #  - bad flags are clear errors.
 set -u
 RECFLOW=$1
-TMP=$(mktemp -d)
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
-  rm -rf "$TMP"
-}
-trap cleanup EXIT
-fails=0
-fail() {
-  echo "FAIL $*"
-  fails=$((fails + 1))
-}
+source "$(dirname "$0")/online_lib.sh"
 
 "$RECFLOW" gen-data --rows 20000 --test_rows 2000 --seed 5 --out "$TMP/data" >/dev/null 2>&1 ||
   { echo "FAIL gen-data"; exit 1; }
@@ -37,56 +26,6 @@ data: {train: $TMP/data/train-*.tsv, eval: $TMP/data/test-*.tsv, parse_threads: 
 train: {batch_size: 256, threads: 1, log_every_secs: 100}
 checkpoint: {save_steps: 10, save_secs: 0}
 EOF
-
-# serve NAME ARGS... : starts a server, sets URL_<NAME>.
-serve() {
-  local name=$1
-  shift
-  "$RECFLOW" serve --rest_api_port=auto --port=0 --file_system_poll_wait_seconds=0 "$@" \
-    >"$TMP/$name.out" 2>"$TMP/$name.err" &
-  PIDS+=($!)
-  for _ in $(seq 200); do
-    grep -q "^serving model" "$TMP/$name.out" && break
-    sleep 0.05
-  done
-  local url
-  url=$(grep -oE "http://127.0.0.1:[0-9]+" "$TMP/$name.out" | head -1)
-  [[ -n "$url" ]] || fail "server $name did not start: $(tail -3 "$TMP/$name.err")"
-  printf -v "URL_$name" '%s' "$url"
-}
-
-# predict URL: a fixed request of 3 examples (ids seen in training and not).
-predict() {
-  python3 - "$1/v1/models/ctr:predict" <<'PY'
-import json, sys, urllib.request
-inputs = {"dense": [[0.5] * 13, [1.0] * 13, [0.0] * 13]}
-for f in range(1, 27):
-    inputs["C%d/ids" % f] = [f * 7, f * 11 + 3, 123456789]
-    inputs["C%d/row_splits" % f] = [0, 1, 2, 3]
-req = urllib.request.Request(sys.argv[1], data=json.dumps({"inputs": inputs}).encode(), method="POST")
-try:
-    with urllib.request.urlopen(req) as r:
-        print(r.status, r.read().decode())
-except Exception as e:
-    print("error", e, getattr(e, "read", lambda: b"")().decode())
-PY
-}
-
-metric() {  # metric URL NAME -> the value of the first sample of NAME
-  python3 - "$1/monitoring/prometheus/metrics" "$2" <<'PY'
-import sys, urllib.request
-with urllib.request.urlopen(sys.argv[1]) as r:
-    for line in r.read().decode().splitlines():
-        if line.startswith(sys.argv[2] + "{"):
-            print(line.rsplit(" ", 1)[1])
-            break
-PY
-}
-
-newest_update() {
-  ls "$TMP/m/updates" | grep -oE '^update-[0-9]+\.index$' | sort | tail -1 | grep -oE '[0-9]+' |
-    sed 's/^0*//'
-}
 
 # 1. Train 20 steps publishing; export.
 out=$("$RECFLOW" train --config "$TMP/run.yaml" --model_dir "$TMP/m" --steps 20 \
@@ -216,10 +155,4 @@ grep -q "is not \[NAME=\]dir:PATH" <<<"$out" || fail "bad source: $out"
 out=$("$RECFLOW" train --config "$TMP/run.yaml" --model_dir "$TMP/m2" --publish_interval_secs -1 2>&1)
 grep -q "publish_interval_secs: not a number >= 0" <<<"$out" || fail "bad interval: $out"
 
-for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-PIDS=()
-if [[ $fails -ne 0 ]]; then
-  echo "$fails check(s) failed"
-  exit 1
-fi
-echo "online learning: all checks passed"
+finish "online learning"
