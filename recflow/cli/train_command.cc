@@ -299,12 +299,6 @@ int TrainCommand(const Args& args) {
                  "yet; train in one process to stream\n";
     return 2;
   }
-  if (config->train.publish_interval_secs > 0) {
-    std::cerr << "error: publishing model updates (--publish_interval_secs, "
-                 "train.publish_interval_secs) is not supported in a cluster yet; train in one "
-                 "process to publish\n";
-    return 2;
-  }
   distributed::TaskOptions flags;
   flags.sync = sync;
   if (!backup_workers.empty() && !absl::SimpleAtoi(backup_workers, &flags.backup_workers)) {

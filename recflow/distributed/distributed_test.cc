@@ -499,8 +499,19 @@ TEST(PsServerTest, RefusesBadRequestsClearly) {
   absl::Status s = ps->Pull(pull, &pr);
   EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
   EXPECT_THAT(s.message(), HasSubstr("not initialized"));
+  PublishUpdateRequest publish;
+  PublishUpdateResponse publish_resp;
+  s = ps->PublishUpdate(publish, &publish_resp);
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("cannot publish a model update"));
   InitResponse ir;
   ASSERT_TRUE(ps->Init({}, &ir).ok());
+  // A model update part: no prefix; a delta without its since step.
+  EXPECT_THAT(ps->PublishUpdate(publish, &publish_resp).message(), HasSubstr("empty prefix"));
+  publish.set_prefix(::testing::TempDir() + "/bad_publish");
+  publish.set_since_step(-1);
+  EXPECT_THAT(ps->PublishUpdate(publish, &publish_resp).message(),
+              HasSubstr("a delta needs since_step >= 0"));
   // A graph of another config.
   pull.set_graph_fingerprint(12345);
   s = ps->Pull(pull, &pr);

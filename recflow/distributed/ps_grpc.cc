@@ -37,6 +37,10 @@ class PsGrpcServer::Service final : public PsService::Service {
   grpc::Status Save(grpc::ServerContext*, const SaveRequest* req, SaveResponse* resp) override {
     return ToGrpc(ps_->Save(*req, resp));
   }
+  grpc::Status PublishUpdate(grpc::ServerContext*, const PublishUpdateRequest* req,
+                             PublishUpdateResponse* resp) override {
+    return ToGrpc(ps_->PublishUpdate(*req, resp));
+  }
   grpc::Status Shutdown(grpc::ServerContext*, const ShutdownRequest* req,
                         ShutdownResponse*) override {
     ps_->Shutdown(req->reason().empty() ? "shut down by a client" : req->reason());
@@ -193,6 +197,13 @@ absl::Status PsClient::Save(int ps, const SaveRequest& request, SaveResponse* re
                             absl::Duration timeout) {
   return Call("save", ps, timeout, [&](PsService::Stub* stub, grpc::ClientContext* ctx) {
     return stub->Save(ctx, request, response);
+  });
+}
+
+absl::Status PsClient::PublishUpdate(int ps, const PublishUpdateRequest& request,
+                                     PublishUpdateResponse* response, absl::Duration timeout) {
+  return Call("publish update", ps, timeout, [&](PsService::Stub* stub, grpc::ClientContext* ctx) {
+    return stub->PublishUpdate(ctx, request, response);
   });
 }
 

@@ -75,6 +75,9 @@ class PsClient {
                          absl::Duration timeout = absl::Seconds(5));
   absl::Status Save(int ps, const SaveRequest& request, SaveResponse* response,
                     absl::Duration timeout = absl::Seconds(3600));
+  absl::Status PublishUpdate(int ps, const PublishUpdateRequest& request,
+                             PublishUpdateResponse* response,
+                             absl::Duration timeout = absl::Seconds(600));
   // Tells ps `ps` that training worker `worker` is done (best effort).
   absl::Status Leave(int ps, int worker, absl::Duration timeout = absl::Seconds(2));
   absl::Status Shutdown(int ps, const std::string& reason,

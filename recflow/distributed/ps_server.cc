@@ -6,6 +6,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "recflow/checkpoint/bundle_reader.h"
 #include "recflow/checkpoint/bundle_writer.h"
 #include "recflow/checkpoint/saver.h"
 #include "recflow/core/logging.h"
@@ -663,6 +664,58 @@ absl::Status PsServer::Save(const SaveRequest& request, SaveResponse* response) 
   RETURN_IF_ERROR(writer->Finish());
   ASSIGN_OR_RETURN(int64_t step, ReadStep());
   response->set_global_step(step);
+  response->set_bytes(bytes);
+  return absl::OkStatus();
+}
+
+absl::Status PsServer::PublishUpdate(const PublishUpdateRequest& request,
+                                     PublishUpdateResponse* response) {
+  // Exclusive, as Save: a pull's training lookup inserts rows.
+  std::unique_lock<std::shared_mutex> lock(state_mu_);
+  if (!initialized_ || session_ == nullptr) {
+    return errors::FailedPrecondition("ps task ", options_.task_index,
+                                      " cannot publish a model update: it is not initialized");
+  }
+  if (request.prefix().empty()) return errors::InvalidArgument("publish update: empty prefix");
+  if (!request.full() && request.since_step() < 0) {
+    return errors::InvalidArgument("publish update: a delta needs since_step >= 0, got ",
+                                   request.since_step());
+  }
+  const std::set<std::string> wanted(request.variables().begin(), request.variables().end());
+  std::lock_guard<std::mutex> apply_lock(apply_mu_);
+  ASSIGN_OR_RETURN(int64_t step, ReadStep());
+  checkpoint::BundleWriterOptions wo;
+  wo.direct_io = false;  // small, and read back by servers at once
+  ASSIGN_OR_RETURN(auto writer, checkpoint::BundleWriter::Create(options_.env, request.prefix(), wo));
+  for (const VariablePlacement* v : plan_.SavedVariablesOn(options_.task_index)) {
+    if (!wanted.contains(v->node)) continue;
+    ASSIGN_OR_RETURN(auto var, LookupVar(session_.get(), *v));
+    ASSIGN_OR_RETURN(Tensor value, var->Read());
+    RETURN_IF_ERROR(writer->Add(
+        v->ps == kPartitioned ? absl::StrCat(v->node, "/part_", options_.task_index) : v->node,
+        value));
+  }
+  const int64_t since = request.full() ? -1 : request.since_step();
+  embedding::TableBundleOptions to;
+  to.save_slots = false;
+  int64_t rows = 0;
+  for (const TablePlacement& t : plan_.tables) {
+    ASSIGN_OR_RETURN(embedding::HashEmbeddingTable * table, LookupTable(session_.get(), t));
+    const std::string key = embedding::TablePartKey(t.node, request.part());
+    RETURN_IF_ERROR(embedding::SaveTable(table, writer.get(), key, since, to));
+    table->KeepDeletionsAfter(request.full() ? step : since);
+  }
+  const int64_t bytes = static_cast<int64_t>(writer->data_bytes());
+  RETURN_IF_ERROR(writer->Finish());
+  // Row counts from the index (cheap).
+  if (auto reader = checkpoint::BundleReader::Open(options_.env, request.prefix()); reader.ok()) {
+    for (const TablePlacement& t : plan_.tables) {
+      auto info = (*reader)->GetInfo(embedding::TablePartKey(t.node, request.part()) + "/keys");
+      if (info.ok()) rows += info->shape.num_elements();
+    }
+  }
+  response->set_global_step(step);
+  response->set_rows(rows);
   response->set_bytes(bytes);
   return absl::OkStatus();
 }

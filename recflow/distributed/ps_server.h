@@ -44,6 +44,10 @@
 // Save: writes this ps's variables (and the replicated ones on ps 0) and
 // its rows of every table (key "<table>/part_<part>") as a bundle at the
 // given prefix, with pushes paused.
+// PublishUpdate: writes this ps's part of a model update (ps_service.proto's
+// PublishUpdateRequest) with pulls and pushes paused, and holds its tables' deletion
+// logs after since_step (after its step, for a full update) from being
+// trimmed until the next PublishUpdate moves the hold.
 // Thread-safe.
 #ifndef RECFLOW_DISTRIBUTED_PS_SERVER_H_
 #define RECFLOW_DISTRIBUTED_PS_SERVER_H_
@@ -93,6 +97,7 @@ class PsServer {
   absl::Status Init(const InitRequest& request, InitResponse* response);
   absl::Status GetStatus(StatusResponse* response, const StatusRequest& request = {});
   absl::Status Save(const SaveRequest& request, SaveResponse* response);
+  absl::Status PublishUpdate(const PublishUpdateRequest& request, PublishUpdateResponse* response);
   void Shutdown(const std::string& reason);
   // True once Shutdown was called (false when `timeout` passed first).
   bool WaitForShutdown(absl::Duration timeout = absl::InfiniteDuration());
@@ -151,7 +156,7 @@ class PsServer {
   // Gradient and ids endpoints -> their update op.
   std::map<std::string, const ApplyPlacement*> apply_by_endpoint_;
 
-  // Init and Save exclusive; Pull and Push shared.
+  // Init, Save and PublishUpdate exclusive; Pull and Push shared.
   mutable std::shared_mutex state_mu_;
   // Serializes applies (and the sync round state).
   std::mutex apply_mu_;

@@ -15,10 +15,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "recflow/checkpoint/checkpoint_state.h"
+#include "recflow/checkpoint/update_log.h"
 #include "recflow/core/env.h"
 #include "recflow/core/status.h"
 #include "recflow/data/iterator_resource.h"
 #include "recflow/distributed/cluster_checkpoint.h"
+#include "recflow/distributed/cluster_updates.h"
 #include "recflow/distributed/ps_grpc.h"
 #include "recflow/distributed/ps_server.h"
 #include "recflow/distributed/worker.h"
@@ -27,6 +29,7 @@
 #include "recflow/train/input_hooks.h"
 #include "recflow/train/monitored_session.h"
 #include "recflow/train/summary_writer.h"
+#include "recflow/train/update_publisher.h"
 
 namespace recflow::distributed {
 namespace {
@@ -319,6 +322,21 @@ absl::Status RunTrainingTask(const train::TrainSpec& spec, const std::string& mo
       }
     };
     hooks.push_back(std::make_unique<train::CheckpointSaverHook>(saver.get(), std::move(co)));
+    if (spec.publish_interval_secs > 0) {
+      // Online learning: every ps writes its part of each update
+      // (cluster_updates.h).
+      ClusterUpdateOptions uo;
+      uo.directory = JoinPath(model_dir, checkpoint::kUpdatesDirName);
+      uo.num_ps = client.num_ps();
+      uo.publish_part = [&client](int ps, const PublishUpdateRequest& request,
+                                  PublishUpdateResponse* response) {
+        return client.PublishUpdate(ps, request, response);
+      };
+      auto publish = std::make_unique<train::UpdatePublishHook>(
+          ClusterUpdateWriterFactory(uo), uo.directory, spec.publish_interval_secs);
+      if (log != nullptr) publish->ReportTo(log);
+      hooks.push_back(std::move(publish));
+    }
   }
   absl::StatusOr<std::unique_ptr<train::MonitoredSession>> created =
       train::MonitoredSession::Create(mo, std::move(runner), std::move(hooks));

@@ -8,18 +8,25 @@
 #include "absl/strings/str_cat.h"
 #include "recflow/checkpoint/bundle_reader.h"
 #include "recflow/checkpoint/saved_model.h"
+#include "recflow/checkpoint/saver.h"
 #include "recflow/core/status.h"
 #include "recflow/embedding/graph_tables.h"
+#include "recflow/embedding/table_bundle.h"
 #include "recflow/framework/resource_mgr.h"
 
 namespace recflow::serving {
 namespace {
 
-// One table's part of an update, read and checked.
-struct TableUpdate {
-  size_t table = 0;  // index into tables_
+// One table's rows in an update, read and checked: one part, or one per ps
+// task when a cluster published it (embedding/table_bundle.h's
+// partitioned layout, K/part_<p>/...).
+struct TablePart {
   embedding::TableChunk rows;
   Tensor deleted_ids;  // int64 [m]; unset for a full update
+};
+struct TableUpdate {
+  size_t table = 0;  // index into tables_
+  std::vector<TablePart> parts;
 };
 
 struct VariableUpdate {
@@ -125,25 +132,43 @@ absl::StatusOr<std::optional<AppliedUpdate>> ModelUpdater::ApplyLocked(const std
     embedding::HashEmbeddingTable* table = it->resource->table();
     TableUpdate u;
     u.table = static_cast<size_t>(it - tables_.begin());
-    ASSIGN_OR_RETURN(u.rows.keys, ReadTensor(*reader, key + "/keys", DT_INT64));
-    ASSIGN_OR_RETURN(u.rows.values, ReadTensor(*reader, key + "/values", DT_FLOAT));
-    const int64_t n = u.rows.keys.NumElements();
-    if (u.rows.keys.dims() != 1 || u.rows.values.dims() != 2 || u.rows.values.dim_size(0) != n ||
-        u.rows.values.dim_size(1) != table->dim()) {
-      return errors::InvalidArgument(
-          "model update ", prefix, ": table '", key, "' has keys ",
-          u.rows.keys.shape().DebugString(), " and values ", u.rows.values.shape().DebugString(),
-          "; the served table needs [n] and [n, ", table->dim(), "]");
-    }
-    if (reader->Contains(key + "/versions")) {
-      ASSIGN_OR_RETURN(u.rows.versions, ReadTensor(*reader, key + "/versions", DT_INT64));
-      if (u.rows.versions.NumElements() != n) {
-        return errors::DataLoss("model update ", prefix, ": table '", key, "' has ", n,
-                                " keys but ", u.rows.versions.NumElements(), " versions");
+    // Where its parts are: K/ (one) or K/part_0/, K/part_1/, ...
+    std::vector<std::string> heads;
+    if (reader->Contains(key + "/keys")) {
+      heads.push_back(key);
+    } else {
+      for (int64_t p = 0; reader->Contains(embedding::TablePartKey(key, p) + "/keys"); ++p) {
+        heads.push_back(embedding::TablePartKey(key, p));
       }
     }
-    if (!meta.full) {
-      ASSIGN_OR_RETURN(u.deleted_ids, ReadTensor(*reader, key + "/deleted_ids", DT_INT64));
+    if (heads.empty()) {
+      return errors::DataLoss("model update ", prefix, " lists table '", key, "' but has no '",
+                              key, "/keys' (nor '", embedding::TablePartKey(key, 0), "/keys')");
+    }
+    for (const std::string& head : heads) {
+      TablePart part;
+      ASSIGN_OR_RETURN(part.rows.keys, ReadTensor(*reader, head + "/keys", DT_INT64));
+      ASSIGN_OR_RETURN(part.rows.values, ReadTensor(*reader, head + "/values", DT_FLOAT));
+      const int64_t n = part.rows.keys.NumElements();
+      if (part.rows.keys.dims() != 1 || part.rows.values.dims() != 2 ||
+          part.rows.values.dim_size(0) != n || part.rows.values.dim_size(1) != table->dim()) {
+        return errors::InvalidArgument(
+            "model update ", prefix, ": table '", head, "' has keys ",
+            part.rows.keys.shape().DebugString(), " and values ",
+            part.rows.values.shape().DebugString(), "; the served table needs [n] and [n, ",
+            table->dim(), "]");
+      }
+      if (reader->Contains(head + "/versions")) {
+        ASSIGN_OR_RETURN(part.rows.versions, ReadTensor(*reader, head + "/versions", DT_INT64));
+        if (part.rows.versions.NumElements() != n) {
+          return errors::DataLoss("model update ", prefix, ": table '", head, "' has ", n,
+                                  " keys but ", part.rows.versions.NumElements(), " versions");
+        }
+      }
+      if (!meta.full) {
+        ASSIGN_OR_RETURN(part.deleted_ids, ReadTensor(*reader, head + "/deleted_ids", DT_INT64));
+      }
+      u.parts.push_back(std::move(part));
     }
     table_updates.push_back(std::move(u));
   }
@@ -155,11 +180,13 @@ absl::StatusOr<std::optional<AppliedUpdate>> ModelUpdater::ApplyLocked(const std
       ++done.skipped_variables;
       continue;
     }
-    if (!reader->Contains(key)) {
+    // Whole, or in row ranges from a cluster's ps tasks (KEY/part_<p>).
+    auto read = checkpoint::ReadTensorOrParts(*reader, key);
+    if (absl::IsNotFound(read.status())) {
       return errors::DataLoss("model update ", prefix, " lists variable '", key,
-                              "' but has no tensor of that name");
+                              "' but has no tensor of that name (nor its parts)");
     }
-    ASSIGN_OR_RETURN(Tensor value, reader->Lookup(key));
+    ASSIGN_OR_RETURN(Tensor value, std::move(read));
     ASSIGN_OR_RETURN(Tensor current, it->var->Read());
     if (value.dtype() != current.dtype() || value.shape() != current.shape()) {
       return errors::InvalidArgument("model update ", prefix, ": variable '", key, "' is ",
@@ -174,20 +201,26 @@ absl::StatusOr<std::optional<AppliedUpdate>> ModelUpdater::ApplyLocked(const std
   // 2. Tables, row by row (each under its shard's lock).
   for (TableUpdate& u : table_updates) {
     embedding::HashEmbeddingTable* table = tables_[u.table].resource->table();
-    if (!meta.full && u.deleted_ids.NumElements() > 0) {
-      const auto ids = u.deleted_ids.flat<int64_t>();
-      done.removed += table->Remove(absl::MakeConstSpan(ids.data(), ids.size()));
+    for (TablePart& part : u.parts) {
+      if (!meta.full && part.deleted_ids.NumElements() > 0) {
+        const auto ids = part.deleted_ids.flat<int64_t>();
+        done.removed += table->Remove(absl::MakeConstSpan(ids.data(), ids.size()));
+      }
+      // Checked above: Import fails only on a shape it refuses, or when
+      // memory runs out (rows written before stay; the next update retries).
+      RETURN_IF_ERROR(errors::Annotate(
+          table->Import(part.rows),
+          absl::StrCat("applying model update ", prefix, " to table '", tables_[u.table].key,
+                       "'")));
+      done.rows += part.rows.keys.NumElements();
     }
-    // Checked above: Import fails only on a shape it refuses, or when memory
-    // runs out (rows written before stay; the next update retries).
-    RETURN_IF_ERROR(errors::Annotate(
-        table->Import(u.rows),
-        absl::StrCat("applying model update ", prefix, " to table '", tables_[u.table].key, "'")));
-    done.rows += u.rows.keys.NumElements();
     if (meta.full) {
-      // Drop the rows the update does not hold.
-      const auto keys = u.rows.keys.flat<int64_t>();
-      absl::flat_hash_set<int64_t> keep(keys.data(), keys.data() + keys.size());
+      // Drop the rows the update does not hold (in any part).
+      absl::flat_hash_set<int64_t> keep;
+      for (const TablePart& part : u.parts) {
+        const auto keys = part.rows.keys.flat<int64_t>();
+        keep.insert(keys.begin(), keys.end());
+      }
       std::vector<int64_t> extra;
       embedding::ExportOptions eo;
       eo.include_values = false;

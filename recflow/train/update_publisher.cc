@@ -51,6 +51,47 @@ checkpoint::Saveable PublishedUpdates::CheckpointSaveable() {
   return s;
 }
 
+void StepTimes::Note(int64_t step, int64_t micros) {
+  constexpr size_t kMax = 100000;
+  if (times_.size() >= kMax) times_.erase(times_.begin(), times_.begin() + kMax / 2);
+  times_.emplace_back(step, micros);
+}
+
+std::vector<int64_t> StepTimes::Between(int64_t after, int64_t through) const {
+  std::vector<int64_t> out;
+  for (const auto& [step, micros] : times_) {
+    if (step > after && step <= through) {
+      out.push_back(step);
+      out.push_back(micros);
+    }
+  }
+  return out;
+}
+
+void StepTimes::DropThrough(int64_t through) {
+  std::erase_if(times_, [through](const auto& st) { return st.first <= through; });
+}
+
+absl::StatusOr<std::vector<Output>> PublishedVariables(const Graph& graph,
+                                                       const std::vector<std::string>& names) {
+  std::vector<Output> out;
+  std::map<std::string, Output> by_name;
+  for (const Output& v : TrainableVariables(graph)) {
+    if (IsHashTable(v)) continue;
+    by_name.emplace(VariableName(v), v);
+    if (names.empty()) out.push_back(v);
+  }
+  for (const std::string& name : names) {
+    auto it = by_name.find(name);
+    if (it == by_name.end()) {
+      return errors::InvalidArgument("cannot publish variable '", name,
+                                     "': the graph has no trainable variable of that name");
+    }
+    out.push_back(it->second);
+  }
+  return out;
+}
+
 absl::StatusOr<std::unique_ptr<UpdatePublisher>> UpdatePublisher::Create(
     Session* session, const UpdatePublisherOptions& options,
     std::shared_ptr<PublishedUpdates> state) {
@@ -69,20 +110,10 @@ absl::StatusOr<std::unique_ptr<UpdatePublisher>> UpdatePublisher::Create(
     p->table_keys_.push_back(t.node);
     p->table_locations_.emplace_back(t.container, t.name);
   }
-  std::map<std::string, Output> by_name;
-  std::vector<std::string> names = options.variable_names;
-  for (const Output& v : TrainableVariables(graph)) {
-    if (IsHashTable(v)) continue;
-    by_name.emplace(VariableName(v), v);
-    if (options.variable_names.empty()) names.push_back(VariableName(v));
-  }
-  for (const std::string& name : names) {
-    auto it = by_name.find(name);
-    if (it == by_name.end()) {
-      return errors::InvalidArgument("cannot publish variable '", name,
-                                     "': the graph has no trainable variable of that name");
-    }
-    ResourceLocation where = NodeResourceLocation(it->second.node()->def(), rm->default_container());
+  ASSIGN_OR_RETURN(std::vector<Output> vars, PublishedVariables(graph, options.variable_names));
+  for (const Output& v : vars) {
+    ResourceLocation where = NodeResourceLocation(v.node()->def(), rm->default_container());
+    const std::string name = VariableName(v);
     p->variable_keys_.push_back(name);
     p->vars_.push_back({name, std::move(where.container), std::move(where.name), std::nullopt});
   }
@@ -143,13 +174,7 @@ absl::StatusOr<PublishResult> UpdatePublisher::Publish(int64_t step) {
     written[i] = true;
   }
   // The step times this update covers (steps after since_step, up to step).
-  std::vector<int64_t> times;
-  for (const auto& [s, micros] : step_times_) {
-    if (s > meta.since_step && s <= step) {
-      times.push_back(s);
-      times.push_back(micros);
-    }
-  }
+  const std::vector<int64_t> times = step_times_.Between(meta.since_step, step);
   if (!times.empty()) {
     const int64_t n = static_cast<int64_t>(times.size() / 2);
     RETURN_IF_ERROR(writer->Add(checkpoint::kUpdateStepTimesKey,
@@ -167,7 +192,7 @@ absl::StatusOr<PublishResult> UpdatePublisher::Publish(int64_t step) {
     if (written[i]) vars_[i].fingerprint = fingerprints[i];
   }
   for (auto& res : tables) res->table()->KeepDeletionsAfter(step);
-  std::erase_if(step_times_, [step](const auto& st) { return st.first <= step; });
+  step_times_.DropThrough(step);
   // Sizes for the caller (the keys are small: read them back from the index).
   auto reader = checkpoint::BundleReader::Open(env, result.prefix);
   if (reader.ok()) {
@@ -183,20 +208,25 @@ absl::StatusOr<PublishResult> UpdatePublisher::Publish(int64_t step) {
   return result;
 }
 
-void UpdatePublisher::NoteStepTime(int64_t step, int64_t micros) {
-  constexpr size_t kMaxStepTimes = 100000;
-  if (step_times_.size() >= kMaxStepTimes) {
-    step_times_.erase(step_times_.begin(), step_times_.begin() + kMaxStepTimes / 2);
-  }
-  step_times_.emplace_back(step, micros);
-}
-
 UpdatePublishHook::UpdatePublishHook(UpdatePublisherOptions options, double every_secs,
                                      std::shared_ptr<PublishedUpdates> state)
-    : options_(std::move(options)), every_secs_(every_secs), state_(std::move(state)) {}
+    : directory_(options.directory), env_(options.env), every_secs_(every_secs) {
+  factory_ = [options = std::move(options), state = std::move(state)](
+                 Session* session) -> absl::StatusOr<std::unique_ptr<UpdateWriter>> {
+    ASSIGN_OR_RETURN(auto p, UpdatePublisher::Create(session, options, state));
+    return std::unique_ptr<UpdateWriter>(std::move(p));
+  };
+}
+
+UpdatePublishHook::UpdatePublishHook(UpdateWriterFactory factory, std::string directory,
+                                     double every_secs, Env* env)
+    : factory_(std::move(factory)),
+      directory_(std::move(directory)),
+      env_(env),
+      every_secs_(every_secs) {}
 
 absl::Status UpdatePublishHook::AfterCreateSession(Session* session, int64_t global_step) {
-  ASSIGN_OR_RETURN(publisher_, UpdatePublisher::Create(session, options_, state_));
+  ASSIGN_OR_RETURN(publisher_, factory_(session));
   // The first update (full) goes out at once: servers that follow the log
   // get the restored model before any step changes it.
   return PublishNow(std::max<int64_t>(global_step, 0), /*periodic=*/true);
@@ -204,9 +234,8 @@ absl::Status UpdatePublishHook::AfterCreateSession(Session* session, int64_t glo
 
 absl::Status UpdatePublishHook::AfterRun(SessionRunContext* context, const RunValues&) {
   if (publisher_ == nullptr) return absl::OkStatus();
-  const uint64_t now = options_.env->NowMicros();
-  publisher_->NoteStepTime(context->global_step(),
-                           static_cast<int64_t>(options_.env->NowUnixMicros()));
+  const uint64_t now = env_->NowMicros();
+  publisher_->NoteStepTime(context->global_step(), static_cast<int64_t>(env_->NowUnixMicros()));
   if (static_cast<double>(now - last_micros_) < every_secs_ * 1e6) return absl::OkStatus();
   return PublishNow(context->global_step(), /*periodic=*/true);
 }
@@ -217,12 +246,12 @@ absl::Status UpdatePublishHook::End(Session*, int64_t global_step) {
 }
 
 absl::Status UpdatePublishHook::PublishNow(int64_t step, bool periodic) {
-  last_micros_ = options_.env->NowMicros();
+  last_micros_ = env_->NowMicros();
   auto published = publisher_->Publish(step);
   if (!published.ok()) {
     absl::Status error = errors::Annotate(
         published.status(), absl::StrCat("publishing the model update at step ", step, " into ",
-                                          options_.directory));
+                                          directory_));
     if (periodic && on_failed_publish) {
       on_failed_publish(step, error);
       return absl::OkStatus();
@@ -234,6 +263,22 @@ absl::Status UpdatePublishHook::PublishNow(int64_t step, bool periodic) {
   return absl::OkStatus();
 }
 
+void UpdatePublishHook::ReportTo(std::FILE* log) {
+  auto first = std::make_shared<bool>(true);
+  on_published = [log, first](const PublishResult& r) {
+    if (!*first) return;
+    *first = false;
+    std::fprintf(log, "published model update %lld (%s, step %lld, %lld rows) to %s\n",
+                 static_cast<long long>(r.meta.sequence), r.meta.full ? "full" : "delta",
+                 static_cast<long long>(r.meta.step), static_cast<long long>(r.rows),
+                 r.prefix.c_str());
+  };
+  on_failed_publish = [log](int64_t, const absl::Status& error) {
+    std::fprintf(log, "\nwarning: %s (training goes on; the next period retries)\n",
+                 std::string(error.message()).c_str());
+  };
+}
+
 std::unique_ptr<UpdatePublishHook> MakeUpdatePublishHook(const std::string& model_dir,
                                                          double every_secs,
                                                          std::shared_ptr<PublishedUpdates> state,
@@ -241,21 +286,7 @@ std::unique_ptr<UpdatePublishHook> MakeUpdatePublishHook(const std::string& mode
   UpdatePublisherOptions options;
   options.directory = JoinPath(model_dir, checkpoint::kUpdatesDirName);
   auto hook = std::make_unique<UpdatePublishHook>(options, every_secs, std::move(state));
-  if (log != nullptr) {
-    auto first = std::make_shared<bool>(true);
-    hook->on_published = [log, first](const PublishResult& r) {
-      if (!*first) return;
-      *first = false;
-      std::fprintf(log, "published model update %lld (%s, step %lld, %lld rows) to %s\n",
-                   static_cast<long long>(r.meta.sequence), r.meta.full ? "full" : "delta",
-                   static_cast<long long>(r.meta.step), static_cast<long long>(r.rows),
-                   r.prefix.c_str());
-    };
-    hook->on_failed_publish = [log](int64_t step, const absl::Status& error) {
-      std::fprintf(log, "\nwarning: %s (training goes on; the next period retries)\n",
-                   std::string(error.message()).c_str());
-    };
-  }
+  if (log != nullptr) hook->ReportTo(log);
   return hook;
 }
 

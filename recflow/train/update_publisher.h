@@ -53,6 +53,7 @@
 #include "recflow/core/threadpool.h"
 #include "recflow/runtime/session.h"
 #include "recflow/train/monitored_session.h"
+#include "recflow/train/variables.h"
 
 namespace recflow::train {
 
@@ -96,7 +97,43 @@ struct PublishResult {
   int64_t bytes = 0;   // of tensor data
 };
 
-class UpdatePublisher {
+// What UpdatePublishHook drives: one process's UpdatePublisher, or a
+// cluster's (distributed/cluster_updates.h).
+class UpdateWriter {
+ public:
+  virtual ~UpdateWriter() = default;
+  // Writes the next update for the model as of global step `step`: full the
+  // first time, then a delta since the previous one. On error nothing is
+  // published (the next call retries the same content and number).
+  virtual absl::StatusOr<PublishResult> Publish(int64_t step) = 0;
+  // Records that global step `step` ended at wall-clock (Unix) `micros`; the
+  // next update carries the times of its steps (kUpdateStepTimesKey) so
+  // servers can measure freshness.
+  virtual void NoteStepTime(int64_t step, int64_t micros) = 0;
+};
+using UpdateWriterFactory =
+    std::function<absl::StatusOr<std::unique_ptr<UpdateWriter>>(Session* session)>;
+
+// Keeps the step times an update has not published yet (at most the newest
+// 100000): for UpdateWriter::NoteStepTime.
+class StepTimes {
+ public:
+  void Note(int64_t step, int64_t micros);
+  // {step, micros} rows for steps in (after, through], flattened.
+  std::vector<int64_t> Between(int64_t after, int64_t through) const;
+  // Forgets the steps up to `through` (published).
+  void DropThrough(int64_t through);
+
+ private:
+  std::vector<std::pair<int64_t, int64_t>> times_;
+};
+
+// The dense variables an update publishes: the graph's TrainableVariables()
+// that are not hash tables, or `names` (each must be one of those).
+absl::StatusOr<std::vector<Output>> PublishedVariables(const Graph& graph,
+                                                       const std::vector<std::string>& names);
+
+class UpdatePublisher : public UpdateWriter {
  public:
   // Finds the session graph's tables and dense variables, creates the
   // directory, removes temporaries of crashed writes, and reads the
@@ -106,16 +143,8 @@ class UpdatePublisher {
       Session* session, const UpdatePublisherOptions& options,
       std::shared_ptr<PublishedUpdates> state);
 
-  // Writes the next update for the model as of global step `step`: full the
-  // first time, then a delta since the previous one. Returns what it wrote.
-  // On error nothing is published (the next call retries the same content
-  // and number).
-  absl::StatusOr<PublishResult> Publish(int64_t step);
-
-  // Records that global step `step` ended at wall-clock `micros`; the next
-  // update carries the times of its steps (kUpdateStepTimesKey) so servers
-  // can measure freshness. At most the newest 100000 are kept.
-  void NoteStepTime(int64_t step, int64_t micros);
+  absl::StatusOr<PublishResult> Publish(int64_t step) override;
+  void NoteStepTime(int64_t step, int64_t micros) override { step_times_.Note(step, micros); }
 
   int64_t last_sequence() const { return last_sequence_; }
   const std::vector<std::string>& table_keys() const { return table_keys_; }
@@ -138,7 +167,7 @@ class UpdatePublisher {
   std::vector<DenseVar> vars_;
   int64_t last_sequence_ = 0;  // the directory's highest
   std::optional<int64_t> last_step_;  // of this publisher's last update
-  std::vector<std::pair<int64_t, int64_t>> step_times_;  // {step, micros}, unpublished
+  StepTimes step_times_;
 };
 
 // Publishes every `every_secs` seconds (checked after each step), and once
@@ -150,6 +179,10 @@ class UpdatePublishHook : public SessionRunHook {
  public:
   UpdatePublishHook(UpdatePublisherOptions options, double every_secs,
                     std::shared_ptr<PublishedUpdates> state);
+  // Publishes through the writer `factory` makes for the session (errors
+  // name `directory`).
+  UpdatePublishHook(UpdateWriterFactory factory, std::string directory, double every_secs,
+                    Env* env = Env::Default());
   std::function<void(int64_t step, const absl::Status& error)> on_failed_publish;
   // Called after every publish (the progress line, tests).
   std::function<void(const PublishResult&)> on_published;
@@ -159,15 +192,18 @@ class UpdatePublishHook : public SessionRunHook {
   absl::Status End(Session* session, int64_t global_step) override;
   bool SavesState() const override { return true; }
 
-  const UpdatePublisher* publisher() const { return publisher_.get(); }
+  // Says on `log` (not null) where the first update went and any failed
+  // periodic publish (training goes on; the next period retries).
+  void ReportTo(std::FILE* log);
 
  private:
   absl::Status PublishNow(int64_t step, bool periodic);
 
-  UpdatePublisherOptions options_;
+  UpdateWriterFactory factory_;
+  std::string directory_;
+  Env* env_;
   double every_secs_;
-  std::shared_ptr<PublishedUpdates> state_;
-  std::unique_ptr<UpdatePublisher> publisher_;
+  std::unique_ptr<UpdateWriter> publisher_;
   uint64_t last_micros_ = 0;
   int64_t last_step_ = -1;
 };
