@@ -17,7 +17,6 @@ namespace {
 
 constexpr char kMetaHeader[] = "recflow model update v1";
 constexpr char kBaseHeader[] = "recflow model update base v1";
-constexpr char kUpdateFilePrefix[] = "update-";
 constexpr int kSequenceDigits = 20;
 
 // "key: value" lines after `header`, in order.

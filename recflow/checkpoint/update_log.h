@@ -65,6 +65,8 @@
 namespace recflow::checkpoint {
 
 inline constexpr char kUpdateMetaKey[] = "_recflow/update_meta";
+// Every file of an update starts with this (then the 20-digit sequence).
+inline constexpr char kUpdateFilePrefix[] = "update-";
 inline constexpr char kUpdateStepTimesKey[] = "_recflow/step_times";
 // The log's directory inside a model directory.
 inline constexpr char kUpdatesDirName[] = "updates";

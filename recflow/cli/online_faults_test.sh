@@ -12,6 +12,9 @@
 #    answering, until a full update past it heals it;
 #  - the server killed (-9) while updates flow: restarted, it catches up
 #    before it answers;
+#  - a second server follows the trainer's gRPC update stream
+#    (--update_port): every trainer kill drops the stream, every restart
+#    restores it on the same port;
 #  - at the end, the server's predictions equal those of a fresh export of
 #    the trainer's final checkpoint: no update lost.
 set -u
@@ -38,10 +41,12 @@ feed() {
   parts=$((parts + 1))
 }
 runs=0
+UPORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 start_trainer() {
   runs=$((runs + 1))
   "$RECFLOW" train --config "$TMP/run.yaml" --model_dir "$TMP/m" --data "$TMP/stream/log-*.tsv" \
-    --stream --publish_interval_secs 0.2 >"$TMP/train$runs.out" 2>"$TMP/train$runs.err" &
+    --stream --publish_interval_secs 0.2 --update_port "$UPORT" \
+    >"$TMP/train$runs.out" 2>"$TMP/train$runs.err" &
   trainer=$!
   PIDS+=($trainer)
 }
@@ -67,6 +72,10 @@ done
   fail "export"
 serve live --model_name=ctr --model_base_path="$TMP/models/ctr" \
   --model_update_source=dir:"$TMP/m/updates" --model_update_poll_ms=20
+serve stream --model_name=ctr --model_base_path="$TMP/models/ctr" \
+  --model_update_source=grpc:127.0.0.1:"$UPORT" --model_update_poll_ms=20
+grep -q "serving model updates on grpc:127.0.0.1:$UPORT" "$TMP/train$runs.err" ||
+  fail "the trainer does not say where it serves updates: $(head -3 "$TMP/train$runs.err")"
 
 # A steady load: one request every 20 ms until $TMP/stop-load exists.
 python3 - "$URL_live/v1/models/ctr:predict" "$TMP/stop-load" >"$TMP/load.out" 2>&1 <<'PY' &
@@ -183,5 +192,14 @@ got=$(predict "$URL_live")
 want=$(predict "$URL_fresh")
 grep -qE '^200 ' <<<"$got" || fail "predict: $got"
 [[ "$got" == "$want" ]] || fail "served after the faults: $got; the final checkpoint: $want"
+for _ in $(seq 300); do
+  [[ "$(metric "$URL_stream" recflow_serving_model_update_sequence)" == "$(newest_update)" ]] && break
+  sleep 0.05
+done
+streamed=$(metric "$URL_stream" recflow_serving_model_update_sequence)
+[[ "$streamed" == "$(newest_update)" ]] ||
+  fail "the gRPC follower is at '$streamed', the log at $(newest_update): $(tail -3 "$TMP/stream.err")"
+got=$(predict "$URL_stream")
+[[ "$got" == "$want" ]] || fail "served through the gRPC stream: $got; the final checkpoint: $want"
 echo "trainer runs: $runs, kills mid-update: $mid, updates: $(newest_update); load: $load_result"
 finish "online learning under faults"

@@ -144,14 +144,21 @@ grep -q "trained [0-9]* steps (500 examples)" "$TMP/stream2.out" ||
 
 # 5. Bad flags.
 out=$("$RECFLOW" serve --model_name=ctr --model_base_path="$TMP/models/ctr" --rest_api_port=auto \
-  --port=0 --model_update_source=grpc:localhost:1 2>&1)
-[[ $? -ne 0 ]] && grep -q "grpc: sources are not supported yet" <<<"$out" || fail "grpc source: $out"
+  --port=0 --model_update_source=grpc:localhost 2>&1)
+[[ $? -ne 0 ]] && grep -q "is not \[NAME=\]dir:PATH or \[NAME=\]grpc:HOST:PORT" <<<"$out" ||
+  fail "grpc source without a port: $out"
+out=$("$RECFLOW" train --config "$TMP/run.yaml" --model_dir "$TMP/m2" --update_port auto 2>&1)
+grep -q "update_port serves published model updates; it needs --publish_interval_secs" <<<"$out" ||
+  fail "update_port without publishing: $out"
+out=$("$RECFLOW" train --config "$TMP/run.yaml" --model_dir "$TMP/m2" --publish_interval_secs 1 \
+  --update_port 99999 2>&1)
+grep -q "update_port must be \[HOST:\]PORT" <<<"$out" || fail "bad update_port: $out"
 out=$("$RECFLOW" serve --model_name=ctr --model_base_path="$TMP/models/ctr" --rest_api_port=auto \
   --port=0 --model_update_source=other=dir:/x 2>&1)
 grep -q "model 'other' is not served" <<<"$out" || fail "unknown model: $out"
 out=$("$RECFLOW" serve --model_name=ctr --model_base_path="$TMP/models/ctr" --rest_api_port=auto \
   --port=0 --model_update_source=/x 2>&1)
-grep -q "is not \[NAME=\]dir:PATH" <<<"$out" || fail "bad source: $out"
+grep -q "is not \[NAME=\]dir:PATH or" <<<"$out" || fail "bad source: $out"
 out=$("$RECFLOW" train --config "$TMP/run.yaml" --model_dir "$TMP/m2" --publish_interval_secs -1 2>&1)
 grep -q "publish_interval_secs: not a number >= 0" <<<"$out" || fail "bad interval: $out"
 

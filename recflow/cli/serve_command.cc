@@ -4,7 +4,10 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <cstdio>
 #include <iostream>
 #include <limits>
@@ -24,6 +27,7 @@
 #include "recflow/serving/grpc_server.h"
 #include "recflow/serving/rest_api.h"
 #include "recflow/serving/server_core.h"
+#include "recflow/serving/update_stream.h"
 
 namespace recflow::cli {
 namespace {
@@ -35,7 +39,8 @@ constexpr char kUsage[] =
     "           [--file_system_poll_wait_seconds=1] [--monitoring_config_file=FILE]\n"
     "           [--model_config_file_poll_wait_seconds=0] [--saved_model_tags=serve]\n"
     "           [--grpc_socket_path=PATH] [--grpc_channel_arguments=K=V,...]\n"
-    "           [--model_update_source=[NAME=]dir:PATH,...] [--model_update_poll_ms=100]\n\n"
+    "           [--model_update_source=[NAME=](dir:PATH|grpc:HOST:PORT),...]\n"
+    "           [--model_update_poll_ms=100]\n\n"
     "Serves SavedModel versions (numeric subdirectories of each base path) over TF\n"
     "Serving's REST API (--rest_api_port) and gRPC PredictionService / ModelService\n"
     "(--port, and --grpc_socket_path). A port of 0 disables that server; 'auto'\n"
@@ -44,8 +49,19 @@ constexpr char kUsage[] =
     "on SIGINT / SIGTERM. See docs/serving.md.\n\n"
     "Online learning (docs/online_learning.md): --model_update_source=dir:PATH applies the\n"
     "model updates a trainer publishes into PATH (its MODEL_DIR/updates) to the served\n"
-    "versions in place, polling every --model_update_poll_ms; NAME= picks the model when\n"
-    "several are served.\n\n";
+    "versions in place, polling every --model_update_poll_ms; grpc:HOST:PORT subscribes to\n"
+    "a trainer's update stream (recflow train --update_port) instead; NAME= picks the model\n"
+    "when several are served.\n\n";
+
+// A new directory $TMPDIR/NAME-XXXXXX (TMPDIR unset: /tmp).
+absl::StatusOr<std::string> MakeTempDir(const std::string& name) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string path = JoinPath(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", name + "-XXXXXX");
+  if (mkdtemp(path.data()) == nullptr) {
+    return errors::Internal("cannot create a directory like ", path, ": ", std::strerror(errno));
+  }
+  return path;
+}
 
 // "auto" -> 0 (OS picks); "0" -> -1 (disabled); else the number.
 absl::StatusOr<int> ParsePort(const std::string& flag, const std::string& value) {
@@ -85,11 +101,12 @@ absl::StatusOr<int64_t> ParseMillis(const std::string& flag, const std::string& 
   return ms;
 }
 
-// --model_update_source: comma-separated [NAME=]dir:PATH (NAME may be left
-// out when one model is served).
+// --model_update_source: comma-separated [NAME=]dir:PATH or
+// [NAME=]grpc:HOST:PORT (NAME may be left out when one model is served).
 absl::Status ParseModelUpdateSources(const std::string& flag,
                                      const tensorflow::serving::ModelServerConfig& config,
-                                     std::map<std::string, std::string>* dirs) {
+                                     std::map<std::string, std::string>* dirs,
+                                     std::map<std::string, std::string>* streams) {
   std::vector<std::string> names;
   for (const auto& m : config.model_config_list().config()) names.push_back(m.name());
   for (absl::string_view item : absl::StrSplit(flag, ',', absl::SkipEmpty())) {
@@ -109,17 +126,20 @@ absl::Status ParseModelUpdateSources(const std::string& flag,
       return errors::InvalidArgument("--model_update_source '", item, "': model '", model,
                                      "' is not served (served: ", absl::StrJoin(names, ", "), ")");
     }
-    if (absl::StartsWith(source, "grpc:")) {
-      return errors::Unimplemented("--model_update_source '", item,
-                                   "': grpc: sources are not supported yet; use dir:PATH (the "
-                                   "trainer's MODEL_DIR/updates)");
-    }
-    if (!absl::StartsWith(source, "dir:") || source.size() == 4) {
+    const bool grpc = absl::StartsWith(source, "grpc:");
+    const size_t colon = source.rfind(':');
+    if (grpc ? (colon <= 5 || colon + 1 == source.size())
+             : (!absl::StartsWith(source, "dir:") || source.size() == 4)) {
       return errors::InvalidArgument("--model_update_source '", item,
-                                     "' is not [NAME=]dir:PATH");
+                                     "' is not [NAME=]dir:PATH or [NAME=]grpc:HOST:PORT");
     }
-    if (!dirs->emplace(model, std::string(source.substr(4))).second) {
+    if (dirs->contains(model) || streams->contains(model)) {
       return errors::InvalidArgument("--model_update_source names model '", model, "' twice");
+    }
+    if (grpc) {
+      streams->emplace(model, std::string(source.substr(5)));
+    } else {
+      dirs->emplace(model, std::string(source.substr(4)));
     }
   }
   return absl::OkStatus();
@@ -197,8 +217,9 @@ absl::Status Serve(const ServeFlags& f) {
                                    " bytes; a Unix socket path holds at most ",
                                    serving::kMaxSocketPathBytes);
   }
+  std::map<std::string, std::string> update_streams;  // model -> HOST:PORT
   RETURN_IF_ERROR(ParseModelUpdateSources(f.model_update_source, options.model_server_config,
-                                          &options.model_update_dirs));
+                                          &options.model_update_dirs, &update_streams));
   ASSIGN_OR_RETURN(int64_t update_poll_ms,
                    ParseMillis("model_update_poll_ms", f.model_update_poll_ms));
   options.model_update_poll_seconds = static_cast<double>(update_poll_ms) * 1e-3;
@@ -260,6 +281,28 @@ absl::Status Serve(const ServeFlags& f) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  // grpc: sources: each mirrored into a local directory that the server
+  // follows as a dir: source; the first pass is awaited so that versions
+  // load caught up (serving/update_stream.h).
+  std::vector<std::unique_ptr<serving::UpdateStreamReplica>> replicas;
+  struct RemoveMirrors {
+    std::vector<std::string> dirs;
+    ~RemoveMirrors() {
+      for (const std::string& d : dirs) DeleteRecursively(Env::Default(), d).IgnoreError();
+    }
+  } mirrors;
+  for (const auto& [model, address] : update_streams) {
+    ASSIGN_OR_RETURN(std::string mirror, MakeTempDir(absl::StrCat("recflow-updates-", model)));
+    mirrors.dirs.push_back(mirror);
+    ASSIGN_OR_RETURN(auto replica, serving::UpdateStreamReplica::Start(address, mirror));
+    if (!replica->WaitCaughtUp(30)) {
+      std::cerr << "warning: the model update stream " << address << " for model '" << model
+                << "' has not caught up in 30 s; serving what is loaded and retrying in the "
+                   "background\n";
+    }
+    options.model_update_dirs[model] = mirror;
+    replicas.push_back(std::move(replica));
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<serving::ServerCore> core,
                    serving::ServerCore::Create(options));
   std::unique_ptr<serving::GrpcServer> grpc;

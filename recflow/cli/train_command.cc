@@ -15,22 +15,25 @@
 #include <sstream>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "rapidjson/document.h"
 #include "recflow/cli/commands.h"
 #include "recflow/cli/distributed_train.h"
+#include "recflow/checkpoint/update_log.h"
 #include "recflow/core/env.h"
 #include "recflow/core/status.h"
 #include "recflow/core/threadpool.h"
 #include "recflow/models/config.h"
 #include "recflow/models/train_from_config.h"
+#include "recflow/serving/update_stream.h"
 
 namespace recflow::cli {
 namespace {
 
 constexpr char kTrainUsage[] =
     "usage: recflow train --config FILE [--data PATH] [--eval_data PATH] [--model_dir DIR]\n"
-    "                     [--steps N] [--threads T] [--publish_interval_secs S]\n"
+    "                     [--steps N] [--threads T] [--publish_interval_secs S [--update_port P]]\n"
     "                     [--stream [--stream_done_suffix SUFFIX]]\n\n"
     "Trains the model of a run config (docs/model_config.md) on Criteo-format TSV files.\n"
     "Resumes from the newest checkpoint in --model_dir (model, optimizer state and the\n"
@@ -43,6 +46,8 @@ constexpr char kTrainUsage[] =
     "update (the embedding rows and dense variables changed since the previous one) into\n"
     "MODEL_DIR/updates every S seconds and at the end (overrides train.publish_interval_secs);\n"
     "`recflow serve --model_update_source=dir:MODEL_DIR/updates` applies them in place.\n"
+    "--update_port [HOST:]PORT also serves them over gRPC (HOST default 127.0.0.1; PORT 'auto'\n"
+    "picks one, printed at start) for `recflow serve --model_update_source=grpc:HOST:PORT`.\n"
     "--stream follows the --data files (one glob) as they are written, moving to the next file\n"
     "when a newer one appears (or FILE+SUFFIX exists, with --stream_done_suffix), and trains\n"
     "until SIGTERM / SIGINT; the progress line shows the AUC of the last examples, each scored\n"
@@ -187,11 +192,38 @@ absl::Status RunEval(const models::RunConfig& config, const std::string& model_d
   return absl::OkStatus();
 }
 
+// --update_port [HOST:]PORT: serves MODEL_DIR/updates over gRPC
+// (serving/update_stream.h); null when the flag is empty.
+absl::StatusOr<std::unique_ptr<serving::UpdateStreamServer>> ServeUpdates(
+    const std::string& flag, const std::string& model_dir) {
+  if (flag.empty()) return nullptr;
+  std::string host = "127.0.0.1", port = flag;
+  if (const size_t colon = flag.rfind(':'); colon != std::string::npos) {
+    host = flag.substr(0, colon);
+    port = flag.substr(colon + 1);
+  }
+  int number = 0;
+  if (port == "auto") {
+    number = 0;
+  } else if (!absl::SimpleAtoi(port, &number) || number < 1 || number > 65535) {
+    return errors::InvalidArgument("--update_port must be [HOST:]PORT with PORT 1-65535 or "
+                                   "'auto', got '", flag, "'");
+  }
+  const std::string dir = JoinPath(model_dir, checkpoint::kUpdatesDirName);
+  RETURN_IF_ERROR(Env::Default()->RecursivelyCreateDir(dir));
+  ASSIGN_OR_RETURN(auto server,
+                   serving::UpdateStreamServer::Start(dir, absl::StrCat(host, ":", number)));
+  std::cerr << "serving model updates on grpc:" << host << ":" << server->port()
+            << " (recflow serve --model_update_source=grpc:" << host << ":" << server->port()
+            << ")\n";
+  return server;
+}
+
 }  // namespace
 
 int TrainCommand(const Args& args) {
   std::string config_path, data, eval_data, model_dir, steps, threads, publish_interval;
-  std::string stream_done_suffix;
+  std::string stream_done_suffix, update_port;
   bool stream = false;
   std::string backup_workers, round_timeout, partition_mb, max_staleness, ps_hosts, worker_hosts, chief_host, job_name,
       task_index;
@@ -209,6 +241,8 @@ int TrainCommand(const Args& args) {
                     "with --stream: FILE+SUFFIX marks FILE complete"},
                    {"publish_interval_secs", &publish_interval, nullptr,
                     "publish model updates this often (overrides train.publish_interval_secs)"},
+                   {"update_port", &update_port, nullptr,
+                    "serve the model updates over gRPC on [HOST:]PORT (PORT 'auto': any free)"},
                    {"sync", nullptr, &sync, "distributed: synchronous rounds"},
                    {"backup_workers", &backup_workers, nullptr, "distributed sync: backups"},
                    {"sync_round_timeout_secs", &round_timeout, nullptr, "distributed sync: round timeout"},
@@ -269,6 +303,11 @@ int TrainCommand(const Args& args) {
   if (stream) config->data.stream = true;
   if (!stream_done_suffix.empty()) config->data.stream_done_suffix = stream_done_suffix;
   if (model_dir.empty()) model_dir = "model";
+  if (!update_port.empty() && config->train.publish_interval_secs <= 0) {
+    std::cerr << "error: --update_port serves published model updates; it needs "
+                 "--publish_interval_secs (or train.publish_interval_secs)\n";
+    return 2;
+  }
   // A cluster task when TF_CONFIG or --job_name says so.
   std::optional<absl::StatusOr<distributed::ClusterConfig>> cluster;
   if (!job_name.empty()) {
@@ -290,6 +329,8 @@ int TrainCommand(const Args& args) {
                    "(TF_CONFIG or --job_name)\n";
       return 2;
     }
+    auto stream_server = ServeUpdates(update_port, model_dir);
+    if (!stream_server.ok()) return Fail(stream_server.status());
     absl::Status s = RunTrain(*std::move(config), model_dir);
     return s.ok() ? 0 : Fail(s);
   }
@@ -325,6 +366,9 @@ int TrainCommand(const Args& args) {
     }
     flags.partition_bytes = static_cast<int64_t>(mb * (1 << 20));
   }
+  // The chief publishes the updates; it serves them too.
+  auto stream_server = ServeUpdates((*cluster)->is_chief() ? update_port : "", model_dir);
+  if (!stream_server.ok()) return Fail(stream_server.status());
   absl::Status s = RunDistributedTrain(*config, model_dir, **cluster, flags);
   return s.ok() ? 0 : Fail(s);
 }
