@@ -624,10 +624,20 @@ absl::Status Freshness(const Flags& f) {
       dense.push_back((*served - it->second) * 1e-6);
     }
     for (const std::string& table : meta.tables) {
-      ASSIGN_OR_RETURN(Tensor versions, reader->Lookup(absl::StrCat(table, "/versions")));
-      for (int64_t v : versions.flat<int64_t>()) {
-        auto it = step_end.find(v);
-        if (it != step_end.end()) rows.push_back((*served - it->second) * 1e-6);
+      // One part, or one per ps task (K/part_<p>/versions).
+      std::vector<std::string> keys = {absl::StrCat(table, "/versions")};
+      if (!reader->Contains(keys[0])) {
+        keys.clear();
+        for (int p = 0; reader->Contains(absl::StrCat(table, "/part_", p, "/versions")); ++p) {
+          keys.push_back(absl::StrCat(table, "/part_", p, "/versions"));
+        }
+      }
+      for (const std::string& key : keys) {
+        ASSIGN_OR_RETURN(Tensor versions, reader->Lookup(key));
+        for (int64_t v : versions.flat<int64_t>()) {
+          auto it = step_end.find(v);
+          if (it != step_end.end()) rows.push_back((*served - it->second) * 1e-6);
+        }
       }
     }
   }

@@ -133,15 +133,19 @@ Histogram::Histogram(std::string name, std::string help,
       bounds_(std::move(bounds)) {}
 
 void Histogram::Observe(const LabelValues& labels, double value) {
-  if (labels.size() != label_names_.size()) return;
+  ObserveMany(labels, value, 1);
+}
+
+void Histogram::ObserveMany(const LabelValues& labels, double value, int64_t count) {
+  if (labels.size() != label_names_.size() || count <= 0) return;
   size_t bucket = 0;
   while (bucket < bounds_.size() && value > bounds_[bucket]) ++bucket;
   MutexLock lock(&mu_);
   Cell& cell = cells_[labels];
   if (cell.counts.empty()) cell.counts.assign(bounds_.size() + 1, 0);
-  ++cell.counts[bucket];
-  cell.sum += value;
-  ++cell.count;
+  cell.counts[bucket] += count;
+  cell.sum += value * static_cast<double>(count);
+  cell.count += count;
 }
 
 int64_t Histogram::Count(const LabelValues& labels) const {

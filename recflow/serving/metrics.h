@@ -102,6 +102,8 @@ class Histogram : public Metric {
   Histogram(std::string name, std::string help,
             std::vector<std::string> labels, std::vector<double> bounds);
   void Observe(const LabelValues& labels, double value);
+  // `count` observations of `value` at once.
+  void ObserveMany(const LabelValues& labels, double value, int64_t count);
   // Observations so far for `labels` (0 when none).
   int64_t Count(const LabelValues& labels) const;
   double Sum(const LabelValues& labels) const;

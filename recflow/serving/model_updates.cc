@@ -172,6 +172,17 @@ absl::StatusOr<std::optional<AppliedUpdate>> ModelUpdater::ApplyLocked(const std
     }
     table_updates.push_back(std::move(u));
   }
+  // When each step the update covers ended (freshness; optional).
+  std::map<int64_t, int64_t> step_end;
+  if (!meta.full && reader->Contains(checkpoint::kUpdateStepTimesKey)) {
+    ASSIGN_OR_RETURN(Tensor times, ReadTensor(*reader, checkpoint::kUpdateStepTimesKey, DT_INT64));
+    if (times.dims() != 2 || times.dim_size(1) != 2) {
+      return errors::DataLoss("model update ", prefix, ": ", checkpoint::kUpdateStepTimesKey,
+                              " is ", times.shape().DebugString(), ", not [n, 2]");
+    }
+    const auto t = times.flat<int64_t>();
+    for (int64_t i = 0; i + 1 < t.size(); i += 2) step_end[t[i]] = t[i + 1];
+  }
   std::vector<VariableUpdate> var_updates;
   for (const std::string& key : meta.variables) {
     auto it = std::lower_bound(variables_.begin(), variables_.end(), key,
@@ -253,6 +264,22 @@ absl::StatusOr<std::optional<AppliedUpdate>> ModelUpdater::ApplyLocked(const std
   }
   done.variables = static_cast<int64_t>(var_updates.size());
   done.applied_micros = env->NowUnixMicros();
+  if (!step_end.empty()) {
+    std::map<int64_t, int64_t> rows_by_step;
+    for (const TableUpdate& u : table_updates) {
+      for (const TablePart& part : u.parts) {
+        if (part.rows.versions.NumElements() == 0) continue;
+        for (int64_t v : part.rows.versions.flat<int64_t>()) {
+          if (step_end.contains(v)) ++rows_by_step[v];
+        }
+      }
+    }
+    for (const auto& [step, rows] : rows_by_step) {
+      const double seconds = (static_cast<double>(done.applied_micros) -
+                              static_cast<double>(step_end[step])) * 1e-6;
+      done.freshness.emplace_back(seconds, rows);
+    }
+  }
   applied_ = meta.sequence;
   last_ = done;
   return std::optional<AppliedUpdate>(std::move(done));
@@ -298,6 +325,8 @@ CatchUpResult ModelUpdater::CatchUp(const std::string& dir) {
     }
     if (applied->has_value()) {
       ++result.applied;
+      const auto& f = (*applied)->freshness;
+      result.freshness.insert(result.freshness.end(), f.begin(), f.end());
       result.last = std::move(**applied);
     }
   }

@@ -76,12 +76,18 @@ struct AppliedUpdate {
   int64_t variables = 0;        // dense variables replaced
   int64_t skipped_variables = 0;  // not in the served graph
   uint64_t applied_micros = 0;  // when it was done (Env::NowUnixMicros)
+  // Freshness of its table rows (a delta carrying its step times): {seconds
+  // from the end of the training step that last changed a row to
+  // applied_micros, rows}, one entry per step.
+  std::vector<std::pair<double, int64_t>> freshness;
 };
 
 struct CatchUpResult {
   int64_t applied = 0;     // updates applied by this call
   int64_t newest = 0;      // the highest sequence in the directory (0: none)
   std::optional<AppliedUpdate> last;  // the last one this call applied
+  // Every applied update's AppliedUpdate::freshness.
+  std::vector<std::pair<double, int64_t>> freshness;
   // Why it stopped before `newest` (OK when it did not): a damaged or
   // unfitting update, or a gap.
   absl::Status error;

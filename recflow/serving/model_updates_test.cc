@@ -266,6 +266,11 @@ class TrainedModel {
     for (int step = 0; step < 2; ++step) {
       auto out = h_.Run(FeedsFor(config_, ex.ToBatch(step * 64, 64, 2)), {"loss:0"}, {"train"});
       ASSERT_TRUE(out.ok()) << out.status();
+      // As the publishing hook does: when each step ended.
+      if (publisher_ != nullptr) {
+        publisher_->NoteStepTime(GlobalStep(),
+                                 static_cast<int64_t>(Env::Default()->NowUnixMicros()));
+      }
     }
   }
   int64_t GlobalStep() {
@@ -345,6 +350,13 @@ TEST(ModelUpdatesServingTest, ServerFollowsTheTrainerExactly) {
     (*core)->ApplyModelUpdatesNow();
     m.ExpectServedEqualsTrained(core->get(), round);
   }
+  // Every row of the three deltas was trained at a noted step: one
+  // freshness observation each, short (nothing waited here).
+  const std::string text = (*core)->MetricsText();
+  EXPECT_THAT(text, HasSubstr("recflow_serving_model_update_freshness_seconds_count{model=\"deepfm\"}"));
+  EXPECT_THAT(text, HasSubstr("recflow_serving_model_update_freshness_seconds_bucket{model=\"deepfm\",le=\"+Inf\"}"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr(
+                        "recflow_serving_model_update_freshness_seconds_count{model=\"deepfm\"} 0")));
   const std::string metrics = (*core)->MetricsText();
   EXPECT_THAT(metrics,
               HasSubstr("recflow_serving_model_update_sequence{model=\"deepfm\",version=\"1\"} 4"));

@@ -41,6 +41,11 @@ UpdateFollower::UpdateFollower(UpdateFollowerOptions options) : options_(std::mo
   apply_seconds_ = m->AddHistogram("recflow_serving_model_update_apply_seconds",
                                    "Time to read, check and apply one model update (seconds).",
                                    {"model"}, {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30});
+  freshness_ = m->AddHistogram(
+      "recflow_serving_model_update_freshness_seconds",
+      "Per table row of an applied model update: from the end of the training step that last "
+      "changed it to its application (seconds).",
+      {"model"}, {0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 30, 60, 300});
   errors_ = m->AddCounter("recflow_serving_model_update_errors",
                           "Times a version got stuck on a model update it could not apply (each distinct error once).", {"model"});
 }
@@ -84,6 +89,9 @@ void UpdateFollower::CatchUp(const Servable& servable, const std::string& dir) {
   if (r.applied > 0) {
     apply_seconds_->Observe({servable.model},
                             (options_.env->NowMicros() - start) * 1e-6 / r.applied);
+    for (const auto& [seconds, rows] : r.freshness) {
+      freshness_->ObserveMany({servable.model}, seconds, rows);
+    }
     const AppliedUpdate& last = *r.last;
     lag_->Set(labels, (static_cast<double>(last.applied_micros) -
                        static_cast<double>(last.meta.time_micros)) * 1e-6);

@@ -76,6 +76,7 @@ class UpdateFollower {
   Gauge* behind_;
   Gauge* lag_;
   Histogram* apply_seconds_;
+  Histogram* freshness_;
   Counter* errors_;
   Mutex poll_mu_;  // serializes polls
   // The last error reported per "model/version" (reported again only when
