@@ -40,7 +40,7 @@ constexpr char kUsage[] =
     "           [--model_config_file_poll_wait_seconds=0] [--saved_model_tags=serve]\n"
     "           [--grpc_socket_path=PATH] [--grpc_channel_arguments=K=V,...]\n"
     "           [--model_update_source=[NAME=](dir:PATH|grpc:HOST:PORT),...]\n"
-    "           [--model_update_poll_ms=100]\n\n"
+    "           [--model_update_poll_ms=100] [--model_update_max_rows=0]\n\n"
     "Serves SavedModel versions (numeric subdirectories of each base path) over TF\n"
     "Serving's REST API (--rest_api_port) and gRPC PredictionService / ModelService\n"
     "(--port, and --grpc_socket_path). A port of 0 disables that server; 'auto'\n"
@@ -51,7 +51,8 @@ constexpr char kUsage[] =
     "model updates a trainer publishes into PATH (its MODEL_DIR/updates) to the served\n"
     "versions in place, polling every --model_update_poll_ms; grpc:HOST:PORT subscribes to\n"
     "a trainer's update stream (recflow train --update_port) instead; NAME= picks the model\n"
-    "when several are served.\n\n";
+    "when several are served. --model_update_max_rows N keeps each hash table of a followed\n"
+    "model within N rows, dropping the least recently trained.\n\n";
 
 // A new directory $TMPDIR/NAME-XXXXXX (TMPDIR unset: /tmp).
 absl::StatusOr<std::string> MakeTempDir(const std::string& name) {
@@ -156,7 +157,7 @@ struct ServeFlags {
   std::string load_retry_interval = "60000000";
   std::string config_poll_wait = "0", saved_model_tags = "serve";
   std::string grpc_socket_path, grpc_channel_arguments;
-  std::string model_update_source, model_update_poll_ms = "100";
+  std::string model_update_source, model_update_poll_ms = "100", model_update_max_rows = "0";
   bool enable_batching = false, fail_if_zero = false;
 };
 
@@ -223,6 +224,12 @@ absl::Status Serve(const ServeFlags& f) {
   ASSIGN_OR_RETURN(int64_t update_poll_ms,
                    ParseMillis("model_update_poll_ms", f.model_update_poll_ms));
   options.model_update_poll_seconds = static_cast<double>(update_poll_ms) * 1e-3;
+  ASSIGN_OR_RETURN(options.model_update_max_rows,
+                   ParseInt("model_update_max_rows", f.model_update_max_rows));
+  if (options.model_update_max_rows < 0) {
+    return errors::InvalidArgument("--model_update_max_rows must be >= 0 (0: no limit), got ",
+                                   options.model_update_max_rows);
+  }
   options.fail_if_zero_versions_at_startup = f.fail_if_zero;
   options.enable_batching = f.enable_batching || !f.batching_parameters_file.empty();
   if (!f.batching_parameters_file.empty()) {
@@ -436,6 +443,8 @@ int ServeCommand(const Args& args) {
                "apply model updates from [NAME=]dir:PATH"},
               {"model_update_poll_ms", &f.model_update_poll_ms, nullptr,
                "how often to look for model updates"},
+              {"model_update_max_rows", &f.model_update_max_rows, nullptr,
+               "rows per hash table of a followed model (0: no limit)"},
               {"saved_model_tags", &f.saved_model_tags, nullptr,
                "comma-separated tag set of the MetaGraph to serve (default serve)"},
               {"grpc_socket_path", &f.grpc_socket_path, nullptr,

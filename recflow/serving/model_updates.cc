@@ -34,6 +34,41 @@ struct VariableUpdate {
   Tensor value;
 };
 
+}  // namespace
+
+absl::StatusOr<int64_t> TrimTableToRows(embedding::HashEmbeddingTable* table, int64_t max_rows) {
+  const int64_t excess = table->size() - max_rows;
+  if (excess <= 0) return 0;
+  std::vector<std::pair<int64_t, int64_t>> rows;  // {version, id}
+  rows.reserve(static_cast<size_t>(table->size()));
+  embedding::ExportOptions eo;
+  eo.include_values = false;
+  eo.include_slots = false;
+  eo.order = embedding::ExportOptions::Order::kStorage;
+  RETURN_IF_ERROR(table
+                      ->Export(eo,
+                               [&](const embedding::TableChunk& c) {
+                                 const auto keys = c.keys.flat<int64_t>();
+                                 const auto versions = c.versions.flat<int64_t>();
+                                 for (int64_t i = 0; i < keys.size(); ++i) {
+                                   rows.emplace_back(versions[i], keys[i]);
+                                 }
+                                 return absl::OkStatus();
+                               })
+                      .status());
+  if (static_cast<int64_t>(rows.size()) <= max_rows) return 0;
+  const size_t cut = rows.size() - static_cast<size_t>(max_rows) - 1;
+  std::nth_element(rows.begin(), rows.begin() + cut, rows.end());
+  const int64_t boundary = rows[cut].first;
+  std::vector<int64_t> ids;
+  for (const auto& [version, id] : rows) {
+    if (version <= boundary) ids.push_back(id);
+  }
+  return table->Remove(ids);
+}
+
+namespace {
+
 absl::StatusOr<Tensor> ReadTensor(const checkpoint::BundleReader& reader, const std::string& key,
                                   DataType dtype) {
   if (!reader.Contains(key)) {
@@ -250,6 +285,15 @@ absl::StatusOr<std::optional<AppliedUpdate>> ModelUpdater::ApplyLocked(const std
     }
   }
 
+  // The memory budget: the least recently trained rows go.
+  if (options_.max_rows_per_table > 0) {
+    for (const TableUpdate& u : table_updates) {
+      ASSIGN_OR_RETURN(int64_t n, TrimTableToRows(tables_[u.table].resource->table(),
+                                            options_.max_rows_per_table));
+      done.evicted += n;
+    }
+  }
+
   // 3. Dense variables, all at once.
   {
     embedding::WriterLock hold(&state_mu_);
@@ -325,6 +369,7 @@ CatchUpResult ModelUpdater::CatchUp(const std::string& dir) {
     }
     if (applied->has_value()) {
       ++result.applied;
+      result.evicted += (*applied)->evicted;
       const auto& f = (*applied)->freshness;
       result.freshness.insert(result.freshness.end(), f.begin(), f.end());
       result.last = std::move(**applied);

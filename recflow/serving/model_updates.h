@@ -66,13 +66,24 @@ namespace recflow::serving {
 
 struct ModelUpdaterOptions {
   Env* env = Env::Default();  // Not owned.
+  // Memory budget: a table that holds more rows than this after an update
+  // drops its least recently trained rows (smallest version; ties may take
+  // a few more) down to it; their ids then score as ids never seen, until
+  // an update brings them back. 0: no limit.
+  int64_t max_rows_per_table = 0;
 };
+
+// Removes the rows with the smallest versions (the least recently trained)
+// until `table` holds at most `max_rows`; the rows of the boundary version
+// all go, so it may keep fewer. Returns how many it removed.
+absl::StatusOr<int64_t> TrimTableToRows(embedding::HashEmbeddingTable* table, int64_t max_rows);
 
 // What one Apply did.
 struct AppliedUpdate {
   checkpoint::UpdateMeta meta;
   int64_t rows = 0;             // table rows written
   int64_t removed = 0;          // table rows removed
+  int64_t evicted = 0;          // rows dropped for max_rows_per_table
   int64_t variables = 0;        // dense variables replaced
   int64_t skipped_variables = 0;  // not in the served graph
   uint64_t applied_micros = 0;  // when it was done (Env::NowUnixMicros)
@@ -86,6 +97,7 @@ struct CatchUpResult {
   int64_t applied = 0;     // updates applied by this call
   int64_t newest = 0;      // the highest sequence in the directory (0: none)
   std::optional<AppliedUpdate> last;  // the last one this call applied
+  int64_t evicted = 0;  // AppliedUpdate::evicted, summed
   // Every applied update's AppliedUpdate::freshness.
   std::vector<std::pair<double, int64_t>> freshness;
   // Why it stopped before `newest` (OK when it did not): a damaged or

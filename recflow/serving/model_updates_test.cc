@@ -23,6 +23,7 @@
 #include "recflow/checkpoint/saved_model.h"
 #include "recflow/cli/testing/zoo_util.h"
 #include "recflow/core/env.h"
+#include "recflow/embedding/hash_embedding_table.h"
 #include "recflow/ops/array_ops.h"
 #include "recflow/ops/math_ops.h"
 #include "recflow/serving/server_core.h"
@@ -383,6 +384,59 @@ TEST(ModelUpdatesServingTest, ServerFollowsTheTrainerExactly) {
   auto late = ServerCore::Create(options);
   ASSERT_TRUE(late.ok()) << late.status();
   m.ExpectServedEqualsTrained(late->get(), 4);
+}
+
+TEST(ModelUpdaterTest, TrimKeepsTheMostRecentlyTrainedRows) {
+  embedding::EmbeddingTableOptions o;
+  o.name = "t";
+  o.dim = 2;
+  auto table = embedding::HashEmbeddingTable::Create(o);
+  ASSERT_TRUE(table.ok()) << table.status();
+  // Ids 1..10, id k last trained at step k.
+  for (int64_t k = 1; k <= 10; ++k) {
+    std::vector<float> out(2);
+    ASSERT_TRUE((*table)->Lookup(std::vector<int64_t>{k}, absl::MakeSpan(out),
+                                 embedding::LookupMode::kTrain).ok());
+    ASSERT_TRUE((*table)->ApplySgd(std::vector<int64_t>{k}, {0.1f, 0.1f},
+                                   {.learning_rate = 0.1f}, k).ok());
+  }
+  auto none = TrimTableToRows(table->get(), 10);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(*none, 0);
+  auto removed = TrimTableToRows(table->get(), 4);
+  ASSERT_TRUE(removed.ok()) << removed.status();
+  EXPECT_EQ(*removed, 6);
+  EXPECT_EQ((*table)->size(), 4);
+  for (int64_t k = 1; k <= 10; ++k) {
+    std::vector<float> out(2);
+    embedding::LookupResult r;
+    ASSERT_TRUE((*table)->Lookup(std::vector<int64_t>{k}, absl::MakeSpan(out),
+                                 embedding::LookupMode::kReadOnly, nullptr, &r).ok());
+    EXPECT_EQ(r.found == 1, k > 6) << "id " << k;
+  }
+}
+
+TEST(ModelUpdatesServingTest, TablesStayWithinTheRowBudget) {
+  const std::string dir = testutil::FreshDir("model_updates_budget");
+  TrainedModel m(dir);
+  m.Train(0);
+  m.StartPublisher();
+  m.Publish();
+  m.Export(dir + "/models/1");
+  ServerCoreOptions options;
+  options.model_server_config = SingleModelConfig("deepfm", dir + "/models");
+  options.file_system_poll_wait_seconds = 0;
+  options.model_update_dirs = {{"deepfm", m.log()}};
+  options.model_update_poll_seconds = 3600;
+  options.model_update_max_rows = 3;
+  auto core = ServerCore::Create(options);
+  ASSERT_TRUE(core.ok()) << core.status();
+  m.Train(1);  // new ids
+  m.Publish();
+  (*core)->ApplyModelUpdatesNow();
+  const std::string text = (*core)->MetricsText();
+  EXPECT_THAT(text, HasSubstr("recflow_serving_model_update_evicted_rows{model=\"deepfm\"}"));
+  EXPECT_THAT(text, HasSubstr("recflow_serving_model_update_sequence{model=\"deepfm\",version=\"1\"} 2"));
 }
 
 TEST(ModelUpdatesServingTest, UnknownModelIsRefused) {

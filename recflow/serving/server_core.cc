@@ -305,6 +305,7 @@ absl::Status ServerCore::Init() {
                        {.env = options_.env,
                         .dirs = options_.model_update_dirs,
                         .poll_seconds = options_.model_update_poll_seconds,
+                        .max_rows_per_table = options_.model_update_max_rows,
                         .metrics = metrics_,
                         .versions = [this](const std::string& model)
                             -> std::shared_ptr<const VersionMap> {

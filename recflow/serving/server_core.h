@@ -180,6 +180,9 @@ struct ServerCoreOptions {
   std::map<std::string, std::string> model_update_dirs;
   // Seconds between polls of the update logs (> 0).
   double model_update_poll_seconds = 0.1;
+  // A row budget per hash table of a followed model (0: none;
+  // ModelUpdaterOptions::max_rows_per_table).
+  int64_t model_update_max_rows = 0;
   Env* env = Env::Default();  // Not owned.
   SessionOptions session;     // per loaded version
   // Where metrics go; null: a registry owned by the core.

@@ -46,6 +46,10 @@ UpdateFollower::UpdateFollower(UpdateFollowerOptions options) : options_(std::mo
       "Per table row of an applied model update: from the end of the training step that last "
       "changed it to its application (seconds).",
       {"model"}, {0.1, 0.25, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 30, 60, 300});
+  evicted_ = m->AddCounter("recflow_serving_model_update_evicted_rows",
+                           "Table rows dropped to keep a table within --model_update_max_rows "
+                           "(least recently trained first).",
+                           {"model"});
   errors_ = m->AddCounter("recflow_serving_model_update_errors",
                           "Times a version got stuck on a model update it could not apply (each distinct error once).", {"model"});
 }
@@ -64,6 +68,7 @@ absl::Status UpdateFollower::Attach(Servable* servable) {
   if (dir == options_.dirs.end()) return absl::OkStatus();
   ModelUpdaterOptions uo;
   uo.env = options_.env;
+  uo.max_rows_per_table = options_.max_rows_per_table;
   ASSIGN_OR_RETURN(servable->updater, ModelUpdater::Create(servable->bundle, uo));
   MutexLock lock(&poll_mu_);
   CatchUp(*servable, dir->second);
@@ -92,6 +97,7 @@ void UpdateFollower::CatchUp(const Servable& servable, const std::string& dir) {
     for (const auto& [seconds, rows] : r.freshness) {
       freshness_->ObserveMany({servable.model}, seconds, rows);
     }
+    if (r.evicted > 0) evicted_->Increment({servable.model}, static_cast<double>(r.evicted));
     const AppliedUpdate& last = *r.last;
     lag_->Set(labels, (static_cast<double>(last.applied_micros) -
                        static_cast<double>(last.meta.time_micros)) * 1e-6);

@@ -42,6 +42,8 @@ struct UpdateFollowerOptions {
   std::map<std::string, std::string> dirs;
   // Seconds between polls of the logs; > 0.
   double poll_seconds = 0.1;
+  // ModelUpdaterOptions::max_rows_per_table for every version.
+  int64_t max_rows_per_table = 0;
   MetricsRegistry* metrics = nullptr;  // Not owned; not null.
   // The available versions of a model (ServerCore's version maps).
   std::function<std::shared_ptr<const VersionMap>(const std::string& model)> versions;
@@ -77,6 +79,7 @@ class UpdateFollower {
   Gauge* lag_;
   Histogram* apply_seconds_;
   Histogram* freshness_;
+  Counter* evicted_;
   Counter* errors_;
   Mutex poll_mu_;  // serializes polls
   // The last error reported per "model/version" (reported again only when
