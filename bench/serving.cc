@@ -45,7 +45,8 @@
 //          stall counts for every request it delays. A failed request
 //          (connection error, non-200, wrong number of scores) is counted
 //          and its connection reopened. `load sent= ok= failed= p50_ms=
-//          p99_ms= max_ms= first_error=...`.
+//          p99_ms= max_ms= first_error=...`; with --latencies=FILE every
+//          answered request's latency in ms, one per line, appended.
 //   bench_serving --case=watch --port=P [--model=M] --seconds=S
 //       [--interval_ms=5]
 // watch:   polls the server's Prometheus metrics and prints
@@ -118,7 +119,7 @@ struct Flags {
   int port = 0, port2 = 0, candidates = 1, requests = 1000, warmup = 100;
   double seconds = 2, limit_ms = 10, rate = 100, interval_ms = 5;
   int connections = 4;
-  std::string body_file, updates, seen;
+  std::string body_file, updates, seen, latencies;
   int64_t from_sequence = 0;
   std::vector<int> levels = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
 };
@@ -528,6 +529,12 @@ absl::Status Load(const Flags& f) {
   for (char& ch : error) {
     if (ch == ' ' || ch == '\n') ch = '_';
   }
+  if (!f.latencies.empty()) {
+    std::FILE* out = std::fopen(f.latencies.c_str(), "a");
+    if (out == nullptr) return errors::Internal("cannot write ", f.latencies);
+    for (double ms : all) std::fprintf(out, "%.4f\n", ms);
+    if (std::fclose(out) != 0) return errors::Internal("writing ", f.latencies, " failed");
+  }
   std::printf("load candidates=%d rate=%g sent=%lld ok=%zu failed=%lld p50_ms=%.4f p99_ms=%.4f "
               "max_ms=%.4f first_error=%s\n",
               f.candidates, f.rate, static_cast<long long>(total), all.size(),
@@ -669,6 +676,7 @@ int Main(int argc, char** argv) {
       .String("body", &f.body_file)
       .String("updates", &f.updates)
       .String("seen", &f.seen)
+      .String("latencies", &f.latencies)
       .Number("from_sequence", &f.from_sequence, FlagParser::NonNegative())
       .List("levels", &f.levels, positive);
   if (absl::Status s = flags.Parse(argc, argv); !s.ok()) {

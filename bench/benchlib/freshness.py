@@ -129,6 +129,13 @@ def version_available(port, version):
                for v in status.get("model_version_status", []))
 
 
+def cpu_seconds(pid):
+    """User + system CPU seconds of a process so far (/proc/PID/stat)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def request_body(test_file, n):
     """TF Serving's columnar REST body for the first n rows of a Criteo test
     file, as recflow's parser reads them (log1p dense values, hex ids tagged
@@ -176,7 +183,7 @@ def freshness(args):
 
 
 def _freshness(args, tmp, procs):
-    rounds = args.rounds if args.rounds_explicit else 3
+    rounds = args.rounds if args.rounds_explicit else 4
     if args.no_build:
         bench_bin = os.path.join(BUILD, "bench", "bench_serving")
         recflow_bin = os.path.join(BUILD, "recflow")
@@ -195,7 +202,8 @@ def _freshness(args, tmp, procs):
     env = envs["unset"]
 
     src = os.path.join(tmp, "src")
-    run([recflow_bin, "gen-data", "--rows", "400000", "--test_rows", "2000", "--seed", "3",
+    # Enough rows that the writer never repeats one (4000/s for about 150 s).
+    run([recflow_bin, "gen-data", "--rows", "800000", "--test_rows", "2000", "--seed", "3",
          "--out", src], env, "gen-data")
     with open(os.path.join(src, "train-00000-of-00001.tsv")) as f:
         lines = f.read().splitlines()
@@ -255,8 +263,9 @@ def _freshness(args, tmp, procs):
                                env=env, stdout=seen_file, stderr=subprocess.STDOUT)
     procs.append(watcher)
 
-    def load(server):
+    def load(server, key):
         res, _ = serving_lines(bench_bin, ["--case=load", "--port=%d" % server.port,
+                                           "--latencies=" + os.path.join(tmp, key + ".ms"),
                                            "--model=" + MODEL, "--candidates=%d" % CANDIDATES,
                                            "--body=" + body_path, "--rate=%d" % REQUEST_RATE,
                                            "--seconds=%d" % LOAD_SECONDS, "--connections=4"],
@@ -267,12 +276,13 @@ def _freshness(args, tmp, procs):
           "the server that applies updates and the one that does not" % (
               REQUEST_RATE, CANDIDATES, LOAD_SECONDS, rounds), flush=True)
     results = {"updates": [], "none": []}
+    cpu0 = {"updates": cpu_seconds(live.proc.pid), "none": cpu_seconds(still.proc.pid)}
     for r in range(rounds):
         order = [("updates", live), ("none", still)]
         if r % 2:
             order.reverse()
         for key, server in order:
-            res = load(server)
+            res = load(server, key)
             results[key].append(res)
             print("  round %d %-7s sent=%s failed=%s p50_ms=%s p99_ms=%s max_ms=%s "
                   "first_error=%s" % (r + 1, key, res["sent"], res["failed"], res["p50_ms"],
@@ -281,6 +291,10 @@ def _freshness(args, tmp, procs):
         if trainer.poll() is not None:
             die("the streaming trainer exited (%d) during the load" % trainer.returncode)
 
+    cpu = {"updates": cpu_seconds(live.proc.pid) - cpu0["updates"],
+           "none": cpu_seconds(still.proc.pid) - cpu0["none"]}
+    applies = metric_value(live.port, "recflow_serving_model_update_apply_seconds_count") or 0
+    apply_sum = metric_value(live.port, "recflow_serving_model_update_apply_seconds_sum") or 0
     # The peer: a whole new version, exported and loaded (TF Serving's way).
     t0 = time.time()
     run([recflow_bin, "export", "--model_dir", model_dir, "--export_dir",
@@ -335,7 +349,9 @@ def _freshness(args, tmp, procs):
     fr = fr[0]
 
     def pooled_p99(key):
-        return sorted(float(x["p99_ms"]) for x in results[key])[len(results[key]) // 2]
+        with open(os.path.join(tmp, key + ".ms")) as f:
+            ms = sorted(float(line) for line in f if line.strip())
+        return ms[min(len(ms) - 1, int(math.ceil(0.99 * len(ms))) - 1)]
 
     failed = sum(int(x["failed"]) for x in results["updates"])
     failed_none = sum(int(x["failed"]) for x in results["none"])
@@ -347,9 +363,12 @@ def _freshness(args, tmp, procs):
           "live: %s)" % (int(start_seq) + 1, last, fr["updates"], fr["rows"], fr["p50_s"],
                          fr["p99_s"], fr["max_s"], fr["dense_p50_s"], fr["dense_p99_s"],
                          fr["unseen"]))
-    print("serving p99 (median over rounds): %.2f ms with updates, %.2f ms without "
+    print("serving p99 (all rounds' requests pooled): %.2f ms with updates, %.2f ms without "
           "(target: with <= 1.1x without); failed requests: %d with updates, %d without" % (
               p99_up, p99_none, failed, failed_none))
+    print("server CPU over the load rounds: %.1f s with updates (%d applied, %.1f ms each on "
+          "average), %.1f s without" % (cpu["updates"], applies,
+                                        1e3 * apply_sum / max(applies, 1), cpu["none"]))
     print("after the last update (%d): served predictions vs a fresh export of the final "
           "checkpoint, %d candidates: max abs diff %.3g" % (last, CANDIDATES, diff))
     if int(fr["rows"]) == 0:

@@ -13,6 +13,9 @@
 
 #include <pthread.h>
 
+#include <chrono>
+#include <thread>
+
 #include "absl/base/thread_annotations.h"
 
 namespace recflow::embedding {
@@ -34,6 +37,9 @@ class ABSL_LOCKABLE SharedMutex {
   SharedMutex& operator=(const SharedMutex&) = delete;
 
   void Lock() ABSL_EXCLUSIVE_LOCK_FUNCTION() { pthread_rwlock_wrlock(&mu_); }
+  bool TryLock() ABSL_EXCLUSIVE_TRYLOCK_FUNCTION(true) {
+    return pthread_rwlock_trywrlock(&mu_) == 0;
+  }
   void Unlock() ABSL_UNLOCK_FUNCTION() { pthread_rwlock_unlock(&mu_); }
   void ReaderLock() ABSL_SHARED_LOCK_FUNCTION() { pthread_rwlock_rdlock(&mu_); }
   void ReaderUnlock() ABSL_UNLOCK_FUNCTION() { pthread_rwlock_unlock(&mu_); }
@@ -52,6 +58,35 @@ class ABSL_SCOPED_LOCKABLE WriterLock {
   ~WriterLock() ABSL_UNLOCK_FUNCTION() { mu_->Unlock(); }
   WriterLock(const WriterLock&) = delete;
   WriterLock& operator=(const WriterLock&) = delete;
+
+ private:
+  SharedMutex* mu_;
+};
+
+// Holds `mu` exclusively for its lifetime, taken at a moment when nobody
+// holds it (TryLock every `poll`), so that while it waits, readers do not
+// queue behind it as they would behind a waiting WriterLock (the lock
+// prefers writers); after `patience` it waits its turn as WriterLock does.
+// For a rare writer whose readers come and go (a model update's swap of
+// the served variables, serving/model_updates.h).
+class ABSL_SCOPED_LOCKABLE PoliteWriterLock {
+ public:
+  PoliteWriterLock(SharedMutex* mu, std::chrono::microseconds patience,
+                   std::chrono::microseconds poll = std::chrono::microseconds(200))
+      ABSL_EXCLUSIVE_LOCK_FUNCTION(mu)
+      : mu_(mu) {
+    const auto deadline = std::chrono::steady_clock::now() + patience;
+    while (!mu_->TryLock()) {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        mu_->Lock();
+        return;
+      }
+      std::this_thread::sleep_for(poll);
+    }
+  }
+  ~PoliteWriterLock() ABSL_UNLOCK_FUNCTION() { mu_->Unlock(); }
+  PoliteWriterLock(const PoliteWriterLock&) = delete;
+  PoliteWriterLock& operator=(const PoliteWriterLock&) = delete;
 
  private:
   SharedMutex* mu_;

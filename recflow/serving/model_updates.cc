@@ -294,9 +294,11 @@ absl::StatusOr<std::optional<AppliedUpdate>> ModelUpdater::ApplyLocked(const std
     }
   }
 
-  // 3. Dense variables, all at once.
+  // 3. Dense variables, all at once: between requests when the server has
+  // a moment with none running (requests do not queue behind the swap),
+  // else after 100 ms in turn.
   {
-    embedding::WriterLock hold(&state_mu_);
+    embedding::PoliteWriterLock hold(&state_mu_, std::chrono::milliseconds(100));
     for (VariableUpdate& v : var_updates) {
       absl::Status s = v.var->Assign(v.value, /*validate_shape=*/true);
       // Checked above (dtype and shape); an assign cannot fail now.

@@ -31,7 +31,10 @@
 //      version's state lock, which every request holds (shared) while it
 //      runs: a request sees the dense variables of one update, never of
 //      two. The swap replaces buffers (Var::Assign), so it takes
-//      microseconds; it waits for the requests in flight to finish.
+//      microseconds. It is taken at a moment when no request runs (polling
+//      for up to 100 ms, embedding::PoliteWriterLock), so requests do not
+//      queue behind a waiting swap; on a server never idle that long it
+//      waits for the requests in flight, and new ones wait for it.
 // A request may see rows of update N + 1 with the dense variables of N
 // while an update is being applied; never half a row, never a mix of two
 // updates' dense variables.

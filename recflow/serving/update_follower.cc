@@ -1,5 +1,9 @@
 #include "recflow/serving/update_follower.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cmath>
 #include <utility>
@@ -128,6 +132,10 @@ void UpdateFollower::CatchUp(const Servable& servable, const std::string& dir) {
 }
 
 void UpdateFollower::Loop() {
+  // Requests come first: applying updates runs at a lower priority
+  // (nice + 10 for this thread), so on a busy machine it takes the CPU
+  // that requests leave (best effort; a failure changes nothing).
+  setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
   const auto wait =
       std::chrono::microseconds(static_cast<int64_t>(options_.poll_seconds * 1e6));
   std::unique_lock<std::mutex> lock(mu_.native());
