@@ -34,8 +34,8 @@ import threading
 import time
 import urllib.request
 
-from .common import BUILD, die, build, variant_envs, snapshot
-from .serving import ServerProc, serving_lines
+from .common import die, variant_envs, snapshot
+from .serving import ServerProc, serving_binaries, serving_lines
 
 MODEL = "ctr"
 RATE_ROWS = 4000          # rows/s the writer appends
@@ -184,16 +184,7 @@ def freshness(args):
 
 def _freshness(args, tmp, procs):
     rounds = args.rounds if args.rounds_explicit else 4
-    if args.no_build:
-        bench_bin = os.path.join(BUILD, "bench", "bench_serving")
-        recflow_bin = os.path.join(BUILD, "recflow")
-    else:
-        bench_bin = build("bench_serving")
-        build("recflow")
-        recflow_bin = os.path.join(BUILD, "recflow")
-    for b in (bench_bin, recflow_bin):
-        if not os.path.exists(b):
-            die("%s is missing; build it (ninja -C build bench_serving recflow)" % b)
+    bench_bin, recflow_bin = serving_binaries(args)
     # recflow needs no OpenBLAS variables; it runs with them unset.
     envs, _, _ = variant_envs(1)
     bench_bin = snapshot(bench_bin, os.path.join(tmp, "bin"), envs)

@@ -108,6 +108,20 @@ def serving_lines(bench_bin, args_list, env, prefix):
     return out, r.stdout
 
 
+def serving_binaries(args):
+    """(bench_serving, recflow): built first unless --no-build."""
+    if args.no_build:
+        bench_bin = os.path.join(BUILD, "bench", "bench_serving")
+    else:
+        bench_bin = build("bench_serving")
+        build("recflow")
+    recflow_bin = os.path.join(BUILD, "recflow")
+    for b in (bench_bin, recflow_bin):
+        if not os.path.exists(b):
+            die("%s is missing; build it (ninja -C build bench_serving recflow)" % b)
+    return bench_bin, recflow_bin
+
+
 def serving(args):
     tmp = tempfile.mkdtemp(prefix="bench_serving.")
     servers = []
@@ -122,16 +136,7 @@ def serving(args):
 def _serving(args, tmp, servers):
     T = args.threads
     rounds = args.rounds if args.rounds_explicit else 3
-    if args.no_build:
-        bench_bin = os.path.join(BUILD, "bench", "bench_serving")
-        recflow_bin = os.path.join(BUILD, "recflow")
-    else:
-        bench_bin = build("bench_serving")
-        build("recflow")
-        recflow_bin = os.path.join(BUILD, "recflow")
-    for b in (bench_bin, recflow_bin):
-        if not os.path.exists(b):
-            die("%s is missing; build it (ninja -C build bench_serving recflow)" % b)
+    bench_bin, recflow_bin = serving_binaries(args)
     base, weights = serving_model(recflow_bin, bench_bin)
     envs, set_values, origin = variant_envs(T)
     snap = os.path.join(tmp, "bin")

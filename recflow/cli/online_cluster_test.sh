@@ -50,29 +50,7 @@ grep -qE '^200 ' <<<"$a" || fail "predict: $a"
 [[ "$a" == "$b" ]] || fail "after catching up: $a; the export: $b"
 
 # 2. A second job from that checkpoint, applied live under load.
-python3 - "$URL_live/v1/models/ctr:predict" "$TMP/stop-load" >"$TMP/load.out" 2>&1 <<'PY' &
-import json, os, sys, time, urllib.request
-inputs = {"dense": [[0.5] * 13]}
-for f in range(1, 27):
-    inputs["C%d/ids" % f] = [f * 7]
-    inputs["C%d/row_splits" % f] = [0, 1]
-body = json.dumps({"inputs": inputs}).encode()
-ok = failed = 0
-first = ""
-while not os.path.exists(sys.argv[2]):
-    try:
-        req = urllib.request.Request(sys.argv[1], data=body, method="POST")
-        with urllib.request.urlopen(req, timeout=10) as r:
-            ok += r.status == 200
-            failed += r.status != 200
-    except Exception as e:
-        failed += 1
-        first = first or repr(e)
-    time.sleep(0.02)
-print("ok=%d failed=%d first=%s" % (ok, failed, first))
-PY
-load=$!
-PIDS+=($load)
+start_load "$URL_live"
 launch job2 400 || fail "job 2: $(tail -5 "$TMP/job2.err")"
 n2=$(newest_update)
 [[ "$n2" -gt $((n1 + 2)) ]] || fail "job 2 published too few updates: $n1 -> $n2"
@@ -80,9 +58,8 @@ for _ in $(seq 200); do
   [[ "$(metric "$URL_live" recflow_serving_model_update_sequence)" == "$n2" ]] && break
   sleep 0.05
 done
-touch "$TMP/stop-load"
-wait $load
-read -r load_result <"$TMP/load.out"
+stop_load
+load_result=$LOAD_RESULT
 grep -q " failed=0 " <<<"$load_result " || fail "requests failed during the updates: $load_result"
 [[ "$(metric "$URL_live" recflow_serving_model_update_sequence)" == "$n2" ]] ||
   fail "the server did not reach update $n2: $(tail -3 "$TMP/live.err")"

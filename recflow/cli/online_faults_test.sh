@@ -78,31 +78,7 @@ grep -q "serving model updates on grpc:127.0.0.1:$UPORT" "$TMP/train$runs.err" |
   fail "the trainer does not say where it serves updates: $(head -3 "$TMP/train$runs.err")"
 
 # A steady load: one request every 20 ms until $TMP/stop-load exists.
-python3 - "$URL_live/v1/models/ctr:predict" "$TMP/stop-load" >"$TMP/load.out" 2>&1 <<'PY' &
-import json, os, sys, time, urllib.request
-inputs = {"dense": [[0.5] * 13, [1.0] * 13]}
-for f in range(1, 27):
-    inputs["C%d/ids" % f] = [f * 7, f * 11 + 3]
-    inputs["C%d/row_splits" % f] = [0, 1, 2]
-body = json.dumps({"inputs": inputs}).encode()
-ok = failed = 0
-first = ""
-while not os.path.exists(sys.argv[2]):
-    try:
-        req = urllib.request.Request(sys.argv[1], data=body, method="POST")
-        with urllib.request.urlopen(req, timeout=10) as r:
-            if r.status == 200 and "probabilities" in r.read().decode():
-                ok += 1
-            else:
-                failed += 1
-    except Exception as e:
-        failed += 1
-        first = first or repr(e)
-    time.sleep(0.02)
-print("ok=%d failed=%d first=%s" % (ok, failed, first))
-PY
-load=$!
-PIDS+=($load)
+start_load "$URL_live"
 
 # 1. The trainer killed while writing its first (full) update, twice; and
 #    at random moments, three times. The server keeps answering.
@@ -165,9 +141,8 @@ grep -q "model updates apply again" "$TMP/live.err" || fail "the server did not 
 
 # 3. The server killed while updates flow; restarted, it catches up before
 #    it answers (its first metrics page already shows the newest update).
-touch "$TMP/stop-load"
-wait $load
-read -r load_result <"$TMP/load.out"
+stop_load
+load_result=$LOAD_RESULT
 grep -q " failed=0 " <<<"$load_result " || fail "requests failed while the trainer was killed: $load_result"
 feed
 sleep 0.5

@@ -66,6 +66,43 @@ newest_update() {  # newest_update [DIR]: the highest update number in DIR ($TMP
 }
 
 
+# start_load URL: one predict request every 20 ms to URL's model ctr, in the
+# background, until stop_load; stop_load sets LOAD_RESULT ("ok=N failed=M
+# first=ERROR").
+start_load() {
+  rm -f "$TMP/stop-load"
+  python3 - "$1/v1/models/ctr:predict" "$TMP/stop-load" >"$TMP/load.out" 2>&1 <<'PY' &
+import json, os, sys, time, urllib.request
+inputs = {"dense": [[0.5] * 13, [1.0] * 13]}
+for f in range(1, 27):
+    inputs["C%d/ids" % f] = [f * 7, f * 11 + 3]
+    inputs["C%d/row_splits" % f] = [0, 1, 2]
+body = json.dumps({"inputs": inputs}).encode()
+ok = failed = 0
+first = ""
+while not os.path.exists(sys.argv[2]):
+    try:
+        req = urllib.request.Request(sys.argv[1], data=body, method="POST")
+        with urllib.request.urlopen(req, timeout=10) as r:
+            if r.status == 200 and "probabilities" in r.read().decode():
+                ok += 1
+            else:
+                failed += 1
+    except Exception as e:
+        failed += 1
+        first = first or repr(e)
+    time.sleep(0.02)
+print("ok=%d failed=%d first=%s" % (ok, failed, first))
+PY
+  LOAD_PID=$!
+  PIDS+=($LOAD_PID)
+}
+stop_load() {
+  touch "$TMP/stop-load"
+  wait "$LOAD_PID"
+  read -r LOAD_RESULT <"$TMP/load.out"
+}
+
 # finish: stops what is left and exits with the verdict.
 finish() {
   for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; done

@@ -5,6 +5,7 @@
 #include "recflow/distributed/cluster_updates.h"
 
 #include <map>
+#include <mutex>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -21,15 +22,20 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 // A fake ps task: writes t/part_<ps>/keys (its id) and, for ps 0, the
-// variable "w"; answers global_step = base + ps.
+// variable "w"; answers global_step = base + ps. Called from one thread per
+// ps at once.
 struct FakePs {
   Env* env;
   int64_t base = 5;
   int fail_ps = -1;
-  std::map<int, PublishUpdateRequest> seen;
+  std::mutex mu;
+  std::map<int, PublishUpdateRequest> seen;  // guarded by mu
 
   absl::Status operator()(int ps, const PublishUpdateRequest& r, PublishUpdateResponse* out) {
-    seen[ps] = r;
+    {
+      std::lock_guard<std::mutex> l(mu);
+      seen[ps] = r;
+    }
     if (ps == fail_ps) return errors::Unavailable("ps ", ps, " is down");
     ASSIGN_OR_RETURN(auto w, checkpoint::BundleWriter::Create(env, r.prefix(), {.sync = false}));
     RETURN_IF_ERROR(w->Add(absl::StrCat("t/part_", ps, "/keys"),

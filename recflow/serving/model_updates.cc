@@ -1,6 +1,7 @@
 #include "recflow/serving/model_updates.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <utility>
 
@@ -34,6 +35,24 @@ struct VariableUpdate {
   Tensor value;
 };
 
+// Calls fn(id, version) for every row of `table` (storage order, no values).
+absl::Status ForEachRow(embedding::HashEmbeddingTable* table,
+                        const std::function<void(int64_t id, int64_t version)>& fn) {
+  embedding::ExportOptions eo;
+  eo.include_values = false;
+  eo.include_slots = false;
+  eo.order = embedding::ExportOptions::Order::kStorage;
+  return table
+      ->Export(eo,
+               [&](const embedding::TableChunk& c) {
+                 const auto keys = c.keys.flat<int64_t>();
+                 const auto versions = c.versions.flat<int64_t>();
+                 for (int64_t i = 0; i < keys.size(); ++i) fn(keys[i], versions[i]);
+                 return absl::OkStatus();
+               })
+      .status();
+}
+
 }  // namespace
 
 absl::StatusOr<int64_t> TrimTableToRows(embedding::HashEmbeddingTable* table, int64_t max_rows) {
@@ -41,21 +60,8 @@ absl::StatusOr<int64_t> TrimTableToRows(embedding::HashEmbeddingTable* table, in
   if (excess <= 0) return 0;
   std::vector<std::pair<int64_t, int64_t>> rows;  // {version, id}
   rows.reserve(static_cast<size_t>(table->size()));
-  embedding::ExportOptions eo;
-  eo.include_values = false;
-  eo.include_slots = false;
-  eo.order = embedding::ExportOptions::Order::kStorage;
-  RETURN_IF_ERROR(table
-                      ->Export(eo,
-                               [&](const embedding::TableChunk& c) {
-                                 const auto keys = c.keys.flat<int64_t>();
-                                 const auto versions = c.versions.flat<int64_t>();
-                                 for (int64_t i = 0; i < keys.size(); ++i) {
-                                   rows.emplace_back(versions[i], keys[i]);
-                                 }
-                                 return absl::OkStatus();
-                               })
-                      .status());
+  RETURN_IF_ERROR(
+      ForEachRow(table, [&](int64_t id, int64_t version) { rows.emplace_back(version, id); }));
   if (static_cast<int64_t>(rows.size()) <= max_rows) return 0;
   const size_t cut = rows.size() - static_cast<size_t>(max_rows) - 1;
   std::nth_element(rows.begin(), rows.begin() + cut, rows.end());
@@ -268,19 +274,9 @@ absl::StatusOr<std::optional<AppliedUpdate>> ModelUpdater::ApplyLocked(const std
         keep.insert(keys.begin(), keys.end());
       }
       std::vector<int64_t> extra;
-      embedding::ExportOptions eo;
-      eo.include_values = false;
-      eo.include_slots = false;
-      eo.order = embedding::ExportOptions::Order::kStorage;
-      RETURN_IF_ERROR(table
-                          ->Export(eo,
-                                   [&](const embedding::TableChunk& c) {
-                                     for (int64_t id : c.keys.flat<int64_t>()) {
-                                       if (!keep.contains(id)) extra.push_back(id);
-                                     }
-                                     return absl::OkStatus();
-                                   })
-                          .status());
+      RETURN_IF_ERROR(ForEachRow(table, [&](int64_t id, int64_t) {
+        if (!keep.contains(id)) extra.push_back(id);
+      }));
       done.removed += table->Remove(extra);
     }
   }
