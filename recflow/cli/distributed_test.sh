@@ -32,68 +32,7 @@ fail() {
 source "$(dirname "${BASH_SOURCE[0]}")/cluster_test_job.sh"
 make_job_data
 
-free_ports() {  # free_ports N: N free TCP ports on 127.0.0.1
-  python3 - "$1" <<'PY'
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-PY
-}
-
-# start_cluster NAME [train flags...]: starts ps0 ps1 chief0 worker0 worker1
-# (and evaluator0 when EVALUATOR=1) for model dir $TMP/NAME; pids in TASK_PID[task].
-declare -A TASK_PID
-CLUSTER=
-start_task() {  # start_task NAME JOB INDEX [flags...]
-  local name=$1 job=$2 index=$3
-  shift 3
-  TF_CONFIG="{$CLUSTER, \"task\": {\"type\": \"$job\", \"index\": $index}}" \
-    "$RECFLOW" train --config "$TMP/deepfm.yaml" --model_dir "$TMP/$name" "$@" \
-    >>"$TMP/$name.$job$index.out" 2>>"$TMP/$name.$job$index.err" &
-  TASK_PID[$job$index]=$!
-  PIDS+=($!)
-}
-TASK_FLAGS=()
-start_cluster() {
-  local name=$1
-  shift
-  TASK_FLAGS=("$@")
-  read -r p0 p1 p2 p3 p4 p5 <<<"$(free_ports 6)"
-  CLUSTER="\"cluster\": {\"chief\": [\"127.0.0.1:$p0\"], \"worker\": [\"127.0.0.1:$p1\", \"127.0.0.1:$p2\"], \"ps\": [\"127.0.0.1:$p3\", \"127.0.0.1:$p4\"], \"evaluator\": [\"127.0.0.1:$p5\"]}"
-  for t in "ps 0" "ps 1" "chief 0" "worker 0" "worker 1"; do start_task "$name" $t "$@"; done
-  [[ "${EVALUATOR:-0}" == 1 ]] && start_task "$name" evaluator 0 "$@"
-}
-wait_cluster() {  # wait_cluster NAME: waits (at most 150 s) for every task; fails on a non-zero exit
-  local name=$1 task deadline=$((SECONDS + 150))
-  for task in "${!TASK_PID[@]}"; do
-    while kill -0 "${TASK_PID[$task]}" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
-    if kill -0 "${TASK_PID[$task]}" 2>/dev/null; then
-      fail "$name: task $task still running after 150 s: $(tail -3 "$TMP/$name.$task.err")"
-      kill -KILL "${TASK_PID[$task]}" 2>/dev/null
-    fi
-    if ! wait "${TASK_PID[$task]}"; then
-      fail "$name: task $task exited with an error: $(tail -3 "$TMP/$name.$task.err")"
-    fi
-  done
-  TASK_PID=()
-}
-chief_step() {  # the last global step the chief's progress lines show
-  grep -oE "^step [0-9]+" "$TMP/$1.chief0.err" 2>/dev/null | tail -1 | awk '{print $2}'
-}
-wait_step() {  # wait_step NAME STEP: until the chief's progress passes STEP (max 60 s)
-  for _ in $(seq 600); do
-    local s
-    s=$(chief_step "$1")
-    [[ -n "$s" && "$s" -ge "$2" ]] && return 0
-    sleep 0.1
-  done
-  fail "$1: the chief never reached step $2"
-  return 1
-}
+source "$(dirname "${BASH_SOURCE[0]}")/cluster_test_tasks.sh"
 test_auc() { grep -oE "test AUC [0-9.]+" "$1" | tail -1 | awk '{print $3}'; }
 close() {  # close A B TOL
   awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(a > 0 && b > 0 && d < t) }'
@@ -171,18 +110,9 @@ read -r gstep napplied <<<"$(tr -d '(' <<<"$applied")"
 # dense variables of 10 KB or more partitioned over both ps tasks.
 write_job_config 3 500 60
 start_cluster faults --ps_partition_mb 0.01
-kill_restart() {  # kill_restart TASK AT_STEP
-  local task=$1 job=${1%[0-9]} index=${1: -1}
-  wait_step faults "$2" || return
-  kill -KILL "${TASK_PID[$task]}" 2>/dev/null
-  wait "${TASK_PID[$task]}" 2>/dev/null
-  echo "--- killed at step $(chief_step faults), restarted" >>"$TMP/faults.$task.err"
-  sleep 1
-  start_task faults "$job" "$index" "${TASK_FLAGS[@]}"
-}
-kill_restart worker1 80
-kill_restart ps1 180
-kill_restart chief0 300
+kill_restart faults worker1 80
+kill_restart faults ps1 180
+kill_restart faults chief0 300
 wait_cluster faults
 last=$(ls "$TMP/faults"/model.ckpt-*.index 2>/dev/null | sed 's/.*ckpt-\([0-9]*\).index/\1/' | sort -n | tail -1)
 [[ -n "$last" && "$last" -ge 500 ]] || fail "faults: no final checkpoint at step >= 500: $(ls "$TMP/faults")"

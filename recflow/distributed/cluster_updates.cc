@@ -55,16 +55,27 @@ absl::StatusOr<std::unique_ptr<ClusterUpdatePublisher>> ClusterUpdatePublisher::
   std::unique_ptr<ClusterUpdatePublisher> p(new ClusterUpdatePublisher(std::move(options)));
   p->last_sequence_ = listed.empty() ? 0 : listed.back().first;
   p->since_.assign(p->options_.num_ps, -1);
+  p->state_ids_.assign(p->options_.num_ps, 0);
   return p;
 }
 
 absl::StatusOr<train::PublishResult> ClusterUpdatePublisher::Publish(int64_t step) {
+  absl::StatusOr<train::PublishResult> result = PublishOnce(step, /*full=*/!last_step_.has_value());
+  if (absl::IsAborted(result.status())) {
+    // A ps restored an older state since the previous update: everything.
+    result = PublishOnce(step, /*full=*/true);
+  }
+  return result;
+}
+
+absl::StatusOr<train::PublishResult> ClusterUpdatePublisher::PublishOnce(int64_t step,
+                                                                         bool full) {
   Env* env = options_.env;
   train::PublishResult result;
   checkpoint::UpdateMeta& meta = result.meta;
   meta.sequence = last_sequence_ + 1;
   meta.step = step;
-  meta.full = !last_step_.has_value();
+  meta.full = full;
   meta.since_step = meta.full ? -1 : *last_step_;
   meta.time_micros = static_cast<int64_t>(env->NowUnixMicros());
   meta.tables = options_.tables;
@@ -98,6 +109,11 @@ absl::StatusOr<train::PublishResult> ClusterUpdatePublisher::Publish(int64_t ste
   for (int ps = 0; ps < n; ++ps) {
     RETURN_IF_ERROR(errors::Annotate(statuses[ps], absl::StrCat("ps task ", ps, " of ", n)));
   }
+  for (int ps = 0; ps < n && !meta.full; ++ps) {
+    if (responses[ps].state_id() != state_ids_[ps]) {
+      return errors::Aborted("ps task ", ps, " restored its state since the previous update");
+    }
+  }
   // The chief's part: the metadata and the step times.
   parts[n] = JoinPath(temp_dir, "meta");
   {
@@ -122,6 +138,7 @@ absl::StatusOr<train::PublishResult> ClusterUpdatePublisher::Publish(int64_t ste
   last_step_ = step;
   for (int ps = 0; ps < n; ++ps) {
     since_[ps] = responses[ps].global_step();
+    state_ids_[ps] = responses[ps].state_id();
     result.rows += responses[ps].rows();
     result.bytes += responses[ps].bytes();
   }

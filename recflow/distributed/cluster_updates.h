@@ -26,6 +26,11 @@
 // while the update was written. Dense variables are published whole in
 // every update (a delta does not compare them).
 //
+// A ps restarted since the previous update has restored an older
+// checkpoint: its rows went back, and a delta would not carry them. The
+// ps's state id (PublishUpdateResponse::state_id) says so, and the update
+// is then written again as a full one.
+//
 // Numbering as one process's publisher: one past the directory's highest;
 // the first update of every chief run is full. The chief's checkpoints do
 // not record an update base (they are written by the ps tasks): a server
@@ -75,11 +80,14 @@ class ClusterUpdatePublisher : public train::UpdateWriter {
 
  private:
   explicit ClusterUpdatePublisher(ClusterUpdateOptions options) : options_(std::move(options)) {}
+  // Aborted when a ps's state id changed in a delta (nothing published).
+  absl::StatusOr<train::PublishResult> PublishOnce(int64_t step, bool full);
 
   ClusterUpdateOptions options_;
   int64_t last_sequence_ = 0;
   std::optional<int64_t> last_step_;   // the chief's step at its last update
   std::vector<int64_t> since_;         // per ps: its step at its last part
+  std::vector<uint64_t> state_ids_;    // per ps: its state at its last part
   train::StepTimes step_times_;
 };
 

@@ -28,6 +28,7 @@ struct FakePs {
   Env* env;
   int64_t base = 5;
   int fail_ps = -1;
+  uint64_t state_id = 7;  // of ps 1
   std::mutex mu;
   std::map<int, PublishUpdateRequest> seen;  // guarded by mu
 
@@ -43,6 +44,7 @@ struct FakePs {
     if (ps == 0) RETURN_IF_ERROR(w->Add("w", Tensor::FromVector<float>({1, 2})));
     RETURN_IF_ERROR(w->Finish());
     out->set_global_step(base + ps);
+    out->set_state_id(ps == 1 ? state_id : 1);
     out->set_rows(1);
     return absl::OkStatus();
   }
@@ -117,6 +119,18 @@ TEST(ClusterUpdatePublisherTest, MergesThePartsUnderOneNumber) {
   ASSERT_TRUE(retried.ok()) << retried.status();
   EXPECT_EQ(retried->meta.sequence, 3);
   EXPECT_EQ(fake.seen[1].since_step(), 10);
+
+  // Ps 1 restarted and restored an older state: the update is full.
+  fake.state_id = 8;
+  auto after_restart = (*p)->Publish(13);
+  ASSERT_TRUE(after_restart.ok()) << after_restart.status();
+  EXPECT_EQ(after_restart->meta.sequence, 4);
+  EXPECT_TRUE(after_restart->meta.full);
+  EXPECT_TRUE(fake.seen[0].full());
+  // Then deltas again.
+  auto next = (*p)->Publish(14);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_FALSE(next->meta.full);
 }
 
 TEST(ClusterUpdatePublisherTest, ARestartedChiefNumbersOnWithAFullUpdateAndCleansUp) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <random>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -565,6 +566,7 @@ absl::Status PsServer::Init(const InitRequest& request, InitResponse* response) 
     }
   }
   initialized_ = true;
+  state_id_ = (static_cast<uint64_t>(std::random_device()()) << 32) ^ std::random_device()();
   round_ = -1;
   acc_ = Accumulator();
   ASSIGN_OR_RETURN(int64_t step, ReadStep());
@@ -715,6 +717,7 @@ absl::Status PsServer::PublishUpdate(const PublishUpdateRequest& request,
     }
   }
   response->set_global_step(step);
+  response->set_state_id(state_id_);
   response->set_rows(rows);
   response->set_bytes(bytes);
   return absl::OkStatus();

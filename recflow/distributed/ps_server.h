@@ -162,6 +162,7 @@ class PsServer {
   std::mutex apply_mu_;
   std::condition_variable round_cv_;
   bool initialized_ = false;
+  uint64_t state_id_ = 0;  // PublishUpdateResponse::state_id; set by Init
   std::map<int, int64_t> last_seq_;  // per worker, applied pushes (async)
   int64_t round_ = -1;               // sync: the round being accumulated
   Accumulator acc_;

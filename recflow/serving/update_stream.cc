@@ -284,7 +284,6 @@ absl::Status UpdateStreamReplica::Follow() {
     }
     arrived.clear();
     if (!error.ok()) break;
-    newest_ = chunk.sequence();
     // A full update replaces everything before it.
     const std::string prefix = checkpoint::UpdatePrefix(dir_, chunk.sequence());
     if (auto r = checkpoint::BundleReader::Open(env, prefix); r.ok()) {
@@ -292,6 +291,7 @@ absl::Status UpdateStreamReplica::Follow() {
         checkpoint::DeleteUpdatesThrough(env, dir_, chunk.sequence() - 1);
       }
     }
+    newest_ = chunk.sequence();  // after the pruning: newest() says it is done
   }
   if (!error.ok()) ctx.TryCancel();
   grpc::Status st = reader->Finish();

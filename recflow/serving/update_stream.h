@@ -92,7 +92,8 @@ class UpdateStreamReplica {
   ~UpdateStreamReplica();  // stops
 
   const std::string& dir() const { return dir_; }
-  // The newest update mirrored (0: none yet).
+  // The newest update mirrored, and the older ones it replaces pruned (0:
+  // none yet).
   int64_t newest() const { return newest_.load(); }
   // Waits until the first subscription has mirrored every update the log
   // held when it began; false after `timeout_seconds` (the trainer may be

@@ -266,7 +266,9 @@ absl::Status UpdatePublishHook::PublishNow(int64_t step, bool periodic) {
 void UpdatePublishHook::ReportTo(std::FILE* log) {
   auto first = std::make_shared<bool>(true);
   on_published = [log, first](const PublishResult& r) {
-    if (!*first) return;
+    // The first, and every full one after it (a ps that restored an older
+    // state makes a cluster publish everything again).
+    if (!*first && !r.meta.full) return;
     *first = false;
     std::fprintf(log, "published model update %lld (%s, step %lld, %lld rows) to %s\n",
                  static_cast<long long>(r.meta.sequence), r.meta.full ? "full" : "delta",

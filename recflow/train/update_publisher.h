@@ -192,8 +192,9 @@ class UpdatePublishHook : public SessionRunHook {
   absl::Status End(Session* session, int64_t global_step) override;
   bool SavesState() const override { return true; }
 
-  // Says on `log` (not null) where the first update went and any failed
-  // periodic publish (training goes on; the next period retries).
+  // Says on `log` (not null) where the first update and every later full
+  // one went, and any failed periodic publish (training goes on; the next
+  // period retries).
   void ReportTo(std::FILE* log);
 
  private:
