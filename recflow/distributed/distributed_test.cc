@@ -727,6 +727,10 @@ TEST(TaskServerTest, AnswersHealthChecks) {
   auto server = StartTaskServer("127.0.0.1:0", &port);
   ASSERT_TRUE(server.ok()) << server.status();
   ASSERT_GT(port, 0);
+  // A second task on the same address fails instead of sharing it.
+  auto twice = StartTaskServer(absl::StrCat("127.0.0.1:", port), nullptr);
+  ASSERT_FALSE(twice.ok());
+  EXPECT_THAT(twice.status().message(), HasSubstr("cannot listen on"));
   auto channel = grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
                                      grpc::InsecureChannelCredentials());
   grpc::GenericStub stub(channel);

@@ -55,6 +55,9 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartTaskServer(const std::string&
                                                              int* bound_port) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
+  // One task per address: a second process on it must fail, not share it
+  // (gRPC sets SO_REUSEPORT by default).
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   int port = 0;
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port);
   // A sync server needs a sync service of its own beside the health one:
@@ -76,6 +79,7 @@ absl::StatusOr<std::unique_ptr<PsGrpcServer>> PsGrpcServer::Start(PsServer* ps,
   std::unique_ptr<PsGrpcServer> s(new PsGrpcServer);
   s->service_ = std::make_unique<Service>(ps);
   grpc::ServerBuilder builder;
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);  // as StartTaskServer
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &s->port_);
   builder.RegisterService(s->service_.get());
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
