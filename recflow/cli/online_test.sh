@@ -11,7 +11,8 @@
 #    answering), and the next run's full update heals it;
 #  - `recflow train --stream` follows log files as they are written, with
 #    progressive validation, stops cleanly on SIGTERM / SIGINT and resumes
-#    where it stopped;
+#    where it stopped; TFRecord files stream too (a record half written
+#    waits for the rest);
 #  - bad flags are clear errors.
 set -u
 RECFLOW=$1
@@ -141,6 +142,30 @@ sleep 2
 stop_train stream2 INT
 grep -q "trained [0-9]* steps (500 examples)" "$TMP/stream2.out" ||
   fail "the restarted stream did not go on where it stopped: $(cat "$TMP/stream2.out")"
+
+# 4b. A TFRecord stream: a record half written waits for the rest.
+"$RECFLOW" gen-data --rows 1500 --test_rows 200 --seed 6 --num_files 3 --format tfrecord \
+  --out "$TMP/tdata" >/dev/null 2>&1 || fail "gen-data --format tfrecord"
+sed -e "s|data: {.*}|data: {format: tfrecord, train: $TMP/tstream/log-*.tfrecord, eval: $TMP/tdata/test-*.tfrecord, parse_threads: 1}|" \
+  "$TMP/run.yaml" >"$TMP/trun.yaml"
+mkdir -p "$TMP/tstream"
+cp "$TMP/tdata/train-00000-of-00003.tfrecord" "$TMP/tstream/log-001.tfrecord"
+"$RECFLOW" train --config "$TMP/trun.yaml" --model_dir "$TMP/ts" --stream >"$TMP/tstream.out" \
+  2>"$TMP/tstream.err" &
+trainer=$!
+PIDS+=($trainer)
+sleep 1
+second="$TMP/tdata/train-00001-of-00003.tfrecord"
+head -c 1000 "$second" >>"$TMP/tstream/log-001.tfrecord"  # mid-record
+sleep 1.2
+tail -c +1001 "$second" >>"$TMP/tstream/log-001.tfrecord"
+cp "$TMP/tdata/train-00002-of-00003.tfrecord" "$TMP/tstream/log-002.tfrecord"
+sleep 2.5
+stop_train tstream TERM
+grep -q "trained [0-9]* steps (1500 examples)" "$TMP/tstream.out" ||
+  fail "the TFRecord stream did not train on its 1500 records: $(cat "$TMP/tstream.out" "$TMP/tstream.err" | tail -5)"
+grep -q "skipped" "$TMP/tstream.out" "$TMP/tstream.err" &&
+  fail "the TFRecord stream skipped records: $(grep skipped "$TMP/tstream.out" "$TMP/tstream.err")"
 
 # 5. Bad flags.
 out=$("$RECFLOW" serve --model_name=ctr --model_base_path="$TMP/models/ctr" --rest_api_port=auto \

@@ -1,6 +1,7 @@
 // ExampleBatchParser (declared in example_parser.h): tf.Example -> the batch
 // layout of batch.h, on top of ExampleParser.
 
+#include <cmath>
 #include <cstring>
 #include <utility>
 
@@ -137,6 +138,37 @@ MapFn ParseExampleFn(std::shared_ptr<const ExampleBatchParser> parser) {
       [parser = std::move(parser)](Element element) -> absl::StatusOr<Element> {
         return parser->ParseElement(element);
       };
+}
+
+namespace {
+
+class ExampleTextParserImpl final : public TextParser {
+ public:
+  ExampleTextParserImpl(std::shared_ptr<const ExampleBatchParser> parser, bool log_transform)
+      : parser_(std::move(parser)), log_transform_(log_transform) {}
+  const BatchSchema& schema() const override { return parser_->schema(); }
+  absl::string_view format() const override { return "tfrecord"; }
+  absl::StatusOr<Batch> Parse(absl::Span<const absl::string_view> lines,
+                              absl::Span<const absl::string_view> origins) const override {
+    ASSIGN_OR_RETURN(Batch batch, parser_->Parse(lines, origins));
+    if (log_transform_ && batch.dense.NumElements() > 0) {
+      for (float& x : batch.dense.flat<float>()) {
+        x = x > 0 ? static_cast<float>(std::log1p(static_cast<double>(x))) : 0.0f;
+      }
+    }
+    return batch;
+  }
+
+ private:
+  std::shared_ptr<const ExampleBatchParser> parser_;
+  bool log_transform_;
+};
+
+}  // namespace
+
+std::shared_ptr<const TextParser> ExampleTextParser(
+    std::shared_ptr<const ExampleBatchParser> parser, bool log_transform) {
+  return std::make_shared<ExampleTextParserImpl>(std::move(parser), log_transform);
 }
 
 }  // namespace recflow::data

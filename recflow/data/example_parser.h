@@ -67,6 +67,7 @@
 #include "recflow/core/threadpool.h"
 #include "recflow/data/batch.h"
 #include "recflow/data/dataset.h"
+#include "recflow/data/text_parsers.h"
 #include "recflow/framework/partial_shape.h"
 
 namespace recflow::data {
@@ -226,6 +227,14 @@ class ExampleBatchParser {
 
 // A MapFn over record elements that calls parser->ParseElement.
 MapFn ParseExampleFn(std::shared_ptr<const ExampleBatchParser> parser);
+
+// `parser` as a TextParser (format() "tfrecord"), so that the stages built
+// for text lines (CountingParseFn, CheckedBatches: checked_batches.h) run
+// over serialized Examples with "path:N" origins. With log_transform each
+// dense value x becomes log(1 + max(x, 0)), as CriteoParser's (a missing
+// one is dense_default, 0 by default, either way).
+std::shared_ptr<const TextParser> ExampleTextParser(
+    std::shared_ptr<const ExampleBatchParser> parser, bool log_transform);
 
 // Views a string tensor (scalar or vector) as string_views into it, for
 // Parse. InvalidArgument naming `what` for another dtype or rank.

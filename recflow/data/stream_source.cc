@@ -9,15 +9,19 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "recflow/core/record_io.h"
 #include "recflow/core/status.h"
 #include "recflow/data/file_source.h"
 
 namespace recflow::data {
 namespace {
 
-constexpr char kName[] = "StreamTextLines";
+const char* NameOf(const StreamOptions& o) {
+  return o.framing == StreamFraming::kTfRecords ? "StreamTfRecords" : "StreamTextLines";
+}
 
 absl::Status CheckOptions(const StreamOptions& o) {
+  const char* kName = NameOf(o);
   if (o.pattern.empty()) return errors::InvalidArgument(kName, ": the file pattern is empty");
   const size_t slash = o.pattern.rfind('/');
   if (slash != std::string::npos &&
@@ -58,7 +62,7 @@ class StreamDataset final : public DatasetBase {
   const std::vector<DataType>& output_dtypes() const override { return dtypes_; }
   const std::vector<PartialShape>& output_shapes() const override { return shapes_; }
   std::string DebugString() const override {
-    return absl::StrCat(kName, "(", options_.pattern, ", lines_per_element=",
+    return absl::StrCat(NameOf(options_), "(", options_.pattern, ", lines_per_element=",
                         options_.lines_per_element,
                         options_.done_suffix.empty() ? "" : ", done_suffix=" + options_.done_suffix,
                         options_.emit_origin ? ", emit_origin" : "", ")");
@@ -77,7 +81,10 @@ class StreamIterator final : public IteratorBase {
  public:
   StreamIterator(std::shared_ptr<const StreamDataset> ds, std::shared_ptr<const IteratorContext> ctx,
                  const std::string& prefix)
-      : IteratorBase(std::move(ctx), prefix), ds_(std::move(ds)), o_(ds_->options()) {}
+      : IteratorBase(std::move(ctx), prefix),
+        ds_(std::move(ds)),
+        o_(ds_->options()),
+        name_(NameOf(o_)) {}
 
   absl::Status GetNext(Element* out, bool* end_of_sequence) override {
     out->clear();
@@ -97,7 +104,8 @@ class StreamIterator final : public IteratorBase {
       while (static_cast<int64_t>(lines_.size()) < k) {
         std::string line;
         bool got = false;
-        error = NextLine(env, &line, &got);
+        error = o_.framing == StreamFraming::kTfRecords ? NextRecord(env, &line, &got)
+                                                        : NextLine(env, &line, &got);
         if (!error.ok()) break;
         if (got) {
           ++read;
@@ -118,7 +126,7 @@ class StreamIterator final : public IteratorBase {
         env->SleepForMicros(static_cast<int64_t>(o_.poll_seconds * 1e6));
       }
     } catch (const std::bad_alloc&) {
-      error = errors::ResourceExhausted(kName, ": out of memory gathering ", lines_.size(), " of ",
+      error = errors::ResourceExhausted(name_, ": out of memory gathering ", lines_.size(), " of ",
                                         k, " lines");
     }
     if (read > 0 && stats() != nullptr) stats()->AddRecordsRead(read);
@@ -128,11 +136,11 @@ class StreamIterator final : public IteratorBase {
       *end_of_sequence = true;
       return absl::OkStatus();
     }
-    ASSIGN_OR_RETURN(Tensor t, internal::MoveToStringTensor(&lines_, k == 1, kName, "lines"));
+    ASSIGN_OR_RETURN(Tensor t, internal::MoveToStringTensor(&lines_, k == 1, name_, "lines"));
     out->push_back(std::move(t));
     if (o_.emit_origin) {
       ASSIGN_OR_RETURN(Tensor origins,
-                       internal::MoveToStringTensor(&origins_, k == 1, kName, "origins"));
+                       internal::MoveToStringTensor(&origins_, k == 1, name_, "origins"));
       out->push_back(std::move(origins));
     }
     return absl::OkStatus();
@@ -154,10 +162,11 @@ class StreamIterator final : public IteratorBase {
     ASSIGN_OR_RETURN(done_, state.ReadString(Key("done")));
     ASSIGN_OR_RETURN(int64_t finished, state.ReadInt(Key("finished")));
     if (offset < 0 || line_ < 0) {
-      return errors::DataLoss(kName, ": saved position offset ", offset, " line ", line_,
+      return errors::DataLoss(name_, ": saved position offset ", offset, " line ", line_,
                               " is negative");
     }
     offset_ = static_cast<uint64_t>(offset);
+    reader_.reset();
     // A stream stopped by `stop` goes on after a restore: the stop belonged
     // to the process that saved it.
     (void)finished;
@@ -165,6 +174,7 @@ class StreamIterator final : public IteratorBase {
     file_.reset();
     buf_.clear();
     skipping_ = false;
+    complete_ = false;
     pending_error_ = absl::OkStatus();
     return absl::OkStatus();
   }
@@ -211,30 +221,9 @@ class StreamIterator final : public IteratorBase {
       return s;
     }
     for (;;) {
-      if (current_.empty()) {
-        // The first file after the last one done.
-        ASSIGN_OR_RETURN(std::vector<std::string> files, List(env));
-        auto next = std::upper_bound(files.begin(), files.end(), done_);
-        if (next == files.end()) return absl::OkStatus();  // wait for one
-        current_ = *next;
-        offset_ = 0;
-        line_ = 0;
-      }
-      if (file_ == nullptr) {
-        auto file = env->NewRandomAccessFile(current_);
-        if (!file.ok()) {
-          // Deleted before it was read, or unreadable: per policy, then on.
-          const absl::Status error = errors::Annotate(file.status(), absl::StrCat(kName, ": ", current_));
-          FinishFile();
-          if (!absl::IsNotFound(file.status())) {
-            RETURN_IF_ERROR(HandleBadRecord(context().error_policy, stats(), "unreadable_file", error));
-          }
-          continue;
-        }
-        file_ = std::move(*file);
-        buf_.clear();
-        skipping_ = false;
-      }
+      bool open = false;
+      RETURN_IF_ERROR(OpenCurrent(env, &open));
+      if (!open) return absl::OkStatus();  // wait for a file
       const size_t newline = buf_.find('\n');
       if (newline != std::string::npos) {
         const size_t taken = newline + 1;
@@ -251,7 +240,7 @@ class StreamIterator final : public IteratorBase {
         return absl::OkStatus();
       }
       if (static_cast<int64_t>(buf_.size()) > o_.max_line_bytes && !skipping_) {
-        const absl::Status error = errors::DataLoss(kName, ": ", current_, ":", line_ + 1,
+        const absl::Status error = errors::DataLoss(name_, ": ", current_, ":", line_ + 1,
                                                     ": line longer than ", o_.max_line_bytes,
                                                     " bytes");
         ++line_;
@@ -284,6 +273,114 @@ class StreamIterator final : public IteratorBase {
     }
   }
 
+  // Opens the current file, or the first after the last one done: *open
+  // false when there is none yet. A file deleted before it is read is
+  // skipped; one that cannot be opened follows the error policy.
+  absl::Status OpenCurrent(Env* env, bool* open) {
+    *open = false;
+    while (file_ == nullptr) {
+      if (current_.empty()) {
+        ASSIGN_OR_RETURN(std::vector<std::string> files, List(env));
+        auto next = std::upper_bound(files.begin(), files.end(), done_);
+        if (next == files.end()) return absl::OkStatus();
+        current_ = *next;
+        offset_ = 0;
+        line_ = 0;
+      }
+      auto file = env->NewRandomAccessFile(current_);
+      if (!file.ok()) {
+        const absl::Status error =
+            errors::Annotate(file.status(), absl::StrCat(name_, ": ", current_));
+        FinishFile();
+        if (!absl::IsNotFound(file.status())) {
+          RETURN_IF_ERROR(
+              HandleBadRecord(context().error_policy, stats(), "unreadable_file", error));
+        }
+        continue;
+      }
+      file_ = std::move(*file);
+      buf_.clear();
+      skipping_ = false;
+      complete_ = false;
+    }
+    *open = true;
+    return absl::OkStatus();
+  }
+
+  // TFRecord framing: takes the next whole record, if there is one now.
+  absl::Status NextRecord(Env* env, std::string* record, bool* got) {
+    *got = false;
+    if (!pending_error_.ok()) {
+      absl::Status s = std::move(pending_error_);
+      pending_error_ = absl::OkStatus();
+      return s;
+    }
+    for (;;) {
+      bool open = false;
+      RETURN_IF_ERROR(OpenCurrent(env, &open));
+      if (!open) return absl::OkStatus();
+      if (reader_ == nullptr) {
+        RecordReaderOptions ro;
+        ro.max_record_bytes = static_cast<uint64_t>(o_.max_line_bytes);
+        ro.buffer_bytes = static_cast<size_t>(o_.read_buffer_bytes);
+        reader_ = std::make_unique<RecordReader>(file_.get(), current_, ro);
+        reader_->Seek(offset_);
+      }
+      if (!skipping_) {
+        absl::Status s = reader_->ReadRecord(record);
+        const RecordError kind = reader_->last_error();
+        if (s.ok()) {
+          offset_ = reader_->offset();
+          ++line_;
+          *got = true;
+          return absl::OkStatus();
+        }
+        if (kind == RecordError::kBadDataCrc || kind == RecordError::kTooLong) {
+          // The framing holds: drop this record and go on.
+          offset_ = reader_->offset();
+          ++line_;
+          RETURN_IF_ERROR(HandleBadRecord(context().error_policy, stats(),
+                                          kind == RecordError::kTooLong ? "record_too_long"
+                                                                        : "bad_crc",
+                                          errors::Annotate(s, name_)));
+          continue;
+        }
+        if (kind == RecordError::kIo) return errors::Annotate(s, name_);
+        if (kind == RecordError::kBadLengthCrc) {
+          // The framing is lost: nothing more of this file can be read.
+          skipping_ = true;
+          RETURN_IF_ERROR(HandleBadRecord(
+              context().error_policy, stats(), "truncated",
+              errors::Annotate(s, absl::StrCat(name_, " (the rest of the file is skipped)"))));
+          continue;
+        }
+        if (kind == RecordError::kTruncated && complete_) {
+          // Left half-written in a complete file.
+          FinishFile();
+          RETURN_IF_ERROR(
+              HandleBadRecord(context().error_policy, stats(), "truncated",
+                              errors::Annotate(s, absl::StrCat(name_, " (at its end)"))));
+          continue;
+        }
+        // The end of what is written, or a record still being written.
+        reader_->Seek(offset_);
+        if (complete_ && kind == RecordError::kNone) {
+          FinishFile();
+          continue;
+        }
+      }
+      // Complete? Checked before one more read, so that records written
+      // before the writer moved on are not lost.
+      ASSIGN_OR_RETURN(bool complete, CurrentComplete(env));
+      if (!complete) return absl::OkStatus();  // wait for more
+      if (skipping_) {
+        FinishFile();
+        continue;
+      }
+      complete_ = true;
+    }
+  }
+
   void Consume(size_t n) {
     buf_.erase(0, n);
     offset_ += n;
@@ -293,22 +390,29 @@ class StreamIterator final : public IteratorBase {
   void FinishFile() {
     done_ = current_;
     current_.clear();
+    reader_.reset();
     file_.reset();
     buf_.clear();
     offset_ = 0;
     line_ = 0;
     skipping_ = false;
+    complete_ = false;
   }
 
   std::shared_ptr<const StreamDataset> ds_;
   const StreamOptions& o_;
+  const char* const name_;  // StreamTextLines or StreamTfRecords
   std::string current_;  // "" between files
   std::string done_;     // the last file finished ("": none)
   uint64_t offset_ = 0;  // of the next unread byte of current_ (buf_ starts there)
   int64_t line_ = 0;     // lines taken from current_
   std::unique_ptr<RandomAccessFile> file_;
+  std::unique_ptr<RecordReader> reader_;  // TFRecords: reads file_ (destroyed first)
   std::string buf_, scratch_;
-  bool skipping_ = false;  // dropping the rest of a line too long
+  // Lines: dropping the rest of a line too long. Records: the framing is
+  // lost, the rest of the file is dropped.
+  bool skipping_ = false;
+  bool complete_ = false;  // records: current_ was seen complete
   bool finished_ = false;
   absl::Status pending_error_;
   std::vector<std::string> lines_, origins_;
@@ -318,12 +422,18 @@ std::unique_ptr<IteratorBase> StreamDataset::MakeIteratorInternal(
     std::shared_ptr<const IteratorContext> ctx, const std::string& prefix) const {
   return std::make_unique<StreamIterator>(
       std::static_pointer_cast<const StreamDataset>(shared_from_this()), std::move(ctx),
-      absl::StrCat(prefix, "/", kName));
+      absl::StrCat(prefix, "/", NameOf(options_)));
 }
 
 }  // namespace
 
 Dataset StreamTextLines(StreamOptions options) {
+  options.framing = StreamFraming::kLines;
+  return Dataset(std::make_shared<StreamDataset>(std::move(options)));
+}
+
+Dataset StreamTfRecords(StreamOptions options) {
+  options.framing = StreamFraming::kTfRecords;
   return Dataset(std::make_shared<StreamDataset>(std::move(options)));
 }
 

@@ -46,6 +46,17 @@
 // next arrives, and would wait for the stream when the iterator is
 // destroyed).
 //
+// TFRecord streams (StreamTfRecords): the same following, over files of
+// TFRecord-framed records (recflow/core/record_io.h) instead of lines. A
+// record is taken once all of it (header, data and both crcs) is written; a
+// half-written one waits, and one left half-written in a complete file is
+// "truncated". A data crc mismatch ("bad_crc") or a length over
+// max_line_bytes ("record_too_long") drops that record; a length whose crc
+// does not match ("truncated": the framing is lost) drops the rest of the
+// file once it is complete. Each follows the context's ErrorPolicy, naming
+// the file and the record's offset. The position is the next record's byte
+// offset and the records taken ("path:N" origins count records from 1).
+//
 // Not thread-safe, as iterators are not.
 #ifndef RECFLOW_DATA_STREAM_SOURCE_H_
 #define RECFLOW_DATA_STREAM_SOURCE_H_
@@ -58,10 +69,15 @@
 
 namespace recflow::data {
 
+enum class StreamFraming { kLines, kTfRecords };
+
 struct StreamOptions {
   std::string pattern;
+  // Set by StreamTextLines / StreamTfRecords.
+  StreamFraming framing = StreamFraming::kLines;
   int64_t lines_per_element = 1;
   bool emit_origin = false;
+  // The longest line, or record's data, taken.
   int64_t max_line_bytes = 1 << 20;
   int64_t read_buffer_bytes = 1 << 20;
   // Seconds between looks for more lines or files (> 0).
@@ -79,6 +95,8 @@ struct StreamOptions {
 // character outside the last component, lines_per_element < 1 or a
 // non-positive interval.
 Dataset StreamTextLines(StreamOptions options);
+// The same over TFRecord files: elements of k serialized records.
+Dataset StreamTfRecords(StreamOptions options);
 
 }  // namespace recflow::data
 

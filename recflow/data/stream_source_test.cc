@@ -1,4 +1,4 @@
-// StreamTextLines: follows a growing file (a half-written line waits for
+// StreamTextLines (and StreamTfRecords, last): follows a growing file (a half-written line waits for
 // its '\n'), moves on when a newer file appears or a done marker is
 // written, returns a short element when the stream idles, resumes from a
 // saved position without repeating or skipping a line (also when its file
@@ -10,14 +10,18 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <iterator>
 #include <fstream>
 #include <thread>
 
+#include "absl/strings/str_replace.h"
 #include "recflow/core/env.h"
+#include "recflow/core/record_io.h"
 
 namespace recflow::data {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
@@ -199,6 +203,91 @@ TEST(StreamSourceTest, LongLinesFollowThePolicy) {
   absl::Status status = strict.GetNext(&e, &end);
   EXPECT_TRUE(absl::IsDataLoss(status)) << status;
   EXPECT_THAT(status.message(), HasSubstr(f1 + ":1: line longer than 10 bytes"));
+}
+
+// The TFRecord framing of `records`, as the bytes a writer appends.
+std::string Framed(const std::vector<std::string>& records) {
+  const std::string path = ::testing::TempDir() + "/stream_source_test_framed";
+  EXPECT_TRUE(WriteRecordsToFile(Env::Default(), path, records).ok());
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+Iterator MakeRecords(Stream& s, IteratorContext ctx = {}) {
+  s.options.pattern = absl::StrReplaceAll(s.options.pattern, {{".tsv", ".tfrecord"}});
+  auto it = StreamTfRecords(s.options).MakeIterator(std::move(ctx));
+  EXPECT_TRUE(it.ok()) << it.status();
+  return std::move(*it);
+}
+
+TEST(StreamSourceTest, TfRecordsAreTakenWhole) {
+  const std::string dir = FreshDir("records");
+  const std::string f1 = dir + "/log-1.tfrecord", f2 = dir + "/log-2.tfrecord";
+  const std::string c = Framed({"ccc"});
+  Append(f1, Framed({"a", "bb"}) + c.substr(0, 14));  // "ccc" half written
+  Stream s(dir);
+  Iterator it = MakeRecords(s);
+  auto e = Next(it);
+  EXPECT_THAT(e.first, ElementsAre("a", "bb"));
+  EXPECT_THAT(e.second, ElementsAre(f1 + ":1", f1 + ":2"));
+  std::thread writer([&] {
+    Env::Default()->SleepForMicros(30000);
+    Append(f1, c.substr(14) + Framed({"d"}));
+  });
+  e = Next(it);
+  writer.join();
+  EXPECT_THAT(e.first, ElementsAre("ccc", "d"));
+  auto saved = it.SaveToString();
+  ASSERT_TRUE(saved.ok()) << saved.status();
+  // A newer file completes f1.
+  Append(f2, Framed({"e"}));
+  e = Next(it);
+  EXPECT_THAT(e.first, ElementsAre("e"));
+  EXPECT_THAT(e.second, ElementsAre(f2 + ":1"));
+  Iterator again = MakeRecords(s);
+  ASSERT_TRUE(again.RestoreFromString(*saved).ok());
+  EXPECT_THAT(Next(again).first, ElementsAre("e"));
+  EXPECT_EQ(it.stats().records_read(), 5);
+  EXPECT_EQ(it.stats().records_skipped(), 0);
+}
+
+TEST(StreamSourceTest, DamagedTfRecordsFollowThePolicy) {
+  const std::string dir = FreshDir("damaged");
+  const std::string f1 = dir + "/log-1.tfrecord", f2 = dir + "/log-2.tfrecord",
+                    f3 = dir + "/log-3.tfrecord";
+  // f1: a data crc broken in the second record; f2: a length crc broken in
+  // the second (the rest of f2 is lost); f3: ends inside a record, once f4
+  // makes it complete.
+  std::string one = Framed({"a", "bad", "b"});
+  one[12 + 1 + 4 + 12] ^= 0x20;  // a data byte of "bad"
+  Append(f1, one);
+  std::string two = Framed({"c", "lost", "lost too"});
+  two[12 + 1 + 4] ^= 0x01;  // a length byte of "lost"
+  Append(f2, two);
+  Append(f3, Framed({"d"}) + Framed({"never whole"}).substr(0, 15));
+  Append(dir + "/log-4.tfrecord", Framed({"e"}));
+  Stream s(dir, 1);
+  Iterator skip = MakeRecords(s);
+  std::vector<std::string> got;
+  for (int i = 0; i < 5; ++i) got.push_back(Next(skip).first.at(0));
+  EXPECT_THAT(got, ElementsAre("a", "b", "c", "d", "e"));
+  EXPECT_EQ(skip.stats().records_skipped(), 3);
+
+  for (const std::string& path : {f1, f2, f3}) {
+    IteratorContext fail;
+    fail.error_policy.mode = ErrorMode::kFail;
+    Stream strict(dir, 8);
+    strict.options.pattern = path;
+    strict.options.done_suffix = ".done";  // complete: the only file matched
+    Append(path + ".done", "");
+    Iterator it = MakeRecords(strict, fail);
+    Element e;
+    bool end = false;
+    absl::Status status;
+    for (int i = 0; i < 3 && status.ok(); ++i) status = it.GetNext(&e, &end);
+    EXPECT_TRUE(absl::IsDataLoss(status)) << path << ": " << status;
+    EXPECT_THAT(status.message(), AllOf(HasSubstr("StreamTfRecords"), HasSubstr(path)));
+  }
 }
 
 TEST(StreamSourceTest, BadOptionsAreRefused) {

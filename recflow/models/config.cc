@@ -651,7 +651,9 @@ absl::Status ParseRoot(const YAML::Node& root, const std::string* file, RunConfi
   {
     MapReader d(r.Child("data"), "data", file);
     RETURN_IF_ERROR(d.CheckIsMap());
-    RETURN_IF_ERROR(d.String("format", &c->data.format, {"criteo"}));
+    RETURN_IF_ERROR(d.String("format", &c->data.format, {"criteo", "tfrecord"}));
+    RETURN_IF_ERROR(d.String("label_key", &c->data.label_key));
+    RETURN_IF_ERROR(d.Bool("log_transform", &c->data.log_transform));
     RETURN_IF_ERROR(d.String("train", &c->data.train));
     RETURN_IF_ERROR(d.String("eval", &c->data.eval));
     RETURN_IF_ERROR(d.Bool("hash_ids", &c->data.hash_ids));

@@ -52,7 +52,13 @@ inline constexpr int64_t kMaxBatchSize = int64_t{1} << 24;  // 16777216
 inline constexpr int64_t kMaxFeatureCount = 4096;
 
 struct DataConfig {
-  std::string format = "criteo";  // criteo (TSV: label, dense..., sparse...)
+  // criteo: TSV lines (label, I1..In, C1..Cm[, H1..Hk]); tfrecord:
+  // TFRecord files of tf.train.Examples, one feature per config feature
+  // name (docs/model_config.md, "data").
+  std::string format = "criteo";
+  std::string label_key = "label";  // tfrecord: the label feature
+  // Dense values x become log(1 + max(x, 0)) (DLRM's Criteo preprocessing).
+  bool log_transform = true;
   std::string train;              // file, glob, or comma-separated list
   std::string eval;               // optional
   bool hash_ids = false;          // criteo: Fingerprint64 of the text instead of hex values

@@ -11,6 +11,7 @@
 #include "recflow/core/env.h"
 #include "recflow/core/status.h"
 #include "recflow/core/threadpool.h"
+#include "recflow/data/example_parser.h"
 #include "recflow/data/stream_source.h"
 #include "recflow/framework/scope.h"
 #include "recflow/ops/array_ops.h"
@@ -68,12 +69,57 @@ absl::StatusOr<ModelInputs> InputsFromBatch(const Scope& root, const RunConfig& 
 }
 
 
+namespace {
+
+absl::StatusOr<InputPipeline> MakeExampleInputPipeline(const RunConfig& config) {
+  if (config.data.hash_ids) {
+    return errors::InvalidArgument(
+        config.path, ": data.hash_ids is for criteo data: in tfrecord data a bytes_list id is "
+        "always hashed (Fingerprint64) and an int64_list id taken as it is");
+  }
+  data::ExampleBatchSpec spec;
+  spec.label_key = config.data.label_key;
+  spec.dense_keys = config.model.dense_features;
+  for (const auto& f : config.model.sparse_features) {
+    if (f.name == spec.label_key) {
+      return errors::InvalidArgument(config.path, ": features.sparse: '", f.name,
+                                     "' is the label's name (data.label_key)");
+    }
+    spec.sparse.push_back({f.name, ""});
+  }
+  for (const std::string& d : spec.dense_keys) {
+    if (d == spec.label_key) {
+      return errors::InvalidArgument(config.path, ": features.dense: '", d,
+                                     "' is the label's name (data.label_key)");
+    }
+  }
+  InputPipeline p;
+  p.stats = std::make_shared<data::DataStats>();
+  data::ExampleParserOptions quiet{.policy = {data::ErrorMode::kSkip}};
+  data::ExampleParserOptions counting{.policy = {data::ErrorMode::kSkip}, .stats = p.stats};
+  auto annotate = [&](absl::Status s) {
+    return errors::Annotate(s, absl::StrCat(config.path, ": the tfrecord features"));
+  };
+  auto q = data::ExampleBatchParser::Create(spec, quiet);
+  if (!q.ok()) return annotate(q.status());
+  auto c = data::ExampleBatchParser::Create(spec, counting);
+  if (!c.ok()) return annotate(c.status());
+  p.quiet_parser = data::ExampleTextParser(std::move(*q), config.data.log_transform);
+  p.parser = data::ExampleTextParser(std::move(*c), config.data.log_transform);
+  p.schema = p.parser->schema();
+  return p;
+}
+
+}  // namespace
+
 // Behaviour sequences come from the model config: the k sparse features
 // with sequence_of must be named H1..Hk (the data's sequence columns after
 // C26, in file order) and each must be a sequence of a categorical field
 // C<j>, whose ids its column holds (docs/model_config.md, "data").
 absl::StatusOr<InputPipeline> MakeInputPipeline(const RunConfig& config) {
+  if (config.data.format == "tfrecord") return MakeExampleInputPipeline(config);
   data::CriteoOptions o;
+  o.log_transform = config.data.log_transform;
   o.id_mode = config.data.hash_ids ? data::CriteoOptions::IdMode::kHash
                                    : data::CriteoOptions::IdMode::kHex;
   std::vector<const SparseFeatureConfig*> sequences;
@@ -153,6 +199,7 @@ absl::StatusOr<data::Dataset> MakeRunDataset(const RunConfig& config, const Inpu
   bool by_file = false;
   std::optional<data::Dataset> source;
   const bool stream = config.data.stream && patterns == config.data.train;
+  const bool tfrecord = config.data.format == "tfrecord";
   if (stream) {
     // Online: the files as they are written (one pattern), until stopped.
     if (list.size() != 1 || num_shards > 1) {
@@ -166,7 +213,7 @@ absl::StatusOr<data::Dataset> MakeRunDataset(const RunConfig& config, const Inpu
     so.emit_origin = true;
     so.done_suffix = config.data.stream_done_suffix;
     so.stop = p.stop;
-    source = data::StreamTextLines(std::move(so));
+    source = tfrecord ? data::StreamTfRecords(std::move(so)) : data::StreamTextLines(std::move(so));
     epochs = 1;
     // One parse thread, on the training thread (data/stream_source.h).
     threads = 1;
@@ -178,8 +225,16 @@ absl::StatusOr<data::Dataset> MakeRunDataset(const RunConfig& config, const Inpu
     // Workers' shares: whole files when there are enough of them, else every
     // num_shards-th batch of lines; either way each line is read by one worker.
     by_file = num_shards > 1 && static_cast<int>(files.size()) >= num_shards;
-    source = data::Dataset::TextLine(
-        files, by_file ? data::ShardOptions{num_shards, shard_index} : data::ShardOptions{}, tl);
+    const data::ShardOptions shard =
+        by_file ? data::ShardOptions{num_shards, shard_index} : data::ShardOptions{};
+    if (tfrecord) {
+      data::TFRecordOptions tr;
+      tr.records_per_element = config.train.batch_size;
+      tr.emit_origin = true;
+      source = data::Dataset::TFRecord(files, shard, tr);
+    } else {
+      source = data::Dataset::TextLine(files, shard, tl);
+    }
   }
   data::Dataset ds = *std::move(source);
   if (num_shards > 1 && !by_file) ds = ds.Shard(num_shards, shard_index);

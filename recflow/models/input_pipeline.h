@@ -1,4 +1,5 @@
-// The input of a run config (config.h): its Criteo-format data read,
+// The input of a run config (config.h): its data (Criteo TSV or TFRecord
+// tf.Examples) read,
 // parsed, checked and batched as a Dataset, and the zoo model built over
 // the batch's components. `recflow train` / `recflow eval`, distributed
 // tasks and library callers (train_from_config.h) share these.
@@ -33,9 +34,10 @@ namespace recflow::models {
 
 // The parse step of a run config's data.
 struct InputPipeline {
-  std::shared_ptr<const data::CriteoParser> parser;
+  // Criteo lines, or serialized Examples (data.format tfrecord).
+  std::shared_ptr<const data::TextParser> parser;
   // The same parser counting nothing (CountingParseFn re-parses with it).
-  std::shared_ptr<const data::CriteoParser> quiet_parser;
+  std::shared_ptr<const data::TextParser> quiet_parser;
   data::BatchSchema schema;
   // Bad lines the parser skipped, and batches of only bad lines skipped
   // (every dataset made with this pipeline, training and evaluation).
@@ -46,6 +48,12 @@ struct InputPipeline {
 };
 
 // The parser of the config's data (its id mode, its behaviour sequences).
+// tfrecord data: each Example holds data.label_key (float or int64) and a
+// feature per config feature name: a dense one a float or int64 value
+// (missing: 0), a sparse one an int64_list of ids (taken as they are) or a
+// bytes_list (each value's id is its Fingerprint64, TensorFlow's
+// StringToHashBucketFast hash; missing: no id). InvalidArgument naming the
+// config for data.hash_ids (criteo only) or a feature named like the label.
 // InvalidArgument naming the config when its sequence features do not fit
 // the format (they must be named H1..Hk, each a sequence of a field C<j>),
 // or when the first line of the first training file has a number of
@@ -61,8 +69,8 @@ absl::StatusOr<InputPipeline> MakeInputPipeline(const RunConfig& config);
 // num_shards > 1, only shard `shard_index`'s share: whole files when there
 // are at least num_shards files, else every num_shards-th batch of lines.
 // With data.stream, the training data (patterns == data.train, one pattern,
-// one process) is followed as it is written (data::StreamTextLines) until
-// p.stop says so; `epochs` is ignored.
+// one process) is followed as it is written (data::StreamTextLines, or
+// StreamTfRecords) until p.stop says so; `epochs` is ignored.
 absl::StatusOr<data::Dataset> MakeRunDataset(const RunConfig& config, const InputPipeline& p,
                                              const std::string& patterns, int64_t epochs,
                                              int num_shards = 1, int shard_index = 0);

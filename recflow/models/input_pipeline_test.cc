@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 
@@ -27,8 +28,10 @@ std::string TempDir() {
 
 // gen-data's files in DIR: `files` train files of `rows` rows in all
 // (with `history` sequence columns H1 when > 0) and 100 test rows.
-void GenData(const std::string& dir, int64_t rows, int files = 1, int history = 0) {
+void GenData(const std::string& dir, int64_t rows, int files = 1, int history = 0,
+             data::SyntheticFormat format = data::SyntheticFormat::kCriteoTsv) {
   data::SyntheticWriteOptions o;
+  o.format = format;
   o.config.seed = 5;
   o.config.history.max_length = history;
   o.train_rows = rows;
@@ -114,6 +117,84 @@ TEST(InputPipelineTest, ShardsByFileOrByBatch) {
     }
     EXPECT_EQ(rows, 640) << shards << " shards";
   }
+}
+
+// The same gen-data rows as TSV and as tf.Examples: the same labels, dense
+// values (log-transformed alike) and id counts per row; only the ids differ
+// (hex values vs hashed strings). A damaged record is skipped and counted.
+TEST(InputPipelineTest, TfRecordExamplesReadAsTheirTsvRows) {
+  if (!data::SyntheticFormatAvailable(data::SyntheticFormat::kTfRecord)) {
+    GTEST_SKIP() << "the TFRecord writer is not built in";
+  }
+  const std::string dir = TempDir();
+  GenData(dir, 150);
+  GenData(dir, 150, 1, 0, data::SyntheticFormat::kTfRecord);
+  RunConfig tsv = Config(dir);
+  RunConfig rec = Config(dir, "");
+  rec.data.format = "tfrecord";
+  rec.data.train = dir + "/train-*.tfrecord";
+  auto pt = MakeInputPipeline(tsv);
+  auto pr = MakeInputPipeline(rec);
+  ASSERT_TRUE(pt.ok()) << pt.status();
+  ASSERT_TRUE(pr.ok()) << pr.status();
+  EXPECT_EQ(pr->schema.num_components(), pt->schema.num_components());
+  EXPECT_EQ(pr->schema.dense_names, pt->schema.dense_names);
+  auto dt = MakeRunDataset(tsv, *pt, tsv.data.train, 1);
+  auto dr = MakeRunDataset(rec, *pr, rec.data.train, 1);
+  ASSERT_TRUE(dt.ok() && dr.ok()) << dt.status() << dr.status();
+  auto it = dt->MakeIterator();
+  auto ir = dr->MakeIterator();
+  ASSERT_TRUE(it.ok() && ir.ok());
+  int64_t rows = 0;
+  for (;;) {
+    data::Element et, er;
+    bool end_t = false, end_r = false;
+    ASSERT_TRUE(it->GetNext(&et, &end_t).ok());
+    ASSERT_TRUE(ir->GetNext(&er, &end_r).ok());
+    ASSERT_EQ(end_t, end_r);
+    if (end_t) break;
+    ASSERT_EQ(et.size(), er.size());
+    rows += et[0].dim_size(0);
+    EXPECT_EQ(et[0].flat<float>(), er[0].flat<float>()) << "labels";
+    EXPECT_EQ(et[1].flat<float>(), er[1].flat<float>()) << "dense values";
+    for (size_t c = 3; c < et.size(); c += 2) {  // every row_splits
+      EXPECT_EQ(et[c].flat<int64_t>(), er[c].flat<int64_t>()) << "component " << c;
+    }
+  }
+  EXPECT_EQ(rows, 150);
+
+  // A damaged record (a flipped data byte) in a copy: skipped and counted.
+  std::string bytes;
+  {
+    std::ifstream in(dir + "/train-00000-of-00001.tfrecord", std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  bytes[20] ^= 0x40;
+  std::ofstream(dir + "/damaged.tfrecord", std::ios::binary) << bytes;
+  auto damaged = MakeRunDataset(rec, *pr, dir + "/damaged.tfrecord", 1);
+  ASSERT_TRUE(damaged.ok()) << damaged.status();
+  auto id = damaged->MakeIterator();
+  ASSERT_TRUE(id.ok()) << id.status();
+  int64_t kept = 0;
+  for (;;) {
+    data::Element e;
+    bool end = false;
+    ASSERT_TRUE(id->GetNext(&e, &end).ok());
+    if (end) break;
+    kept += e[0].dim_size(0);
+  }
+  EXPECT_EQ(kept, 149);
+  EXPECT_EQ(id->stats().records_skipped(), 1);
+
+  // Config mistakes name the config.
+  RunConfig hashed = rec;
+  hashed.data.hash_ids = true;
+  EXPECT_THAT(MakeInputPipeline(hashed).status().message(),
+              HasSubstr("test.yaml: data.hash_ids is for criteo data"));
+  RunConfig clash = rec;
+  clash.data.label_key = "C3";
+  EXPECT_THAT(MakeInputPipeline(clash).status().message(),
+              HasSubstr("'C3' is the label's name (data.label_key)"));
 }
 
 TEST(InputPipelineTest, TheConfigMustReadTheFilesColumns) {
