@@ -49,6 +49,17 @@ except Exception as e:
 PY
 }
 
+# update_status URL FIELD: the field of the first version's
+# recflow_model_update in GET /v1/models/ctr ("none" when it has none).
+update_status() {
+  python3 - "$1/v1/models/ctr" "$2" <<'PY'
+import json, sys, urllib.request
+with urllib.request.urlopen(sys.argv[1]) as r:
+    v = json.loads(r.read().decode())["model_version_status"][0]
+print(v.get("recflow_model_update", {}).get(sys.argv[2], "none"))
+PY
+}
+
 metric() {  # metric URL NAME -> the value of the first sample of NAME
   python3 - "$1/monitoring/prometheus/metrics" "$2" <<'PY'
 import sys, urllib.request

@@ -62,6 +62,11 @@ after=$(predict "$URL_live")
 [[ "$after" != "$before" ]] || fail "predictions did not change with the updates: $after"
 behind=$(metric "$URL_live" recflow_serving_model_updates_behind)
 [[ "$behind" == "0" ]] || fail "updates behind: '$behind'"
+# The model status says the same.
+[[ "$(update_status "$URL_live" applied)" == "$n2" ]] ||
+  fail "model status: applied '$(update_status "$URL_live" applied)', want $n2"
+[[ "$(update_status "$URL_live" export_base)" -ge 1 ]] ||
+  fail "model status: export_base '$(update_status "$URL_live" export_base)'"
 
 # ... and equal those of a fresh export of the final checkpoint.
 "$RECFLOW" export --model_dir "$TMP/m" --export_dir "$TMP/fresh/ctr/1" >/dev/null 2>&1 ||
@@ -85,6 +90,8 @@ applied=$(metric "$URL_live" recflow_serving_model_update_sequence)
 grep -q "stays at model update $n2" "$TMP/live.err" || fail "the damaged update was not reported"
 errors=$(metric "$URL_live" recflow_serving_model_update_errors)
 [[ "$errors" == "1" ]] || fail "update errors metric '$errors'"
+stuck=$(update_status "$URL_live" error)
+[[ -n "$stuck" && "$stuck" != none ]] || fail "model status shows no update error: '$stuck'"
 # The next run's first update is full, numbered past it: the server skips
 # to it and heals.
 "$RECFLOW" train --config "$TMP/run.yaml" --model_dir "$TMP/m" --steps 55 \

@@ -186,8 +186,21 @@ std::string StatusResponseToJson(const StatusResponse& response) {
         .Key("status").BeginObject()
         .Key("error_code").String(ErrorCodeName(v.status.code()))
         .Key("error_message").String(v.status.message())
-        .EndObject()
         .EndObject();
+    if (v.update.has_value()) {
+      // recflow's own field (TF Serving has none such): 64-bit numbers as
+      // strings, as proto3's JSON mapping writes them.
+      const ModelUpdateStatus& u = *v.update;
+      w.Key("recflow_model_update").BeginObject()
+          .Key("export_base").String(absl::StrCat(u.export_base))
+          .Key("applied").String(absl::StrCat(u.applied))
+          .Key("step").String(absl::StrCat(u.step))
+          .Key("lag_seconds").Double(u.lag_seconds)
+          .Key("behind").String(absl::StrCat(u.behind))
+          .Key("error").String(u.error)
+          .EndObject();
+    }
+    w.EndObject();
   }
   w.EndArray().EndObject();
   return out;

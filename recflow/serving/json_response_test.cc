@@ -67,6 +67,15 @@ TEST(JsonResponseTest, ClassifyRegressStatusMetadataResponses) {
             R"("status": {"error_code": "OK", "error_message": ""}}, {"version": "124", )"
             R"("state": "END", "status": {"error_code": "DATA_LOSS", "error_message": )"
             R"("corrupt \"variables\""}}]})");
+  // A version following a model update log says where it stands.
+  s.versions.resize(1);
+  s.versions[0].update = ModelUpdateStatus{.export_base = 3, .applied = 7, .step = 120,
+                                           .lag_seconds = 0.25, .behind = 1, .error = ""};
+  EXPECT_EQ(StatusResponseToJson(s),
+            R"({"model_version_status": [{"version": "123", "state": "AVAILABLE", )"
+            R"("status": {"error_code": "OK", "error_message": ""}, "recflow_model_update": )"
+            R"({"export_base": "3", "applied": "7", "step": "120", "lag_seconds": 0.25, )"
+            R"("behind": "1", "error": ""}}]})");
   MetadataResponse m;
   m.model_spec.name = "half_plus_two";
   m.model_spec.version = 123;

@@ -124,6 +124,9 @@ absl::StatusOr<std::unique_ptr<ModelUpdater>> ModelUpdater::Create(
     ASSIGN_OR_RETURN(checkpoint::UpdateBase base, checkpoint::ParseUpdateBase(text, base_path));
     MutexLock lock(&u->apply_mu_);
     u->applied_ = base.sequence;
+    MutexLock status_lock(&u->status_mu_);
+    u->status_.export_base = base.sequence;
+    u->status_.applied = base.sequence;
   }
   return u;
 }
@@ -324,10 +327,35 @@ absl::StatusOr<std::optional<AppliedUpdate>> ModelUpdater::ApplyLocked(const std
   }
   applied_ = meta.sequence;
   last_ = done;
+  {
+    MutexLock lock(&status_mu_);
+    status_.applied = meta.sequence;
+    status_.step = meta.step;
+    status_.lag_seconds = (static_cast<double>(done.applied_micros) -
+                           static_cast<double>(meta.time_micros)) * 1e-6;
+    status_.behind = std::max<int64_t>(0, status_.behind - 1);
+  }
   return std::optional<AppliedUpdate>(std::move(done));
 }
 
+ModelUpdateStatus ModelUpdater::status() const {
+  MutexLock lock(&status_mu_);
+  return status_;
+}
+
+void ModelUpdater::SetLogState(int64_t newest, const absl::Status& error) {
+  MutexLock lock(&status_mu_);
+  status_.behind = std::max<int64_t>(0, newest - status_.applied);
+  status_.error = error.ok() ? "" : std::string(error.message());
+}
+
 CatchUpResult ModelUpdater::CatchUp(const std::string& dir) {
+  CatchUpResult result = ApplyPending(dir);
+  SetLogState(result.newest, result.error);
+  return result;
+}
+
+CatchUpResult ModelUpdater::ApplyPending(const std::string& dir) {
   CatchUpResult result;
   auto listed = checkpoint::ListUpdates(options_.env, dir);
   if (!listed.ok()) {

@@ -63,6 +63,7 @@
 #include "recflow/embedding/embedding_resource.h"
 #include "recflow/embedding/shared_mutex.h"
 #include "recflow/framework/resource_var.h"
+#include "recflow/serving/prediction_api.h"
 #include "recflow/serving/saved_model_bundle.h"
 
 namespace recflow::serving {
@@ -125,6 +126,13 @@ class ModelUpdater {
 
   // The last update applied (the export's base before any).
   int64_t applied_sequence() const;
+  // Where the version stands (GetModelStatus); never waits for an update
+  // being applied.
+  ModelUpdateStatus status() const;
+  // Records what the last look at the log found: its newest update and why
+  // catching up stopped short (OK: it did not). CatchUp calls it.
+  void SetLogState(int64_t newest, const absl::Status& error);
+
   // The last update applied by this updater, if any.
   std::optional<AppliedUpdate> last_applied() const;
 
@@ -155,6 +163,7 @@ class ModelUpdater {
     std::shared_ptr<Var> var;
   };
   ModelUpdater() = default;
+  CatchUpResult ApplyPending(const std::string& dir);
   absl::StatusOr<std::optional<AppliedUpdate>> ApplyLocked(const std::string& prefix)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
 
@@ -166,6 +175,8 @@ class ModelUpdater {
   mutable Mutex apply_mu_;
   int64_t applied_ ABSL_GUARDED_BY(apply_mu_) = 0;
   std::optional<AppliedUpdate> last_ ABSL_GUARDED_BY(apply_mu_);
+  mutable Mutex status_mu_;  // after apply_mu_
+  ModelUpdateStatus status_ ABSL_GUARDED_BY(status_mu_);
 };
 
 }  // namespace recflow::serving

@@ -161,6 +161,14 @@ TEST(ModelUpdaterTest, RefusedUpdatesChangeNothingAndAFullUpdateHeals) {
   EXPECT_THAT(r.error.message(), HasSubstr("model update 2 is missing"));
   EXPECT_EQ((*updater)->applied_sequence(), 1);
   EXPECT_EQ(RunDifference(*bundle, **updater, 0.f).value(), 1.f);
+  // GetModelStatus's view: stuck at 1 of 3, and why.
+  ModelUpdateStatus status = (*updater)->status();
+  EXPECT_EQ(status.export_base, 0);
+  EXPECT_EQ(status.applied, 1);
+  EXPECT_EQ(status.step, 10);
+  EXPECT_EQ(status.behind, 2);
+  EXPECT_GE(status.lag_seconds, 0);
+  EXPECT_THAT(status.error, HasSubstr("model update 2 is missing"));
 
   // Update 2, damaged: its data file is cut short. Refused whole.
   WriteDenseUpdate(log, 2, 2, 0);
@@ -208,6 +216,11 @@ TEST(ModelUpdaterTest, RefusedUpdatesChangeNothingAndAFullUpdateHeals) {
   EXPECT_EQ(r.applied, 1);
   EXPECT_EQ((*updater)->applied_sequence(), 4);
   EXPECT_EQ(RunDifference(*bundle, **updater, 0.f).value(), 6.f);
+  status = (*updater)->status();
+  EXPECT_EQ(status.applied, 4);
+  EXPECT_EQ(status.step, 40);
+  EXPECT_EQ(status.behind, 0);
+  EXPECT_EQ(status.error, "");
 }
 
 // --- A trained DeepFM with hash tables, served from one export plus updates.

@@ -148,10 +148,25 @@ enum class ModelVersionState {
 };
 const char* ModelVersionStateName(ModelVersionState state);  // "AVAILABLE"
 
+// Where a version that follows a model update log stands
+// (docs/online_learning.md). Sequences are the log's update numbers.
+struct ModelUpdateStatus {
+  int64_t export_base = 0;  // the last update the export reflects (0: none)
+  int64_t applied = 0;      // the last update applied (export_base before any)
+  int64_t step = 0;         // the training step of `applied` (0: none applied yet)
+  // From the trainer's publishing of `applied` to its application here
+  // (wall clocks; 0 before any is applied).
+  double lag_seconds = 0;
+  int64_t behind = 0;  // updates in the log past `applied` at the last look
+  std::string error;   // why the version is stuck at `applied` ("": it is not)
+};
+
 struct ModelVersionStatus {
   int64_t version = 0;
   ModelVersionState state = ModelVersionState::kUnknown;
   absl::Status status;  // the load or warm-up error of a failed version
+  // Set for a loaded version that follows an update log.
+  std::optional<ModelUpdateStatus> update;
 };
 
 struct StatusRequest {

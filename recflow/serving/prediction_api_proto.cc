@@ -462,6 +462,16 @@ void StatusResponseToProto(const StatusResponse& response,
     out->set_state(static_cast<tensorflow::serving::ModelVersionStatus::State>(
         static_cast<int>(version.state)));
     StatusToProto(version.status, out->mutable_status());
+    if (version.update.has_value()) {
+      const ModelUpdateStatus& u = *version.update;
+      auto* update = out->mutable_recflow_model_update();
+      update->set_export_base(u.export_base);
+      update->set_applied(u.applied);
+      update->set_step(u.step);
+      update->set_lag_seconds(u.lag_seconds);
+      update->set_behind(u.behind);
+      update->set_error(u.error);
+    }
   }
 }
 

@@ -494,8 +494,16 @@ absl::Status ServerCore::GetModelStatus(const StatusRequest& request,
     }
     version = label->second;
   }
-  const std::map<int64_t, ModelVersionStatus> states =
-      model->versions->States();
+  std::map<int64_t, ModelVersionStatus> states = model->versions->States();
+  // Versions following an update log say where they stand.
+  if (std::shared_ptr<const VersionMap> available = model->versions->Available()) {
+    for (const auto& [v, servable] : *available) {
+      auto it = states.find(v);
+      if (it != states.end() && servable->updater != nullptr) {
+        it->second.update = servable->updater->status();
+      }
+    }
+  }
   response->versions.clear();
   if (version.has_value()) {
     auto it = states.find(*version);
