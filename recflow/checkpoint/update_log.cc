@@ -150,6 +150,24 @@ absl::StatusOr<std::vector<std::pair<int64_t, std::string>>> ListUpdates(
   return out;
 }
 
+absl::Status RequestFullUpdate(Env* env, const std::string& dir, absl::string_view why) {
+  return WriteStringToFileAtomically(env, JoinPath(dir, kFullUpdateRequestFile),
+                                     absl::StrCat(why, "\n"));
+}
+
+std::optional<std::string> PendingFullUpdateRequest(Env* env, const std::string& dir) {
+  std::string text;
+  if (!ReadFileToString(env, JoinPath(dir, kFullUpdateRequestFile), &text).ok()) {
+    return std::nullopt;
+  }
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text;
+}
+
+void ClearFullUpdateRequest(Env* env, const std::string& dir) {
+  env->DeleteFile(JoinPath(dir, kFullUpdateRequestFile)).IgnoreError();
+}
+
 int RemoveUpdateTemporaries(Env* env, const std::string& dir) {
   auto children = env->GetChildren(dir);
   if (!children.ok()) return 0;

@@ -53,6 +53,7 @@
 #define RECFLOW_CHECKPOINT_UPDATE_LOG_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -111,6 +112,18 @@ int RemoveUpdateTemporaries(Env* env, const std::string& dir);
 // first, so a half-deleted update is never listed). Best effort; returns how
 // many updates it deleted.
 int DeleteUpdatesThrough(Env* env, const std::string& dir, int64_t sequence);
+
+// Resync: a server stuck on the log (a gap, a damaged update) asks the
+// trainer for a full update by writing this file into the log's directory,
+// its text the reason; the publisher makes its next update full and then
+// removes the file. The name is not an update's: listings skip it.
+inline constexpr char kFullUpdateRequestFile[] = "full-update-request";
+// Writes the request (atomically; a newer one replaces an older one).
+absl::Status RequestFullUpdate(Env* env, const std::string& dir, absl::string_view why);
+// The pending request's text (the reason), or nullopt when there is none.
+std::optional<std::string> PendingFullUpdateRequest(Env* env, const std::string& dir);
+// Removes the request (best effort).
+void ClearFullUpdateRequest(Env* env, const std::string& dir);
 
 // What an export (or a checkpoint) already reflects: the last update
 // published before it. sequence 0: none.

@@ -136,6 +136,23 @@ TEST(UpdateLogTest, ListingSeesCompleteUpdatesInOrder) {
   EXPECT_EQ(DeleteUpdatesThrough(&env, "/u", 2), 0);
 }
 
+TEST(UpdateLogTest, FullUpdateRequestsComeAndGo) {
+  MemEnv env;
+  EXPECT_EQ(PendingFullUpdateRequest(&env, "/u"), std::nullopt);
+  ASSERT_TRUE(env.RecursivelyCreateDir("/u").ok());
+  UpdateMeta m = Delta();
+  m.sequence = 3;
+  WriteUpdate(&env, "/u", m);
+  ASSERT_TRUE(RequestFullUpdate(&env, "/u", "version 1 stays at update 2").ok());
+  ASSERT_TRUE(RequestFullUpdate(&env, "/u", "version 1 stays at update 3").ok());
+  EXPECT_EQ(PendingFullUpdateRequest(&env, "/u"), "version 1 stays at update 3");
+  // Not an update: listings skip it.
+  EXPECT_THAT(ListUpdates(&env, "/u").value(), ElementsAre(Pair(3, UpdatePrefix("/u", 3))));
+  ClearFullUpdateRequest(&env, "/u");
+  EXPECT_EQ(PendingFullUpdateRequest(&env, "/u"), std::nullopt);
+  ClearFullUpdateRequest(&env, "/u");  // none: no-op
+}
+
 TEST(UpdateLogTest, TemporariesOfCrashedWritesAreRemoved) {
   MemEnv env;
   ASSERT_TRUE(env.RecursivelyCreateDir("/u").ok());

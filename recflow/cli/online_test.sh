@@ -92,11 +92,18 @@ errors=$(metric "$URL_live" recflow_serving_model_update_errors)
 [[ "$errors" == "1" ]] || fail "update errors metric '$errors'"
 stuck=$(update_status "$URL_live" error)
 [[ -n "$stuck" && "$stuck" != none ]] || fail "model status shows no update error: '$stuck'"
+# The server asked the trainer for a full update (resync) ...
+grep -q "stays at model update $n2" "$TMP/m/updates/full-update-request" 2>/dev/null ||
+  fail "the stuck server did not ask for a full update: $(ls "$TMP/m/updates" | tail -3)"
 # The next run's first update is full, numbered past it: the server skips
 # to it and heals.
 "$RECFLOW" train --config "$TMP/run.yaml" --model_dir "$TMP/m" --steps 55 \
   --publish_interval_secs 0.05 >/dev/null 2>"$TMP/train3.err" || fail "train 3: $(tail -3 "$TMP/train3.err")"
 n3=$(newest_update)
+# ... which the next run's first update is; the request is gone.
+[[ ! -e "$TMP/m/updates/full-update-request" ]] || fail "the full-update request was not cleared"
+grep -q "is full: a server asked for one" "$TMP/train3.err" ||
+  fail "train 3 did not say it answered the request: $(grep -i full "$TMP/train3.err")"
 for _ in $(seq 200); do
   applied=$(metric "$URL_live" recflow_serving_model_update_sequence)
   [[ "$applied" == "$n3" ]] && break

@@ -59,8 +59,9 @@ absl::StatusOr<std::unique_ptr<ClusterUpdatePublisher>> ClusterUpdatePublisher::
   return p;
 }
 
-absl::StatusOr<train::PublishResult> ClusterUpdatePublisher::Publish(int64_t step) {
-  absl::StatusOr<train::PublishResult> result = PublishOnce(step, /*full=*/!last_step_.has_value());
+absl::StatusOr<train::PublishResult> ClusterUpdatePublisher::Publish(int64_t step, bool full) {
+  absl::StatusOr<train::PublishResult> result =
+      PublishOnce(step, /*full=*/full || !last_step_.has_value());
   if (absl::IsAborted(result.status())) {
     // A ps restored an older state since the previous update: everything.
     result = PublishOnce(step, /*full=*/true);

@@ -75,7 +75,8 @@ class ClusterUpdatePublisher : public train::UpdateWriter {
   static absl::StatusOr<std::unique_ptr<ClusterUpdatePublisher>> Create(
       ClusterUpdateOptions options);
 
-  absl::StatusOr<train::PublishResult> Publish(int64_t step) override;
+  using train::UpdateWriter::Publish;
+  absl::StatusOr<train::PublishResult> Publish(int64_t step, bool full) override;
   void NoteStepTime(int64_t step, int64_t micros) override { step_times_.Note(step, micros); }
 
  private:

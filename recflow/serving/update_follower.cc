@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "recflow/checkpoint/update_log.h"
 #include "recflow/core/logging.h"
 #include "recflow/core/status.h"
 #include "recflow/core/threadpool.h"
@@ -128,6 +129,22 @@ void UpdateFollower::CatchUp(const Servable& servable, const std::string& dir) {
     LOG(ERROR) << "model '" << servable.model << "' version " << version
                << " stays at model update " << applied << ": " << message;
     reported = message;
+    // A gap or a damaged update: a full update past it heals the version,
+    // so ask the trainer for one (resync). An update that does not fit the
+    // model (InvalidArgument) would not fit as a full one either.
+    if (!absl::IsInvalidArgument(r.error)) {
+      const absl::Status asked = checkpoint::RequestFullUpdate(
+          options_.env, dir,
+          absl::StrCat("model '", servable.model, "' version ", version,
+                       " stays at model update ", applied, ": ", message));
+      if (asked.ok()) {
+        LOG(INFO) << "asked the trainer for a full model update (" << dir << "/"
+                  << checkpoint::kFullUpdateRequestFile << ")";
+      } else {
+        LOG(WARNING) << "cannot ask the trainer for a full model update in " << dir << ": "
+                     << asked;
+      }
+    }
   }
 }
 

@@ -104,6 +104,17 @@ class UpdateStreamServer::Service final : public ModelUpdateStream::Service {
     return grpc::Status::OK;
   }
 
+  grpc::Status RequestFullUpdate(grpc::ServerContext*, const FullUpdateRequest* request,
+                                 FullUpdateResponse*) override {
+    constexpr size_t kMaxReason = 4096;
+    std::string reason = request->reason().substr(0, kMaxReason);
+    for (char& c : reason) {
+      if (c == '\n' || c == '\0') c = ' ';  // one line in the request file and the log
+    }
+    return ToGrpc(errors::Annotate(checkpoint::RequestFullUpdate(options_.env, dir_, reason),
+                                   "asking for a full model update in " + dir_));
+  }
+
  private:
   absl::Status SendUpdate(int64_t sequence, const std::string& prefix,
                           grpc::ServerWriter<UpdateChunk>* writer) {
@@ -172,6 +183,7 @@ absl::StatusOr<std::unique_ptr<UpdateStreamReplica>> UpdateStreamReplica::Start(
   r->dir_ = dir;
   r->newest_ = listed.empty() ? 0 : listed.back().first;
   r->thread_ = std::thread([p = r.get()] { p->Loop(); });
+  r->requests_thread_ = std::thread([p = r.get()] { p->ForwardRequests(); });
   return r;
 }
 
@@ -183,6 +195,43 @@ UpdateStreamReplica::~UpdateStreamReplica() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (requests_thread_.joinable()) requests_thread_.join();
+}
+
+void UpdateStreamReplica::ForwardRequests() {
+  std::string reported;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      wake_.wait_for(l, std::chrono::duration<double>(options_.request_poll_seconds),
+                     [this] { return stopping_; });
+      if (stopping_) return;
+    }
+    const std::optional<std::string> reason =
+        checkpoint::PendingFullUpdateRequest(options_.env, dir_);
+    if (!reason.has_value()) continue;
+    auto channel = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
+    auto stub = ModelUpdateStream::NewStub(channel);
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    FullUpdateRequest request;
+    request.set_reason(*reason);
+    FullUpdateResponse response;
+    const grpc::Status st = stub->RequestFullUpdate(&ctx, request, &response);
+    if (st.ok()) {
+      checkpoint::ClearFullUpdateRequest(options_.env, dir_);
+      LOG(INFO) << "model update stream " << address_ << ": asked the trainer for a full update ("
+                << *reason << ")";
+      reported.clear();
+      continue;
+    }
+    const std::string message = st.error_message();
+    if (message != reported) {
+      LOG(WARNING) << "model update stream " << address_
+                   << ": cannot ask the trainer for a full update (retrying): " << message;
+      reported = message;
+    }
+  }
 }
 
 bool UpdateStreamReplica::WaitCaughtUp(double timeout_seconds) {

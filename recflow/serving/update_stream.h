@@ -20,7 +20,9 @@
 // update. When the stream drops (the trainer restarts, the network), it
 // reconnects with backoff (0.1 s doubling to 2 s) asking for what follows
 // its newest update; it deletes the updates before its newest full one
-// (catching up starts there).
+// (catching up starts there). A follower stuck on the mirror asks for a full
+// update there (checkpoint::RequestFullUpdate); the replica forwards the
+// request to the trainer (RequestFullUpdate), whose next update is full.
 //
 //   ASSIGN_OR_RETURN(auto replica, UpdateStreamReplica::Start("trainer:7000", "/tmp/mirror"));
 #ifndef RECFLOW_SERVING_UPDATE_STREAM_H_
@@ -78,6 +80,8 @@ class UpdateStreamReplica {
  public:
   struct Options {
     Env* env = Env::Default();  // Not owned.
+    // How often the mirror is checked for a full-update request to forward.
+    double request_poll_seconds = 0.2;
   };
   // Starts mirroring the stream at `address` ("HOST:PORT") into `dir`
   // (created if missing; its temporaries removed). Returns at once; the
@@ -107,6 +111,9 @@ class UpdateStreamReplica {
   void Loop();
   // One subscription, until it ends; OK when stopped.
   absl::Status Follow();
+  // Forwards the follower's full-update requests (kFullUpdateRequestFile in
+  // the mirror) to the trainer, until stopped.
+  void ForwardRequests();
 
   Options options_;
   std::string address_, dir_;
@@ -118,6 +125,7 @@ class UpdateStreamReplica {
   bool caught_up_ = false;                 // guarded by mu_
   grpc::ClientContext* active_ = nullptr;  // guarded by mu_: the call to cancel
   std::thread thread_;
+  std::thread requests_thread_;
 };
 
 }  // namespace recflow::serving

@@ -129,6 +129,44 @@ TEST(UpdateStreamTest, AReplicaStartsAtTheNewestFullUpdate) {
   EXPECT_THAT(Sequences(mirror), ::testing::ElementsAre(3, 4));
 }
 
+// A follower stuck on the mirror asks for a full update there; the replica
+// forwards the request to the trainer's log (resync).
+TEST(UpdateStreamTest, AReplicaForwardsFullUpdateRequests) {
+  const std::string log = FreshDir("log_request");
+  WriteUpdate(log, 1, true);
+  auto server = UpdateStreamServer::Start(log, "127.0.0.1:0");
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string mirror = FreshDir("mirror_request");
+  UpdateStreamReplica::Options o;
+  o.request_poll_seconds = 0.01;
+  auto replica =
+      UpdateStreamReplica::Start(absl::StrCat("127.0.0.1:", (*server)->port()), mirror, o);
+  ASSERT_TRUE(replica.ok()) << replica.status();
+  ASSERT_TRUE((*replica)->WaitCaughtUp(20));
+  ASSERT_TRUE(checkpoint::RequestFullUpdate(Env::Default(), mirror, "stuck at 1").ok());
+  EXPECT_TRUE(WaitFor([&] {
+    return checkpoint::PendingFullUpdateRequest(Env::Default(), log).has_value();
+  }));
+  EXPECT_EQ(checkpoint::PendingFullUpdateRequest(Env::Default(), log), "stuck at 1");
+  EXPECT_TRUE(WaitFor([&] {
+    return !checkpoint::PendingFullUpdateRequest(Env::Default(), mirror).has_value();
+  }));
+
+  // Straight to the service: a long reason with newlines is kept to one
+  // line of 4096 bytes.
+  auto stub = ModelUpdateStream::NewStub(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", (*server)->port()), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  FullUpdateRequest request;
+  request.set_reason("a\nb" + std::string(10000, 'x'));
+  FullUpdateResponse response;
+  ASSERT_TRUE(stub->RequestFullUpdate(&ctx, request, &response).ok());
+  const auto kept = checkpoint::PendingFullUpdateRequest(Env::Default(), log);
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(kept->size(), 4096u);
+  EXPECT_EQ(kept->substr(0, 4), "a bx");
+}
+
 TEST(UpdateStreamTest, BadRequestsAndUnreachableTrainersAreClear) {
   const std::string log = FreshDir("log3");
   auto server = UpdateStreamServer::Start(log, "127.0.0.1:0");

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "recflow/checkpoint/bundle_writer.h"
+#include "recflow/core/logging.h"
 #include "recflow/core/status.h"
 #include "recflow/embedding/graph_tables.h"
 #include "recflow/embedding/table_bundle.h"
@@ -125,7 +126,7 @@ absl::StatusOr<std::unique_ptr<UpdatePublisher>> UpdatePublisher::Create(
   return p;
 }
 
-absl::StatusOr<PublishResult> UpdatePublisher::Publish(int64_t step) {
+absl::StatusOr<PublishResult> UpdatePublisher::Publish(int64_t step, bool full) {
   Env* env = options_.env;
   ResourceMgr* rm = session_->device()->resource_manager();
   ThreadPool* pool =
@@ -134,7 +135,7 @@ absl::StatusOr<PublishResult> UpdatePublisher::Publish(int64_t step) {
   checkpoint::UpdateMeta& meta = result.meta;
   meta.sequence = std::max(last_sequence_, state_->Get().sequence) + 1;
   meta.step = step;
-  meta.full = !last_step_.has_value();
+  meta.full = full || !last_step_.has_value();
   meta.since_step = meta.full ? -1 : *last_step_;
   meta.time_micros = static_cast<int64_t>(env->NowUnixMicros());
   result.prefix = checkpoint::UpdatePrefix(options_.directory, meta.sequence);
@@ -247,7 +248,10 @@ absl::Status UpdatePublishHook::End(Session*, int64_t global_step) {
 
 absl::Status UpdatePublishHook::PublishNow(int64_t step, bool periodic) {
   last_micros_ = env_->NowMicros();
-  auto published = publisher_->Publish(step);
+  // A server stuck on the log asked for a full update (resync).
+  const std::optional<std::string> request =
+      checkpoint::PendingFullUpdateRequest(env_, directory_);
+  auto published = publisher_->Publish(step, request.has_value());
   if (!published.ok()) {
     absl::Status error = errors::Annotate(
         published.status(), absl::StrCat("publishing the model update at step ", step, " into ",
@@ -259,6 +263,11 @@ absl::Status UpdatePublishHook::PublishNow(int64_t step, bool periodic) {
     return error;
   }
   last_step_ = step;
+  if (request.has_value()) {
+    checkpoint::ClearFullUpdateRequest(env_, directory_);
+    LOG(INFO) << "model update " << published->meta.sequence
+              << " is full: a server asked for one (" << *request << ")";
+  }
   if (on_published) on_published(*published);
   return absl::OkStatus();
 }

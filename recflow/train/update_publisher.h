@@ -103,9 +103,11 @@ class UpdateWriter {
  public:
   virtual ~UpdateWriter() = default;
   // Writes the next update for the model as of global step `step`: full the
-  // first time, then a delta since the previous one. On error nothing is
-  // published (the next call retries the same content and number).
-  virtual absl::StatusOr<PublishResult> Publish(int64_t step) = 0;
+  // first time or when `full`, else a delta since the previous one. On
+  // error nothing is published (the next call retries the same content and
+  // number).
+  virtual absl::StatusOr<PublishResult> Publish(int64_t step, bool full) = 0;
+  absl::StatusOr<PublishResult> Publish(int64_t step) { return Publish(step, false); }
   // Records that global step `step` ended at wall-clock (Unix) `micros`; the
   // next update carries the times of its steps (kUpdateStepTimesKey) so
   // servers can measure freshness.
@@ -143,7 +145,8 @@ class UpdatePublisher : public UpdateWriter {
       Session* session, const UpdatePublisherOptions& options,
       std::shared_ptr<PublishedUpdates> state);
 
-  absl::StatusOr<PublishResult> Publish(int64_t step) override;
+  using UpdateWriter::Publish;
+  absl::StatusOr<PublishResult> Publish(int64_t step, bool full) override;
   void NoteStepTime(int64_t step, int64_t micros) override { step_times_.Note(step, micros); }
 
   int64_t last_sequence() const { return last_sequence_; }

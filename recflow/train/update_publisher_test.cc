@@ -179,6 +179,13 @@ TEST(UpdatePublisherTest, DeltasHoldWhatChangedSinceThePreviousUpdate) {
   EXPECT_EQ(fourth->meta.sequence, 4);
   EXPECT_TRUE(fourth->meta.full);
   EXPECT_THAT(ReadUpdate(fourth->prefix).keys, ElementsAre(1, 2, 4));
+  // Asked for (a server's resync): full again, though nothing changed.
+  auto fifth = (*again)->Publish(3, /*full=*/true);
+  ASSERT_TRUE(fifth.ok()) << fifth.status();
+  EXPECT_TRUE(fifth->meta.full);
+  EXPECT_EQ(fifth->meta.since_step, -1);
+  EXPECT_THAT(ReadUpdate(fifth->prefix).keys, ElementsAre(1, 2, 4));
+  EXPECT_TRUE(ReadUpdate(fifth->prefix).has_w);
 }
 
 TEST(UpdatePublisherTest, ErrorsNameTheCulprit) {
