@@ -75,6 +75,16 @@ serve fresh --model_name=ctr --model_base_path="$TMP/fresh/ctr"
 want=$(predict "$URL_fresh")
 [[ "$after" == "$want" ]] || fail "served after updates: $after; fresh export: $want"
 
+# ... and a server storing the rows as int8 (--embedding_row_format) is close.
+serve q8 --model_name=ctr --model_base_path="$TMP/models/ctr" --embedding_row_format=int8 \
+  --model_update_source=dir:"$TMP/m/updates" --model_update_poll_ms=20
+q8=$(predict "$URL_q8")
+python3 - "$after" "$q8" <<'PY' || fail "int8 rows: $q8 vs $after"
+import json, sys
+a, b = (json.loads(s.split(" ", 1)[1])["outputs"]["probabilities"] for s in sys.argv[1:3])
+assert len(a) == len(b) and max(abs(x - y) for x, y in zip(a, b)) < 0.01, (a, b)
+PY
+
 # 3. A damaged update: the server stays at the one before and keeps answering.
 next=$((n2 + 1))
 bad=$(printf '%s/m/updates/update-%020d' "$TMP" "$next")
@@ -198,6 +208,10 @@ grep -q "model 'other' is not served" <<<"$out" || fail "unknown model: $out"
 out=$("$RECFLOW" serve --model_name=ctr --model_base_path="$TMP/models/ctr" --rest_api_port=auto \
   --port=0 --model_update_source=/x 2>&1)
 grep -q "is not \[NAME=\]dir:PATH or" <<<"$out" || fail "bad source: $out"
+out=$("$RECFLOW" serve --model_name=ctr --model_base_path="$TMP/models/ctr" --rest_api_port=auto \
+  --port=0 --embedding_row_format=bf16 2>&1)
+grep -q "unknown embedding row format 'bf16' (float32, float16 or int8)" <<<"$out" ||
+  fail "bad row format: $out"
 out=$("$RECFLOW" train --config "$TMP/run.yaml" --model_dir "$TMP/m2" --publish_interval_secs -1 2>&1)
 grep -q "publish_interval_secs: not a number >= 0" <<<"$out" || fail "bad interval: $out"
 

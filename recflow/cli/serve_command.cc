@@ -22,6 +22,7 @@
 #include "recflow/cli/commands.h"
 #include "recflow/core/env.h"
 #include "recflow/core/status.h"
+#include "recflow/embedding/row_codec.h"
 #include "recflow/core/threadpool.h"
 #include "recflow/serving/config_file_poller.h"
 #include "recflow/serving/grpc_server.h"
@@ -40,7 +41,8 @@ constexpr char kUsage[] =
     "           [--model_config_file_poll_wait_seconds=0] [--saved_model_tags=serve]\n"
     "           [--grpc_socket_path=PATH] [--grpc_channel_arguments=K=V,...]\n"
     "           [--model_update_source=[NAME=](dir:PATH|grpc:HOST:PORT),...]\n"
-    "           [--model_update_poll_ms=100] [--model_update_max_rows=0]\n\n"
+    "           [--model_update_poll_ms=100] [--model_update_max_rows=0]\n"
+    "           [--embedding_row_format=float32|float16|int8]\n\n"
     "Serves SavedModel versions (numeric subdirectories of each base path) over TF\n"
     "Serving's REST API (--rest_api_port) and gRPC PredictionService / ModelService\n"
     "(--port, and --grpc_socket_path). A port of 0 disables that server; 'auto'\n"
@@ -52,7 +54,11 @@ constexpr char kUsage[] =
     "versions in place, polling every --model_update_poll_ms; grpc:HOST:PORT subscribes to\n"
     "a trainer's update stream (recflow train --update_port) instead; NAME= picks the model\n"
     "when several are served. --model_update_max_rows N keeps each hash table of a followed\n"
-    "model within N rows, dropping the least recently trained.\n\n";
+    "model within N rows, dropping the least recently trained.\n\n"
+    "--embedding_row_format float16 or int8 (row-wise, with a scale and a bias per row)\n"
+    "stores the hash embedding tables' rows quantized, in about 1/2 or 1/4 of the bytes\n"
+    "(weights only: serving keeps no optimizer slots); lookups dequantize them\n"
+    "(docs/embedding.md, \"Quantized rows\").\n\n";
 
 // A new directory $TMPDIR/NAME-XXXXXX (TMPDIR unset: /tmp).
 absl::StatusOr<std::string> MakeTempDir(const std::string& name) {
@@ -158,6 +164,7 @@ struct ServeFlags {
   std::string config_poll_wait = "0", saved_model_tags = "serve";
   std::string grpc_socket_path, grpc_channel_arguments;
   std::string model_update_source, model_update_poll_ms = "100", model_update_max_rows = "0";
+  std::string embedding_row_format = "float32";
   bool enable_batching = false, fail_if_zero = false;
 };
 
@@ -229,6 +236,11 @@ absl::Status Serve(const ServeFlags& f) {
   if (options.model_update_max_rows < 0) {
     return errors::InvalidArgument("--model_update_max_rows must be >= 0 (0: no limit), got ",
                                    options.model_update_max_rows);
+  }
+  {
+    auto format = embedding::ParseRowFormat(f.embedding_row_format);
+    if (!format.ok()) return errors::Annotate(format.status(), "--embedding_row_format");
+    options.embedding_row_format = *format;
   }
   options.fail_if_zero_versions_at_startup = f.fail_if_zero;
   options.enable_batching = f.enable_batching || !f.batching_parameters_file.empty();
@@ -445,6 +457,8 @@ int ServeCommand(const Args& args) {
                "how often to look for model updates"},
               {"model_update_max_rows", &f.model_update_max_rows, nullptr,
                "rows per hash table of a followed model (0: no limit)"},
+              {"embedding_row_format", &f.embedding_row_format, nullptr,
+               "hash embedding rows as float32 (default), float16 or int8"},
               {"saved_model_tags", &f.saved_model_tags, nullptr,
                "comma-separated tag set of the MetaGraph to serve (default serve)"},
               {"grpc_socket_path", &f.grpc_socket_path, nullptr,

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "recflow/embedding/row_codec.h"
 
 namespace recflow::embedding {
 
@@ -121,6 +122,12 @@ struct EmbeddingTableOptions {
   // Rows per storage slab (rounded up to a power of two). 0 = pick: about
   // 256 KiB of floats per slab, at least 16 rows.
   int64_t rows_per_slab = 0;
+  // How rows are stored (row_codec.h). kFloat16 / kInt8 are for serving:
+  // the rows hold the weights only (no optimizer slots, whatever
+  // `optimizer` says), are quantized when written (Import, a new row's
+  // initial values) and dequantized when read (Lookup, Export, GetRow);
+  // Apply* is FailedPrecondition.
+  RowFormat row_format = RowFormat::kFloat32;
 };
 
 // InvalidArgument naming the field and its value when `options` is unusable.

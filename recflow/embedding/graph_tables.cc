@@ -121,11 +121,13 @@ absl::StatusOr<std::vector<TableNode>> FindGraphTables(const Graph& graph,
   return out;
 }
 
-absl::StatusOr<std::vector<GraphTable>> CreateGraphTables(const Graph& graph, ResourceMgr* rm) {
+absl::StatusOr<std::vector<GraphTable>> CreateGraphTables(const Graph& graph, ResourceMgr* rm,
+                                                          RowFormat row_format) {
   ASSIGN_OR_RETURN(std::vector<TableNode> nodes, FindGraphTables(graph, *rm));
   std::vector<GraphTable> out;
   out.reserve(nodes.size());
   for (TableNode& t : nodes) {
+    t.options.row_format = row_format;
     auto res = EmbeddingTableResource::LookupOrCreate(rm, t.container, t.name, t.options);
     if (!res.ok()) {
       return errors::Annotate(res.status(), absl::StrCat(kHashTableOp, " '", t.node, "'"));

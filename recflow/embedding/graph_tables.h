@@ -61,8 +61,11 @@ struct GraphTable {
 };
 
 // Creates (or finds) the table of every HashEmbeddingTableOp node of
-// `graph` in `rm`, as running the nodes would. Errors name the node.
-absl::StatusOr<std::vector<GraphTable>> CreateGraphTables(const Graph& graph, ResourceMgr* rm);
+// `graph` in `rm`, as running the nodes would. Errors name the node. Tables
+// created here store their rows in `row_format` (serving's quantized rows);
+// a table found keeps its own.
+absl::StatusOr<std::vector<GraphTable>> CreateGraphTables(
+    const Graph& graph, ResourceMgr* rm, RowFormat row_format = RowFormat::kFloat32);
 
 }  // namespace recflow::embedding
 

@@ -46,10 +46,14 @@ absl::StatusOr<std::unique_ptr<HashEmbeddingTable>> HashEmbeddingTable::Create(
 
 HashEmbeddingTable::HashEmbeddingTable(const EmbeddingTableOptions& options)
     : options_(options),
-      num_slots_(NumSlots(options.optimizer)),
-      row_floats_(options.dim * (1 + NumSlots(options.optimizer))),
-      stride_bytes_((sizeof(RowMeta) + row_floats_ * sizeof(float) + 7) / 8 *
-                    8),
+      quantized_(options.row_format != RowFormat::kFloat32),
+      num_slots_(quantized_ ? 0 : NumSlots(options.optimizer)),
+      row_floats_(options.dim * (1 + num_slots_)),
+      stride_bytes_((sizeof(RowMeta) +
+                     (quantized_ ? EncodedRowBytes(options.row_format, options.dim)
+                                 : row_floats_ * static_cast<int64_t>(sizeof(float))) +
+                     7) /
+                    8 * 8),
       initializer_(options.initializer, options.seed, options.dim),
       shards_(new Shard[options.num_shards]) {
   shard_shift_ =
@@ -201,8 +205,12 @@ absl::StatusOr<uint32_t> HashEmbeddingTable::InsertRow(Shard& s, int64_t id,
                                                        int64_t version,
                                                        bool initialize) {
   ASSIGN_OR_RETURN(const uint32_t slot, AllocateSlot(s));
-  float* row = RowData(s, slot);
-  if (initialize) {
+  if (initialize && quantized_) {
+    std::vector<float> weights(static_cast<size_t>(options_.dim));
+    initializer_.Init(id, weights.data());
+    WriteWeights(s, slot, weights.data());
+  } else if (initialize) {
+    float* row = RowData(s, slot);
     initializer_.Init(id, row);
     InitSlots(row);
   }
@@ -265,7 +273,7 @@ absl::Status HashEmbeddingTable::LookupShard(
     constexpr size_t kIndexAhead = 16, kRowAhead = 8, kRing = 16;
     static_assert(kRing > kRowAhead && (kRing & (kRing - 1)) == 0);
     const size_t n = positions.size();
-    const int64_t prefetch_span = sizeof(RowMeta) + row_bytes;
+    const int64_t prefetch_span = std::min<int64_t>(stride_bytes_, sizeof(RowMeta) + row_bytes);
     int64_t ring[kRing];
     for (size_t i = 0; i < std::min(n, kIndexAhead); ++i) {
       s.index.prefetch(ids[positions[i]]);
@@ -293,8 +301,13 @@ absl::Status HashEmbeddingTable::LookupShard(
         misses.push_back(pos);
         continue;
       }
-      std::memcpy(out + pos * dim, RowData(s, static_cast<uint32_t>(slot)),
-                  row_bytes);
+      if (!quantized_) {
+        std::memcpy(out + pos * dim, RowData(s, static_cast<uint32_t>(slot)), row_bytes);
+      } else {
+        // Decoded straight into the output (row_codec.h).
+        DecodeRow(options_.row_format, RowStart(s, static_cast<uint32_t>(slot)) + sizeof(RowMeta),
+                  dim, out + pos * dim);
+      }
       if (train) BumpFrequency(Meta(s, static_cast<uint32_t>(slot)));
     }
   }
@@ -351,7 +364,7 @@ absl::Status HashEmbeddingTable::LookupShard(
       std::memcpy(dst, default_row_.data(), row_bytes);
       ++result->defaulted;
     } else {
-      std::memcpy(dst, RowData(s, static_cast<uint32_t>(slot)), row_bytes);
+      ReadWeights(s, static_cast<uint32_t>(slot), dst);
       BumpFrequency(Meta(s, static_cast<uint32_t>(slot)));
       ++result->found;
     }
@@ -398,6 +411,11 @@ absl::Status HashEmbeddingTable::CheckApplyArgs(const char* op,
                                                 absl::Span<const int64_t> ids,
                                                 absl::Span<const float> grads,
                                                 int needed_slots) const {
+  if (quantized_) {
+    return errors::FailedPrecondition(
+        op, " on embedding table '", options_.name, "': its rows are stored as ",
+        RowFormatName(options_.row_format), " for serving and take no optimizer step");
+  }
   const int64_t n = static_cast<int64_t>(ids.size());
   if (static_cast<int64_t>(grads.size()) != n * options_.dim) {
     return errors::InvalidArgument(
@@ -709,10 +727,11 @@ std::optional<RowSnapshot> HashEmbeddingTable::GetRow(int64_t id) const {
   ReaderLock lock(&s.mu);
   auto it = s.index.find(id);
   if (it == s.index.end()) return std::nullopt;
-  const float* row = RowData(s, it->second);
   const int64_t dim = options_.dim;
   RowSnapshot snap;
-  snap.weights.assign(row, row + dim);
+  snap.weights.resize(static_cast<size_t>(dim));
+  ReadWeights(s, it->second, snap.weights.data());
+  const float* row = RowData(s, it->second);  // slots: float32 rows only
   for (int k = 0; k < num_slots_; ++k) {
     snap.slots.emplace_back(row + (k + 1) * dim, row + (k + 2) * dim);
   }
@@ -768,9 +787,9 @@ TableStats HashEmbeddingTable::GetStats() const {
 std::string HashEmbeddingTable::DebugString() const {
   const TableStats t = GetStats();
   return absl::StrFormat(
-      "HashEmbeddingTable(%s, dim=%d, optimizer=%s, "
-      "rows=%d, %.1f MiB)",
-      options_.name, options_.dim, OptimizerName(options_.optimizer), t.rows,
+      "HashEmbeddingTable(%s, dim=%d, optimizer=%s, %srows=%d, %.1f MiB)",
+      options_.name, options_.dim, OptimizerName(options_.optimizer),
+      quantized_ ? absl::StrCat(RowFormatName(options_.row_format), " ") : "", t.rows,
       t.total_bytes / (1024.0 * 1024.0));
 }
 

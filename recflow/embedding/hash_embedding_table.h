@@ -30,6 +30,10 @@
 // kept until TrimDeletionLog(S) drops what a retained full checkpoint at S
 // already reflects.
 //
+// Quantized rows (options().row_format float16 / int8, serving): see
+// row_codec.h; the row layout below holds the encoded weights instead of
+// the floats, and lookups decode them straight into their output.
+//
 // Thread-safety: thread-safe. Storage is split into shards (shard = top bits
 // of a 64-bit mix of the id); each shard has a reader/writer lock:
 //   - Lookup of existing rows holds the reader lock (many lookups run
@@ -53,6 +57,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -192,7 +197,9 @@ class HashEmbeddingTable {
   const EmbeddingTableOptions& options() const { return options_; }
   const std::string& name() const { return options_.name; }
   int64_t dim() const { return options_.dim; }
+  // 0 for quantized rows, which keep no slots.
   int num_slots() const { return num_slots_; }
+  RowFormat row_format() const { return options_.row_format; }
   int num_shards() const { return options_.num_shards; }
   // The default row (dim floats) that absent ids read.
   absl::Span<const float> default_row() const { return default_row_; }
@@ -368,9 +375,30 @@ class HashEmbeddingTable {
     return s.slabs[slot >> slab_shift_].data +
            static_cast<int64_t>(slot & slab_mask_) * stride_bytes_;
   }
+  // The row's floats (weights | slots): float32 rows only.
   float* RowData(const Shard& s, uint32_t slot) const
       ABSL_SHARED_LOCKS_REQUIRED(s.mu) {
     return reinterpret_cast<float*>(RowStart(s, slot) + sizeof(RowMeta));
+  }
+  // The row's weights, in any format: read into out[0, dim) / written from
+  // in[0, dim).
+  void ReadWeights(const Shard& s, uint32_t slot, float* out) const
+      ABSL_SHARED_LOCKS_REQUIRED(s.mu) {
+    const char* payload = RowStart(s, slot) + sizeof(RowMeta);
+    if (!quantized_) {
+      std::memcpy(out, payload, static_cast<size_t>(options_.dim) * sizeof(float));
+    } else {
+      DecodeRow(options_.row_format, payload, options_.dim, out);
+    }
+  }
+  void WriteWeights(const Shard& s, uint32_t slot, const float* in) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+    char* payload = RowStart(s, slot) + sizeof(RowMeta);
+    if (!quantized_) {
+      std::memcpy(payload, in, static_cast<size_t>(options_.dim) * sizeof(float));
+    } else {
+      EncodeRow(options_.row_format, in, options_.dim, payload);
+    }
   }
   RowMeta& Meta(const Shard& s, uint32_t slot) const
       ABSL_SHARED_LOCKS_REQUIRED(s.mu) {
@@ -435,9 +463,11 @@ class HashEmbeddingTable {
       ExportResult* result, ThreadPool* pool) const;
 
   const EmbeddingTableOptions options_;
+  const bool quantized_;  // row_format is not float32
   const int num_slots_;
   const int64_t row_floats_;    // dim * (1 + num_slots)
-  const int64_t stride_bytes_;  // sizeof(RowMeta) + 4 * row_floats_, 8-aligned
+  // sizeof(RowMeta) + 4 * row_floats_ (or the encoded row's bytes), 8-aligned
+  const int64_t stride_bytes_;
   int shard_shift_;             // 64 - log2(num_shards)
   int slab_shift_;              // log2(rows_per_slab)
   uint32_t slab_mask_;

@@ -48,7 +48,8 @@ absl::Status HashEmbeddingTable::ValidateChunk(const TableChunk& c) const {
     return bad("values must be float [n=", n, ", dim=", dim, "], got ",
                Describe(c.values));
   }
-  if (Present(c.slots)) {
+  // Quantized rows keep no slots: a chunk's are dropped.
+  if (Present(c.slots) && !quantized_) {
     if (c.slots.dtype() != DT_FLOAT || c.slots.dims() != 3 ||
         c.slots.dim_size(0) != n || c.slots.dim_size(2) != dim ||
         (c.slots.dim_size(1) != num_slots_ && c.slots.dim_size(1) != 0)) {
@@ -76,9 +77,10 @@ absl::Status HashEmbeddingTable::Import(const TableChunk& chunk,
   const int64_t dim = options_.dim;
   const int64_t* keys = chunk.keys.data<int64_t>();
   const float* values = chunk.values.data<float>();
-  const float* slots = Present(chunk.slots) && chunk.slots.dim_size(1) > 0
-                           ? chunk.slots.data<float>()
-                           : nullptr;
+  const float* slots =
+      Present(chunk.slots) && chunk.slots.dim_size(1) > 0 && !quantized_
+          ? chunk.slots.data<float>()
+          : nullptr;
   const int64_t* freqs =
       Present(chunk.frequencies) ? chunk.frequencies.data<int64_t>() : nullptr;
   const int64_t* versions =
@@ -122,12 +124,16 @@ absl::Status HashEmbeddingTable::Import(const TableChunk& chunk,
         ++inserted;
       }
       const uint32_t slot = it->second;
-      float* row = RowData(s, slot);
-      CopyFloats(row, values + pos * dim, dim);
-      if (slots != nullptr) {
-        CopyFloats(row + dim, slots + pos * num_slots_ * dim, num_slots_ * dim);
+      if (quantized_) {
+        WriteWeights(s, slot, values + pos * dim);
       } else {
-        InitSlots(row);
+        float* row = RowData(s, slot);
+        CopyFloats(row, values + pos * dim, dim);
+        if (slots != nullptr) {
+          CopyFloats(row + dim, slots + pos * num_slots_ * dim, num_slots_ * dim);
+        } else {
+          InitSlots(row);
+        }
       }
       RowMeta& meta = Meta(s, slot);
       meta.frequency.store(freqs ? freqs[pos] : 0, std::memory_order_relaxed);
@@ -228,12 +234,10 @@ absl::StatusOr<TableChunk> HashEmbeddingTable::CopyChunk(
       auto it = s.index.find(keys[pos]);
       if (it == s.index.end()) continue;  // removed since CollectKeys
       found[pos] = 1;
-      const float* row = RowData(s, it->second);
       out_keys[pos] = keys[pos];
-      if (out_values != nullptr) {
-        std::memcpy(out_values + pos * dim, row, dim * sizeof(float));
-      }
+      if (out_values != nullptr) ReadWeights(s, it->second, out_values + pos * dim);
       if (out_slots != nullptr) {
+        const float* row = RowData(s, it->second);
         std::memcpy(out_slots + pos * num_slots_ * dim, row + dim,
                     num_slots_ * dim * sizeof(float));
       }
@@ -347,10 +351,15 @@ absl::Status HashEmbeddingTable::ExportInStorageOrder(
       const RowMeta& meta = Meta(s, cursor);
       if (meta.version == kFreeSlotVersion) continue;
       if (options.since_step >= 0 && meta.version <= options.since_step) continue;
-      const float* row = RowData(s, cursor);
       keys[m] = meta.id;
-      if (values != nullptr) CopyFloats(values + m * dim, row, dim);
-      if (slots != nullptr) CopyFloats(slots + m * slot_floats, row + dim, slot_floats);
+      if (values != nullptr) {
+        if (quantized_) {
+          ReadWeights(s, cursor, values + m * dim);
+        } else {
+          CopyFloats(values + m * dim, RowData(s, cursor), dim);
+        }
+      }
+      if (slots != nullptr) CopyFloats(slots + m * slot_floats, RowData(s, cursor) + dim, slot_floats);
       freqs[m] = meta.frequency.load(std::memory_order_relaxed);
       versions[m] = meta.version;
       ++m;

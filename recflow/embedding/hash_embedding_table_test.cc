@@ -2,6 +2,7 @@
 // initialization, admission, eviction, stats, bad inputs, the resource.
 #include "recflow/embedding/hash_embedding_table.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <thread>
@@ -9,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "recflow/embedding/embedding_resource.h"
+#include "recflow/embedding/row_codec.h"
 #include "recflow/embedding/unique_ids.h"
 
 namespace recflow::embedding {
@@ -451,6 +453,83 @@ TEST(HashEmbeddingTableTest, ParallelLookupMatchesSequential) {
     EXPECT_EQ(rs.inserted, rp.inserted);
   }
   EXPECT_EQ(seq->size(), par->size());
+}
+
+// Quantized rows (serving): weights only, written encoded, read decoded
+// (Lookup, Export, GetRow) within the format's error; no optimizer step.
+TEST(HashEmbeddingTableTest, QuantizedRowsReadBackWithinTheirError) {
+  const int64_t dim = 16, n = 200;
+  Tensor keys(DT_INT64, TensorShape({n}));
+  Tensor values(DT_FLOAT, TensorShape({n, dim}));
+  Tensor slots(DT_FLOAT, TensorShape({n, 1, dim}));  // an Adagrad accumulator: dropped
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 0.1f);
+  for (int64_t i = 0; i < n; ++i) keys.flat<int64_t>()[i] = i * 7919 - 500;
+  for (float& x : values.flat<float>()) x = normal(rng);
+  for (float& x : slots.flat<float>()) x = 0.5f;
+  const int64_t full_stride = MakeTable([&] {
+    EmbeddingTableOptions o = BaseOptions(dim);
+    o.optimizer = OptimizerKind::kAdagrad;
+    return o;
+  }())->GetStats().bytes_per_row;
+  for (RowFormat format : {RowFormat::kFloat16, RowFormat::kInt8}) {
+    SCOPED_TRACE(RowFormatName(format));
+    EmbeddingTableOptions o = BaseOptions(dim);
+    o.optimizer = OptimizerKind::kAdagrad;
+    o.row_format = format;
+    auto t = MakeTable(o);
+    EXPECT_EQ(t->num_slots(), 0);
+    EXPECT_THAT(t->DebugString(), HasSubstr(RowFormatName(format)));
+    TableChunk chunk;
+    chunk.keys = keys;
+    chunk.values = values;
+    chunk.slots = slots;
+    ASSERT_TRUE(t->Import(chunk).ok());
+    EXPECT_EQ(t->size(), n);
+    // Rows of 24 bytes of metadata and the encoded weights, against 24 + 2 *
+    // 64 for float32 weights with an accumulator.
+    const int64_t stride = t->GetStats().bytes_per_row;
+    EXPECT_EQ(stride, format == RowFormat::kInt8 ? 24 + 8 + 16 : 24 + 32);
+    EXPECT_LT(stride * 3, full_stride * (format == RowFormat::kInt8 ? 1 : 2));
+
+    std::vector<int64_t> ids(keys.flat<int64_t>().begin(), keys.flat<int64_t>().end());
+    ids.push_back(123456789);  // absent: the default row
+    const std::vector<float> got = LookupVec(t.get(), ids, LookupMode::kReadOnly);
+    float worst = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t k = 0; k < dim; ++k) {
+        worst = std::max(worst, std::abs(got[i * dim + k] - values.flat<float>()[i * dim + k]));
+      }
+    }
+    // float16: relative 2^-11 of weights ~0.3 at most; int8: half of a
+    // (max - min) / 255 step, max - min ~ 0.7.
+    EXPECT_LT(worst, format == RowFormat::kInt8 ? 0.002f : 0.0003f);
+    EXPECT_EQ(Row(got, n, dim), std::vector<float>(dim, 0.0f));
+    // Export and GetRow decode the same way.
+    std::vector<float> exported(static_cast<size_t>(n * dim));
+    ExportOptions eo;
+    auto done = t->Export(eo, [&](const TableChunk& c) {
+      EXPECT_FALSE(c.slots.IsInitialized() && c.slots.dim_size(1) > 0);
+      for (int64_t r = 0; r < c.keys.dim_size(0); ++r) {
+        const int64_t i = (c.keys.flat<int64_t>()[r] + 500) / 7919;
+        std::copy_n(c.values.flat<float>().begin() + r * dim, dim, exported.begin() + i * dim);
+      }
+      return absl::OkStatus();
+    });
+    ASSERT_TRUE(done.ok()) << done.status();
+    EXPECT_EQ(exported, std::vector<float>(got.begin(), got.begin() + n * dim));
+    EXPECT_EQ(t->GetRow(ids[3])->weights, Row(got, 3, dim));
+    // No optimizer step on quantized rows.
+    std::vector<float> grads(dim, 1.0f);
+    absl::Status s = t->ApplyAdagrad({ids[0]}, grads, AdagradParams{}, 1);
+    EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+    EXPECT_THAT(s.message(), HasSubstr("stored as"));
+    // A training lookup still makes new rows (initialized, then encoded).
+    LookupResult r;
+    LookupVec(t.get(), {-1}, LookupMode::kTrain, nullptr, &r);
+    EXPECT_EQ(r.inserted, 1);
+    EXPECT_TRUE(t->Contains(-1));
+  }
 }
 
 TEST(UniqueIdsTest, UniqueAndSum) {

@@ -325,6 +325,24 @@ class TrainedModel {
           << "round " << r;
     }
   }
+  // The largest |served - trained| probability on rounds 0..round.
+  float MaxServedDiff(ServerCore* core, int round) {
+    float worst = 0;
+    for (int r = 0; r <= round; ++r) {
+      const data::Batch batch = RoundExamples(128, r).ToBatch(0, 40, 2);
+      PredictResponse response;
+      absl::Status s = core->Predict(RequestFor(config_, batch), &response);
+      EXPECT_TRUE(s.ok()) << s;
+      auto want = h_.Run(FeedsFor(config_, batch), {"probabilities:0"});
+      EXPECT_TRUE(want.ok()) << want.status();
+      if (!s.ok() || !want.ok()) return 1;
+      const Tensor& got = response.outputs.at("probabilities");
+      for (int64_t i = 0; i < got.NumElements(); ++i) {
+        worst = std::max(worst, std::abs(got.flat<float>()[i] - (*want)[0].flat<float>()[i]));
+      }
+    }
+    return worst;
+  }
 
  private:
   models::ModelConfig config_ = HashDeepFm();
@@ -397,6 +415,38 @@ TEST(ModelUpdatesServingTest, ServerFollowsTheTrainerExactly) {
   auto late = ServerCore::Create(options);
   ASSERT_TRUE(late.ok()) << late.status();
   m.ExpectServedEqualsTrained(late->get(), 4);
+}
+
+// Quantized rows (--embedding_row_format): the served model stays close to
+// the trainer's, through the export and the updates applied in place.
+TEST(ModelUpdatesServingTest, QuantizedRowsFollowTheTrainerClosely) {
+  const std::string dir = testutil::FreshDir("model_updates_quantized");
+  TrainedModel m(dir);
+  m.Train(0);
+  m.StartPublisher();
+  m.Publish();
+  m.Export(dir + "/models/1");
+  for (embedding::RowFormat format :
+       {embedding::RowFormat::kFloat16, embedding::RowFormat::kInt8}) {
+    SCOPED_TRACE(embedding::RowFormatName(format));
+    ServerCoreOptions options;
+    options.model_server_config = SingleModelConfig("deepfm", dir + "/models");
+    options.file_system_poll_wait_seconds = 0;
+    options.model_update_dirs = {{"deepfm", m.log()}};
+    options.model_update_poll_seconds = 3600;
+    options.embedding_row_format = format;
+    auto core = ServerCore::Create(options);
+    ASSERT_TRUE(core.ok()) << core.status();
+    const float tolerance = format == embedding::RowFormat::kInt8 ? 5e-3f : 5e-4f;
+    EXPECT_LT(m.MaxServedDiff(core->get(), 0), tolerance);
+    const int round = format == embedding::RowFormat::kInt8 ? 2 : 1;
+    m.Train(round);  // new ids and changed rows
+    m.Publish();
+    (*core)->ApplyModelUpdatesNow();
+    const float diff = m.MaxServedDiff(core->get(), round);
+    EXPECT_LT(diff, tolerance);
+    EXPECT_GT(diff, 0.0f);  // quantized indeed
+  }
 }
 
 TEST(ModelUpdaterTest, TrimKeepsTheMostRecentlyTrainedRows) {

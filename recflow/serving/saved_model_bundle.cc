@@ -109,7 +109,8 @@ absl::StatusOr<SavedModelBundle> LoadSavedModel(
     if (!s.ok()) return errors::Annotate(s, ctx("restoring the variables"));
   }
   {
-    absl::Status s = RestoreHashTables(bundle.session.get(), env, prefix);
+    absl::Status s =
+        RestoreHashTables(bundle.session.get(), env, prefix, options.embedding_row_format);
     if (!s.ok()) return errors::Annotate(s, ctx("restoring hash embedding tables"));
   }
 

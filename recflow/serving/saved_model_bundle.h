@@ -50,6 +50,7 @@
 #include "recflow/core/env.h"
 #include "recflow/core/tensor.h"
 #include "recflow/proto/meta_graph.pb.h"
+#include "recflow/embedding/row_codec.h"
 #include "recflow/runtime/session.h"
 
 namespace recflow::serving {
@@ -63,6 +64,10 @@ struct SavedModelBundle {
 struct LoadOptions {
   Env* env = Env::Default();  // Not owned.
   SessionOptions session;
+  // How the hash embedding tables store their rows (`recflow serve
+  // --embedding_row_format`; embedding/row_codec.h): float16 and int8 hold
+  // weights only, quantized, for about 1/2 and 1/4 of the bytes.
+  embedding::RowFormat embedding_row_format = embedding::RowFormat::kFloat32;
 };
 
 absl::StatusOr<SavedModelBundle> LoadSavedModel(
@@ -75,7 +80,9 @@ absl::StatusOr<SavedModelBundle> LoadSavedModel(
 // bundle or the table's rows are missing; DataLoss naming the tensor for a
 // truncated or corrupted bundle (the table is left empty, never
 // half-filled).
-absl::Status RestoreHashTables(Session* session, Env* env, const std::string& variables_prefix);
+// Tables are created with rows in `row_format`.
+absl::Status RestoreHashTables(Session* session, Env* env, const std::string& variables_prefix,
+                               embedding::RowFormat row_format = embedding::RowFormat::kFloat32);
 
 // Runs signature `signature_name` with `inputs` keyed by the signature's
 // input keys and returns every output keyed by output key (or only

@@ -14,10 +14,11 @@
 
 namespace recflow::serving {
 
-absl::Status RestoreHashTables(Session* session, Env* env, const std::string& variables_prefix) {
+absl::Status RestoreHashTables(Session* session, Env* env, const std::string& variables_prefix,
+                               embedding::RowFormat row_format) {
   ResourceMgr* rm = session->device()->resource_manager();
   ASSIGN_OR_RETURN(std::vector<embedding::GraphTable> tables,
-                   embedding::CreateGraphTables(*session->graph(), rm));
+                   embedding::CreateGraphTables(*session->graph(), rm, row_format));
   if (tables.empty()) return absl::OkStatus();
   if (!env->FileExists(variables_prefix + ".index")) {
     return errors::NotFound("the graph has hash embedding table '", tables[0].where.node,

@@ -418,6 +418,7 @@ absl::StatusOr<std::shared_ptr<const Servable>> ServerCore::LoadVersion(
   LoadOptions load;
   load.env = options_.env;
   load.session = options_.session;
+  load.embedding_row_format = options_.embedding_row_format;
   auto bundle = LoadSavedModel(load, dir, options_.tags);
   if (!bundle.ok()) {
     load_failures_->Increment({name, "load"});

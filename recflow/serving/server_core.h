@@ -183,6 +183,9 @@ struct ServerCoreOptions {
   // A row budget per hash table of a followed model (0: none;
   // ModelUpdaterOptions::max_rows_per_table).
   int64_t model_update_max_rows = 0;
+  // How loaded versions' hash embedding tables store their rows
+  // (LoadOptions::embedding_row_format).
+  embedding::RowFormat embedding_row_format = embedding::RowFormat::kFloat32;
   Env* env = Env::Default();  // Not owned.
   SessionOptions session;     // per loaded version
   // Where metrics go; null: a registry owned by the core.
