@@ -11,10 +11,12 @@
 #include "recflow/cli/commands.h"
 #include "recflow/core/env.h"
 #include "recflow/core/status.h"
+#include "recflow/embedding/row_codec.h"
 #include "recflow/framework/scope.h"
 #include "recflow/models/config.h"
 #include "recflow/models/model.h"
 #include "recflow/runtime/session.h"
+#include "recflow/serving/saved_model_bundle.h"
 #include "recflow/train/monitored_session.h"
 #include "recflow/train/saved_model_export.h"
 
@@ -22,7 +24,8 @@ namespace recflow::cli {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: recflow export --model_dir DIR --export_dir DIR [--config FILE] [--compact_updates]\n\n"
+    "usage: recflow export --model_dir DIR --export_dir DIR [--config FILE] [--compact_updates]\n"
+    "                      [--embedding_row_format float32|float16|int8]\n\n"
     "Writes the newest checkpoint of --model_dir as a SavedModel (TensorFlow's format:\n"
     "saved_model.pb + variables/) in --export_dir, which must not exist. Its\n"
     "serving_default signature takes a request's raw features — \"dense\" float [B, n] and,\n"
@@ -36,10 +39,15 @@ constexpr char kUsage[] =
     "export records the last one its checkpoint reflects (assets.extra/recflow_update_base);\n"
     "a server following MODEL_DIR/updates applies the ones after it. --compact_updates then\n"
     "deletes the updates the export reflects (a server still on an older export that has not\n"
-    "applied them waits for a newer full update or loads this export).\n\n";
+    "applied them waits for a newer full update or loads this export).\n\n"
+    "--embedding_row_format float16 or int8 makes servers store the hash embedding tables'\n"
+    "rows quantized by default (assets.extra/recflow_embedding_row_format; the rows written\n"
+    "stay float32, and `recflow serve --embedding_row_format` overrides it;\n"
+    "docs/embedding.md, \"Quantized rows\").\n\n";
 
 absl::Status RunExport(const models::RunConfig& config, const std::string& model_dir,
-                       const std::string& export_dir, bool compact_updates) {
+                       const std::string& export_dir, bool compact_updates,
+                       const std::string& row_format) {
   ASSIGN_OR_RETURN(checkpoint::LatestCheckpointInfo found,
                    checkpoint::FindLatestCheckpoint(Env::Default(), model_dir));
   if (!found.recovery.empty()) std::fprintf(stderr, "warning: %s\n", found.recovery.c_str());
@@ -56,6 +64,13 @@ absl::Status RunExport(const models::RunConfig& config, const std::string& model
   // Which published model updates the checkpoint reflects (a run that
   // publishes them records it; docs/online_learning.md).
   train::ExportOptions options;
+  if (!row_format.empty()) {
+    // The servers' default for this export's tables (the rows written stay
+    // float32: a server may still choose another format).
+    ASSIGN_OR_RETURN(embedding::RowFormat format, embedding::ParseRowFormat(row_format));
+    options.assets_extra[serving::kEmbeddingRowFormatFile] =
+        std::string(embedding::RowFormatName(format)) + "\n";
+  }
   std::optional<checkpoint::UpdateBase> base;
   {
     ASSIGN_OR_RETURN(auto reader, checkpoint::BundleReader::Open(Env::Default(), latest));
@@ -94,7 +109,7 @@ absl::Status RunExport(const models::RunConfig& config, const std::string& model
 }  // namespace
 
 int ExportCommand(const Args& args) {
-  std::string model_dir, export_dir, config_path;
+  std::string model_dir, export_dir, config_path, row_format;
   bool help = false, compact_updates = false;
   Args positional;
   if (!ParseFlags(args,
@@ -103,6 +118,8 @@ int ExportCommand(const Args& args) {
                     "delete the model updates the export reflects"},
                    {"export_dir", &export_dir, nullptr, "where the SavedModel goes (new)"},
                    {"config", &config_path, nullptr, "run config (default MODEL_DIR/run_config.yaml)"},
+                   {"embedding_row_format", &row_format, nullptr,
+                    "how servers store the hash tables' rows by default: float32, float16 or int8"},
                    {"help", nullptr, &help, "this message"}},
                   &positional, kUsage)) {
     return 2;
@@ -121,7 +138,7 @@ int ExportCommand(const Args& args) {
     std::cerr << "error: " << config.status().message() << "\n";
     return 1;
   }
-  absl::Status s = RunExport(*config, model_dir, export_dir, compact_updates);
+  absl::Status s = RunExport(*config, model_dir, export_dir, compact_updates, row_format);
   if (!s.ok()) {
     std::cerr << "error: " << s.message() << "\n";
     return 1;

@@ -60,6 +60,28 @@ print(v.get("recflow_model_update", {}).get(sys.argv[2], "none"))
 PY
 }
 
+# predict_rows URL TSV: a request of the first 20 rows of a Criteo TSV, as
+# recflow train parses them (log1p dense values, ids (field << 32) | hex):
+# ids the model was trained on.
+predict_rows() {
+  python3 - "$1/v1/models/ctr:predict" "$2" <<'PY'
+import json, math, sys, urllib.request
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[2]).readlines()[:20]]
+inputs = {"dense": [[math.log1p(max(float(v), 0)) if v else 0.0 for v in r[1:14]] for r in rows]}
+for f in range(26):
+    ids, splits = [], [0]
+    for r in rows:
+        if r[14 + f]:
+            ids.append((f << 32) | int(r[14 + f], 16))
+        splits.append(len(ids))
+    inputs["C%d/ids" % (f + 1)] = ids
+    inputs["C%d/row_splits" % (f + 1)] = splits
+req = urllib.request.Request(sys.argv[1], data=json.dumps({"inputs": inputs}).encode(), method="POST")
+with urllib.request.urlopen(req) as r:
+    print(r.status, r.read().decode())
+PY
+}
+
 metric() {  # metric URL NAME -> the value of the first sample of NAME
   python3 - "$1/monitoring/prometheus/metrics" "$2" <<'PY'
 import sys, urllib.request

@@ -74,15 +74,34 @@ behind=$(metric "$URL_live" recflow_serving_model_updates_behind)
 serve fresh --model_name=ctr --model_base_path="$TMP/fresh/ctr"
 want=$(predict "$URL_fresh")
 [[ "$after" == "$want" ]] || fail "served after updates: $after; fresh export: $want"
+# An export that says int8 (recflow export --embedding_row_format) is served
+# so by default: close to, not equal to, float32.
+"$RECFLOW" export --model_dir "$TMP/m" --export_dir "$TMP/q8export/ctr/1" \
+  --embedding_row_format int8 >/dev/null 2>&1 || fail "export --embedding_row_format int8"
+[[ "$(cat "$TMP/q8export/ctr/1/assets.extra/recflow_embedding_row_format")" == int8 ]] ||
+  fail "the export does not record its row format"
+serve q8export --model_name=ctr --model_base_path="$TMP/q8export/ctr"
+test_file=$(ls "$TMP"/data/test-*.tsv | head -1)
+python3 - "$(predict_rows "$URL_fresh" "$test_file")" "$(predict_rows "$URL_q8export" "$test_file")" \
+  <<'PY' || fail "int8 export served as float32 or wrong"
+import json, sys
+a, b = (json.loads(s.split(" ", 1)[1])["outputs"]["probabilities"] for s in sys.argv[1:3])
+d = max(abs(x - y) for x, y in zip(a, b))
+assert len(a) == len(b) and 0 < d < 0.01, (d, a, b)
+PY
+out=$("$RECFLOW" export --model_dir "$TMP/m" --export_dir "$TMP/q8bad" --embedding_row_format bf16 2>&1)
+grep -q "unknown embedding row format 'bf16'" <<<"$out" || fail "export with a bad row format: $out"
 
 # ... and a server storing the rows as int8 (--embedding_row_format) is close.
 serve q8 --model_name=ctr --model_base_path="$TMP/models/ctr" --embedding_row_format=int8 \
   --model_update_source=dir:"$TMP/m/updates" --model_update_poll_ms=20
-q8=$(predict "$URL_q8")
-python3 - "$after" "$q8" <<'PY' || fail "int8 rows: $q8 vs $after"
+test_file=$(ls "$TMP"/data/test-*.tsv | head -1)
+python3 - "$(predict_rows "$URL_live" "$test_file")" "$(predict_rows "$URL_q8" "$test_file")" \
+  <<'PY' || fail "int8 rows differ too much, or not at all"
 import json, sys
 a, b = (json.loads(s.split(" ", 1)[1])["outputs"]["probabilities"] for s in sys.argv[1:3])
-assert len(a) == len(b) and max(abs(x - y) for x, y in zip(a, b)) < 0.01, (a, b)
+d = max(abs(x - y) for x, y in zip(a, b))
+assert len(a) == len(b) == 20 and 0 < d < 0.01, (d, a, b)
 PY
 
 # 3. A damaged update: the server stays at the one before and keeps answering.

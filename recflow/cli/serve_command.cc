@@ -57,7 +57,8 @@ constexpr char kUsage[] =
     "model within N rows, dropping the least recently trained.\n\n"
     "--embedding_row_format float16 or int8 (row-wise, with a scale and a bias per row)\n"
     "stores the hash embedding tables' rows quantized, in about 1/2 or 1/4 of the bytes\n"
-    "(weights only: serving keeps no optimizer slots); lookups dequantize them\n"
+    "(weights only: serving keeps no optimizer slots); lookups dequantize them. Default:\n"
+    "what the export says (recflow export --embedding_row_format), else float32\n"
     "(docs/embedding.md, \"Quantized rows\").\n\n";
 
 // A new directory $TMPDIR/NAME-XXXXXX (TMPDIR unset: /tmp).
@@ -164,7 +165,7 @@ struct ServeFlags {
   std::string config_poll_wait = "0", saved_model_tags = "serve";
   std::string grpc_socket_path, grpc_channel_arguments;
   std::string model_update_source, model_update_poll_ms = "100", model_update_max_rows = "0";
-  std::string embedding_row_format = "float32";
+  std::string embedding_row_format;  // "": as each export says
   bool enable_batching = false, fail_if_zero = false;
 };
 
@@ -237,7 +238,7 @@ absl::Status Serve(const ServeFlags& f) {
     return errors::InvalidArgument("--model_update_max_rows must be >= 0 (0: no limit), got ",
                                    options.model_update_max_rows);
   }
-  {
+  if (!f.embedding_row_format.empty()) {
     auto format = embedding::ParseRowFormat(f.embedding_row_format);
     if (!format.ok()) return errors::Annotate(format.status(), "--embedding_row_format");
     options.embedding_row_format = *format;
@@ -458,7 +459,8 @@ int ServeCommand(const Args& args) {
               {"model_update_max_rows", &f.model_update_max_rows, nullptr,
                "rows per hash table of a followed model (0: no limit)"},
               {"embedding_row_format", &f.embedding_row_format, nullptr,
-               "hash embedding rows as float32 (default), float16 or int8"},
+               "hash embedding rows as float32, float16 or int8 (default: as the export "
+               "says, else float32)"},
               {"saved_model_tags", &f.saved_model_tags, nullptr,
                "comma-separated tag set of the MetaGraph to serve (default serve)"},
               {"grpc_socket_path", &f.grpc_socket_path, nullptr,

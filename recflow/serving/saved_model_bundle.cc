@@ -109,8 +109,22 @@ absl::StatusOr<SavedModelBundle> LoadSavedModel(
     if (!s.ok()) return errors::Annotate(s, ctx("restoring the variables"));
   }
   {
-    absl::Status s =
-        RestoreHashTables(bundle.session.get(), env, prefix, options.embedding_row_format);
+    embedding::RowFormat format = embedding::RowFormat::kFloat32;
+    if (options.embedding_row_format.has_value()) {
+      format = *options.embedding_row_format;
+    } else {
+      const std::string path = JoinPath(export_dir, checkpoint::kSavedModelAssetsExtraDirectory,
+                                        kEmbeddingRowFormatFile);
+      std::string text;
+      if (env->FileExists(path)) {
+        RETURN_IF_ERROR(ReadFileToString(env, path, &text));
+        while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+        auto parsed = embedding::ParseRowFormat(text);
+        if (!parsed.ok()) return errors::Annotate(parsed.status(), ctx(path));
+        format = *parsed;
+      }
+    }
+    absl::Status s = RestoreHashTables(bundle.session.get(), env, prefix, format);
     if (!s.ok()) return errors::Annotate(s, ctx("restoring hash embedding tables"));
   }
 

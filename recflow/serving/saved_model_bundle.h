@@ -41,6 +41,7 @@
 #define RECFLOW_SERVING_SAVED_MODEL_BUNDLE_H_
 
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <unordered_set>
@@ -61,13 +62,18 @@ struct SavedModelBundle {
   std::string export_dir;
 };
 
+// In an export's assets.extra/: the row format its hash tables are served
+// in by default ("float16\n"; `recflow export --embedding_row_format`).
+inline constexpr char kEmbeddingRowFormatFile[] = "recflow_embedding_row_format";
+
 struct LoadOptions {
   Env* env = Env::Default();  // Not owned.
   SessionOptions session;
   // How the hash embedding tables store their rows (`recflow serve
   // --embedding_row_format`; embedding/row_codec.h): float16 and int8 hold
-  // weights only, quantized, for about 1/2 and 1/4 of the bytes.
-  embedding::RowFormat embedding_row_format = embedding::RowFormat::kFloat32;
+  // weights only, quantized, for about 1/2 and 1/4 of the bytes. Unset: as
+  // the export's kEmbeddingRowFormatFile says, else float32.
+  std::optional<embedding::RowFormat> embedding_row_format;
 };
 
 absl::StatusOr<SavedModelBundle> LoadSavedModel(

@@ -184,8 +184,8 @@ struct ServerCoreOptions {
   // ModelUpdaterOptions::max_rows_per_table).
   int64_t model_update_max_rows = 0;
   // How loaded versions' hash embedding tables store their rows
-  // (LoadOptions::embedding_row_format).
-  embedding::RowFormat embedding_row_format = embedding::RowFormat::kFloat32;
+  // (LoadOptions::embedding_row_format; unset: as each export says).
+  std::optional<embedding::RowFormat> embedding_row_format;
   Env* env = Env::Default();  // Not owned.
   SessionOptions session;     // per loaded version
   // Where metrics go; null: a registry owned by the core.
