@@ -275,6 +275,13 @@ absl::Status HashEmbeddingTable::LookupShard(
     const size_t n = positions.size();
     const int64_t prefetch_span = std::min<int64_t>(stride_bytes_, sizeof(RowMeta) + row_bytes);
     int64_t ring[kRing];
+    // Quantized rows: the loop only finds them (and prefetches them); they
+    // are decoded after it, when their lines have arrived. Decoding inside
+    // the loop put a decode's worth of instructions behind every row miss,
+    // so fewer index and row misses overlapped: a 4M-row int8 table looked
+    // up at 0.65x float32's speed, against 1.2x without the decode.
+    std::vector<std::pair<int64_t, uint32_t>> found;  // (position, slot)
+    if (quantized_) found.reserve(n);
     for (size_t i = 0; i < std::min(n, kIndexAhead); ++i) {
       s.index.prefetch(ids[positions[i]]);
     }
@@ -304,11 +311,12 @@ absl::Status HashEmbeddingTable::LookupShard(
       if (!quantized_) {
         std::memcpy(out + pos * dim, RowData(s, static_cast<uint32_t>(slot)), row_bytes);
       } else {
-        // Decoded straight into the output (row_codec.h).
-        DecodeRow(options_.row_format, RowStart(s, static_cast<uint32_t>(slot)) + sizeof(RowMeta),
-                  dim, out + pos * dim);
+        found.emplace_back(pos, static_cast<uint32_t>(slot));
       }
       if (train) BumpFrequency(Meta(s, static_cast<uint32_t>(slot)));
+    }
+    for (const auto& [pos, slot] : found) {
+      DecodeRow(options_.row_format, RowStart(s, slot) + sizeof(RowMeta), dim, out + pos * dim);
     }
   }
   result->found += static_cast<int64_t>(positions.size() - misses.size());
