@@ -212,14 +212,18 @@ class StreamIterator final : public IteratorBase {
     return absl::OkStatus();
   }
 
+  // The error held back for this call (an element was returned before it),
+  // cleared; OK when there is none.
+  absl::Status TakePendingError() {
+    absl::Status s = std::move(pending_error_);
+    pending_error_ = absl::OkStatus();
+    return s;
+  }
+
   // Takes the next complete line, if there is one now (*got).
   absl::Status NextLine(Env* env, std::string* line, bool* got) {
     *got = false;
-    if (!pending_error_.ok()) {
-      absl::Status s = std::move(pending_error_);
-      pending_error_ = absl::OkStatus();
-      return s;
-    }
+    RETURN_IF_ERROR(TakePendingError());
     for (;;) {
       bool open = false;
       RETURN_IF_ERROR(OpenCurrent(env, &open));
@@ -310,11 +314,7 @@ class StreamIterator final : public IteratorBase {
   // TFRecord framing: takes the next whole record, if there is one now.
   absl::Status NextRecord(Env* env, std::string* record, bool* got) {
     *got = false;
-    if (!pending_error_.ok()) {
-      absl::Status s = std::move(pending_error_);
-      pending_error_ = absl::OkStatus();
-      return s;
-    }
+    RETURN_IF_ERROR(TakePendingError());
     for (;;) {
       bool open = false;
       RETURN_IF_ERROR(OpenCurrent(env, &open));
