@@ -11,7 +11,7 @@
 #    answering), and the next run's full update heals it;
 #  - `recflow train --stream` follows log files as they are written, with
 #    progressive validation, stops cleanly on SIGTERM / SIGINT and resumes
-#    where it stopped; TFRecord files stream too (a record half written
+#    where it stopped, and continues a model trained on files; TFRecord files stream too (a record half written
 #    waits for the rest);
 #  - bad flags are clear errors.
 set -u
@@ -185,6 +185,23 @@ sleep 2
 stop_train stream2 INT
 grep -q "trained [0-9]* steps (500 examples)" "$TMP/stream2.out" ||
   fail "the restarted stream did not go on where it stopped: $(cat "$TMP/stream2.out")"
+
+# A model trained on files goes on online: its checkpoint's input position
+# is not a stream's, so the stream starts at its first file (with a warning).
+"$RECFLOW" train --config "$TMP/run.yaml" --model_dir "$TMP/f2s" --steps 3 >/dev/null 2>&1 ||
+  fail "train on files before streaming"
+"$RECFLOW" train --config "$TMP/run.yaml" --model_dir "$TMP/f2s" --data "$TMP/stream/log-*.tsv" \
+  --stream >"$TMP/f2s.out" 2>"$TMP/f2s.err" &
+trainer=$!
+PIDS+=($trainer)
+sleep 3
+stop_train f2s TERM
+grep -q "resumed from .*model.ckpt-3" "$TMP/f2s.err" ||
+  fail "the stream did not continue the file-trained model: $(tail -3 "$TMP/f2s.err")"
+grep -q "is not one of this input pipeline" "$TMP/f2s.err" ||
+  fail "no warning that the input starts afresh: $(tail -3 "$TMP/f2s.err")"
+grep -q "trained [0-9]* steps (3500 examples)" "$TMP/f2s.out" ||
+  fail "the stream did not start at its first file: $(cat "$TMP/f2s.out")"
 
 # 4b. A TFRecord stream: a record half written waits for the rest.
 "$RECFLOW" gen-data --rows 1500 --test_rows 200 --seed 6 --num_files 3 --format tfrecord \

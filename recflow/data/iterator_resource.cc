@@ -56,16 +56,34 @@ absl::Status IteratorResource::Initialize(const Dataset& dataset,
     }
   }
   RETURN_IF_ERROR(dataset.impl()->CheckValid());
-  ASSIGN_OR_RETURN(Iterator it, dataset.MakeIterator(std::move(ctx)));
+  ASSIGN_OR_RETURN(Iterator it, dataset.MakeIterator(ctx));
   auto fresh = std::make_unique<Iterator>(std::move(it));
   std::unique_ptr<Iterator> old;  // Destroyed outside the lock.
   {
     MutexLock lock(&mu_);
     old = std::move(iterator_);
     iterator_ = std::move(fresh);
+    dataset_ = dataset;
+    ctx_ = std::move(ctx);
     produced_ = 0;
   }
   return absl::OkStatus();
+}
+
+absl::Status IteratorResource::Restart() {
+  std::optional<Dataset> dataset;
+  IteratorContext ctx;
+  {
+    MutexLock lock(&mu_);
+    if (!dataset_.has_value()) {
+      return errors::FailedPrecondition("iterator ", debug_,
+                                        " has no dataset to start again from (it was made from "
+                                        "an iterator, not initialized from a dataset)");
+    }
+    dataset = dataset_;
+    ctx = ctx_;
+  }
+  return Initialize(*dataset, std::move(ctx));
 }
 
 bool IteratorResource::initialized() const {
@@ -129,10 +147,10 @@ absl::Status RegisterIterator(ResourceMgr* rm, const std::string& container,
     }
     return (*existing)->Initialize(dataset, std::move(ctx));
   }
-  ASSIGN_OR_RETURN(Iterator it, dataset.MakeIterator(std::move(ctx)));
-  auto resource = std::make_shared<IteratorResource>(
-      std::move(it), dataset.impl()->output_dtypes(),
-      dataset.impl()->output_shapes(), dataset.DebugString());
+  auto resource = std::make_shared<IteratorResource>(dataset.impl()->output_dtypes(),
+                                                     dataset.impl()->output_shapes(),
+                                                     dataset.DebugString());
+  RETURN_IF_ERROR(resource->Initialize(dataset, std::move(ctx)));  // keeps it for Restart
   return rm->Create<IteratorResource>(where, name, std::move(resource));
 }
 

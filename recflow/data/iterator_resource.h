@@ -26,6 +26,7 @@
 #define RECFLOW_DATA_ITERATOR_RESOURCE_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,10 @@ class IteratorResource : public ResourceBase {
   // output_shapes(); the dataset's own builder error (Batch(0) ...) as is.
   absl::Status Initialize(const Dataset& dataset, IteratorContext ctx = {});
   bool initialized() const;
+  // Starts a new pass over the dataset of the last Initialize (dropping the
+  // current one, e.g. one a failed RestoreFromString left half restored).
+  // FailedPrecondition before any Initialize.
+  absl::Status Restart();
 
   absl::Status GetNext(Element* out, bool* end_of_sequence);
   // The position as bytes (see Iterator::SaveToString) and back.
@@ -69,6 +74,9 @@ class IteratorResource : public ResourceBase {
 
   mutable Mutex mu_;
   std::unique_ptr<Iterator> iterator_ ABSL_GUARDED_BY(mu_);  // Null: uninitialized.
+  // What the last Initialize was given (Restart).
+  std::optional<Dataset> dataset_ ABSL_GUARDED_BY(mu_);
+  IteratorContext ctx_ ABSL_GUARDED_BY(mu_);
   int64_t produced_ = 0;
   const std::vector<DataType> dtypes_;
   const std::vector<PartialShape> shapes_;

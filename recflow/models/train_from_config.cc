@@ -41,7 +41,12 @@ train::TrainSpec MakeTrainSpec(const RunConfig& config, const InputPipeline& p,
   spec.log_every_secs = config.train.log_every_secs;
   spec.summary_every_steps = config.train.summary_every_steps;
   spec.publish_interval_secs = config.train.publish_interval_secs;
-  if (config.data.stream) spec.progressive_auc_window = config.data.stream_auc_window;
+  if (config.data.stream) {
+    spec.progressive_auc_window = config.data.stream_auc_window;
+    // Online training often continues a model trained on files: its
+    // checkpoint's input position is not a stream's.
+    spec.restart_input_if_state_does_not_fit = true;
+  }
   spec.input_stats = p.stats;
   spec.batch_stats = p.batches;
   return spec;

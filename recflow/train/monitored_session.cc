@@ -22,7 +22,8 @@
 namespace recflow::train {
 namespace {
 
-checkpoint::Saveable IteratorSaveable(ResourceMgr* rm, const Node& node) {
+checkpoint::Saveable IteratorSaveable(ResourceMgr* rm, const Node& node,
+                                      bool restart_input_if_state_does_not_fit) {
   ResourceLocation where = NodeResourceLocation(node.def(), rm->default_container());
   auto find = [rm, where]() {
     return rm->Lookup<data::IteratorResource>(where.container, where.name);
@@ -34,20 +35,29 @@ checkpoint::Saveable IteratorSaveable(ResourceMgr* rm, const Node& node) {
         ASSIGN_OR_RETURN(std::string bytes, it->SaveToString());
         return Tensor::Scalar<std::string>(std::move(bytes));
       },
-      [find](const Tensor& t) -> absl::Status {
+      [find, restart_input_if_state_does_not_fit,
+       name = node.name()](const Tensor& t) -> absl::Status {
         if (t.dtype() != DT_STRING || t.NumElements() != 1) {
           return errors::InvalidArgument("iterator state must be a string scalar, got ",
                                          DataTypeString(t.dtype()), " ",
                                          t.shape().DebugString());
         }
         ASSIGN_OR_RETURN(auto it, find());
-        return it->RestoreFromString(t.scalar<std::string>());
+        absl::Status s = it->RestoreFromString(t.scalar<std::string>());
+        // A position of another pipeline (NotFound: a stage's entry is
+        // missing), when allowed: the input starts afresh.
+        if (s.ok() || !restart_input_if_state_does_not_fit || !absl::IsNotFound(s)) return s;
+        LOG(WARNING) << "the checkpoint's position of input '" << name
+                     << "' is not one of this input pipeline (" << s.message()
+                     << "): the model is restored and the input starts at its beginning";
+        return it->Restart();
       });
 }
 
 }  // namespace
 
-absl::StatusOr<std::vector<checkpoint::Saveable>> GraphSaveables(Session* session) {
+absl::StatusOr<std::vector<checkpoint::Saveable>> GraphSaveables(
+    Session* session, bool restart_input_if_state_does_not_fit) {
   std::shared_ptr<const Graph> graph = session->graph();
   ResourceMgr* rm = session->device()->resource_manager();
   std::vector<checkpoint::Saveable> out;
@@ -76,7 +86,9 @@ absl::StatusOr<std::vector<checkpoint::Saveable>> GraphSaveables(Session* sessio
     out.push_back(TableSaveable(rm, std::move(ref), options));
   }
   for (const auto& node : graph->nodes()) {
-    if (node->op() == "IteratorV2") out.push_back(IteratorSaveable(rm, *node));
+    if (node->op() == "IteratorV2") {
+      out.push_back(IteratorSaveable(rm, *node, restart_input_if_state_does_not_fit));
+    }
   }
   return out;
 }
@@ -282,7 +294,8 @@ absl::StatusOr<std::unique_ptr<MonitoredSession>> MonitoredSession::CreateWithRu
   if (!options.checkpoint_dir.empty()) {
     std::vector<checkpoint::Saveable> saveables = std::move(options.saveables);
     if (saveables.empty()) {
-      ASSIGN_OR_RETURN(saveables, GraphSaveables(session));
+      ASSIGN_OR_RETURN(saveables,
+                       GraphSaveables(session, options.restart_input_if_state_does_not_fit));
     }
     for (checkpoint::Saveable& extra : options.extra_saveables) {
       saveables.push_back(std::move(extra));

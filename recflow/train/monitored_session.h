@@ -202,6 +202,11 @@ struct MonitoredSessionOptions {
   // What a checkpoint holds. Empty: GraphSaveables() of the graph (every
   // variable and input iterator).
   std::vector<checkpoint::Saveable> saveables;
+  // A checkpoint's input position that another input pipeline saved (a
+  // stage's entry missing, e.g. a model trained on files now following a
+  // stream) fails the restore, unless this is set: then the model is
+  // restored, the input starts at its beginning, and a warning says so.
+  bool restart_input_if_state_does_not_fit = false;
   // Added to those (state kept beside the model: an update publisher's
   // sequence, train/update_publisher.h).
   std::vector<checkpoint::Saveable> extra_saveables;
@@ -288,7 +293,9 @@ class MonitoredSession {
 // a string scalar; restoring needs the pipeline registered first). Tables
 // save and restore on the session's intra-op pool (when it has one), so
 // the saveables must not outlive the session.
-absl::StatusOr<std::vector<checkpoint::Saveable>> GraphSaveables(Session* session);
+// restart_input_if_state_does_not_fit: see MonitoredSessionOptions.
+absl::StatusOr<std::vector<checkpoint::Saveable>> GraphSaveables(
+    Session* session, bool restart_input_if_state_does_not_fit = false);
 
 // Creates the tables of the session graph's HashEmbeddingTableOp nodes
 // (embedding::CreateGraphTables) so that they exist before a restore (a

@@ -169,6 +169,49 @@ TEST(MonitoredSessionTest, EndOfInputStops) {
   EXPECT_TRUE(absl::IsOutOfRange(s)) << s;
 }
 
+// A checkpoint whose input position another pipeline saved (Range.Batch
+// here, Range.Map.Batch next) fails the restore, unless the session may
+// restart the input: then the model is restored and the input starts over.
+TEST(MonitoredSessionTest, AnotherPipelinesPositionFailsOrRestartsTheInput) {
+  const tensorflow::GraphDef def = TrainGraph();
+  const std::string dir = MakeTempDir();
+  MonitoredSessionOptions opts;
+  opts.checkpoint_dir = dir;
+  opts.save_checkpoint_secs = 0;
+  opts.setup = [](Session* s) { return RegisterInput(s); };
+  {
+    auto ms = MonitoredSession::Create(opts, def);
+    ASSERT_TRUE(ms.ok()) << ms.status();
+    std::vector<Tensor> out;
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE((*ms)->Run({}, {}, {TrainTarget(def)}, &out).ok());
+    ASSERT_TRUE((*ms)->Close().ok());
+  }
+  opts.setup = [](Session* s) {
+    data::Dataset other = data::Dataset::Range(400)
+                              .Map([](data::Element e) -> absl::StatusOr<data::Element> {
+                                return e;
+                              },
+                                   1, {DT_INT64}, {PartialShape({})})
+                              .Batch(4);
+    return data::RegisterIterator(s->device()->resource_manager(), "", "input", other);
+  };
+  auto strict = MonitoredSession::Create(opts, def);
+  ASSERT_FALSE(strict.ok());
+  EXPECT_TRUE(absl::IsNotFound(strict.status())) << strict.status();
+  EXPECT_THAT(strict.status().message(), HasSubstr("it/iterator_state"));
+
+  opts.restart_input_if_state_does_not_fit = true;
+  auto lenient = MonitoredSession::Create(opts, def);
+  ASSERT_TRUE(lenient.ok()) << lenient.status();
+  EXPECT_FALSE((*lenient)->restored_from().empty());  // the model came back
+  std::vector<Tensor> out;
+  ASSERT_TRUE((*lenient)->session()->Run({}, {"global_step:0"}, {}, &out).ok());
+  EXPECT_EQ(out[0].scalar<int64_t>(), 3);
+  absl::Status run = (*lenient)->session()->Run({}, {"next:0"}, {}, &out);
+  ASSERT_TRUE(run.ok()) << run;
+  EXPECT_EQ(out[0].flat<int64_t>()[0], 0);  // the input starts over
+}
+
 TEST(MonitoredSessionTest, NanLossStopsWithStepAndValue) {
   const tensorflow::GraphDef def = TrainGraph(/*with_iterator=*/false);
   std::vector<std::unique_ptr<SessionRunHook>> hooks;

@@ -86,6 +86,9 @@ struct TrainSpec {
   // step's "probabilities:0" and labels "batch:0"), on the progress line
   // and in TrainResult::window (0: none).
   int64_t progressive_auc_window = 0;
+  // MonitoredSessionOptions::restart_input_if_state_does_not_fit (a stream
+  // continuing a model trained on files).
+  bool restart_input_if_state_does_not_fit = false;
 
   // What the input skipped (training and eval data together), for the
   // progress line and the report at the end. May be null.
