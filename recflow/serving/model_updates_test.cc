@@ -312,34 +312,32 @@ class TrainedModel {
                                         export_dir, options)
                     .ok());
   }
+  // The served and the training session's probabilities on round r's
+  // first 40 examples.
+  absl::StatusOr<std::pair<Tensor, Tensor>> ServedAndTrained(ServerCore* core, int r) {
+    const data::Batch batch = RoundExamples(128, r).ToBatch(0, 40, 2);
+    PredictResponse response;
+    RETURN_IF_ERROR(core->Predict(RequestFor(config_, batch), &response));
+    ASSIGN_OR_RETURN(auto want, h_.Run(FeedsFor(config_, batch), {"probabilities:0"}));
+    return std::make_pair(response.outputs.at("probabilities"), want[0]);
+  }
   // Served predictions equal the training session's on rounds 0..round.
   void ExpectServedEqualsTrained(ServerCore* core, int round) {
     for (int r = 0; r <= round; ++r) {
-      const data::Batch batch = RoundExamples(128, r).ToBatch(0, 40, 2);
-      PredictResponse response;
-      absl::Status s = core->Predict(RequestFor(config_, batch), &response);
-      ASSERT_TRUE(s.ok()) << s;
-      auto want = h_.Run(FeedsFor(config_, batch), {"probabilities:0"});
-      ASSERT_TRUE(want.ok()) << want.status();
-      EXPECT_TRUE(TensorsEqual(response.outputs.at("probabilities"), (*want)[0]))
-          << "round " << r;
+      auto both = ServedAndTrained(core, r);
+      ASSERT_TRUE(both.ok()) << both.status();
+      EXPECT_TRUE(TensorsEqual(both->first, both->second)) << "round " << r;
     }
   }
   // The largest |served - trained| probability on rounds 0..round.
   float MaxServedDiff(ServerCore* core, int round) {
     float worst = 0;
     for (int r = 0; r <= round; ++r) {
-      const data::Batch batch = RoundExamples(128, r).ToBatch(0, 40, 2);
-      PredictResponse response;
-      absl::Status s = core->Predict(RequestFor(config_, batch), &response);
-      EXPECT_TRUE(s.ok()) << s;
-      auto want = h_.Run(FeedsFor(config_, batch), {"probabilities:0"});
-      EXPECT_TRUE(want.ok()) << want.status();
-      if (!s.ok() || !want.ok()) return 1;
-      const Tensor& got = response.outputs.at("probabilities");
-      for (int64_t i = 0; i < got.NumElements(); ++i) {
-        worst = std::max(worst, std::abs(got.flat<float>()[i] - (*want)[0].flat<float>()[i]));
-      }
+      auto both = ServedAndTrained(core, r);
+      EXPECT_TRUE(both.ok()) << both.status();
+      if (!both.ok()) return 1;
+      const auto got = both->first.flat<float>(), want = both->second.flat<float>();
+      for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
     }
     return worst;
   }
