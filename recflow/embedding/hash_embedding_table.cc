@@ -231,6 +231,81 @@ void HashEmbeddingTable::EraseRow(Shard& s, int64_t id, uint32_t slot,
   s.deletion_log.push_back({id, log_step});
 }
 
+absl::StatusOr<uint32_t> HashEmbeddingTable::PromoteRow(Shard& s, int64_t id, int64_t row) {
+  ASSIGN_OR_RETURN(const uint32_t slot, AllocateSlot(s));
+  const int64_t dim = options_.dim;
+  float* data = RowData(s, slot);  // a base never sits under quantized rows
+  std::memcpy(data, base_->weights(row), dim * sizeof(float));
+  if (num_slots_ > 0 && base_->has_slots()) {
+    std::memcpy(data + dim, base_->slots(row), num_slots_ * dim * sizeof(float));
+  } else {
+    InitSlots(data);
+  }
+  RowMeta& meta = Meta(s, slot);
+  meta.id = id;
+  meta.frequency.store(base_->frequency(row), std::memory_order_relaxed);
+  meta.version = base_->version(row);
+  s.index.emplace(id, slot);
+  s.base_hidden.insert(id);
+  return slot;
+}
+
+void HashEmbeddingTable::LockAllShards() const {
+  for (int si = 0; si < options_.num_shards; ++si) shards_[si].mu.Lock();
+}
+
+void HashEmbeddingTable::UnlockAllShards() const {
+  for (int si = options_.num_shards - 1; si >= 0; --si) shards_[si].mu.Unlock();
+}
+
+absl::Status HashEmbeddingTable::AttachBase(std::shared_ptr<const MappedRows> base) {
+  if (quantized_) {
+    return errors::FailedPrecondition("embedding table '", options_.name, "' stores ",
+                                      RowFormatName(options_.row_format),
+                                      " rows; a mapped checkpoint's rows are float32");
+  }
+  if (base->dim() != options_.dim) {
+    return errors::InvalidArgument("embedding table '", options_.name, "' has dim ",
+                                   options_.dim, " but the mapped checkpoint ", base->source(),
+                                   " has rows of ", base->dim());
+  }
+  const int64_t base_clock = base->clock();
+  LockAllShards();
+  absl::Status status;
+  if (base_ != nullptr) {
+    status = errors::FailedPrecondition("embedding table '", options_.name,
+                                        "' already has a mapped base (", base_->source(), ")");
+  }
+  for (int si = 0; si < options_.num_shards && status.ok(); ++si) {
+    if (!shards_[si].index.empty()) {
+      status = errors::FailedPrecondition("embedding table '", options_.name,
+                                          "' must be empty to take a mapped base; Clear() first");
+    }
+  }
+  if (status.ok()) {
+    base_ = std::move(base);
+    has_base_hint_.store(true, std::memory_order_relaxed);
+  }
+  UnlockAllShards();
+  if (status.ok()) AdvanceClock(base_clock);
+  return status;
+}
+
+absl::Status HashEmbeddingTable::WaitForBase() const {
+  std::shared_ptr<const MappedRows> base;
+  {
+    ReaderLock lock(&shards_[0].mu);
+    base = base_;
+  }
+  return base == nullptr ? absl::OkStatus() : base->WaitVerified();
+}
+
+bool HashEmbeddingTable::has_base() const {
+  Shard& s = shards_[0];
+  ReaderLock lock(&s.mu);
+  return base_ != nullptr;
+}
+
 bool HashEmbeddingTable::Admit(Shard& s, int64_t id, int64_t count) {
   const AdmissionOptions& a = options_.admission;
   switch (a.kind) {
@@ -266,6 +341,7 @@ absl::Status HashEmbeddingTable::LookupShard(
   std::vector<int64_t> misses;
   {
     ReaderLock lock(&s.mu);
+    if (base_ != nullptr && base_->verify_failed()) return base_->verify_status();
     // Note [Lookup pipeline]: a large table misses the cache on both the
     // index probe and the row, so the loop runs three stages apart: prefetch
     // the index for id i + kIndexAhead, probe id i + kRowAhead and prefetch
@@ -318,6 +394,31 @@ absl::Status HashEmbeddingTable::LookupShard(
     for (const auto& [pos, slot] : found) {
       DecodeRow(options_.row_format, RowStart(s, slot) + sizeof(RowMeta), dim, out + pos * dim);
     }
+    if (base_ != nullptr && !misses.empty()) {
+      // Note [Base rows]: the misses' base rows, found (index entries
+      // prefetched ahead) and then copied (rows prefetched ahead). kTrain
+      // leaves them missing: they are promoted under the writer lock.
+      constexpr size_t kAhead = 8;
+      const size_t nm = misses.size();
+      std::vector<int64_t> rows(nm);
+      for (size_t m = 0; m < std::min(nm, kAhead); ++m) base_->PrefetchIndex(ids[misses[m]]);
+      for (size_t m = 0; m < nm; ++m) {
+        if (m + kAhead < nm) base_->PrefetchIndex(ids[misses[m + kAhead]]);
+        rows[m] = VisibleBaseRow(s, ids[misses[m]]);
+      }
+      size_t kept = 0;
+      for (size_t m = 0; m < nm; ++m) {
+        if (!train && m + kAhead < nm && rows[m + kAhead] >= 0) {
+          base_->PrefetchRow(rows[m + kAhead]);
+        }
+        if (rows[m] < 0 || train) {
+          misses[kept++] = misses[m];
+          continue;
+        }
+        std::memcpy(out + misses[m] * dim, base_->weights(rows[m]), row_bytes);
+      }
+      misses.resize(kept);
+    }
   }
   result->found += static_cast<int64_t>(positions.size() - misses.size());
   if (misses.empty()) return absl::OkStatus();
@@ -350,8 +451,16 @@ absl::Status HashEmbeddingTable::LookupShard(
   const int64_t new_version = clock() + 1;
   for (size_t u = 0; u < uids.size(); ++u) {
     auto it = s.index.find(uids[u]);
+    int64_t base_row;
     if (it != s.index.end()) {
       slot_of[u] = it->second;
+    } else if ((base_row = VisibleBaseRow(s, uids[u])) >= 0) {
+      absl::StatusOr<uint32_t> slot = PromoteRow(s, uids[u], base_row);
+      if (!slot.ok()) {
+        status = slot.status();
+        break;
+      }
+      slot_of[u] = *slot;
     } else if (Admit(s, uids[u], counts[u])) {
       absl::StatusOr<uint32_t> slot = InsertRow(s, uids[u], new_version);
       if (!slot.ok()) {
@@ -392,6 +501,15 @@ absl::Status HashEmbeddingTable::Lookup(absl::Span<const int64_t> ids,
                                    n * options_.dim, " are needed");
   }
   if (n == 0) return absl::OkStatus();
+  if (has_base_hint_.load(std::memory_order_relaxed)) {
+    // Note [Base rows]: a cold base reads the batch's pages in parallel.
+    std::shared_ptr<const MappedRows> base;
+    {
+      ReaderLock lock(&shards_[0].mu);
+      base = base_;
+    }
+    if (base != nullptr) base->PrefetchForLookup(ids, mode == LookupMode::kTrain);
+  }
   const ShardGroups groups = GroupByShard(ids);
   const int n_shards = options_.num_shards;
   std::vector<absl::Status> statuses(n_shards);
@@ -456,6 +574,7 @@ absl::Status HashEmbeddingTable::ApplyImpl(absl::Span<const int64_t> ids,
   const bool skip_nonfinite =
       options_.nonfinite_gradients == NonFinitePolicy::kSkipRow;
   std::vector<ApplyResult> results(options_.num_shards);
+  std::vector<absl::Status> statuses(options_.num_shards);
   if (n > 0) {
     const ShardGroups groups = GroupByShard(ids);
     ForEachShard(n * cost_per_id_ns, pool, [&](int si) {
@@ -475,10 +594,21 @@ absl::Status HashEmbeddingTable::ApplyImpl(absl::Span<const int64_t> ids,
         if (k + kIndexAhead < e) {
           s.index.prefetch(ids[groups.positions[k + kIndexAhead]]);
         }
-        auto it = s.index.find(ids[groups.positions[k]]);
+        const int64_t id = ids[groups.positions[k]];
+        auto it = s.index.find(id);
         // (Cast first: `cond ? -1 : uint32` would be unsigned.)
         slots[k - b] =
             it == s.index.end() ? -1 : static_cast<int64_t>(it->second);
+        int64_t base_row;
+        if (it == s.index.end() && (base_row = VisibleBaseRow(s, id)) >= 0) {
+          // Note [Base rows]: a base row is promoted before its update.
+          absl::StatusOr<uint32_t> slot = PromoteRow(s, id, base_row);
+          if (!slot.ok()) {
+            statuses[si] = slot.status();
+            return;
+          }
+          slots[k - b] = *slot;
+        }
       }
       for (int64_t k = b; k < e; ++k) {
         if (k + kRowAhead < e && slots[k + kRowAhead - b] >= 0) {
@@ -508,6 +638,7 @@ absl::Status HashEmbeddingTable::ApplyImpl(absl::Span<const int64_t> ids,
     });
   }
   AdvanceClock(step);
+  for (const absl::Status& st : statuses) RETURN_IF_ERROR(st);
   if (result != nullptr) {
     *result = ApplyResult();
     for (const ApplyResult& r : results) {
@@ -641,6 +772,7 @@ EvictionResult HashEmbeddingTable::Evict(int64_t current_step,
       s.evicted.fetch_add(r.by_age + r.by_frequency, std::memory_order_relaxed);
       r.rows_left = static_cast<int64_t>(s.index.size());
     });
+    EvictBaseRows(current_step, criteria, &results);
   }
   EvictionResult total;
   for (const EvictionResult& r : results) {
@@ -649,6 +781,52 @@ EvictionResult HashEmbeddingTable::Evict(int64_t current_step,
   }
   total.rows_left = size();
   return total;
+}
+
+void HashEmbeddingTable::EvictBaseRows(int64_t current_step, const EvictionOptions& criteria,
+                                       std::vector<EvictionResult>* results) {
+  std::shared_ptr<const MappedRows> base;
+  {
+    ReaderLock lock(&shards_[0].mu);
+    base = base_;
+  }
+  if (base == nullptr) return;
+  // The candidates by the base's own (immutable) frequencies and versions,
+  // without a lock; then each shard hides those still visible.
+  const int64_t max_age = criteria.max_age_steps;
+  const int64_t min_freq = criteria.min_frequency;
+  std::vector<int64_t> ids;
+  std::vector<char> by_age;
+  for (int64_t row = 0; row < base->size(); ++row) {
+    const bool old = max_age > 0 && current_step - base->version(row) > max_age;
+    const bool rare = min_freq > 0 && base->frequency(row) < min_freq;
+    if (old || rare) {
+      ids.push_back(base->id(row));
+      by_age.push_back(old ? 1 : 0);
+    }
+  }
+  if (ids.empty()) return;
+  const ShardGroups groups = GroupByShard(ids);
+  for (int si = 0; si < options_.num_shards; ++si) {
+    const int64_t b = groups.begin[si], e = groups.begin[si + 1];
+    if (b == e) continue;
+    Shard& s = shards_[si];
+    EvictionResult& r = (*results)[si];
+    WriterLock lock(&s.mu);
+    if (base_ != base) return;  // replaced meanwhile
+    const int64_t log_step = clock() + 1;
+    int64_t here = 0;
+    for (int64_t k = b; k < e; ++k) {
+      const int64_t pos = groups.positions[k];
+      // Visible: neither hidden nor overridden (a row of the table's own
+      // hides its base row).
+      if (!s.base_hidden.insert(ids[pos]).second) continue;
+      (by_age[pos] ? r.by_age : r.by_frequency) += 1;
+      s.deletion_log.push_back({ids[pos], log_step});
+      ++here;
+    }
+    s.evicted.fetch_add(here, std::memory_order_relaxed);
+  }
 }
 
 int64_t HashEmbeddingTable::Remove(absl::Span<const int64_t> ids) {
@@ -664,7 +842,15 @@ int64_t HashEmbeddingTable::Remove(absl::Span<const int64_t> ids) {
     for (int64_t k = b; k < e; ++k) {
       const int64_t id = ids[groups.positions[k]];
       auto it = s.index.find(id);
-      if (it == s.index.end()) continue;
+      if (it == s.index.end()) {
+        // Note [Base rows]: a visible base row is hidden and logged.
+        if (VisibleBaseRow(s, id) >= 0) {
+          s.base_hidden.insert(id);
+          s.deletion_log.push_back({id, log_step});
+          ++here;
+        }
+        continue;
+      }
       EraseRow(s, id, it->second, log_step);
       s.index.erase(it);
       ++here;
@@ -675,17 +861,21 @@ int64_t HashEmbeddingTable::Remove(absl::Span<const int64_t> ids) {
   return removed;
 }
 
-void HashEmbeddingTable::Clear() {
+void HashEmbeddingTable::Clear() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  LockAllShards();
   for (int si = 0; si < options_.num_shards; ++si) {
     Shard& s = shards_[si];
-    WriterLock lock(&s.mu);
     s.index.clear();
     s.next_slot = 0;
     s.free_slots.clear();
     s.sketch.Clear();
     s.deletion_log.clear();
+    s.base_hidden.clear();
   }
+  base_.reset();
+  has_base_hint_.store(false, std::memory_order_relaxed);
   clock_.store(0, std::memory_order_relaxed);
+  UnlockAllShards();
 }
 
 void HashEmbeddingTable::KeepDeletionsAfter(std::optional<int64_t> step) {
@@ -720,6 +910,11 @@ int64_t HashEmbeddingTable::size() const {
     Shard& s = shards_[si];
     ReaderLock lock(&s.mu);
     rows += static_cast<int64_t>(s.index.size());
+    if (base_ != nullptr) {
+      // The base's rows counted once (in shard 0), less each shard's hidden.
+      if (si == 0) rows += base_->size();
+      rows -= static_cast<int64_t>(s.base_hidden.size());
+    }
   }
   return rows;
 }
@@ -727,15 +922,30 @@ int64_t HashEmbeddingTable::size() const {
 bool HashEmbeddingTable::Contains(int64_t id) const {
   Shard& s = shards_[ShardOf(id)];
   ReaderLock lock(&s.mu);
-  return s.index.contains(id);
+  return s.index.contains(id) || VisibleBaseRow(s, id) >= 0;
 }
 
 std::optional<RowSnapshot> HashEmbeddingTable::GetRow(int64_t id) const {
   Shard& s = shards_[ShardOf(id)];
   ReaderLock lock(&s.mu);
   auto it = s.index.find(id);
-  if (it == s.index.end()) return std::nullopt;
   const int64_t dim = options_.dim;
+  if (it == s.index.end()) {
+    const int64_t row = VisibleBaseRow(s, id);
+    if (row < 0) return std::nullopt;
+    RowSnapshot snap;
+    snap.weights.assign(base_->weights(row), base_->weights(row) + dim);
+    for (int k = 0; k < num_slots_; ++k) {
+      if (base_->has_slots()) {
+        snap.slots.emplace_back(base_->slots(row) + k * dim, base_->slots(row) + (k + 1) * dim);
+      } else {
+        snap.slots.emplace_back(dim, slot_init_[k]);
+      }
+    }
+    snap.frequency = base_->frequency(row);
+    snap.version = base_->version(row);
+    return snap;
+  }
   RowSnapshot snap;
   snap.weights.resize(static_cast<size_t>(dim));
   ReadWeights(s, it->second, snap.weights.data());
@@ -764,6 +974,13 @@ TableStats HashEmbeddingTable::GetStats() const {
     Shard& s = shards_[si];
     ReaderLock lock(&s.mu);
     t.rows += static_cast<int64_t>(s.index.size());
+    if (base_ != nullptr) {
+      if (si == 0) {
+        t.base_rows += base_->size();
+        t.base_mapped_bytes = base_->mapped_bytes();
+      }
+      t.base_rows -= static_cast<int64_t>(s.base_hidden.size());
+    }
     t.slab_bytes += static_cast<int64_t>(s.slabs.size()) * slab_bytes;
     t.free_slots += static_cast<int64_t>(s.free_slots.size()) +
                     static_cast<int64_t>(s.slabs.size()) * rows_per_slab_ -
@@ -786,6 +1003,7 @@ TableStats HashEmbeddingTable::GetStats() const {
     t.dropped_updates += get(s.dropped_updates);
     t.nonfinite_updates += get(s.nonfinite_updates);
   }
+  t.rows += t.base_rows;
   t.total_bytes = t.slab_bytes + t.index_bytes + t.sketch_bytes +
                   t.deletion_log_bytes +
                   static_cast<int64_t>(sizeof(Shard)) * options_.num_shards;

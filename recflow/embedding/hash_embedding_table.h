@@ -30,6 +30,24 @@
 // kept until TrimDeletionLog(S) drops what a retained full checkpoint at S
 // already reflects.
 //
+// Note [Base rows]: AttachBase puts a mapped full checkpoint (MappedRows,
+// mapped_rows.h) under an empty table as a read-only bottom layer, so a
+// restored table answers at once instead of after inserting every row.
+// The table's rows are then its own (in memory) plus the base's rows it
+// does not hide. A base row is hidden once the table has its own row of the
+// id or the id was deleted (Remove, Evict); each shard keeps the hidden
+// ids of its own ids. So:
+//   - lookups read the table's row, else the visible base row, else the
+//     default row; kReadOnly lookups copy base rows straight from the
+//     mapping, while a kTrain lookup (and Apply* of a base row) first
+//     copies it into the table ("promotes" it, with its slots, frequency
+//     and version), since training will write it;
+//   - Import writes the table's own rows; Remove and Evict hide base rows
+//     and log them like any deletion; Clear drops the base;
+//   - Export, size, Contains, GetRow and GetStats see the union.
+// The base's background checksum pass (MappedRows) may still run: lookups
+// return its DataLoss once it fails; Export waits for it to end.
+//
 // Quantized rows (options().row_format float16 / int8, serving): see
 // row_codec.h; the row layout below holds the encoded weights instead of
 // the floats, and lookups decode them straight into their output.
@@ -67,6 +85,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -75,6 +94,7 @@
 #include "recflow/core/threadpool.h"
 #include "recflow/embedding/count_min_sketch.h"
 #include "recflow/embedding/embedding_options.h"
+#include "recflow/embedding/mapped_rows.h"
 #include "recflow/embedding/row_initializer.h"
 #include "recflow/embedding/shared_mutex.h"
 #include "recflow/embedding/sparse_optimizers.h"
@@ -130,6 +150,11 @@ struct TableStats {
   int64_t sketch_bytes = 0;   // admission sketches
   int64_t deletion_log_bytes = 0;
   int64_t total_bytes = 0;  // all of the above
+  // Note [Base rows]: rows of the mapped base that are visible (counted in
+  // `rows` too), and the bytes of the base's mapped tensors (file pages,
+  // not in total_bytes).
+  int64_t base_rows = 0;
+  int64_t base_mapped_bytes = 0;
 };
 
 // One chunk of exported (or to-be-imported) rows, sorted by key on export.
@@ -276,9 +301,21 @@ class HashEmbeddingTable {
   int64_t Remove(absl::Span<const int64_t> ids);
 
   // Removes every row, empties the admission sketches and the deletion log,
-  // and resets the clock to 0 (before restoring a full checkpoint). Keeps the
-  // slab memory for reuse and the counters of GetStats().
+  // drops the base (if any) and resets the clock to 0 (before restoring a
+  // full checkpoint). Keeps the slab memory for reuse and the counters of
+  // GetStats().
   void Clear();
+
+  // Note [Base rows]: makes `base` the read-only bottom layer of this empty
+  // table (after Clear()) and sets the clock to base->clock().
+  // FailedPrecondition when the table has rows or already a base, or holds
+  // quantized rows (a base's rows are float32); InvalidArgument when the
+  // base's dim or slots do not fit the table.
+  absl::Status AttachBase(std::shared_ptr<const MappedRows> base);
+  bool has_base() const;
+  // Blocks until the base's background pass (MappedRows) ended and returns
+  // its status: OK without a base.
+  absl::Status WaitForBase() const;
 
   // Drops deletion-log entries that a full checkpoint at `step` reflects,
   // but never those after the step KeepDeletionsAfter holds.
@@ -349,6 +386,8 @@ class HashEmbeddingTable {
     std::vector<uint32_t> free_slots ABSL_GUARDED_BY(mu);
     CountMinSketch sketch ABSL_GUARDED_BY(mu);
     std::vector<DeletionEntry> deletion_log ABSL_GUARDED_BY(mu);
+    // Note [Base rows]: this shard's ids whose base row is hidden.
+    absl::flat_hash_set<int64_t> base_hidden ABSL_GUARDED_BY(mu);
     std::atomic<int64_t> admitted{0}, inserts{0}, rejected_lookups{0},
         missing_lookups{0}, evicted{0}, removed{0}, dropped_updates{0},
         nonfinite_updates{0};
@@ -434,6 +473,22 @@ class HashEmbeddingTable {
                            absl::Span<const int64_t> positions, float* out,
                            LookupMode mode, LookupResult* result);
   void AdvanceClock(int64_t step);
+  // Note [Base rows]: the base row of `id` (in shard s) if visible, else -1.
+  int64_t VisibleBaseRow(const Shard& s, int64_t id) const ABSL_SHARED_LOCKS_REQUIRED(s.mu) {
+    if (base_ == nullptr) return -1;
+    if (!s.base_hidden.empty() && s.base_hidden.contains(id)) return -1;
+    return base_->Find(id);
+  }
+  // Copies visible base row `row` of `id` into the shard and hides it.
+  absl::StatusOr<uint32_t> PromoteRow(Shard& s, int64_t id, int64_t row)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // Hides base rows that `criteria` selects (Evict's second half).
+  void EvictBaseRows(int64_t current_step, const EvictionOptions& criteria,
+                     std::vector<EvictionResult>* results);
+  // Every shard's lock, in shard order (AttachBase, Clear: base_ changes
+  // only under all of them).
+  void LockAllShards() const ABSL_NO_THREAD_SAFETY_ANALYSIS;
+  void UnlockAllShards() const ABSL_NO_THREAD_SAFETY_ANALYSIS;
 
   // The shared body of Apply*: `update(grad, row)` updates one row. Defined
   // and instantiated in the .cc only.
@@ -476,6 +531,12 @@ class HashEmbeddingTable {
   std::vector<float> slot_init_;  // initial value per slot
   RowInitializer initializer_;
   std::unique_ptr<Shard[]> shards_;
+  // Note [Base rows]. Read under any shard's lock; written under all of
+  // them (LockAllShards).
+  std::shared_ptr<const MappedRows> base_;
+  // base_ != nullptr, readable without a lock (a hint: check base_ under a
+  // lock before using it).
+  std::atomic<bool> has_base_hint_{false};
   std::atomic<int64_t> clock_{0};
   // KeepDeletionsAfter's step; int64 max: none.
   std::atomic<int64_t> keep_deletions_after_{std::numeric_limits<int64_t>::max()};

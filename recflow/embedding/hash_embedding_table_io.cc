@@ -122,6 +122,8 @@ absl::Status HashEmbeddingTable::Import(const TableChunk& chunk,
         it->second = *allocated;
         Meta(s, *allocated).id = keys[pos];
         ++inserted;
+        // Note [Base rows]: the new row hides the base's.
+        if (base_ != nullptr && base_->Find(keys[pos]) >= 0) s.base_hidden.insert(keys[pos]);
       }
       const uint32_t slot = it->second;
       if (quantized_) {
@@ -178,6 +180,24 @@ std::vector<int64_t> HashEmbeddingTable::CollectKeys(int64_t since_step,
     }
     std::sort(keys.begin(), keys.end());
   });
+  // Note [Base rows]: the visible base rows, sorted into their shards' lists.
+  std::shared_ptr<const MappedRows> base;
+  {
+    ReaderLock lock(&shards_[0].mu);
+    base = base_;
+  }
+  if (base != nullptr) {
+    for (int64_t row = 0; row < base->size(); ++row) {
+      if (since_step >= 0 && base->version(row) <= since_step) continue;
+      const int64_t id = base->id(row);
+      Shard& s = shards_[ShardOf(id)];
+      ReaderLock lock(&s.mu);
+      if (base_ == base && !s.base_hidden.contains(id)) per_shard[ShardOf(id)].push_back(id);
+    }
+    ForEachShard(size() * 20, pool, [&](int si) {
+      std::sort(per_shard[si].begin(), per_shard[si].end());
+    });
+  }
   size_t total = 0;
   for (const auto& v : per_shard) total += v.size();
   std::vector<int64_t> keys;
@@ -232,7 +252,28 @@ absl::StatusOr<TableChunk> HashEmbeddingTable::CopyChunk(
     for (int64_t k = b; k < e; ++k) {
       const int64_t pos = groups.positions[k];
       auto it = s.index.find(keys[pos]);
-      if (it == s.index.end()) continue;  // removed since CollectKeys
+      if (it == s.index.end()) {
+        const int64_t row = VisibleBaseRow(s, keys[pos]);
+        if (row < 0) continue;  // removed since CollectKeys
+        found[pos] = 1;
+        out_keys[pos] = keys[pos];
+        if (out_values != nullptr) {
+          std::memcpy(out_values + pos * dim, base_->weights(row), dim * sizeof(float));
+        }
+        if (out_slots != nullptr) {
+          if (base_->has_slots()) {
+            std::memcpy(out_slots + pos * num_slots_ * dim, base_->slots(row),
+                        num_slots_ * dim * sizeof(float));
+          } else {
+            for (int k = 0; k < num_slots_; ++k) {
+              std::fill_n(out_slots + (pos * num_slots_ + k) * dim, dim, slot_init_[k]);
+            }
+          }
+        }
+        out_freqs[pos] = base_->frequency(row);
+        out_versions[pos] = base_->version(row);
+        continue;
+      }
       found[pos] = 1;
       out_keys[pos] = keys[pos];
       if (out_values != nullptr) ReadWeights(s, it->second, out_values + pos * dim);
@@ -290,9 +331,11 @@ absl::Status HashEmbeddingTable::ExportInStorageOrder(
   // The work, in output order: ranges of at most max_rows slots of one
   // shard (each becomes one chunk of its live rows; ranges with none are
   // skipped).
+  // shard -1: rows [begin, end) of the base (Note [Base rows]), after
+  // every shard's.
   struct Range {
     int shard;
-    uint32_t begin, end;
+    int64_t begin, end;
   };
   std::vector<Range> ranges;
   for (int si = 0; si < options_.num_shards; ++si) {
@@ -303,8 +346,17 @@ absl::Status HashEmbeddingTable::ExportInStorageOrder(
       end = s.next_slot;
     }
     for (int64_t b = 0; b < end; b += max_rows) {
-      ranges.push_back({si, static_cast<uint32_t>(b),
-                        static_cast<uint32_t>(std::min<int64_t>(end, b + max_rows))});
+      ranges.push_back({si, b, std::min<int64_t>(end, b + max_rows)});
+    }
+  }
+  std::shared_ptr<const MappedRows> base;
+  {
+    ReaderLock lock(&shards_[0].mu);
+    base = base_;
+  }
+  if (base != nullptr) {
+    for (int64_t b = 0; b < base->size(); b += max_rows) {
+      ranges.push_back({-1, b, std::min<int64_t>(base->size(), b + max_rows)});
     }
   }
   // A chunk's buffers; reused unless the sink kept a reference to them.
@@ -331,6 +383,54 @@ absl::Status HashEmbeddingTable::ExportInStorageOrder(
            (with_slots && !b.slots.RefCountIsOne()) || !b.freqs.RefCountIsOne() ||
            !b.versions.RefCountIsOne();
   };
+  // Copies the visible base rows of `r` into `b`: the candidates by version,
+  // then each shard's hidden ids are checked under its reader lock.
+  auto fill_base = [&](const Range& r, Buffers* b) {
+    std::vector<int64_t> rows, ids;
+    for (int64_t row = r.begin; row < r.end; ++row) {
+      if (options.since_step >= 0 && base->version(row) <= options.since_step) continue;
+      rows.push_back(row);
+      ids.push_back(base->id(row));
+    }
+    std::vector<char> visible(rows.size(), 0);
+    const ShardGroups groups = GroupByShard(ids);
+    for (int si = 0; si < options_.num_shards; ++si) {
+      const int64_t gb = groups.begin[si], ge = groups.begin[si + 1];
+      if (gb == ge) continue;
+      Shard& s = shards_[si];
+      ReaderLock lock(&s.mu);
+      if (base_ != base) continue;  // cleared meanwhile: no rows
+      for (int64_t k = gb; k < ge; ++k) {
+        const int64_t pos = groups.positions[k];
+        visible[pos] = s.base_hidden.empty() || !s.base_hidden.contains(ids[pos]);
+      }
+    }
+    int64_t m = 0;
+    int64_t* keys = b->keys.data<int64_t>();
+    float* values = with_values ? b->values.data<float>() : nullptr;
+    float* slots = slot_floats > 0 ? b->slots.data<float>() : nullptr;
+    int64_t* freqs = b->freqs.data<int64_t>();
+    int64_t* versions = b->versions.data<int64_t>();
+    for (size_t k = 0; k < rows.size(); ++k) {
+      if (!visible[k]) continue;
+      const int64_t row = rows[k];
+      keys[m] = ids[k];
+      if (values != nullptr) CopyFloats(values + m * dim, base->weights(row), dim);
+      if (slots != nullptr) {
+        if (base->has_slots()) {
+          CopyFloats(slots + m * slot_floats, base->slots(row), slot_floats);
+        } else {
+          for (int j = 0; j < num_slots_; ++j) {
+            std::fill_n(slots + m * slot_floats + j * dim, dim, slot_init_[j]);
+          }
+        }
+      }
+      freqs[m] = base->frequency(row);
+      versions[m] = base->version(row);
+      ++m;
+    }
+    b->rows = m;
+  };
   // Copies the live rows of `r` into `b` under the shard's reader lock.
   auto fill = [&](const Range& r, Buffers* b) {
     b->rows = 0;
@@ -338,16 +438,20 @@ absl::Status HashEmbeddingTable::ExportInStorageOrder(
       b->status = allocate(b);
       if (!b->status.ok()) return;
     }
+    if (r.shard < 0) {
+      fill_base(r, b);
+      return;
+    }
     Shard& s = shards_[r.shard];
     ReaderLock lock(&s.mu);
-    const uint32_t end = std::min(r.end, s.next_slot);
+    const uint32_t end = static_cast<uint32_t>(std::min<int64_t>(r.end, s.next_slot));
     int64_t m = 0;
     int64_t* keys = b->keys.data<int64_t>();
     float* values = with_values ? b->values.data<float>() : nullptr;
     float* slots = slot_floats > 0 ? b->slots.data<float>() : nullptr;
     int64_t* freqs = b->freqs.data<int64_t>();
     int64_t* versions = b->versions.data<int64_t>();
-    for (uint32_t cursor = r.begin; cursor < end; ++cursor) {
+    for (uint32_t cursor = static_cast<uint32_t>(r.begin); cursor < end; ++cursor) {
       const RowMeta& meta = Meta(s, cursor);
       if (meta.version == kFreeSlotVersion) continue;
       if (options.since_step >= 0 && meta.version <= options.since_step) continue;
@@ -474,6 +578,20 @@ absl::StatusOr<ExportResult> HashEmbeddingTable::Export(
                                    options.max_rows_per_chunk);
   }
   ExportResult result;
+  {
+    // Note [Base rows]: rows are not copied out of a base whose checksum
+    // pass has not ended (it may yet fail).
+    std::shared_ptr<const MappedRows> base;
+    {
+      ReaderLock lock(&shards_[0].mu);
+      base = base_;
+    }
+    if (base != nullptr) {
+      RETURN_IF_ERROR(errors::Annotate(base->WaitVerified(),
+                                       absl::StrCat("Export of embedding table '", options_.name,
+                                                    "'")));
+    }
+  }
   if (options.evict_at_step.has_value()) {
     result.eviction = Evict(*options.evict_at_step, pool);
   }

@@ -18,6 +18,7 @@
 #include "recflow/checkpoint/tensor_cursor.h"
 #include "recflow/core/allocator.h"
 #include "recflow/core/direct_file.h"
+#include "recflow/core/logging.h"
 #include "recflow/core/status.h"
 #include "recflow/core/threadpool.h"
 #include "recflow/embedding/row_initializer.h"
@@ -370,6 +371,8 @@ absl::Status SaveTable(HashEmbeddingTable* table, BundleWriter* writer, const st
   // fixes the rows; each later one must see the same ids in the same order.
   std::optional<IdTrace> first;
   Tensor deleted_ids;
+  // A full save with save_index: K/index is built from the keys pass.
+  std::optional<TableIndexBuilder> index;
   enum class Column { kKeys, kFrequencies, kVersions, kValues, kSlots };
   auto pass = [&](Column column, int64_t n,
                   const BundleWriter::ChunkSink* sink) -> absl::Status {
@@ -383,6 +386,9 @@ absl::Status SaveTable(HashEmbeddingTable* table, BundleWriter* writer, const st
                          [&](const TableChunk& c) -> absl::Status {
                            if (n >= 0 && c.keys.dim_size(0) > n - trace.rows) return changed();
                            trace.Add(c.keys);
+                           if (column == Column::kKeys && index.has_value() && sink != nullptr) {
+                             RETURN_IF_ERROR(index->Add(c.keys.flat<int64_t>()));
+                           }
                            if (sink == nullptr) return absl::OkStatus();
                            const Tensor& t = column == Column::kKeys          ? c.keys
                                              : column == Column::kFrequencies ? c.frequencies
@@ -415,6 +421,10 @@ absl::Status SaveTable(HashEmbeddingTable* table, BundleWriter* writer, const st
     RETURN_IF_ERROR(pass(Column::kKeys, -1, nullptr));
     n = first->rows;
   }
+  if (since_step < 0 && options.save_index) {
+    ASSIGN_OR_RETURN(TableIndexBuilder builder, TableIndexBuilder::Create(n));
+    index.emplace(std::move(builder));
+  }
   RETURN_IF_ERROR(stream("keys", Column::kKeys, DT_INT64, TensorShape({n})));
   RETURN_IF_ERROR(stream("frequencies", Column::kFrequencies, DT_INT64, TensorShape({n})));
   RETURN_IF_ERROR(stream("versions", Column::kVersions, DT_INT64, TensorShape({n})));
@@ -426,6 +436,14 @@ absl::Status SaveTable(HashEmbeddingTable* table, BundleWriter* writer, const st
     RETURN_IF_ERROR(writer->Add(Key(key, "slots"), Tensor(DT_FLOAT, TensorShape({n, 0, dim}))));
   }
   if (since_step >= 0) RETURN_IF_ERROR(writer->Add(Key(key, "deleted_ids"), deleted_ids));
+  if (index.has_value()) {
+    absl::StatusOr<Tensor> entries = index->Finish();
+    if (!entries.ok()) return changed();
+    RETURN_IF_ERROR(writer->Add(Key(key, "index"), *entries));
+    Tensor clock(DT_INT64, TensorShape({}));
+    clock.data<int64_t>()[0] = table->clock();
+    RETURN_IF_ERROR(writer->Add(Key(key, "clock"), clock));
+  }
   return absl::OkStatus();
 }
 
@@ -444,6 +462,36 @@ absl::Status RestoreTable(HashEmbeddingTable* table, const BundleReader& reader,
     }
     return errors::Annotate(s, absl::StrCat(where, " from ", reader.prefix()));
   };
+  // (Quantized rows are imported without a word: they are a choice to
+  // encode every row, which a mapped float32 base would not be.)
+  if (single && !delta && options.open_in_place && !options.keep_id &&
+      table->row_format() == RowFormat::kFloat32 && reader.Contains(Key(key, "index"))) {
+    absl::Status why;
+    if (options.env != Env::Default()) {
+      why = errors::Unimplemented("the bundle is not read through the local file system");
+    } else {
+      MappedRowsOptions mo;
+      mo.dim = table->dim();
+      mo.num_slots = table->num_slots();
+      mo.slots = options.restore_slots;
+      absl::StatusOr<std::shared_ptr<MappedRows>> base = MappedRows::Open(reader, key, mo);
+      if (base.ok()) {
+        table->Clear();
+        const int64_t rows = (*base)->size(), bytes = (*base)->mapped_bytes();
+        why = table->AttachBase(*std::move(base));
+        if (why.ok()) {
+          LOG(INFO) << "embedding table '" << table->name() << "': opened in place from "
+                    << reader.prefix() << " (" << rows << " rows, "
+                    << bytes / (1 << 20) << " MiB mapped)";
+          return absl::OkStatus();
+        }
+      } else {
+        why = base.status();
+      }
+    }
+    LOG(WARNING) << "embedding table '" << table->name() << "': not opened in place from "
+                 << reader.prefix() << " (" << why.message() << "); restoring its rows";
+  }
   if (single) {
     sources.push_back(key);
   } else {

@@ -129,6 +129,20 @@ struct TableBundleOptions {
   // their initial slot values (serving, whose lookups read no slot). Saves
   // ignore it.
   bool restore_slots = true;
+  // Full saves: also write K/index and K/clock, the hash index that lets a
+  // restore open the table in place (mapped_rows.h; memory while saving:
+  // about 21 bytes per row for the index). Deltas and restores ignore it.
+  bool save_index = false;
+  // Full restores of the single layout: when the bundle has K/index, map
+  // the table's tensors and make them the table's base (Note [Base rows] in
+  // hash_embedding_table.h) instead of importing every row; the restore
+  // returns at once and rows are read from the file as they are looked up.
+  // Falls back to importing (with a warning naming the reason) where the
+  // bundle cannot be mapped: no local file (options.env is not
+  // Env::Default()), a tensor not aligned for its type, a damaged index.
+  // Tables of quantized rows and restores with keep_id are imported. The mapped files must not be rewritten in
+  // place while the table uses them (recflow never does).
+  bool open_in_place = false;
   // Saves: false writes K/slots with no slots ([n, 0, dim]) and copies none
   // (a model update for serving, train/update_publisher.h, whose readers
   // need only the weights). Restores ignore it.
