@@ -124,7 +124,8 @@ absl::StatusOr<SavedModelBundle> LoadSavedModel(
         format = *parsed;
       }
     }
-    absl::Status s = RestoreHashTables(bundle.session.get(), env, prefix, format);
+    absl::Status s = RestoreHashTables(bundle.session.get(), env, prefix, format,
+                                       !options.tables_available_before_checked);
     if (!s.ok()) return errors::Annotate(s, ctx("restoring hash embedding tables"));
   }
 

@@ -74,6 +74,15 @@ struct LoadOptions {
   // weights only, quantized, for about 1/2 and 1/4 of the bytes. Unset: as
   // the export's kEmbeddingRowFormatFile says, else float32.
   std::optional<embedding::RowFormat> embedding_row_format;
+  // Hash tables of an export that carries their hash index are opened in
+  // place (docs/embedding.md, "Open in place"): mapped, and read and
+  // checksummed by a background pass. false: the load waits for each
+  // table's pass, so damage fails the load and the version goes live warm.
+  // true: the load returns at once; damage found later fails the version's
+  // lookups with DataLoss. ServerCore sets it for the first version of a
+  // model (nothing serves the model yet) and leaves it false for a version
+  // that replaces a serving one.
+  bool tables_available_before_checked = false;
 };
 
 absl::StatusOr<SavedModelBundle> LoadSavedModel(
@@ -87,8 +96,11 @@ absl::StatusOr<SavedModelBundle> LoadSavedModel(
 // truncated or corrupted bundle (the table is left empty, never
 // half-filled).
 // Tables are created with rows in `row_format`.
+// Tables opened in place: see LoadOptions::tables_available_before_checked
+// (`wait_for_check` is its negation).
 absl::Status RestoreHashTables(Session* session, Env* env, const std::string& variables_prefix,
-                               embedding::RowFormat row_format = embedding::RowFormat::kFloat32);
+                               embedding::RowFormat row_format = embedding::RowFormat::kFloat32,
+                               bool wait_for_check = true);
 
 // Runs signature `signature_name` with `inputs` keyed by the signature's
 // input keys and returns every output keyed by output key (or only

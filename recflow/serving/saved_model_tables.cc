@@ -15,7 +15,7 @@
 namespace recflow::serving {
 
 absl::Status RestoreHashTables(Session* session, Env* env, const std::string& variables_prefix,
-                               embedding::RowFormat row_format) {
+                               embedding::RowFormat row_format, bool wait_for_check) {
   ResourceMgr* rm = session->device()->resource_manager();
   ASSIGN_OR_RETURN(std::vector<embedding::GraphTable> tables,
                    embedding::CreateGraphTables(*session->graph(), rm, row_format));
@@ -32,9 +32,21 @@ absl::Status RestoreHashTables(Session* session, Env* env, const std::string& va
   options.pool = session->device()->intra_op_pool();
   // Serving lookups read no optimizer slot: they keep their initial values.
   options.restore_slots = false;
+  // An export's tables carry their hash index: they are mapped and answer
+  // at once (embedding/mapped_rows.h); others are imported.
+  options.open_in_place = true;
   for (const embedding::GraphTable& t : tables) {
     absl::Status s = embedding::RestoreTable(t.resource->table(), *reader, t.where.node,
                                              /*delta=*/false, options);
+    if (!s.ok()) {
+      return errors::Annotate(s, absl::StrCat("importing hash embedding table '", t.where.node,
+                                              "'"));
+    }
+  }
+  // The passes of all tables run together; each is waited for in turn.
+  for (const embedding::GraphTable& t : tables) {
+    if (!wait_for_check) break;
+    absl::Status s = t.resource->table()->WaitForBase();
     if (!s.ok()) {
       return errors::Annotate(s, absl::StrCat("importing hash embedding table '", t.where.node,
                                               "'"));

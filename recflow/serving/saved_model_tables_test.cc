@@ -1,14 +1,16 @@
 // A SavedModel's hash embedding table restores in serving through the same
 // table <-> bundle bridge (embedding/table_bundle.h) as a training
 // checkpoint restores it: the same rows, frequencies and versions, read in
-// lanes; damage in any lane's range of any tensor serving reads is DataLoss
-// naming the tensor. (Export, lookups and the missing-bundle errors are in
+// lanes or mapped in place; damage in any lane's range of any tensor
+// serving reads is DataLoss naming the tensor. (Export, lookups and the missing-bundle errors are in
 // train/saved_model_export_tables_test.cc.)
+#include <filesystem>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "recflow/checkpoint/saved_model.h"
@@ -18,6 +20,8 @@
 #include "recflow/ops/array_ops.h"
 #include "recflow/ops/hash_table_ops.h"
 #include "recflow/serving/saved_model_bundle.h"
+#include "recflow/serving/server_core.h"
+#include "recflow/serving/testing/server_core_util.h"
 #include "recflow/train/monitored_session.h"
 #include "recflow/train/saved_model_export.h"
 #include "recflow/train/variables.h"
@@ -165,6 +169,96 @@ TEST_F(SavedModelTablesRestoreTest, ServingRestoresTheRowsTrainingRestores) {
     differ += serve->slots != std::vector<std::vector<float>>{std::vector<float>(kDim, 0.1f)};
   }
   EXPECT_EQ(differ, 0);
+}
+
+// The export carries the table's hash index: serving maps the table (in
+// place) and, by default, waits for its read-and-checksum pass; with
+// tables_available_before_checked it answers at once, and damage found by
+// the pass fails the lookups instead of the load.
+TEST_F(SavedModelTablesRestoreTest, TablesAreOpenedInPlaceAndCheckedInTheBackground) {
+  auto bundle = LoadSavedModel(FourThreads(), export_dir_, {"serve"});
+  ASSERT_TRUE(bundle.ok()) << bundle.status();
+  EXPECT_TRUE(TableOf(bundle->session.get())->has_base());
+  EXPECT_EQ(TableOf(bundle->session.get())->size(), kRows);
+
+  std::string clean;
+  ASSERT_TRUE(ReadFileToString(Env::Default(), DataFile(), &clean).ok());
+  auto reader = checkpoint::BundleReader::Open(Env::Default(),
+                                               checkpoint::VariablesPrefix(export_dir_));
+  ASSERT_TRUE(reader.ok());
+  auto info = (*reader)->GetInfo("emb/values");
+  ASSERT_TRUE(info.ok());
+  std::string data = clean;
+  data[info->offset + info->size - 1] ^= 0x20;
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), DataFile(), data).ok());
+  LoadOptions at_once = FourThreads();
+  at_once.tables_available_before_checked = true;
+  auto damaged = LoadSavedModel(at_once, export_dir_, {"serve"});
+  ASSERT_TRUE(damaged.ok()) << damaged.status();
+  embedding::HashEmbeddingTable* table = TableOf(damaged->session.get());
+  ASSERT_TRUE(table->has_base());
+  EXPECT_TRUE(absl::IsDataLoss(table->WaitForBase()));
+  std::vector<float> out(kDim);
+  const absl::Status s =
+      table->Lookup({&ids_[0], 1}, absl::MakeSpan(out), embedding::LookupMode::kReadOnly);
+  EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+  EXPECT_THAT(s.message(), HasSubstr("'emb/values'"));
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), DataFile(), clean).ok());
+}
+
+// A server answers from the first version of a model as soon as its tables
+// are mapped; a damaged version 2 then fails its load (its tables are
+// checked before it may replace version 1) and version 1 serves on.
+TEST_F(SavedModelTablesRestoreTest, ADamagedNewVersionFailsItsLoadAndTheOldOneServesOn) {
+  ServerCoreOptions options;
+  options.model_server_config = SingleModelConfig("m", dir_ + "/export");
+  options.file_system_poll_wait_seconds = 0.02;
+  options.max_num_load_retries = 0;
+  auto core = ServerCore::Create(options);
+  ASSERT_TRUE(core.ok()) << core.status();
+  auto state = [&](int64_t version) {
+    StatusRequest request;
+    request.model_spec.name = "m";
+    request.model_spec.version = version;
+    StatusResponse response;
+    if (!(*core)->GetModelStatus(request, &response).ok()) return ModelVersionState::kUnknown;
+    return response.versions.at(0).state;
+  };
+  ASSERT_TRUE(testutil::Eventually([&] { return state(1) == ModelVersionState::kAvailable; }));
+  auto predict = [&](PredictResponse* response) {
+    PredictRequest request;
+    request.model_spec.name = "m";
+    request.inputs["ids"] = Tensor::FromVector<int64_t>({ids_[5]}, {1});
+    request.inputs["row_splits"] = Tensor::FromVector<int64_t>({0, 1}, {2});
+    return (*core)->Predict(request, response);
+  };
+  PredictResponse before;
+  ASSERT_TRUE(predict(&before).ok());
+  const std::vector<float> want = TableOf(trained_.get())->GetRow(ids_[5])->weights;
+  EXPECT_EQ(before.outputs.at("pooled").flat<float>()[0], want[0]);
+
+  const std::string stage = dir_ + "/stage";
+  std::filesystem::copy(export_dir_, stage, std::filesystem::copy_options::recursive);
+  const std::string data = checkpoint::VariablesPrefix(stage) + ".data-00000-of-00001";
+  auto reader = checkpoint::BundleReader::Open(Env::Default(), checkpoint::VariablesPrefix(stage));
+  ASSERT_TRUE(reader.ok());
+  auto info = (*reader)->GetInfo("emb/values");
+  ASSERT_TRUE(info.ok());
+  std::string bytes;
+  ASSERT_TRUE(ReadFileToString(Env::Default(), data, &bytes).ok());
+  bytes[info->offset + 3] ^= 0x20;
+  ASSERT_TRUE(WriteStringToFile(Env::Default(), data, bytes).ok());
+  ASSERT_TRUE(Env::Default()->RenameFile(stage, dir_ + "/export/2").ok());
+  ASSERT_TRUE(testutil::Eventually([&] {
+    return absl::StrContains((*core)->MetricsText(),
+                             "recflow_serving_load_failures{model=\"m\",stage=\"load\"} 1");
+  }));
+  EXPECT_NE(state(2), ModelVersionState::kAvailable);
+  EXPECT_EQ(state(1), ModelVersionState::kAvailable);
+  PredictResponse after;
+  ASSERT_TRUE(predict(&after).ok());
+  EXPECT_EQ(*after.model_spec.version, 1);
+  EXPECT_EQ(after.outputs.at("pooled").flat<float>()[0], want[0]);
 }
 
 TEST_F(SavedModelTablesRestoreTest, DamageInAnyLaneIsDataLossNamingTheTensor) {

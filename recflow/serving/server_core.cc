@@ -419,6 +419,16 @@ absl::StatusOr<std::shared_ptr<const Servable>> ServerCore::LoadVersion(
   load.env = options_.env;
   load.session = options_.session;
   load.embedding_row_format = options_.embedding_row_format;
+  {
+    // The first version of a model answers as soon as its tables are
+    // mapped; a version replacing a serving one goes live once its tables
+    // are read and checked (the old one serves meanwhile).
+    const ModelMap models = Models();
+    auto it = models.find(name);
+    load.tables_available_before_checked =
+        it == models.end() || it->second->versions == nullptr ||
+        it->second->versions->Available()->empty();
+  }
   auto bundle = LoadSavedModel(load, dir, options_.tags);
   if (!bundle.ok()) {
     load_failures_->Increment({name, "load"});

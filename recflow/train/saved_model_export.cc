@@ -315,7 +315,11 @@ absl::Status ExportSavedModel(
                                             "or restore a checkpoint first): ",
                                             res.status().message());
         }
-        RETURN_IF_ERROR(embedding::SaveTable((*res)->table(), writer.get(), t.node, -1));
+        // With the hash index: servers open the table in place
+        // (embedding/mapped_rows.h) instead of inserting every row.
+        embedding::TableBundleOptions to;
+        to.save_index = true;
+        RETURN_IF_ERROR(embedding::SaveTable((*res)->table(), writer.get(), t.node, -1, to));
       }
       return writer->Finish();
     };
