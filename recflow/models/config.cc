@@ -685,6 +685,7 @@ absl::Status ParseRoot(const YAML::Node& root, const std::string* file, RunConfi
     RETURN_IF_ERROR(k.Int("save_steps", &c->train.save_steps, 0));
     RETURN_IF_ERROR(k.Double("save_secs", &c->train.save_secs, kNonNegative));
     RETURN_IF_ERROR(k.Int32("keep", &c->train.keep, 1));
+    RETURN_IF_ERROR(k.Bool("open_in_place", &c->train.open_in_place));
     RETURN_IF_ERROR(k.Finish());
   }
   // eval

@@ -82,6 +82,10 @@ struct TrainConfig {
   int64_t save_steps = 0;
   double save_secs = 600;
   int keep = 5;
+  // Hash tables: full checkpoints carry each table's hash index, and a
+  // restore maps the table instead of inserting its rows
+  // (docs/embedding.md, "Open in place").
+  bool open_in_place = false;
   // Evaluation on data.eval during training (0: only at the end).
   int64_t eval_every_steps = 0;
   int64_t eval_batches = 0;  // 0: the whole eval set

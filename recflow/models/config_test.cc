@@ -34,7 +34,7 @@ data:
   train: /data/train-*.tsv
   eval: /data/test-*.tsv
 train: {batch_size: 512, steps: 300, threads: 2}
-checkpoint: {save_steps: 100, keep: 3}
+checkpoint: {save_steps: 100, keep: 3, open_in_place: true}
 eval: {every_steps: 50, batches: 4}
 )";
 
@@ -65,6 +65,7 @@ TEST(RunConfigTest, ParsesEverySection) {
   EXPECT_EQ(c->train.threads, 2);
   EXPECT_EQ(c->train.save_steps, 100);
   EXPECT_EQ(c->train.keep, 3);
+  EXPECT_TRUE(c->train.open_in_place);
   EXPECT_EQ(c->train.eval_every_steps, 50);
   EXPECT_EQ(c->train.eval_batches, 4);
 }

@@ -36,6 +36,7 @@ train::TrainSpec MakeTrainSpec(const RunConfig& config, const InputPipeline& p,
   spec.save_steps = config.train.save_steps;
   spec.save_secs = config.train.save_secs;
   spec.keep = config.train.keep;
+  spec.open_in_place = config.train.open_in_place;
   spec.eval_every_steps = config.train.eval_every_steps;
   spec.eval_batches = config.train.eval_batches;
   spec.log_every_secs = config.train.log_every_secs;

@@ -6,9 +6,11 @@
 
 #include <stdlib.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -100,6 +102,41 @@ TEST(TrainFromConfigTest, TrainsResumesFindsItFinishedAndEvaluates) {
   auto two = EvaluateFromConfig(config, model_dir, 2, nullptr);
   ASSERT_TRUE(two.ok()) << two.status();
   EXPECT_EQ(two->checkpoint.metrics.count, 200);
+}
+
+// checkpoint: {open_in_place: true}: full checkpoints carry the tables'
+// hash index, and a resume maps the tables instead of importing them; the
+// run continues exactly as one that imported them.
+TEST(TrainFromConfigTest, ResumesWithTablesOpenedInPlaceAsWithImported) {
+  const std::string dir = TempDir();
+  RunConfig config = Config(dir, ", steps: 12");
+  for (auto& f : config.model.sparse_features) f.hash_table = true;
+  config.train.open_in_place = true;
+  const std::string opened = dir + "/opened", imported = dir + "/imported";
+  auto r = TrainFromConfig(config, {.model_dir = opened, .log = nullptr});
+  ASSERT_TRUE(r.ok()) << r.status();
+  {
+    auto reader = checkpoint::BundleReader::Open(Env::Default(), opened + "/model.ckpt-12");
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    auto names = (*reader)->ListTensors();
+    ASSERT_TRUE(names.ok());
+    int indexes = 0;
+    for (const auto& t : *names) indexes += absl::EndsWith(t.name, "/index") ? 1 : 0;
+    EXPECT_EQ(indexes, 52);  // one per hash table: FM has two per feature
+  }
+  std::filesystem::copy(opened, imported, std::filesystem::copy_options::recursive);
+  config.train.steps = 24;
+  auto a = TrainFromConfig(config, {.model_dir = opened, .log = nullptr});
+  config.train.open_in_place = false;
+  auto b = TrainFromConfig(config, {.model_dir = imported, .log = nullptr});
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_GT(a->steps, 0);  // to the end of the epoch
+  EXPECT_EQ(a->steps, b->steps);
+  EXPECT_EQ(a->global_step, b->global_step);
+  ASSERT_TRUE(a->eval.has_value() && b->eval.has_value());
+  EXPECT_EQ(a->eval->auc, b->eval->auc);
+  EXPECT_EQ(a->eval->logloss, b->eval->logloss);
 }
 
 TEST(TrainFromConfigTest, ClearErrorsBeforeAnyWork) {

@@ -57,7 +57,7 @@ checkpoint::Saveable IteratorSaveable(ResourceMgr* rm, const Node& node,
 }  // namespace
 
 absl::StatusOr<std::vector<checkpoint::Saveable>> GraphSaveables(
-    Session* session, bool restart_input_if_state_does_not_fit) {
+    Session* session, bool restart_input_if_state_does_not_fit, bool open_tables_in_place) {
   std::shared_ptr<const Graph> graph = session->graph();
   ResourceMgr* rm = session->device()->resource_manager();
   std::vector<checkpoint::Saveable> out;
@@ -83,6 +83,8 @@ absl::StatusOr<std::vector<checkpoint::Saveable>> GraphSaveables(
     // idle then, and copies the table's chunks in parallel.
     TableSaveableOptions options;
     options.pool = session->device()->intra_op_pool();
+    options.save_index = open_tables_in_place;
+    options.open_in_place = open_tables_in_place;
     out.push_back(TableSaveable(rm, std::move(ref), options));
   }
   for (const auto& node : graph->nodes()) {
@@ -295,7 +297,8 @@ absl::StatusOr<std::unique_ptr<MonitoredSession>> MonitoredSession::CreateWithRu
     std::vector<checkpoint::Saveable> saveables = std::move(options.saveables);
     if (saveables.empty()) {
       ASSIGN_OR_RETURN(saveables,
-                       GraphSaveables(session, options.restart_input_if_state_does_not_fit));
+                       GraphSaveables(session, options.restart_input_if_state_does_not_fit,
+                                  options.open_tables_in_place));
     }
     for (checkpoint::Saveable& extra : options.extra_saveables) {
       saveables.push_back(std::move(extra));

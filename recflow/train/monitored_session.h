@@ -207,6 +207,12 @@ struct MonitoredSessionOptions {
   // stream) fails the restore, unless this is set: then the model is
   // restored, the input starts at its beginning, and a warning says so.
   bool restart_input_if_state_does_not_fit = false;
+  // Hash embedding tables (of the default saveables): full checkpoints
+  // carry each table's hash index (TableBundleOptions::save_index), and the
+  // restore maps a table that has one instead of inserting its rows
+  // (open_in_place; embedding/mapped_rows.h): the first step starts at
+  // once, and the rows a step touches are copied into the table as it goes.
+  bool open_tables_in_place = false;
   // Added to those (state kept beside the model: an update publisher's
   // sequence, train/update_publisher.h).
   std::vector<checkpoint::Saveable> extra_saveables;
@@ -293,9 +299,11 @@ class MonitoredSession {
 // a string scalar; restoring needs the pipeline registered first). Tables
 // save and restore on the session's intra-op pool (when it has one), so
 // the saveables must not outlive the session.
-// restart_input_if_state_does_not_fit: see MonitoredSessionOptions.
+// restart_input_if_state_does_not_fit, open_tables_in_place: see
+// MonitoredSessionOptions.
 absl::StatusOr<std::vector<checkpoint::Saveable>> GraphSaveables(
-    Session* session, bool restart_input_if_state_does_not_fit = false);
+    Session* session, bool restart_input_if_state_does_not_fit = false,
+    bool open_tables_in_place = false);
 
 // Creates the tables of the session graph's HashEmbeddingTableOp nodes
 // (embedding::CreateGraphTables) so that they exist before a restore (a

@@ -155,6 +155,7 @@ absl::StatusOr<TrainResult> Train(const TrainSpec& spec, const TrainOptions& opt
   opts.save_checkpoint_steps = spec.save_steps;
   opts.save_checkpoint_secs = spec.save_secs;
   opts.max_to_keep = spec.keep;
+  opts.open_tables_in_place = spec.open_in_place;
   opts.restart_input_if_state_does_not_fit = spec.restart_input_if_state_does_not_fit;
   opts.setup = [&](Session* s) {
     return data::RegisterIterator(s->device()->resource_manager(), "", kTrainInput, train_ds);

@@ -74,6 +74,7 @@ struct TrainSpec {
   int64_t save_steps = 0;  // checkpoints every N steps and/or S seconds
   double save_secs = 600;
   int keep = 5;
+  bool open_in_place = false;  // MonitoredSessionOptions::open_tables_in_place
   int64_t eval_every_steps = 0;  // 0: only at the end
   int64_t eval_batches = 0;      // 0: all
   double log_every_secs = 1;
