@@ -17,6 +17,24 @@
 //       (where the file system allows it), from 4 KiB pages (direct_4k)
 //       and from a buffer offered huge pages (direct). write and read_cold
 //       are the fastest of the ways: the disk's best sequential rate.
+//   bench_checkpoint --case=open --dir=D --size_gb=2 --threads=2 [--rounds=3]
+//       Open in place (embedding/mapped_rows.h) against today's restore:
+//       saves the model with the table's hash index (Saver, fsync on), then
+//       each round, with the checkpoint's pages dropped before each way:
+//         import    RestoreTable (reading and inserting every row), then the
+//                   first lookup; then the lookup rate of the table in DRAM
+//                   (the "full speed"; batches of 4096 random keys, kReadOnly,
+//                   one thread);
+//         open      RestoreTable with open_in_place, then the first lookup;
+//                   then the same lookups in 100 ms windows until one runs at
+//                   >= 90% of full speed (time to full speed), and the end of
+//                   the background read-and-checksum pass;
+//         read      a plain sequential read of the data file (8 MiB reads);
+//         train     open in place + one training step (kTrain lookup and
+//                   ApplyAdagrad of 4096 keys), against import + the same
+//                   step.
+//       Serving restores skip the slots (restore_slots = false) as the
+//       server does; train restores map them.
 //   bench_checkpoint --quick
 //       Both cases on a ~12 MB model in a temporary directory (the ctest
 //       smoke test).
@@ -48,6 +66,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -56,6 +75,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -69,6 +89,7 @@
 #include "recflow/core/threadpool.h"
 #include "recflow/embedding/embedding_resource.h"
 #include "recflow/embedding/hash_embedding_table.h"
+#include "recflow/embedding/table_bundle.h"
 #include "recflow/train/table_saveable.h"
 
 namespace recflow {
@@ -89,6 +110,7 @@ struct Flags {
   bool direct_io = true;
   int64_t io_mb = 8;  // the Saver's write buffer and the disk case's block
   bool quick = false;
+  int rounds = 3;
 };
 
 double SecondsSince(std::chrono::steady_clock::time_point t0) {
@@ -303,6 +325,179 @@ absl::Status RunRecflow(const Flags& f) {
   return absl::OkStatus();
 }
 
+// --- open in place ----------------------------------------------------------------
+
+// kReadOnly lookups of 4096 random keys per batch until `until` says stop;
+// rows looked up per second over the batches run.
+struct LookupProbe {
+  const Model* m;
+  std::mt19937_64 rng{7};
+  std::vector<int64_t> ids = std::vector<int64_t>(4096);
+  std::vector<float> out = std::vector<float>(4096 * kDim);
+
+  absl::Status Batch(embedding::LookupMode mode = embedding::LookupMode::kReadOnly) {
+    for (int64_t& id : ids) id = 3 * static_cast<int64_t>(rng() % m->rows) + 1;
+    return m->table->table()->Lookup(ids, absl::MakeSpan(out), mode);
+  }
+  // Rows/s over `seconds` of batches.
+  absl::StatusOr<double> Rate(double seconds) {
+    const auto t0 = std::chrono::steady_clock::now();
+    int64_t rows = 0;
+    while (SecondsSince(t0) < seconds) {
+      RETURN_IF_ERROR(Batch());
+      rows += static_cast<int64_t>(ids.size());
+    }
+    return rows / SecondsSince(t0);
+  }
+};
+
+absl::StatusOr<double> PlainRead(const std::string& path) {
+  RETURN_IF_ERROR(DropFileCache(path));
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return errors::Internal("open ", path, ": ", std::strerror(errno));
+  std::vector<char> buf(8 << 20);
+  const auto t0 = std::chrono::steady_clock::now();
+  uint64_t sum = 0;
+  for (;;) {
+    const ssize_t got = ::read(fd, buf.data(), buf.size());
+    if (got < 0) {
+      ::close(fd);
+      return errors::Internal("read ", path, ": ", std::strerror(errno));
+    }
+    if (got == 0) break;
+    sum += static_cast<uint8_t>(buf[got - 1]);  // touch the bytes
+  }
+  ::close(fd);
+  const double s = SecondsSince(t0);
+  if (sum == 1) std::printf(" ");
+  return s;
+}
+
+absl::Status RunOpen(const Flags& f) {
+  ThreadPool pool("bench", f.threads);
+  ASSIGN_OR_RETURN(Model m, BuildModel(f.size_gb, &pool));
+  std::vector<checkpoint::Saveable> saveables;
+  for (size_t i = 0; i < m.dense.size(); ++i) {
+    saveables.push_back(checkpoint::TensorSaveable(
+        m.names[i], [&m, i]() -> absl::StatusOr<Tensor> { return m.dense[i]; },
+        [](const Tensor&) { return absl::OkStatus(); }));
+  }
+  train::TableSaveableOptions to;
+  to.pool = &pool;
+  to.rows_per_chunk = 1 << 16;
+  to.save_index = true;
+  saveables.push_back(train::TableSaveable(m.table, "emb", to));
+  checkpoint::SaverOptions so;
+  so.directory = f.dir;
+  so.max_to_keep = 1;
+  so.writer.sync = true;
+  ASSIGN_OR_RETURN(auto saver, checkpoint::Saver::Create(so, std::move(saveables)));
+  auto t0 = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(const std::string prefix, saver->Save(1));
+  const double save_s = SecondsSince(t0);
+  m.dense.clear();  // only the table is restored below
+  ASSIGN_OR_RETURN(auto probe_reader, checkpoint::BundleReader::Open(Env::Default(), prefix));
+  const std::string data = checkpoint::DataFilename(prefix, 0, probe_reader->num_shards());
+  ASSIGN_OR_RETURN(const checkpoint::TensorInfo index_info, probe_reader->GetInfo("emb/index"));
+  std::printf("info rows=%lld save_with_index_s=%.2f index_bytes=%llu data_file_bytes=%llu\n",
+              static_cast<long long>(m.rows), save_s,
+              static_cast<unsigned long long>(index_info.size),
+              static_cast<unsigned long long>(std::filesystem::file_size(data)));
+  std::fflush(stdout);
+  embedding::HashEmbeddingTable* table = m.table->table();
+  LookupProbe probe{&m};
+
+  auto restore = [&](bool in_place, bool slots) -> absl::Status {
+    table->Clear();
+    RETURN_IF_ERROR(DropDirCache(f.dir));
+    ASSIGN_OR_RETURN(auto reader, checkpoint::BundleReader::Open(Env::Default(), prefix));
+    embedding::TableBundleOptions ro;
+    ro.pool = &pool;
+    ro.rows_per_chunk = 1 << 16;
+    ro.open_in_place = in_place;
+    ro.restore_slots = slots;
+    return embedding::RestoreTable(table, *reader, "emb", /*delta=*/false, ro);
+  };
+  auto train_step = [&]() -> absl::Status {
+    RETURN_IF_ERROR(probe.Batch(embedding::LookupMode::kTrain));
+    std::vector<int64_t> ids = probe.ids;
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    std::vector<float> grads(ids.size() * kDim, 0.01f);
+    return table->ApplyAdagrad(ids, grads, {.learning_rate = 0.05f}, 2).ok()
+               ? absl::OkStatus()
+               : errors::Internal("ApplyAdagrad failed");
+  };
+  for (int round = 0; round < f.rounds; ++round) {
+    // import: restore, first lookup, full speed.
+    t0 = std::chrono::steady_clock::now();
+    RETURN_IF_ERROR(restore(false, false));
+    RETURN_IF_ERROR(probe.Batch());
+    const double import_first = SecondsSince(t0);
+    if (table->has_base()) return errors::Internal("the import restore mapped the table");
+    ASSIGN_OR_RETURN(const double full_rate, probe.Rate(2.0));
+
+    // open: restore in place, first lookup, time to full speed.
+    t0 = std::chrono::steady_clock::now();
+    RETURN_IF_ERROR(restore(true, false));
+    const double open_s = SecondsSince(t0);
+    if (!table->has_base()) return errors::Internal("the table was not opened in place");
+    {
+      // One request's worth: a single id first, then a full batch.
+      std::vector<float> row(kDim);
+      const int64_t id = 3 * static_cast<int64_t>(probe.rng() % m.rows) + 1;
+      RETURN_IF_ERROR(table->Lookup({&id, 1}, absl::MakeSpan(row),
+                                    embedding::LookupMode::kReadOnly));
+    }
+    const double open_first_id = SecondsSince(t0);
+    RETURN_IF_ERROR(probe.Batch());
+    const double open_first = SecondsSince(t0);
+    double full_at = -1;
+    double first_window_rate = -1;
+    while (SecondsSince(t0) < 120) {
+      ASSIGN_OR_RETURN(const double rate, probe.Rate(0.1));
+      if (first_window_rate < 0) first_window_rate = rate;
+      if (rate >= 0.9 * full_rate) {
+        full_at = SecondsSince(t0);
+        break;
+      }
+    }
+    // The background pass: opened tables export only after it, so an
+    // empty delta export waits for it.
+    embedding::ExportOptions eo;
+    eo.since_step = 1 << 30;
+    eo.order = embedding::ExportOptions::Order::kStorage;
+    RETURN_IF_ERROR(table->Export(eo, [](const embedding::TableChunk&) {
+      return absl::OkStatus();
+    }).status());
+    const double verified_at = SecondsSince(t0);
+    ASSIGN_OR_RETURN(const double open_rate, probe.Rate(1.0));
+
+    // A plain read of the data file.
+    ASSIGN_OR_RETURN(const double read_s, PlainRead(data));
+
+    // Training: restore (slots too) + one step.
+    t0 = std::chrono::steady_clock::now();
+    RETURN_IF_ERROR(restore(false, true));
+    RETURN_IF_ERROR(train_step());
+    const double import_step = SecondsSince(t0);
+    t0 = std::chrono::steady_clock::now();
+    RETURN_IF_ERROR(restore(true, true));
+    RETURN_IF_ERROR(train_step());
+    const double open_step = SecondsSince(t0);
+
+    std::printf("open round=%d import_first_lookup_s=%.3f full_rate=%.0f open_s=%.4f "
+                "open_first_id_s=%.4f open_first_lookup_s=%.4f first_window_rate=%.0f full_speed_s=%.2f "
+                "verified_s=%.2f open_rate_after=%.0f plain_read_s=%.2f "
+                "import_train_step_s=%.3f open_train_step_s=%.3f\n",
+                round + 1, import_first, full_rate, open_s, open_first_id, open_first,
+                first_window_rate,
+                full_at, verified_at, open_rate, read_s, import_step, open_step);
+    std::fflush(stdout);
+  }
+  return absl::OkStatus();
+}
+
 // --- the disk's own rate --------------------------------------------------------
 
 // Reads the whole file in buf-sized reads; the word sum of its bytes. With
@@ -448,6 +643,7 @@ int Main(int argc, char** argv) {
       .Number("bytes", &f.bytes, positive)
       .Number("threads", &f.threads, positive)
       .Number("io_mb", &f.io_mb, [](int v) { return v > 0 && v <= 1024; })
+      .Number("rounds", &f.rounds, positive)
       .Custom("direct_io",
               [&](absl::string_view v) {
                 f.direct_io = v == "1";
@@ -479,10 +675,18 @@ int Main(int argc, char** argv) {
     s = CheckFreeSpace(f.dir, 3 * f.bytes);
     if (s.ok()) s = RunRecflow(f);
     if (s.ok()) s = RunDisk(f);
+    if (s.ok()) {
+      f.rounds = 1;
+      std::filesystem::remove_all(f.dir + "/checkpoint");
+      s = RunOpen(f);
+    }
     std::filesystem::remove_all(tmp);
   } else if (f.bench_case == "recflow") {
     s = CheckFreeSpace(f.dir, static_cast<uint64_t>(3 * f.size_gb * 1e9));
     if (s.ok()) s = RunRecflow(f);
+  } else if (f.bench_case == "open") {
+    s = CheckFreeSpace(f.dir, static_cast<uint64_t>(3 * f.size_gb * 1e9));
+    if (s.ok()) s = RunOpen(f);
   } else if (f.bench_case == "disk") {
     if (f.bytes <= 0) {
       std::fprintf(stderr, "bench_checkpoint: --case=disk needs --bytes\n");
@@ -491,7 +695,7 @@ int Main(int argc, char** argv) {
     s = CheckFreeSpace(f.dir, f.bytes);
     if (s.ok()) s = RunDisk(f);
   } else {
-    s = errors::InvalidArgument("unknown --case '", f.bench_case, "' (recflow or disk)");
+    s = errors::InvalidArgument("unknown --case '", f.bench_case, "' (recflow, open or disk)");
   }
   if (!s.ok()) {
     std::fprintf(stderr, "bench_checkpoint: %s\n", s.ToString().c_str());
