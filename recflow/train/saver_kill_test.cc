@@ -19,5 +19,19 @@ TEST(SaverKillTest, LatestCheckpointAlwaysRestoresExactly) {
               r.deltas_seen, static_cast<long long>(r.last_step));
 }
 
+// The same with the table opened in place from each checkpoint it resumes
+// from (a mapped base that later saves read and retention unlinks).
+TEST(SaverKillTest, LatestCheckpointAlwaysRestoresExactlyWithTablesOpenedInPlace) {
+  const std::string dir = KillTestDir("saver_kill_test_in_place");
+  const KillRunResult r = RunKillTest(dir, "SaverKillChild.Run", /*kills=*/6, /*min_ms=*/20,
+                                      /*max_ms=*/450, /*full_every=*/{1, 3}, /*seed=*/23,
+                                      /*open_in_place=*/true);
+  EXPECT_EQ(r.kills, 6);
+  EXPECT_GE(r.checked, 4);
+  EXPECT_GT(r.last_step, 5);
+  std::printf("kills %d, restored %d (%d deltas), last step %lld\n", r.kills, r.checked,
+              r.deltas_seen, static_cast<long long>(r.last_step));
+}
+
 }  // namespace
 }  // namespace recflow::train::testing

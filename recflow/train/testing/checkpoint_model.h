@@ -28,6 +28,9 @@ struct TestModelOptions {
   int64_t ids_per_step = 48;
   int64_t w_rows = 64;         // "dense/w" is [w_rows, 64]
   embedding::OptimizerKind optimizer = embedding::OptimizerKind::kAdagrad;
+  // Full saves write the table's index and restores map it
+  // (TableBundleOptions::save_index / open_in_place).
+  bool open_in_place = false;
 };
 
 inline embedding::EmbeddingTableOptions TableOptions(const TestModelOptions& o) {
@@ -110,6 +113,7 @@ class TestModel {
     to.env = env;
     to.rows_per_chunk = 100;  // several chunks per table
     to.pool = pool;
+    to.save_index = to.open_in_place = o_.open_in_place;
     out.push_back(TableSaveable(&rm_, {"emb", "", "emb", TableOptions(o_)}, to));
     return out;
   }

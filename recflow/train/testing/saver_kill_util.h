@@ -9,6 +9,11 @@
 // with a gtest filter selecting a child TEST and the directory in the
 // environment: a fresh process image, not a fork of a multi-threaded one.
 //
+// With open_in_place, full saves carry the table's hash index and every
+// restore (the child's resume and the parent's check) maps the table in
+// place: the child trains on top of a mapped checkpoint, which retention
+// unlinks while it is mapped, and saves rows read from it.
+//
 // SIGKILL tests process crashes, not power loss: the page cache survives, so
 // the saves run with sync = false to reach more kill points per second.
 #ifndef RECFLOW_TRAIN_TESTING_SAVER_KILL_UTIL_H_
@@ -39,9 +44,11 @@ namespace recflow::train::testing {
 
 inline constexpr char kKillDirEnv[] = "RECFLOW_SAVER_KILL_DIR";
 inline constexpr char kKillFullEveryEnv[] = "RECFLOW_SAVER_KILL_FULL_EVERY";
+inline constexpr char kKillOpenInPlaceEnv[] = "RECFLOW_SAVER_KILL_OPEN_IN_PLACE";
 
-inline TestModelOptions KillModelOptions() {
+inline TestModelOptions KillModelOptions(bool open_in_place = false) {
   TestModelOptions o;
+  o.open_in_place = open_in_place;
   o.dim = 16;
   o.id_space = 20000;
   o.ids_per_step = 256;
@@ -49,8 +56,11 @@ inline TestModelOptions KillModelOptions() {
   return o;
 }
 
-inline checkpoint::SaverOptions KillSaverOptions(const std::string& dir, int full_every) {
+inline checkpoint::SaverOptions KillSaverOptions(const std::string& dir, int full_every,
+                                                 bool open_in_place = false) {
   checkpoint::SaverOptions o;
+  // Every tensor aligned, so that even the small table maps.
+  if (open_in_place) o.writer.align_tensors_from_bytes = 1;
   o.directory = dir;
   o.max_to_keep = 3;
   o.full_every_n_saves = full_every;
@@ -72,9 +82,10 @@ inline int64_t StepOf(const std::string& prefix) {
 
 // The child's body: resume from the latest checkpoint and save after every
 // step until killed. Exits the process (status 3 on any error).
-[[noreturn]] inline void RunKillChild(const std::string& dir, int full_every) {
-  TestModel model(KillModelOptions());
-  auto saver = checkpoint::Saver::Create(KillSaverOptions(dir, full_every),
+[[noreturn]] inline void RunKillChild(const std::string& dir, int full_every,
+                                      bool open_in_place) {
+  TestModel model(KillModelOptions(open_in_place));
+  auto saver = checkpoint::Saver::Create(KillSaverOptions(dir, full_every, open_in_place),
                                          model.Saveables(Env::Default()));
   if (!saver.ok()) _exit(3);
   int64_t step = 0;
@@ -104,7 +115,8 @@ struct KillRunResult {
 // kKillDirEnv is set. full_every for each life is drawn from `full_every`.
 inline KillRunResult RunKillTest(const std::string& dir, const std::string& child_filter,
                                  int kills, int min_ms, int max_ms,
-                                 const std::vector<int>& full_every, uint32_t seed) {
+                                 const std::vector<int>& full_every, uint32_t seed,
+                                 bool open_in_place = false) {
   KillRunResult result;
   Env* env = Env::Default();
   if (env->FileExists(dir)) {
@@ -119,6 +131,7 @@ inline KillRunResult RunKillTest(const std::string& dir, const std::string& chil
     for (char** e = environ; *e != nullptr; ++e) env_strings.push_back(*e);
     env_strings.push_back(absl::StrCat(kKillDirEnv, "=", dir));
     env_strings.push_back(absl::StrCat(kKillFullEveryEnv, "=", every));
+    env_strings.push_back(absl::StrCat(kKillOpenInPlaceEnv, "=", open_in_place ? 1 : 0));
     std::vector<char*> envp;
     for (std::string& s : env_strings) envp.push_back(s.data());
     envp.push_back(nullptr);
@@ -180,14 +193,20 @@ inline KillRunResult RunKillTest(const std::string& dir, const std::string& chil
       EXPECT_TRUE(reader.ok()) << reader.status();
       if (reader.ok() && (*reader)->Contains(checkpoint::kCheckpointMetaKey)) ++result.deltas_seen;
     }
-    TestModel restored(KillModelOptions());
-    auto saver = checkpoint::Saver::Create(KillSaverOptions(dir, every),
+    TestModel restored(KillModelOptions(open_in_place));
+    auto saver = checkpoint::Saver::Create(KillSaverOptions(dir, every, open_in_place),
                                            restored.Saveables(env));
     EXPECT_TRUE(saver.ok()) << saver.status();
     if (!saver.ok()) return result;
     absl::Status st = (*saver)->Restore(*latest);
     EXPECT_TRUE(st.ok()) << "kill " << k << ": " << st;
     if (!st.ok()) return result;
+    if (open_in_place) {
+      // Mapped (a chain's full checkpoint; its deltas are applied on top),
+      // and the mapped rows' checksums hold.
+      EXPECT_TRUE(restored.table()->has_base()) << "kill " << k << ": not opened in place";
+      EXPECT_TRUE(restored.table()->WaitForBase().ok()) << "kill " << k;
+    }
     while (reference_step < step) reference.Step(++reference_step);
     EXPECT_TRUE(restored.Matches(step, Snapshot(reference.table()))) << "kill " << k;
   }
@@ -203,7 +222,8 @@ inline void MaybeRunKillChild() {
   const char* every = std::getenv(kKillFullEveryEnv);
   int full_every = 3;
   if (every != nullptr && !absl::SimpleAtoi(every, &full_every)) full_every = 3;
-  RunKillChild(dir, full_every);
+  const char* in_place = std::getenv(kKillOpenInPlaceEnv);
+  RunKillChild(dir, full_every, in_place != nullptr && std::string(in_place) == "1");
 }
 
 }  // namespace recflow::train::testing
