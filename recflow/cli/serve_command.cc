@@ -42,7 +42,7 @@ constexpr char kUsage[] =
     "           [--grpc_socket_path=PATH] [--grpc_channel_arguments=K=V,...]\n"
     "           [--model_update_source=[NAME=](dir:PATH|grpc:HOST:PORT),...]\n"
     "           [--model_update_poll_ms=100] [--model_update_max_rows=0]\n"
-    "           [--embedding_row_format=float32|float16|int8]\n\n"
+    "           [--embedding_row_format=float32|float16|int8] [--open_tables_in_place=false]\n\n"
     "Serves SavedModel versions (numeric subdirectories of each base path) over TF\n"
     "Serving's REST API (--rest_api_port) and gRPC PredictionService / ModelService\n"
     "(--port, and --grpc_socket_path). A port of 0 disables that server; 'auto'\n"
@@ -59,7 +59,12 @@ constexpr char kUsage[] =
     "stores the hash embedding tables' rows quantized, in about 1/2 or 1/4 of the bytes\n"
     "(weights only: serving keeps no optimizer slots); lookups dequantize them. Default:\n"
     "what the export says (recflow export --embedding_row_format), else float32\n"
-    "(docs/embedding.md, \"Quantized rows\").\n\n";
+    "(docs/embedding.md, \"Quantized rows\").\n\n"
+    "The hash tables of an export that carries their index (every recflow export) are\n"
+    "mapped and answer at once, their pages read as lookups touch them and by a background\n"
+    "pass that also checks them; a version replacing a serving one goes live once that pass\n"
+    "is done. --open_tables_in_place=false imports every table before the version goes live\n"
+    "(docs/embedding.md, \"Open in place\").\n\n";
 
 // A new directory $TMPDIR/NAME-XXXXXX (TMPDIR unset: /tmp).
 absl::StatusOr<std::string> MakeTempDir(const std::string& name) {
@@ -167,6 +172,7 @@ struct ServeFlags {
   std::string model_update_source, model_update_poll_ms = "100", model_update_max_rows = "0";
   std::string embedding_row_format;  // "": as each export says
   bool enable_batching = false, fail_if_zero = false;
+  bool open_tables_in_place = true;
 };
 
 absl::Status Serve(const ServeFlags& f) {
@@ -244,6 +250,7 @@ absl::Status Serve(const ServeFlags& f) {
     options.embedding_row_format = *format;
   }
   options.fail_if_zero_versions_at_startup = f.fail_if_zero;
+  options.open_tables_in_place = f.open_tables_in_place;
   options.enable_batching = f.enable_batching || !f.batching_parameters_file.empty();
   if (!f.batching_parameters_file.empty()) {
     RETURN_IF_ERROR(serving::ReadTextProtoFile(env, f.batching_parameters_file,
@@ -461,6 +468,9 @@ int ServeCommand(const Args& args) {
               {"embedding_row_format", &f.embedding_row_format, nullptr,
                "hash embedding rows as float32, float16 or int8 (default: as the export "
                "says, else float32)"},
+              {"open_tables_in_place", nullptr, &f.open_tables_in_place,
+               "map the hash tables of exports that carry their index (default true; "
+               "=false imports them)"},
               {"saved_model_tags", &f.saved_model_tags, nullptr,
                "comma-separated tag set of the MetaGraph to serve (default serve)"},
               {"grpc_socket_path", &f.grpc_socket_path, nullptr,

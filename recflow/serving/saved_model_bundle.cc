@@ -125,6 +125,7 @@ absl::StatusOr<SavedModelBundle> LoadSavedModel(
       }
     }
     absl::Status s = RestoreHashTables(bundle.session.get(), env, prefix, format,
+                                       options.open_tables_in_place,
                                        !options.tables_available_before_checked);
     if (!s.ok()) return errors::Annotate(s, ctx("restoring hash embedding tables"));
   }

@@ -76,7 +76,10 @@ struct LoadOptions {
   std::optional<embedding::RowFormat> embedding_row_format;
   // Hash tables of an export that carries their hash index are opened in
   // place (docs/embedding.md, "Open in place"): mapped, and read and
-  // checksummed by a background pass. false: the load waits for each
+  // checksummed by a background pass. false: every table is imported
+  // (read and inserted row by row before the load returns).
+  bool open_tables_in_place = true;
+  // For tables opened in place. false: the load waits for each
   // table's pass, so damage fails the load and the version goes live warm.
   // true: the load returns at once; damage found later fails the version's
   // lookups with DataLoss. ServerCore sets it for the first version of a
@@ -96,11 +99,11 @@ absl::StatusOr<SavedModelBundle> LoadSavedModel(
 // truncated or corrupted bundle (the table is left empty, never
 // half-filled).
 // Tables are created with rows in `row_format`.
-// Tables opened in place: see LoadOptions::tables_available_before_checked
-// (`wait_for_check` is its negation).
+// `open_in_place`: LoadOptions::open_tables_in_place; `wait_for_check`:
+// the negation of LoadOptions::tables_available_before_checked.
 absl::Status RestoreHashTables(Session* session, Env* env, const std::string& variables_prefix,
                                embedding::RowFormat row_format = embedding::RowFormat::kFloat32,
-                               bool wait_for_check = true);
+                               bool open_in_place = true, bool wait_for_check = true);
 
 // Runs signature `signature_name` with `inputs` keyed by the signature's
 // input keys and returns every output keyed by output key (or only

@@ -15,7 +15,8 @@
 namespace recflow::serving {
 
 absl::Status RestoreHashTables(Session* session, Env* env, const std::string& variables_prefix,
-                               embedding::RowFormat row_format, bool wait_for_check) {
+                               embedding::RowFormat row_format, bool open_in_place,
+                               bool wait_for_check) {
   ResourceMgr* rm = session->device()->resource_manager();
   ASSIGN_OR_RETURN(std::vector<embedding::GraphTable> tables,
                    embedding::CreateGraphTables(*session->graph(), rm, row_format));
@@ -34,7 +35,7 @@ absl::Status RestoreHashTables(Session* session, Env* env, const std::string& va
   options.restore_slots = false;
   // An export's tables carry their hash index: they are mapped and answer
   // at once (embedding/mapped_rows.h); others are imported.
-  options.open_in_place = true;
+  options.open_in_place = open_in_place;
   for (const embedding::GraphTable& t : tables) {
     absl::Status s = embedding::RestoreTable(t.resource->table(), *reader, t.where.node,
                                              /*delta=*/false, options);

@@ -419,6 +419,7 @@ absl::StatusOr<std::shared_ptr<const Servable>> ServerCore::LoadVersion(
   load.env = options_.env;
   load.session = options_.session;
   load.embedding_row_format = options_.embedding_row_format;
+  load.open_tables_in_place = options_.open_tables_in_place;
   {
     // The first version of a model answers as soon as its tables are
     // mapped; a version replacing a serving one goes live once its tables

@@ -186,6 +186,10 @@ struct ServerCoreOptions {
   // How loaded versions' hash embedding tables store their rows
   // (LoadOptions::embedding_row_format; unset: as each export says).
   std::optional<embedding::RowFormat> embedding_row_format;
+  // Hash tables of exports that carry their index are mapped and answer at
+  // once (`recflow serve --open_tables_in_place`, LoadOptions); false
+  // imports every table.
+  bool open_tables_in_place = true;
   Env* env = Env::Default();  // Not owned.
   SessionOptions session;     // per loaded version
   // Where metrics go; null: a registry owned by the core.
