@@ -6,6 +6,10 @@ bench_checkpoint --case=open (bench/checkpoint.cc) builds the model, saves it
 with Saver (fsync on, the table's index included), then each round drops the
 checkpoint's pages from the page cache before each way and measures:
 
+- serve: the table exported as a SavedModel (`recflow export`'s writer, a
+  HashEmbeddingBag signature) and served by an in-process ServerCore: the
+  time from ServerCore::Create to the first answered Predict, with
+  --open_tables_in_place=false (import) and true;
 - import: RestoreTable (serving's way: no slots), then one lookup batch of
   4096 random keys: the time to the first answered batch; then the lookup
   rate of the imported table (kReadOnly, one thread): "full speed";
@@ -73,9 +77,16 @@ def _open(args, tmp):
         die("bench_checkpoint --case=open failed (exit %d):\n%s%s"
             % (r.returncode, r.stdout[-3000:], r.stderr[-3000:]))
     rows = []
+    serves = []
     for line in r.stdout.splitlines():
         if line.startswith("info "):
             print("  " + line[5:])
+        elif line.startswith("serve "):
+            kv = _parse(line)
+            serves.append(kv)
+            print("  round %s: server start to first answered predict: import %.3f s, opened in "
+                  "place %.3f s" % (kv["round"], float(kv["import_first_predict_s"]),
+                                    float(kv["open_first_predict_s"])))
         elif line.startswith("open "):
             kv = _parse(line)
             rows.append(kv)
@@ -105,7 +116,13 @@ def _open(args, tmp):
           "of %.2f s; first training step %.3f s vs %.3f s; warm lookups %.2fM vs %.2fM rows/s"
           % (first_open, first_import, full, read, step_open, step_import, warm / 1e6,
              dram / 1e6))
+    serve_open = med([float(kv["open_first_predict_s"]) for kv in serves])
+    serve_import = med([float(kv["import_first_predict_s"]) for kv in serves])
+    print("server start to first predict: %.3f s opened in place vs %.3f s importing"
+          % (serve_open, serve_import))
     return [
+        "RESULT bench=open_in_place metric=first_predict_s recflow=%.3f peer=import_restore "
+        "peer_value=%.3f ratio=%.2f" % (serve_open, serve_import, serve_import / serve_open),
         "RESULT bench=open_in_place metric=first_lookup_s recflow=%.3f peer=import_restore "
         "peer_value=%.3f ratio=%.2f" % (first_open, first_import, first_import / first_open),
         "RESULT bench=open_in_place metric=full_speed_s recflow=%.2f peer=plain_read "
