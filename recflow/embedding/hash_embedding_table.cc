@@ -987,7 +987,8 @@ TableStats HashEmbeddingTable::GetStats() const {
                     s.next_slot;
     t.index_bytes +=
         static_cast<int64_t>(s.index.capacity()) * kIndexSlotBytes +
-        static_cast<int64_t>(s.free_slots.capacity() * sizeof(uint32_t));
+        static_cast<int64_t>(s.free_slots.capacity() * sizeof(uint32_t)) +
+        static_cast<int64_t>(s.base_hidden.capacity()) * (sizeof(int64_t) + 1);
     t.sketch_bytes += s.sketch.MemoryBytes();
     t.deletion_log_bytes +=
         static_cast<int64_t>(s.deletion_log.capacity() * sizeof(DeletionEntry));
