@@ -1,0 +1,250 @@
+#include "recflow/embedding/row_log.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "recflow/core/status.h"
+
+namespace recflow::embedding {
+
+namespace {
+
+// Fixed fields of a record, before the floats.
+struct RecordHead {
+  int64_t id;
+  int64_t version;
+  int64_t frequency;
+};
+static_assert(sizeof(RecordHead) == 24);
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RowLog>> RowLog::Create(Env* env, const std::string& path,
+                                                       const RowLogOptions& options) {
+  if (options.row_floats <= 0) {
+    return errors::InvalidArgument("row log ", path, ": row_floats must be > 0, got ",
+                                   options.row_floats);
+  }
+  if (options.write_buffer_bytes <= 0) {
+    return errors::InvalidArgument("row log ", path, ": write_buffer_bytes must be > 0, got ",
+                                   options.write_buffer_bytes);
+  }
+  std::unique_ptr<RowLog> log(new RowLog(env, path, options));
+  RETURN_IF_ERROR(log->Open());
+  return log;
+}
+
+RowLog::~RowLog() {
+  if (writer_ != nullptr) writer_->Close().IgnoreError();
+}
+
+absl::Status RowLog::Open() {
+  ASSIGN_OR_RETURN(writer_, env_->NewWritableFile(path_));
+  ASSIGN_OR_RETURN(reader_, env_->NewRandomAccessFile(path_));
+  return absl::OkStatus();
+}
+
+absl::Status RowLog::Put(absl::Span<const int64_t> ids, absl::Span<const float> rows,
+                         absl::Span<const int64_t> freqs, absl::Span<const int64_t> versions) {
+  if (!broken_.ok()) {
+    return errors::FailedPrecondition(broken_.message(),
+                                      "; the log takes no rows until Compact rewrites it");
+  }
+  const int64_t n = static_cast<int64_t>(ids.size());
+  const int64_t rf = options_.row_floats;
+  if (static_cast<int64_t>(rows.size()) != n * rf || static_cast<int64_t>(freqs.size()) != n ||
+      static_cast<int64_t>(versions.size()) != n) {
+    return errors::InvalidArgument("row log ", path_, ": Put of ", n, " ids needs ", n * rf,
+                                   " floats, ", n, " frequencies and ", n,
+                                   " versions; got ", rows.size(), ", ", freqs.size(), " and ",
+                                   versions.size());
+  }
+  const int64_t rb = RecordBytes();
+  const int64_t per_piece = std::max<int64_t>(1, options_.write_buffer_bytes / rb);
+  std::string buffer;
+  buffer.reserve(static_cast<size_t>(std::min(n, per_piece) * rb));
+  for (int64_t begin = 0; begin < n; begin += per_piece) {
+    const int64_t end = std::min(n, begin + per_piece);
+    buffer.clear();
+    for (int64_t i = begin; i < end; ++i) {
+      const RecordHead head{ids[i], versions[i], freqs[i]};
+      buffer.append(reinterpret_cast<const char*>(&head), sizeof(head));
+      buffer.append(reinterpret_cast<const char*>(rows.data() + i * rf),
+                    static_cast<size_t>(rf) * sizeof(float));
+    }
+    absl::Status s = writer_->Append(buffer);
+    if (s.ok()) s = writer_->Flush();  // readers see what the index points to
+    if (!s.ok()) {
+      // Part of the piece may stand in the file, so where the next record
+      // would start is unknown: the log takes no more rows until Compact
+      // rewrites it. The index never points at the piece; the rows of
+      // earlier pieces of this call are in.
+      broken_ = errors::Annotate(s, absl::StrCat("row log ", path_));
+      return broken_;
+    }
+    for (int64_t i = begin; i < end; ++i) {
+      auto [it, fresh] = index_.try_emplace(ids[i], Entry{records_, versions[i]});
+      if (!fresh) {
+        it->second = Entry{records_, versions[i]};
+        ++dead_;
+      }
+      ++records_;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RowLog::ReadRecord(uint64_t record, char* buf) const {
+  const int64_t rb = RecordBytes();
+  ASSIGN_OR_RETURN(absl::string_view got, reader_->Read(record * rb, rb, buf));
+  if (static_cast<int64_t>(got.size()) != rb) {
+    return errors::DataLoss("row log ", path_, ": record ", record, " is cut short (",
+                            got.size(), " of ", rb, " bytes)");
+  }
+  if (got.data() != buf) std::memcpy(buf, got.data(), rb);
+  return absl::OkStatus();
+}
+
+absl::Status RowLog::Get(absl::Span<const int64_t> ids, absl::Span<float> rows_out,
+                         absl::Span<int64_t> freqs_out, absl::Span<int64_t> versions_out,
+                         std::vector<char>* found, ThreadPool* pool) const {
+  const int64_t n = static_cast<int64_t>(ids.size());
+  const int64_t rf = options_.row_floats;
+  if (static_cast<int64_t>(rows_out.size()) != n * rf ||
+      static_cast<int64_t>(freqs_out.size()) != n ||
+      static_cast<int64_t>(versions_out.size()) != n) {
+    return errors::InvalidArgument("row log ", path_, ": Get of ", n, " ids needs room for ",
+                                   n * rf, " floats, ", n, " frequencies and ", n, " versions");
+  }
+  found->assign(n, 0);
+  const int64_t rb = RecordBytes();
+  std::vector<absl::Status> errors_at(n);
+  auto read = [&](int64_t begin, int64_t end) {
+    std::vector<char> buf(rb);
+    for (int64_t i = begin; i < end; ++i) {
+      auto it = index_.find(ids[i]);
+      if (it == index_.end()) continue;
+      absl::Status s = ReadRecord(it->second.record, buf.data());
+      RecordHead head;
+      std::memcpy(&head, buf.data(), sizeof(head));
+      if (s.ok() && head.id != ids[i]) {
+        s = errors::DataLoss("row log ", path_, ": record ", it->second.record, " holds id ",
+                             head.id, ", not ", ids[i]);
+      }
+      if (!s.ok()) {
+        errors_at[i] = s;
+        continue;
+      }
+      std::memcpy(rows_out.data() + i * rf, buf.data() + sizeof(head), rf * sizeof(float));
+      freqs_out[i] = head.frequency;
+      versions_out[i] = head.version;
+      (*found)[i] = 1;
+    }
+  };
+  if (pool != nullptr && pool->NumThreads() > 1 && n > 1) {
+    // A read that misses the page cache waits for the device: spread the
+    // reads so several are in flight.
+    pool->ParallelFor(n, 20'000, read);
+  } else {
+    read(0, n);
+  }
+  for (const absl::Status& s : errors_at) RETURN_IF_ERROR(s);
+  return absl::OkStatus();
+}
+
+int64_t RowLog::Remove(absl::Span<const int64_t> ids) {
+  int64_t removed = 0;
+  for (const int64_t id : ids) {
+    if (index_.erase(id) > 0) {
+      ++removed;
+      ++dead_;
+    }
+  }
+  return removed;
+}
+
+absl::Status RowLog::ForEach(int64_t since_step, int64_t max_rows, const ChunkFn& fn) const {
+  if (max_rows <= 0) {
+    return errors::InvalidArgument("row log ", path_, ": max_rows must be > 0, got ", max_rows);
+  }
+  const int64_t rb = RecordBytes();
+  const int64_t rf = options_.row_floats;
+  // The live records wanted, in file order.
+  std::vector<std::pair<uint64_t, int64_t>> wanted;  // (record, id)
+  for (const auto& [id, e] : index_) {
+    if (since_step < 0 || e.version > since_step) wanted.push_back({e.record, id});
+  }
+  std::sort(wanted.begin(), wanted.end());
+  std::vector<int64_t> ids, freqs, versions;
+  std::vector<float> rows;
+  std::vector<char> buf(rb);
+  for (size_t begin = 0; begin < wanted.size(); begin += max_rows) {
+    const size_t end = std::min(wanted.size(), begin + static_cast<size_t>(max_rows));
+    ids.clear();
+    freqs.clear();
+    versions.clear();
+    rows.resize((end - begin) * rf);
+    for (size_t k = begin; k < end; ++k) {
+      RETURN_IF_ERROR(ReadRecord(wanted[k].first, buf.data()));
+      RecordHead head;
+      std::memcpy(&head, buf.data(), sizeof(head));
+      if (head.id != wanted[k].second) {
+        return errors::DataLoss("row log ", path_, ": record ", wanted[k].first, " holds id ",
+                                head.id, ", not ", wanted[k].second);
+      }
+      ids.push_back(head.id);
+      freqs.push_back(head.frequency);
+      versions.push_back(head.version);
+      std::memcpy(rows.data() + (k - begin) * rf, buf.data() + sizeof(head), rf * sizeof(float));
+    }
+    RETURN_IF_ERROR(fn(ids, rows, freqs, versions));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RowLog::Compact(bool force) {
+  if (!force && broken_.ok() && dead_ <= size()) return absl::OkStatus();
+  const std::string fresh = path_ + ".compacting";
+  const RowLogOptions o = options_;
+  std::unique_ptr<RowLog> next(new RowLog(env_, fresh, o));
+  absl::Status s = next->Open();
+  if (s.ok()) {
+    s = ForEach(-1, std::max<int64_t>(1, o.write_buffer_bytes / RecordBytes()),
+                [&](absl::Span<const int64_t> ids, absl::Span<const float> rows,
+                    absl::Span<const int64_t> freqs, absl::Span<const int64_t> versions) {
+                  return next->Put(ids, rows, freqs, versions);
+                });
+  }
+  if (s.ok()) s = next->writer_->Close();
+  if (s.ok()) s = env_->RenameFile(fresh, path_);
+  if (!s.ok()) {
+    env_->DeleteFile(fresh).IgnoreError();
+    return errors::Annotate(s, absl::StrCat("compacting row log ", path_));
+  }
+  // The renamed file is this log's now: reopen for appends at its end.
+  ASSIGN_OR_RETURN(auto writer, env_->NewAppendableFile(path_));
+  ASSIGN_OR_RETURN(auto reader, env_->NewRandomAccessFile(path_));
+  writer_->Close().IgnoreError();
+  writer_ = std::move(writer);
+  reader_ = std::move(reader);
+  index_ = std::move(next->index_);
+  records_ = next->records_;
+  dead_ = 0;
+  broken_ = absl::OkStatus();
+  ++compactions_;
+  return absl::OkStatus();
+}
+
+RowLogStats RowLog::GetStats() const {
+  RowLogStats t;
+  t.live = size();
+  t.dead = dead_;
+  t.file_bytes = static_cast<int64_t>(records_) * RecordBytes();
+  t.index_bytes = static_cast<int64_t>(index_.capacity()) * (sizeof(int64_t) + sizeof(Entry) + 1);
+  t.compactions = compactions_;
+  return t;
+}
+
+}  // namespace recflow::embedding
