@@ -4,11 +4,10 @@ MB/s, vs torch.save/torch.load and the disk's own rate."""
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 
 from .common import (
-    BUILD, PYTHON, PEERS, die, build, variant_envs, cpu_model, snapshot, med,
+    BUILD, PYTHON, PEERS, die, build, variant_envs, cpu_model, snapshot, med, in_size_gb_dir,
 )
 
 
@@ -26,23 +25,12 @@ def ck_parse(text):
 
 
 def checkpoint(args):
-    base = args.dir or tempfile.gettempdir()
-    if not os.path.isdir(base):
-        die("--dir %s is not a directory" % base, 2)
-    tmp = tempfile.mkdtemp(prefix="bench_checkpoint.", dir=base)
-    try:
-        return _checkpoint(args, tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    return in_size_gb_dir(args, "checkpoint", _checkpoint)
 
 
 def _checkpoint(args, tmp):
     size_gb = args.size_gb
-    need = 3 * size_gb * 1e9
     free = shutil.disk_usage(tmp).free
-    if free < need:
-        die("%s has %.1f GB free; the checkpoint bench needs %.1f GB (3x --size_gb=%g)"
-            % (tmp, free / 1e9, need / 1e9, size_gb))
     binary = build("bench_checkpoint") if not args.no_build else \
         os.path.join(BUILD, "bench", "bench_checkpoint")
     if not os.path.exists(binary):

@@ -197,3 +197,23 @@ def check_close(name, got, ref, rtol=1e-3):
     print("  check %-38s max_abs_diff=%.3g (tolerance %.3g = %g * max|ref| %.4g)  %s"
           % (name, diff, rtol * scale, rtol, scale, "OK" if ok else "FAILED"))
     return ok
+
+
+def in_size_gb_dir(args, name, run):
+    """Runs run(args, tmp) in a fresh directory under --dir (or the system's
+    temporary directory) that has room for 3x --size_gb, and removes it
+    afterwards; `name` names the benchmark in messages and the directory."""
+    import tempfile
+    base = args.dir or tempfile.gettempdir()
+    if not os.path.isdir(base):
+        die("--dir %s is not a directory" % base, 2)
+    tmp = tempfile.mkdtemp(prefix="bench_%s." % name, dir=base)
+    try:
+        need = 3 * args.size_gb * 1e9
+        free = shutil.disk_usage(tmp).free
+        if free < need:
+            die("%s has %.1f GB free; the %s bench needs %.1f GB (3x --size_gb=%g)"
+                % (tmp, free / 1e9, name, need / 1e9, args.size_gb))
+        return run(args, tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

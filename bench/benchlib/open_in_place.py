@@ -29,11 +29,9 @@ step at once.
 """
 
 import os
-import shutil
 import subprocess
-import tempfile
 
-from .common import BUILD, build, cpu_model, die, med
+from .common import BUILD, build, cpu_model, die, in_size_gb_dir, med
 
 
 def _parse(line):
@@ -41,22 +39,10 @@ def _parse(line):
 
 
 def open_in_place(args):
-    base = args.dir or tempfile.gettempdir()
-    if not os.path.isdir(base):
-        die("--dir %s is not a directory" % base, 2)
-    tmp = tempfile.mkdtemp(prefix="bench_open.", dir=base)
-    try:
-        return _open(args, tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+    return in_size_gb_dir(args, "open_in_place", _open)
 
 
 def _open(args, tmp):
-    need = 3 * args.size_gb * 1e9
-    free = shutil.disk_usage(tmp).free
-    if free < need:
-        die("%s has %.1f GB free; open_in_place needs %.1f GB (3x --size_gb=%g)"
-            % (tmp, free / 1e9, need / 1e9, args.size_gb))
     if not args.no_build:
         build("bench_checkpoint")
     binary = os.path.join(BUILD, "bench", "bench_checkpoint")

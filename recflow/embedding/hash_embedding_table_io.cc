@@ -383,6 +383,20 @@ absl::Status HashEmbeddingTable::ExportInStorageOrder(
            (with_slots && !b.slots.RefCountIsOne()) || !b.freqs.RefCountIsOne() ||
            !b.versions.RefCountIsOne();
   };
+  // Where a fill writes: b's columns (values and slots null when not
+  // exported; slots null for a table without slots too).
+  struct Columns {
+    int64_t* keys;
+    float* values;
+    float* slots;
+    int64_t* freqs;
+    int64_t* versions;
+  };
+  auto columns = [&](Buffers* b) {
+    return Columns{b->keys.data<int64_t>(), with_values ? b->values.data<float>() : nullptr,
+                   slot_floats > 0 ? b->slots.data<float>() : nullptr,
+                   b->freqs.data<int64_t>(), b->versions.data<int64_t>()};
+  };
   // Copies the visible base rows of `r` into `b`: the candidates by version,
   // then each shard's hidden ids are checked under its reader lock.
   auto fill_base = [&](const Range& r, Buffers* b) {
@@ -406,27 +420,23 @@ absl::Status HashEmbeddingTable::ExportInStorageOrder(
       }
     }
     int64_t m = 0;
-    int64_t* keys = b->keys.data<int64_t>();
-    float* values = with_values ? b->values.data<float>() : nullptr;
-    float* slots = slot_floats > 0 ? b->slots.data<float>() : nullptr;
-    int64_t* freqs = b->freqs.data<int64_t>();
-    int64_t* versions = b->versions.data<int64_t>();
+    const Columns c = columns(b);
     for (size_t k = 0; k < rows.size(); ++k) {
       if (!visible[k]) continue;
       const int64_t row = rows[k];
-      keys[m] = ids[k];
-      if (values != nullptr) CopyFloats(values + m * dim, base->weights(row), dim);
-      if (slots != nullptr) {
+      c.keys[m] = ids[k];
+      if (c.values != nullptr) CopyFloats(c.values + m * dim, base->weights(row), dim);
+      if (c.slots != nullptr) {
         if (base->has_slots()) {
-          CopyFloats(slots + m * slot_floats, base->slots(row), slot_floats);
+          CopyFloats(c.slots + m * slot_floats, base->slots(row), slot_floats);
         } else {
           for (int j = 0; j < num_slots_; ++j) {
-            std::fill_n(slots + m * slot_floats + j * dim, dim, slot_init_[j]);
+            std::fill_n(c.slots + m * slot_floats + j * dim, dim, slot_init_[j]);
           }
         }
       }
-      freqs[m] = base->frequency(row);
-      versions[m] = base->version(row);
+      c.freqs[m] = base->frequency(row);
+      c.versions[m] = base->version(row);
       ++m;
     }
     b->rows = m;
@@ -446,26 +456,22 @@ absl::Status HashEmbeddingTable::ExportInStorageOrder(
     ReaderLock lock(&s.mu);
     const uint32_t end = static_cast<uint32_t>(std::min<int64_t>(r.end, s.next_slot));
     int64_t m = 0;
-    int64_t* keys = b->keys.data<int64_t>();
-    float* values = with_values ? b->values.data<float>() : nullptr;
-    float* slots = slot_floats > 0 ? b->slots.data<float>() : nullptr;
-    int64_t* freqs = b->freqs.data<int64_t>();
-    int64_t* versions = b->versions.data<int64_t>();
+    const Columns c = columns(b);
     for (uint32_t cursor = static_cast<uint32_t>(r.begin); cursor < end; ++cursor) {
       const RowMeta& meta = Meta(s, cursor);
       if (meta.version == kFreeSlotVersion) continue;
       if (options.since_step >= 0 && meta.version <= options.since_step) continue;
-      keys[m] = meta.id;
-      if (values != nullptr) {
+      c.keys[m] = meta.id;
+      if (c.values != nullptr) {
         if (quantized_) {
-          ReadWeights(s, cursor, values + m * dim);
+          ReadWeights(s, cursor, c.values + m * dim);
         } else {
-          CopyFloats(values + m * dim, RowData(s, cursor), dim);
+          CopyFloats(c.values + m * dim, RowData(s, cursor), dim);
         }
       }
-      if (slots != nullptr) CopyFloats(slots + m * slot_floats, RowData(s, cursor) + dim, slot_floats);
-      freqs[m] = meta.frequency.load(std::memory_order_relaxed);
-      versions[m] = meta.version;
+      if (c.slots != nullptr) CopyFloats(c.slots + m * slot_floats, RowData(s, cursor) + dim, slot_floats);
+      c.freqs[m] = meta.frequency.load(std::memory_order_relaxed);
+      c.versions[m] = meta.version;
       ++m;
     }
     b->rows = m;

@@ -138,6 +138,24 @@ std::vector<std::string> StorageRows(HashEmbeddingTable* table) {
   return rows;
 }
 
+// Where tensor `name` of the bundle at `prefix` lies.
+checkpoint::TensorInfo InfoOf(const std::string& prefix, const std::string& name) {
+  auto reader = checkpoint::BundleReader::Open(Env::Default(), prefix);
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  auto info = (*reader)->GetInfo(name);
+  EXPECT_TRUE(info.ok()) << info.status();
+  return *info;
+}
+
+// Overwrites bytes of a tensor in its data file, at `at` within the tensor.
+void Damage(const std::string& prefix, const checkpoint::TensorInfo& info, uint64_t at,
+            const std::string& bytes) {
+  std::fstream f(checkpoint::DataFilename(prefix, info.shard_id, 1),
+                 std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(static_cast<std::streamoff>(info.offset + at));
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
 TEST(TableIndexTest, CapacityKeepsTheLoadAtMostThreeQuarters) {
   EXPECT_EQ(TableIndexCapacity(0), 0);
   EXPECT_EQ(TableIndexCapacity(1), 2);
@@ -304,16 +322,7 @@ TEST(MappedRowsTest, DamagedValuesAreFoundByTheBackgroundPass) {
   Train(table.get(), ids, 1, 4);
   const std::string prefix = Prefix("damaged");
   Save(table.get(), prefix);
-  auto reader = checkpoint::BundleReader::Open(Env::Default(), prefix);
-  ASSERT_TRUE(reader.ok());
-  auto info = (*reader)->GetInfo("emb/values");
-  ASSERT_TRUE(info.ok());
-  {
-    std::fstream f(checkpoint::DataFilename(prefix, info->shard_id, (*reader)->num_shards()),
-                   std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(static_cast<std::streamoff>(info->offset + 100));
-    f.put('\x7f');
-  }
+  Damage(prefix, InfoOf(prefix, "emb/values"), 100, "\x7f");
   auto opened = NewTable();
   ASSERT_TRUE(Restore(opened.get(), prefix, true).ok());  // returns at once
   ASSERT_TRUE(opened->has_base());
@@ -338,23 +347,21 @@ TEST(MappedRowsTest, GarbageIndexNeverReadsOutsideTheMapping) {
   Train(table.get(), ids, 1, 5);
   const std::string prefix = Prefix("garbage");
   Save(table.get(), prefix);
-  auto reader = checkpoint::BundleReader::Open(Env::Default(), prefix);
-  ASSERT_TRUE(reader.ok());
-  auto info = (*reader)->GetInfo("emb/index");
-  ASSERT_TRUE(info.ok());
+  const checkpoint::TensorInfo info = InfoOf(prefix, "emb/index");
   {
-    // Every entry: a huge row number, or -2, or a full index with no empty
-    // entry (the probe must stop after `capacity` entries).
-    std::fstream f(checkpoint::DataFilename(prefix, info->shard_id, (*reader)->num_shards()),
-                   std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(static_cast<std::streamoff>(info->offset));
+    // Every entry: a row number far out of range, and no empty entry (the
+    // probe must stop after `capacity` entries).
+    std::string garbage;
     std::mt19937_64 rng(5);
-    for (uint64_t i = 0; i < info->size / 16; ++i) {
+    for (uint64_t i = 0; i < info.size / 16; ++i) {
       const int64_t entry[2] = {static_cast<int64_t>(rng()),
                                 i % 2 ? std::numeric_limits<int64_t>::max() : 1 << 20};
-      f.write(reinterpret_cast<const char*>(entry), sizeof(entry));
+      garbage.append(reinterpret_cast<const char*>(entry), sizeof(entry));
     }
+    Damage(prefix, info, 0, garbage);
   }
+  auto reader = checkpoint::BundleReader::Open(Env::Default(), prefix);
+  ASSERT_TRUE(reader.ok());
   auto base = MappedRows::Open(**reader, "emb", {.dim = kDim, .num_slots = 1, .verify = false});
   ASSERT_TRUE(base.ok()) << base.status();
   for (const int64_t id : ids) EXPECT_EQ((*base)->Find(id), -1);

@@ -8,10 +8,12 @@ namespace {
 
 TEST(SaverKillChild, Run) { MaybeRunKillChild(); }
 
-TEST(SaverKillTest, LatestCheckpointAlwaysRestoresExactly) {
-  const std::string dir = KillTestDir("saver_kill_test");
-  const KillRunResult r = RunKillTest(dir, "SaverKillChild.Run", /*kills=*/6, /*min_ms=*/20,
-                                      /*max_ms=*/450, /*full_every=*/{3}, /*seed=*/17);
+// Six lives killed 20-450 ms after their first new checkpoint.
+void SixKills(const std::string& name, const std::vector<int>& full_every, uint32_t seed,
+              bool open_in_place) {
+  const KillRunResult r = RunKillTest(KillTestDir(name), "SaverKillChild.Run", /*kills=*/6,
+                                      /*min_ms=*/20, /*max_ms=*/450, full_every, seed,
+                                      open_in_place);
   EXPECT_EQ(r.kills, 6);
   EXPECT_GE(r.checked, 4);
   EXPECT_GT(r.last_step, 5);
@@ -19,18 +21,15 @@ TEST(SaverKillTest, LatestCheckpointAlwaysRestoresExactly) {
               r.deltas_seen, static_cast<long long>(r.last_step));
 }
 
+TEST(SaverKillTest, LatestCheckpointAlwaysRestoresExactly) {
+  SixKills("saver_kill_test", /*full_every=*/{3}, /*seed=*/17, /*open_in_place=*/false);
+}
+
 // The same with the table opened in place from each checkpoint it resumes
 // from (a mapped base that later saves read and retention unlinks).
 TEST(SaverKillTest, LatestCheckpointAlwaysRestoresExactlyWithTablesOpenedInPlace) {
-  const std::string dir = KillTestDir("saver_kill_test_in_place");
-  const KillRunResult r = RunKillTest(dir, "SaverKillChild.Run", /*kills=*/6, /*min_ms=*/20,
-                                      /*max_ms=*/450, /*full_every=*/{1, 3}, /*seed=*/23,
-                                      /*open_in_place=*/true);
-  EXPECT_EQ(r.kills, 6);
-  EXPECT_GE(r.checked, 4);
-  EXPECT_GT(r.last_step, 5);
-  std::printf("kills %d, restored %d (%d deltas), last step %lld\n", r.kills, r.checked,
-              r.deltas_seen, static_cast<long long>(r.last_step));
+  SixKills("saver_kill_test_in_place", /*full_every=*/{1, 3}, /*seed=*/23,
+           /*open_in_place=*/true);
 }
 
 }  // namespace
