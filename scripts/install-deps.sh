@@ -4,7 +4,7 @@
 # needs no network. Run as root (or with sudo available).
 #
 #   scripts/install-deps.sh          # build + test dependencies
-#   scripts/install-deps.sh --bench  # also the benchmark peers (PyTorch)
+#   scripts/install-deps.sh --bench  # also the benchmark peers (PyTorch, RocksDB)
 set -euo pipefail
 
 BUILD_PACKAGES=(
@@ -23,7 +23,8 @@ BUILD_PACKAGES=(
   python3-venv                            # make install-python (a venv with the package)
   python3-grpcio                          # recflow.client.grpc (the model server's gRPC client)
 )
-BENCH_PACKAGES=(python3-torch python3-numpy python3-pandas)
+BENCH_PACKAGES=(python3-torch python3-numpy python3-pandas
+                librocksdb-dev)  # bench/run cold_store's peer
 
 packages=("${BUILD_PACKAGES[@]}")
 if [[ ${1:-} == --bench ]]; then packages+=("${BENCH_PACKAGES[@]}"); fi
