@@ -394,10 +394,11 @@ absl::Status HashEmbeddingTable::LookupShard(
     for (const auto& [pos, slot] : found) {
       DecodeRow(options_.row_format, RowStart(s, slot) + sizeof(RowMeta), dim, out + pos * dim);
     }
-    if (base_ != nullptr && !misses.empty()) {
+    if (base_ != nullptr && !misses.empty() && !train) {
       // Note [Base rows]: the misses' base rows, found (index entries
       // prefetched ahead) and then copied (rows prefetched ahead). kTrain
-      // leaves them missing: they are promoted under the writer lock.
+      // skips this: its misses are looked up in the base (and promoted)
+      // under the writer lock, once.
       constexpr size_t kAhead = 8;
       const size_t nm = misses.size();
       std::vector<int64_t> rows(nm);
@@ -408,10 +409,8 @@ absl::Status HashEmbeddingTable::LookupShard(
       }
       size_t kept = 0;
       for (size_t m = 0; m < nm; ++m) {
-        if (!train && m + kAhead < nm && rows[m + kAhead] >= 0) {
-          base_->PrefetchRow(rows[m + kAhead]);
-        }
-        if (rows[m] < 0 || train) {
+        if (m + kAhead < nm && rows[m + kAhead] >= 0) base_->PrefetchRow(rows[m + kAhead]);
+        if (rows[m] < 0) {
           misses[kept++] = misses[m];
           continue;
         }
