@@ -110,6 +110,25 @@ absl::Status Validate(const EmbeddingTableOptions& o) {
   if (o.rows_per_slab < 0 || o.rows_per_slab > (int64_t{1} << 24)) {
     return bad("rows_per_slab must be in [0, 2^24], got ", o.rows_per_slab);
   }
+  if (o.tier.dram_budget_bytes < 0) {
+    return bad("tier.dram_budget_bytes must be >= 0, got ",
+               o.tier.dram_budget_bytes);
+  }
+  if (o.tier.dram_budget_bytes > 0) {
+    if (o.tier.cold_dir.empty()) {
+      return bad(
+          "tier.cold_dir must name a directory when tier.dram_budget_bytes is "
+          "set");
+    }
+    if (o.row_format != RowFormat::kFloat32) {
+      return bad("tier.dram_budget_bytes needs float32 rows, not ",
+                 RowFormatName(o.row_format));
+    }
+  }
+  if (o.tier.frequency_half_life_steps <= 0) {
+    return bad("tier.frequency_half_life_steps must be > 0, got ",
+               o.tier.frequency_half_life_steps);
+  }
   return absl::OkStatus();
 }
 

@@ -13,6 +13,10 @@
 #include "absl/status/status.h"
 #include "recflow/embedding/row_codec.h"
 
+namespace recflow {
+class Env;
+}  // namespace recflow
+
 namespace recflow::embedding {
 
 // How a new row's weights are drawn. The value is a pure function of
@@ -97,6 +101,26 @@ enum class NonFinitePolicy {
              // nothing is applied
 };
 
+// Note [Tiers]: a table bigger than memory keeps its most used rows in
+// memory under a byte budget and the rest in a cold tier on disk (one
+// RowLog file per shard, scratch: checkpoints never point into it). See
+// hash_embedding_table.h.
+struct TierOptions {
+  // 0: every row stays in memory. > 0: the bytes the table may keep in
+  // memory: its rows in memory, their index and the cold tier's index (the
+  // admission sketches and the deletion log are not counted). Split evenly
+  // over the shards. REQUIRES: >= 0.
+  int64_t dram_budget_bytes = 0;
+  // Directory of the cold tier's files (created if missing; the files are
+  // deleted with the table). REQUIRES: set when dram_budget_bytes > 0.
+  std::string cold_dir;
+  // Choosing rows to move out (LFU with aging): a row's lookup count is
+  // halved for every this many steps since its last update. REQUIRES: > 0.
+  int64_t frequency_half_life_steps = 1000;
+  // File system of the cold tier; null: Env::Default().
+  Env* env = nullptr;
+};
+
 struct EmbeddingTableOptions {
   // For messages and DebugString (e.g. the table's shared name).
   std::string name = "embedding";
@@ -128,6 +152,8 @@ struct EmbeddingTableOptions {
   // initial values) and dequantized when read (Lookup, Export, GetRow);
   // Apply* is FailedPrecondition.
   RowFormat row_format = RowFormat::kFloat32;
+  // Memory budget and cold tier (float32 rows only). Default: no tiers.
+  TierOptions tier;
 };
 
 // InvalidArgument naming the field and its value when `options` is unusable.

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "recflow/core/allocator.h"
+#include "recflow/core/logging.h"
 #include "recflow/core/status.h"
 #include "recflow/embedding/update_rules.h"
 
@@ -41,7 +42,9 @@ bool AllFinite(const float* g, int64_t dim) {
 absl::StatusOr<std::unique_ptr<HashEmbeddingTable>> HashEmbeddingTable::Create(
     const EmbeddingTableOptions& options) {
   RETURN_IF_ERROR(Validate(options));
-  return std::unique_ptr<HashEmbeddingTable>(new HashEmbeddingTable(options));
+  std::unique_ptr<HashEmbeddingTable> table(new HashEmbeddingTable(options));
+  if (table->tiered_) RETURN_IF_ERROR(table->OpenColdTier());
+  return table;
 }
 
 HashEmbeddingTable::HashEmbeddingTable(const EmbeddingTableOptions& options)
@@ -49,18 +52,27 @@ HashEmbeddingTable::HashEmbeddingTable(const EmbeddingTableOptions& options)
       quantized_(options.row_format != RowFormat::kFloat32),
       num_slots_(quantized_ ? 0 : NumSlots(options.optimizer)),
       row_floats_(options.dim * (1 + num_slots_)),
-      stride_bytes_((sizeof(RowMeta) +
-                     (quantized_ ? EncodedRowBytes(options.row_format, options.dim)
-                                 : row_floats_ * static_cast<int64_t>(sizeof(float))) +
-                     7) /
-                    8 * 8),
+      stride_bytes_(
+          (sizeof(RowMeta) +
+           (quantized_ ? EncodedRowBytes(options.row_format, options.dim)
+                       : row_floats_ * static_cast<int64_t>(sizeof(float))) +
+           7) /
+          8 * 8),
       initializer_(options.initializer, options.seed, options.dim),
-      shards_(new Shard[options.num_shards]) {
+      shards_(new Shard[options.num_shards]),
+      tiered_(options.tier.dram_budget_bytes > 0) {
   shard_shift_ =
       64 - absl::countr_zero(static_cast<unsigned>(options_.num_shards));
   int64_t per_slab = options_.rows_per_slab;
   if (per_slab == 0) {
     per_slab = std::max<int64_t>(16, (256 << 10) / stride_bytes_);
+    if (tiered_) {
+      // Note [Tiers]: memory comes and goes by the slab; a slab is at most
+      // 1/16 of a shard's budget.
+      const int64_t shard_rows =
+          options_.tier.dram_budget_bytes / options_.num_shards / stride_bytes_;
+      per_slab = std::max<int64_t>(16, std::min(per_slab, shard_rows / 16));
+    }
   }
   rows_per_slab_ =
       static_cast<int64_t>(absl::bit_ceil(static_cast<uint64_t>(per_slab)));
@@ -100,6 +112,7 @@ HashEmbeddingTable::HashEmbeddingTable(const EmbeddingTableOptions& options)
 }
 
 HashEmbeddingTable::~HashEmbeddingTable() {
+  if (tiered_) CloseColdTier();
   const size_t slab_bytes = rows_per_slab_ * stride_bytes_;
   static_assert(std::is_trivially_destructible_v<RowMeta>);
   for (int i = 0; i < options_.num_shards; ++i) {
@@ -277,7 +290,8 @@ absl::Status HashEmbeddingTable::AttachBase(std::shared_ptr<const MappedRows> ba
                                         "' already has a mapped base (", base_->source(), ")");
   }
   for (int si = 0; si < options_.num_shards && status.ok(); ++si) {
-    if (!shards_[si].index.empty()) {
+    if (!shards_[si].index.empty() ||
+        (shards_[si].cold != nullptr && shards_[si].cold->size() > 0)) {
       status = errors::FailedPrecondition("embedding table '", options_.name,
                                           "' must be empty to take a mapped base; Clear() first");
     }
@@ -339,6 +353,7 @@ absl::Status HashEmbeddingTable::LookupShard(
   const size_t row_bytes = dim * sizeof(float);
   const bool train = mode == LookupMode::kTrain;
   std::vector<int64_t> misses;
+  ColdRows cold;  // Note [Tiers]
   {
     ReaderLock lock(&s.mu);
     if (base_ != nullptr && base_->verify_failed()) return base_->verify_status();
@@ -394,6 +409,41 @@ absl::Status HashEmbeddingTable::LookupShard(
     for (const auto& [pos, slot] : found) {
       DecodeRow(options_.row_format, RowStart(s, slot) + sizeof(RowMeta), dim, out + pos * dim);
     }
+    s.dram_hits.fetch_add(static_cast<int64_t>(n - misses.size()),
+                          std::memory_order_relaxed);
+    if (tiered_ && !misses.empty()) {
+      // Note [Tiers]: the misses' cold rows, read now under the reader lock.
+      // kReadOnly copies them out; kTrain moves them in below.
+      absl::flat_hash_set<int64_t> seen;
+      std::vector<int64_t> wanted;
+      int64_t occurrences = 0;
+      for (const int64_t pos : misses) {
+        if (!s.cold->Contains(ids[pos])) continue;
+        ++occurrences;
+        if (seen.insert(ids[pos]).second) wanted.push_back(ids[pos]);
+      }
+      if (!wanted.empty()) {
+        s.cold_hits.fetch_add(occurrences, std::memory_order_relaxed);
+        RETURN_IF_ERROR(ReadCold(s, std::move(wanted), &cold));
+      }
+      if (!train && !cold.ids.empty()) {
+        absl::flat_hash_map<int64_t, size_t> at;
+        for (size_t k = 0; k < cold.ids.size(); ++k) {
+          if (cold.found[k]) at.emplace(cold.ids[k], k);
+        }
+        size_t kept = 0;
+        for (const int64_t pos : misses) {
+          auto it = at.find(ids[pos]);
+          if (it == at.end()) {
+            misses[kept++] = pos;
+            continue;
+          }
+          std::memcpy(out + pos * dim,
+                      cold.rows.data() + it->second * row_floats_, row_bytes);
+        }
+        misses.resize(kept);
+      }
+    }
     if (base_ != nullptr && !misses.empty() && !train) {
       // Note [Base rows]: the misses' base rows, found (index entries
       // prefetched ahead) and then copied (rows prefetched ahead). kTrain
@@ -446,13 +496,28 @@ absl::Status HashEmbeddingTable::LookupShard(
   }
   std::vector<int64_t> slot_of(uids.size(), -1);
   absl::Status status;
+  MaybeReaderLock migrating(&migration_mu_, tiered_);
   WriterLock lock(&s.mu);
   const int64_t new_version = clock() + 1;
+  if (tiered_) {
+    // Note [Tiers]: room for the rows this call adds, then the cold ones in.
+    std::vector<int64_t> batch_ids;
+    if (static_cast<int64_t>(s.index.size() + uids.size()) > HotCap(s)) {
+      batch_ids.reserve(positions.size());
+      for (const int64_t pos : positions) batch_ids.push_back(ids[pos]);
+      status = MakeRoom(s, static_cast<int64_t>(uids.size()), batch_ids);
+    }
+    const absl::Status promoted = PromoteCold(s, uids, &cold);
+    if (status.ok()) status = promoted;
+  }
   for (size_t u = 0; u < uids.size(); ++u) {
     auto it = s.index.find(uids[u]);
     int64_t base_row;
     if (it != s.index.end()) {
       slot_of[u] = it->second;
+    } else if (tiered_ && s.cold->Contains(uids[u])) {
+      // Its promotion failed (status says why): it reads the default row.
+      continue;
     } else if ((base_row = VisibleBaseRow(s, uids[u])) >= 0) {
       absl::StatusOr<uint32_t> slot = PromoteRow(s, uids[u], base_row);
       if (!slot.ok()) {
@@ -581,7 +646,29 @@ absl::Status HashEmbeddingTable::ApplyImpl(absl::Span<const int64_t> ids,
       if (b == e) return;
       Shard& s = shards_[si];
       ApplyResult& r = results[si];
+      MaybeReaderLock migrating(&migration_mu_, tiered_);
       WriterLock lock(&s.mu);
+      if (tiered_) {
+        // Note [Tiers]: rows moved out since their lookup come back first.
+        std::vector<int64_t> batch, cold_ids;
+        batch.reserve(e - b);
+        for (int64_t k = b; k < e; ++k) {
+          const int64_t id = ids[groups.positions[k]];
+          batch.push_back(id);
+          if (!s.index.contains(id) && s.cold->Contains(id))
+            cold_ids.push_back(id);
+        }
+        std::sort(cold_ids.begin(), cold_ids.end());
+        cold_ids.erase(std::unique(cold_ids.begin(), cold_ids.end()),
+                       cold_ids.end());
+        if (!cold_ids.empty()) {
+          const absl::Status room =
+              MakeRoom(s, static_cast<int64_t>(cold_ids.size()), batch);
+          const absl::Status promoted = PromoteCold(s, cold_ids, nullptr);
+          statuses[si] = promoted.ok() ? room : promoted;
+          if (!promoted.ok()) return;
+        }
+      }
       // Probe every id first (prefetching the index ahead), then update the
       // rows in order (prefetching rows ahead): Note [Lookup pipeline].
       constexpr int64_t kIndexAhead = 16, kRowAhead = 4;
@@ -768,6 +855,36 @@ EvictionResult HashEmbeddingTable::Evict(int64_t current_step,
           ++it;
         }
       }
+      if (tiered_ && s.cold->size() > 0) {
+        // Note [Tiers]: the cold rows, read in file order.
+        std::vector<int64_t> gone, rids, freqs, versions;
+        std::vector<float> rows;
+        constexpr uint64_t kRecordsPerRead = 8192;
+        for (uint64_t rb = 0; rb < s.cold->records(); rb += kRecordsPerRead) {
+          rids.clear();
+          freqs.clear();
+          versions.clear();
+          rows.clear();
+          const absl::Status st = s.cold->ReadRange(
+              rb, rb + kRecordsPerRead, -1, &rids, &rows, &freqs, &versions);
+          if (!st.ok()) {
+            LOG(WARNING) << "embedding table '" << options_.name
+                         << "': eviction skips the cold tier's rest: "
+                         << st.message();
+            break;
+          }
+          for (size_t k = 0; k < rids.size(); ++k) {
+            const bool old =
+                max_age > 0 && current_step - versions[k] > max_age;
+            const bool rare = min_freq > 0 && freqs[k] < min_freq;
+            if (!old && !rare) continue;
+            (old ? r.by_age : r.by_frequency) += 1;
+            gone.push_back(rids[k]);
+            s.deletion_log.push_back({rids[k], log_step});
+          }
+        }
+        s.cold->Remove(gone);
+      }
       s.evicted.fetch_add(r.by_age + r.by_frequency, std::memory_order_relaxed);
       r.rows_left = static_cast<int64_t>(s.index.size());
     });
@@ -841,6 +958,11 @@ int64_t HashEmbeddingTable::Remove(absl::Span<const int64_t> ids) {
     for (int64_t k = b; k < e; ++k) {
       const int64_t id = ids[groups.positions[k]];
       auto it = s.index.find(id);
+      if (it == s.index.end() && tiered_ && s.cold->Remove({id}) > 0) {
+        s.deletion_log.push_back({id, log_step});  // Note [Tiers]
+        ++here;
+        continue;
+      }
       if (it == s.index.end()) {
         // Note [Base rows]: a visible base row is hidden and logged.
         if (VisibleBaseRow(s, id) >= 0) {
@@ -870,6 +992,12 @@ void HashEmbeddingTable::Clear() ABSL_NO_THREAD_SAFETY_ANALYSIS {
     s.sketch.Clear();
     s.deletion_log.clear();
     s.base_hidden.clear();
+    if (s.cold != nullptr) {
+      // Note [Tiers]: forget every cold row; the rewrite empties the file
+      // (if it fails, the dead records wait for the next compaction).
+      s.cold->Remove(s.cold->IdsSince(-1));
+      s.cold->Compact(/*force=*/true).IgnoreError();
+    }
   }
   base_.reset();
   has_base_hint_.store(false, std::memory_order_relaxed);
@@ -909,6 +1037,7 @@ int64_t HashEmbeddingTable::size() const {
     Shard& s = shards_[si];
     ReaderLock lock(&s.mu);
     rows += static_cast<int64_t>(s.index.size());
+    if (s.cold != nullptr) rows += s.cold->size();
     if (base_ != nullptr) {
       // The base's rows counted once (in shard 0), less each shard's hidden.
       if (si == 0) rows += base_->size();
@@ -921,7 +1050,8 @@ int64_t HashEmbeddingTable::size() const {
 bool HashEmbeddingTable::Contains(int64_t id) const {
   Shard& s = shards_[ShardOf(id)];
   ReaderLock lock(&s.mu);
-  return s.index.contains(id) || VisibleBaseRow(s, id) >= 0;
+  return s.index.contains(id) || (s.cold != nullptr && s.cold->Contains(id)) ||
+         VisibleBaseRow(s, id) >= 0;
 }
 
 std::optional<RowSnapshot> HashEmbeddingTable::GetRow(int64_t id) const {
@@ -929,6 +1059,21 @@ std::optional<RowSnapshot> HashEmbeddingTable::GetRow(int64_t id) const {
   ReaderLock lock(&s.mu);
   auto it = s.index.find(id);
   const int64_t dim = options_.dim;
+  if (it == s.index.end() && s.cold != nullptr && s.cold->Contains(id)) {
+    ColdRows cold;
+    if (!ReadCold(s, {id}, &cold).ok() || cold.ids.empty() || !cold.found[0]) {
+      return std::nullopt;
+    }
+    RowSnapshot snap;
+    snap.weights.assign(cold.rows.begin(), cold.rows.begin() + dim);
+    for (int k = 0; k < num_slots_; ++k) {
+      snap.slots.emplace_back(cold.rows.begin() + (k + 1) * dim,
+                              cold.rows.begin() + (k + 2) * dim);
+    }
+    snap.frequency = cold.freqs[0];
+    snap.version = cold.versions[0];
+    return snap;
+  }
   if (it == s.index.end()) {
     const int64_t row = VisibleBaseRow(s, id);
     if (row < 0) return std::nullopt;
@@ -973,6 +1118,14 @@ TableStats HashEmbeddingTable::GetStats() const {
     Shard& s = shards_[si];
     ReaderLock lock(&s.mu);
     t.rows += static_cast<int64_t>(s.index.size());
+    t.dram_rows += static_cast<int64_t>(s.index.size());
+    if (s.cold != nullptr) {
+      const RowLogStats c = s.cold->GetStats();
+      t.cold_rows += c.live;
+      t.cold_file_bytes += c.file_bytes;
+      t.cold_index_bytes += c.index_bytes;
+      t.cold_compactions += c.compactions;
+    }
     if (base_ != nullptr) {
       if (si == 0) {
         t.base_rows += base_->size();
@@ -1002,8 +1155,15 @@ TableStats HashEmbeddingTable::GetStats() const {
     t.removed += get(s.removed);
     t.dropped_updates += get(s.dropped_updates);
     t.nonfinite_updates += get(s.nonfinite_updates);
+    t.dram_hits += get(s.dram_hits);
+    t.cold_hits += get(s.cold_hits);
+    t.promoted += get(s.promoted);
+    t.demoted += get(s.demoted);
+    t.cold_writes += get(s.cold_writes);
   }
-  t.rows += t.base_rows;
+  t.rows += t.base_rows + t.cold_rows;
+  t.index_bytes += t.cold_index_bytes;
+  t.dram_budget_bytes = options_.tier.dram_budget_bytes;
   t.total_bytes = t.slab_bytes + t.index_bytes + t.sketch_bytes +
                   t.deletion_log_bytes +
                   static_cast<int64_t>(sizeof(Shard)) * options_.num_shards;

@@ -48,6 +48,32 @@
 // The base's background checksum pass (MappedRows) may still run: lookups
 // return its DataLoss once it fails; Export waits for it to end.
 //
+// Note [Tiers]: with options().tier.dram_budget_bytes set, the table keeps
+// at most that many bytes in memory (its rows in memory, their index and
+// the cold tier's index) and moves the rest to a cold tier on disk: one
+// RowLog (row_log.h) per shard, in tier.cold_dir. Each id lives in exactly
+// one place: memory, the cold tier, or the mapped base (Note [Base rows]).
+//   - A shard over its share of the budget moves rows out ("demotes" them)
+//     in batches, least frequently used first with aging: a row's score is
+//     its lookup count halved for every tier.frequency_half_life_steps
+//     steps since its last update, among 8 sampled rows per victim. Ids of
+//     the batch at hand are never chosen.
+//   - kTrain lookups, Apply* and Prefetch bring cold rows back into memory
+//     ("promote" them): read under the shard's reader lock, moved in under
+//     the writer lock. kReadOnly lookups read cold rows without moving
+//     them, so serving never writes.
+//   - Write-back: a row is written to the cold tier when it leaves memory,
+//     never on update; a promoted one leaves a dead record there that
+//     compaction drops. A row brought in from the base and unchanged since
+//     (weights, slots, frequency and version; e.g. prefetched, never used)
+//     goes back to the base without a write.
+//   - Export, size, Contains, GetRow, Remove, Evict and GetStats see all
+//     three places. An export holds row movement between tiers still
+//     (lookups that must move rows wait for it), so it sees every row once.
+//   - The cold tier is scratch: a crash loses nothing a checkpoint holds.
+//     A failed write to it (a full disk) keeps the rows in memory, over the
+//     budget, and the call that needed the room returns the error.
+//
 // Quantized rows (options().row_format float16 / int8, serving): see
 // row_codec.h; the row layout below holds the encoded weights instead of
 // the floats, and lookups decode them straight into their output.
@@ -96,6 +122,7 @@
 #include "recflow/embedding/embedding_options.h"
 #include "recflow/embedding/mapped_rows.h"
 #include "recflow/embedding/row_initializer.h"
+#include "recflow/embedding/row_log.h"
 #include "recflow/embedding/shared_mutex.h"
 #include "recflow/embedding/sparse_optimizers.h"
 
@@ -155,6 +182,25 @@ struct TableStats {
   // not in total_bytes).
   int64_t base_rows = 0;
   int64_t base_mapped_bytes = 0;
+  // Note [Tiers] (tiered tables; 0 otherwise): the budget; rows in the cold
+  // tier (counted in `rows`); its files' bytes (live and dead records) and
+  // its index's memory (in index_bytes and total_bytes).
+  int64_t dram_budget_bytes = 0;
+  int64_t cold_rows = 0;
+  int64_t cold_file_bytes = 0;
+  int64_t cold_index_bytes = 0;
+  int64_t dram_rows = 0;  // rows in memory (also for untiered tables)
+  // Lookup occurrences that found their row in memory, and those whose row
+  // was in the cold tier (read from disk by the lookup itself; prefetched
+  // rows count as found in memory). Hit rate: dram_hits / (dram_hits +
+  // cold_hits).
+  int64_t dram_hits = 0;
+  int64_t cold_hits = 0;
+  int64_t promoted = 0;  // rows moved into memory from the cold tier
+  // Rows moved out of memory (written, or back to the base).
+  int64_t demoted = 0;
+  int64_t cold_writes = 0;  // rows written to the cold tier
+  int64_t cold_compactions = 0;
 };
 
 // One chunk of exported (or to-be-imported) rows, sorted by key on export.
@@ -291,6 +337,16 @@ class HashEmbeddingTable {
   // To replace the table, Clear() first.
   absl::Status Import(const TableChunk& chunk, ThreadPool* pool = nullptr);
 
+  // Note [Tiers]: moves the rows of `ids` that sit in the cold tier or the
+  // mapped base into memory (shards in parallel over `pool`), so the lookup
+  // that follows finds them there; counts nothing toward frequencies. For
+  // the input pipeline: announce the next batch's ids while the current
+  // step runs. OK at once for an untiered table; the cold tier's error
+  // otherwise.
+  absl::Status Prefetch(absl::Span<const int64_t> ids,
+                        ThreadPool* pool = nullptr);
+  bool tiered() const { return tiered_; }
+
   // Makes room in the shards' indexes for `rows` rows in all (assuming ids
   // spread evenly), so importing a big checkpoint does not rehash again and
   // again. Never shrinks anything.
@@ -388,6 +444,11 @@ class HashEmbeddingTable {
     std::vector<DeletionEntry> deletion_log ABSL_GUARDED_BY(mu);
     // Note [Base rows]: this shard's ids whose base row is hidden.
     absl::flat_hash_set<int64_t> base_hidden ABSL_GUARDED_BY(mu);
+    // Note [Tiers]: the cold tier's rows of this shard (tiered tables).
+    std::unique_ptr<RowLog> cold ABSL_GUARDED_BY(mu);
+    uint64_t sample_state ABSL_GUARDED_BY(mu) = 0;  // demotion's sampling
+    std::atomic<int64_t> dram_hits{0}, cold_hits{0}, promoted{0}, demoted{0},
+        cold_writes{0};
     std::atomic<int64_t> admitted{0}, inserts{0}, rejected_lookups{0},
         missing_lookups{0}, evicted{0}, removed{0}, dropped_updates{0},
         nonfinite_updates{0};
@@ -485,6 +546,46 @@ class HashEmbeddingTable {
   // Hides base rows that `criteria` selects (Evict's second half).
   void EvictBaseRows(int64_t current_step, const EvictionOptions& criteria,
                      std::vector<EvictionResult>* results);
+  // Note [Tiers].
+  // Rows read from a shard's cold tier under its reader lock, to be moved in
+  // under the writer lock (records: each id's record number when read).
+  struct ColdRows {
+    std::vector<int64_t> ids;
+    std::vector<float> rows;  // row_floats_ each
+    std::vector<int64_t> freqs, versions, records;
+    std::vector<char> found;
+  };
+  absl::Status OpenColdTier();
+  // Closes and deletes the cold files (destructor).
+  void CloseColdTier();
+  // The row's optimizer slots hold their initial values.
+  bool SlotsAtInit(const float* row) const;
+  std::string ColdPath(int shard) const;
+  // Reads the rows of `ids` (distinct) that s.cold holds into `out`.
+  absl::Status ReadCold(const Shard& s, std::vector<int64_t> ids,
+                        ColdRows* out) const ABSL_SHARED_LOCKS_REQUIRED(s.mu);
+  // Moves the rows of `wanted` (distinct) that s.cold holds into memory,
+  // taking them from `have` (read earlier; may be null) where their record
+  // is unchanged and reading the others now.
+  absl::Status PromoteCold(Shard& s, absl::Span<const int64_t> wanted,
+                           const ColdRows* have)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // The most rows shard s may keep in memory now.
+  int64_t HotCap(const Shard& s) const ABSL_SHARED_LOCKS_REQUIRED(s.mu);
+  // Demotes rows of s (never one of `keep`, the ids of the batch at hand)
+  // until `need` more fit under HotCap. On a failed write nothing moves and
+  // the error is returned.
+  absl::Status MakeRoom(Shard& s, int64_t need, absl::Span<const int64_t> keep)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // Gives back the slabs beyond what `cap` rows need, moving their rows to
+  // free slots below (the cap shrinks as the cold tier's index grows).
+  void ReleaseSlabs(Shard& s, int64_t cap) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu);
+  // Removes `id`'s row from memory without logging a deletion (it moved).
+  void FreeSlot(Shard& s, uint32_t slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+    Meta(s, slot).version = kFreeSlotVersion;
+    s.free_slots.push_back(slot);
+  }
+
   // Every shard's lock, in shard order (AttachBase, Clear: base_ changes
   // only under all of them).
   void LockAllShards() const ABSL_NO_THREAD_SAFETY_ANALYSIS;
@@ -537,6 +638,13 @@ class HashEmbeddingTable {
   // base_ != nullptr, readable without a lock (a hint: check base_ under a
   // lock before using it).
   std::atomic<bool> has_base_hint_{false};
+  // Note [Tiers].
+  const bool tiered_;
+  int64_t shard_budget_bytes_ = 0;
+  std::string cold_prefix_;  // path prefix of the shards' cold files
+  // Held shared by whatever moves rows between memory and the cold tier
+  // (taken before a shard's lock), exclusively by Export.
+  mutable SharedMutex migration_mu_;
   std::atomic<int64_t> clock_{0};
   // KeepDeletionsAfter's step; int64 max: none.
   std::atomic<int64_t> keep_deletions_after_{std::numeric_limits<int64_t>::max()};

@@ -93,6 +93,7 @@ absl::Status HashEmbeddingTable::Import(const TableChunk& chunk,
     const int64_t b = groups.begin[si], e = groups.begin[si + 1];
     if (b == e) return;
     Shard& s = shards_[si];
+    MaybeReaderLock migrating(&migration_mu_, tiered_);
     WriterLock lock(&s.mu);
     // Prefetching the index entries a few rows ahead hides most of the
     // cache misses of a big table's random probes.
@@ -103,43 +104,69 @@ absl::Status HashEmbeddingTable::Import(const TableChunk& chunk,
     // Counted here and added once: a locked add per row would wait for
     // every store before it (the new rows' first touches) to drain.
     int64_t inserted = 0;
-    for (int64_t k = b; k < e; ++k) {
-      const int64_t pos = groups.positions[k];
-      if (k + kAhead < e) s.index.prefetch(keys[groups.positions[k + kAhead]]);
-      const int64_t version = versions ? versions[pos] : default_version;
-      // One probe: insert a placeholder, and fill it in for a new row.
-      auto [it, fresh] = s.index.try_emplace(keys[pos], 0u);
-      if (fresh) {
-        // The chunk supplies the weights (and the slots, or InitSlots
-        // below), so the row is not initialized first.
-        absl::StatusOr<uint32_t> allocated = AllocateSlot(s);
-        if (!allocated.ok()) {
-          s.index.erase(it);
-          statuses[si] = allocated.status();
+    // Note [Tiers]: a tiered table takes the rows in pieces, each after
+    // making room for it (its rows replace their cold copies), so memory
+    // overshoots the budget by a piece at most; others take them at once.
+    const int64_t piece =
+        tiered_ ? std::max<int64_t>(16, HotCap(s) / 4) : e - b;
+    for (int64_t pb = b; pb < e; pb += piece) {
+      const int64_t pe = std::min(e, pb + piece);
+      if (tiered_) {
+        std::vector<int64_t> piece_ids;
+        piece_ids.reserve(pe - pb);
+        int64_t need = 0;
+        for (int64_t k = pb; k < pe; ++k) {
+          piece_ids.push_back(keys[groups.positions[k]]);
+          need += s.index.contains(piece_ids.back()) ? 0 : 1;
+        }
+        statuses[si] = MakeRoom(s, need, piece_ids);
+        if (!statuses[si].ok()) {
           s.inserts.fetch_add(inserted, std::memory_order_relaxed);
           return;
         }
-        it->second = *allocated;
-        Meta(s, *allocated).id = keys[pos];
-        ++inserted;
-        // Note [Base rows]: the new row hides the base's.
-        if (base_ != nullptr && base_->Find(keys[pos]) >= 0) s.base_hidden.insert(keys[pos]);
+        s.cold->Remove(piece_ids);
       }
-      const uint32_t slot = it->second;
-      if (quantized_) {
-        WriteWeights(s, slot, values + pos * dim);
-      } else {
-        float* row = RowData(s, slot);
-        CopyFloats(row, values + pos * dim, dim);
-        if (slots != nullptr) {
-          CopyFloats(row + dim, slots + pos * num_slots_ * dim, num_slots_ * dim);
-        } else {
-          InitSlots(row);
+      for (int64_t k = pb; k < pe; ++k) {
+        const int64_t pos = groups.positions[k];
+        if (k + kAhead < e)
+          s.index.prefetch(keys[groups.positions[k + kAhead]]);
+        const int64_t version = versions ? versions[pos] : default_version;
+        // One probe: insert a placeholder, and fill it in for a new row.
+        auto [it, fresh] = s.index.try_emplace(keys[pos], 0u);
+        if (fresh) {
+          // The chunk supplies the weights (and the slots, or InitSlots
+          // below), so the row is not initialized first.
+          absl::StatusOr<uint32_t> allocated = AllocateSlot(s);
+          if (!allocated.ok()) {
+            s.index.erase(it);
+            statuses[si] = allocated.status();
+            s.inserts.fetch_add(inserted, std::memory_order_relaxed);
+            return;
+          }
+          it->second = *allocated;
+          Meta(s, *allocated).id = keys[pos];
+          ++inserted;
+          // Note [Base rows]: the new row hides the base's.
+          if (base_ != nullptr && base_->Find(keys[pos]) >= 0)
+            s.base_hidden.insert(keys[pos]);
         }
+        const uint32_t slot = it->second;
+        if (quantized_) {
+          WriteWeights(s, slot, values + pos * dim);
+        } else {
+          float* row = RowData(s, slot);
+          CopyFloats(row, values + pos * dim, dim);
+          if (slots != nullptr) {
+            CopyFloats(row + dim, slots + pos * num_slots_ * dim,
+                       num_slots_ * dim);
+          } else {
+            InitSlots(row);
+          }
+        }
+        RowMeta& meta = Meta(s, slot);
+        meta.frequency.store(freqs ? freqs[pos] : 0, std::memory_order_relaxed);
+        meta.version = version;
       }
-      RowMeta& meta = Meta(s, slot);
-      meta.frequency.store(freqs ? freqs[pos] : 0, std::memory_order_relaxed);
-      meta.version = version;
     }
     s.inserts.fetch_add(inserted, std::memory_order_relaxed);
   });
@@ -176,6 +203,13 @@ std::vector<int64_t> HashEmbeddingTable::CollectKeys(int64_t since_step,
         if (since_step < 0 || Meta(s, slot).version > since_step) {
           keys.push_back(id);
         }
+      }
+      if (s.cold != nullptr) {
+        // Note [Tiers]: candidates by the cold index's versions (CopyChunk
+        // reads the rows; a few may be older than since_step: harmless in
+        // a delta).
+        const std::vector<int64_t> cold = s.cold->IdsSince(since_step);
+        keys.insert(keys.end(), cold.begin(), cold.end());
       }
     }
     std::sort(keys.begin(), keys.end());
@@ -241,6 +275,7 @@ absl::StatusOr<TableChunk> HashEmbeddingTable::CopyChunk(
   int64_t* out_freqs = c.frequencies.data<int64_t>();
   int64_t* out_versions = c.versions.data<int64_t>();
   std::vector<char> found(n, 0);
+  std::vector<absl::Status> statuses(options_.num_shards);
   const ShardGroups groups = GroupByShard(keys);
   // Shards copy in parallel: each takes its own lock and writes the
   // positions of its own keys only.
@@ -249,9 +284,15 @@ absl::StatusOr<TableChunk> HashEmbeddingTable::CopyChunk(
     if (b == e) return;
     Shard& s = shards_[si];
     ReaderLock lock(&s.mu);
+    std::vector<int64_t> cold_positions;  // Note [Tiers]
     for (int64_t k = b; k < e; ++k) {
       const int64_t pos = groups.positions[k];
       auto it = s.index.find(keys[pos]);
+      if (it == s.index.end() && s.cold != nullptr &&
+          s.cold->Contains(keys[pos])) {
+        cold_positions.push_back(pos);
+        continue;
+      }
       if (it == s.index.end()) {
         const int64_t row = VisibleBaseRow(s, keys[pos]);
         if (row < 0) continue;  // removed since CollectKeys
@@ -286,7 +327,30 @@ absl::StatusOr<TableChunk> HashEmbeddingTable::CopyChunk(
       out_freqs[pos] = meta.frequency.load(std::memory_order_relaxed);
       out_versions[pos] = meta.version;
     }
+    if (cold_positions.empty()) return;
+    std::vector<int64_t> cold_ids;
+    for (const int64_t pos : cold_positions) cold_ids.push_back(keys[pos]);
+    ColdRows cold;
+    statuses[si] = ReadCold(s, cold_ids, &cold);
+    if (!statuses[si].ok()) return;
+    // ReadCold keeps the order of the ids it was given (all in the log).
+    for (size_t k = 0; k < cold.ids.size(); ++k) {
+      if (!cold.found[k]) continue;
+      const int64_t pos = cold_positions[k];
+      const float* row = cold.rows.data() + k * row_floats_;
+      found[pos] = 1;
+      out_keys[pos] = keys[pos];
+      if (out_values != nullptr)
+        std::memcpy(out_values + pos * dim, row, dim * sizeof(float));
+      if (out_slots != nullptr) {
+        std::memcpy(out_slots + pos * num_slots_ * dim, row + dim,
+                    num_slots_ * dim * sizeof(float));
+      }
+      out_freqs[pos] = cold.freqs[k];
+      out_versions[pos] = cold.versions[k];
+    }
   });
+  for (const absl::Status& st : statuses) RETURN_IF_ERROR(st);
   // Close the gaps of rows that vanished meanwhile, keeping key order.
   int64_t m = 0;
   for (int64_t i = 0; i < n; ++i) {
@@ -333,11 +397,17 @@ absl::Status HashEmbeddingTable::ExportInStorageOrder(
   // skipped).
   // shard -1: rows [begin, end) of the base (Note [Base rows]), after
   // every shard's.
+  // Note [Tiers]: then each shard's cold rows, after the rows in memory:
+  // records [begin, end) of its file for a full export, or for a delta
+  // entries [begin, end) of its candidate ids (cold_ids).
+  enum class Kind { kMemory, kColdRecords, kColdIds };
   struct Range {
     int shard;
     int64_t begin, end;
+    Kind kind = Kind::kMemory;
   };
   std::vector<Range> ranges;
+  std::vector<std::vector<int64_t>> cold_ids(options_.num_shards);
   for (int si = 0; si < options_.num_shards; ++si) {
     Shard& s = shards_[si];
     uint32_t end;
@@ -347,6 +417,23 @@ absl::Status HashEmbeddingTable::ExportInStorageOrder(
     }
     for (int64_t b = 0; b < end; b += max_rows) {
       ranges.push_back({si, b, std::min<int64_t>(end, b + max_rows)});
+    }
+  }
+  for (int si = 0; si < options_.num_shards && tiered_; ++si) {
+    Shard& s = shards_[si];
+    ReaderLock lock(&s.mu);
+    if (options.since_step < 0) {
+      const int64_t records = static_cast<int64_t>(s.cold->records());
+      for (int64_t b = 0; b < records; b += max_rows) {
+        ranges.push_back(
+            {si, b, std::min(records, b + max_rows), Kind::kColdRecords});
+      }
+    } else {
+      cold_ids[si] = s.cold->IdsSince(options.since_step);
+      const int64_t n = static_cast<int64_t>(cold_ids[si].size());
+      for (int64_t b = 0; b < n; b += max_rows) {
+        ranges.push_back({si, b, std::min(n, b + max_rows), Kind::kColdIds});
+      }
     }
   }
   std::shared_ptr<const MappedRows> base;
@@ -441,6 +528,42 @@ absl::Status HashEmbeddingTable::ExportInStorageOrder(
     }
     b->rows = m;
   };
+  // Copies the cold rows of `r` into `b` under the shard's reader lock.
+  auto fill_cold = [&](const Range& r, Buffers* b) {
+    Shard& s = shards_[r.shard];
+    ReaderLock lock(&s.mu);
+    ColdRows cold;
+    if (r.kind == Kind::kColdRecords) {
+      b->status =
+          s.cold->ReadRange(r.begin, r.end, options.since_step, &cold.ids,
+                            &cold.rows, &cold.freqs, &cold.versions);
+      cold.found.assign(cold.ids.size(), 1);
+    } else {
+      b->status =
+          ReadCold(s,
+                   std::vector<int64_t>(cold_ids[r.shard].begin() + r.begin,
+                                        cold_ids[r.shard].begin() + r.end),
+                   &cold);
+    }
+    if (!b->status.ok()) return;
+    int64_t m = 0;
+    const Columns c = columns(b);
+    for (size_t k = 0; k < cold.ids.size(); ++k) {
+      if (!cold.found[k] ||
+          (options.since_step >= 0 && cold.versions[k] <= options.since_step)) {
+        continue;
+      }
+      const float* row = cold.rows.data() + k * row_floats_;
+      c.keys[m] = cold.ids[k];
+      if (c.values != nullptr) CopyFloats(c.values + m * dim, row, dim);
+      if (c.slots != nullptr)
+        CopyFloats(c.slots + m * slot_floats, row + dim, slot_floats);
+      c.freqs[m] = cold.freqs[k];
+      c.versions[m] = cold.versions[k];
+      ++m;
+    }
+    b->rows = m;
+  };
   // Copies the live rows of `r` into `b` under the shard's reader lock.
   auto fill = [&](const Range& r, Buffers* b) {
     b->rows = 0;
@@ -450,6 +573,10 @@ absl::Status HashEmbeddingTable::ExportInStorageOrder(
     }
     if (r.shard < 0) {
       fill_base(r, b);
+      return;
+    }
+    if (r.kind != Kind::kMemory) {
+      fill_cold(r, b);
       return;
     }
     Shard& s = shards_[r.shard];
@@ -601,6 +728,12 @@ absl::StatusOr<ExportResult> HashEmbeddingTable::Export(
   if (options.evict_at_step.has_value()) {
     result.eviction = Evict(*options.evict_at_step, pool);
   }
+  // Note [Tiers]: no row moves between memory and the cold tier meanwhile,
+  // so each is exported once.
+  // The copies run on this thread: lookups waiting for the lock may hold
+  // the pool's threads.
+  MaybeWriterLock freeze(&migration_mu_, tiered_);
+  if (tiered_) pool = nullptr;
   if (options.order == ExportOptions::Order::kStorage) {
     RETURN_IF_ERROR(ExportInStorageOrder(options, sink, &result, pool));
     result.deleted_ids = options.since_step >= 0

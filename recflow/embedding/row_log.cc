@@ -61,6 +61,11 @@ absl::Status RowLog::Put(absl::Span<const int64_t> ids, absl::Span<const float> 
                                    " versions; got ", rows.size(), ", ", freqs.size(), " and ",
                                    versions.size());
   }
+  if (records_ + static_cast<uint64_t>(n) > kVersionSaturated) {
+    return errors::ResourceExhausted(
+        "row log ", path_, ": ", records_, " records plus ", n,
+        " exceed the log's limit of 2^32 - 1; Compact it");
+  }
   const int64_t rb = RecordBytes();
   const int64_t per_piece = std::max<int64_t>(1, options_.write_buffer_bytes / rb);
   std::string buffer;
@@ -85,9 +90,10 @@ absl::Status RowLog::Put(absl::Span<const int64_t> ids, absl::Span<const float> 
       return broken_;
     }
     for (int64_t i = begin; i < end; ++i) {
-      auto [it, fresh] = index_.try_emplace(ids[i], Entry{records_, versions[i]});
+      const Entry entry{static_cast<uint32_t>(records_), Hint(versions[i])};
+      auto [it, fresh] = index_.try_emplace(ids[i], entry);
       if (!fresh) {
-        it->second = Entry{records_, versions[i]};
+        it->second = entry;
         ++dead_;
       }
       ++records_;
@@ -154,6 +160,65 @@ absl::Status RowLog::Get(absl::Span<const int64_t> ids, absl::Span<float> rows_o
   return absl::OkStatus();
 }
 
+int64_t RowLog::VersionOf(int64_t id) const {
+  auto it = index_.find(id);
+  if (it == index_.end()) return -1;
+  if (it->second.version_hint < kVersionSaturated)
+    return it->second.version_hint;
+  std::vector<char> buf(RecordBytes());
+  if (!ReadRecord(it->second.record, buf.data()).ok()) return kVersionSaturated;
+  RecordHead head;
+  std::memcpy(&head, buf.data(), sizeof(head));
+  return head.version;
+}
+
+std::vector<int64_t> RowLog::IdsSince(int64_t since_step) const {
+  std::vector<int64_t> ids;
+  if (since_step < 0) ids.reserve(index_.size());
+  for (const auto& [id, e] : index_) {
+    if (since_step < 0 || e.version_hint == kVersionSaturated ||
+        static_cast<int64_t>(e.version_hint) > since_step) {
+      ids.push_back(id);
+    }
+  }
+  return ids;
+}
+
+absl::Status RowLog::ReadRange(uint64_t begin, uint64_t end, int64_t since_step,
+                               std::vector<int64_t>* ids,
+                               std::vector<float>* rows,
+                               std::vector<int64_t>* freqs,
+                               std::vector<int64_t>* versions) const {
+  end = std::min(end, records_);
+  if (begin >= end) return absl::OkStatus();
+  const int64_t rb = RecordBytes();
+  const int64_t rf = options_.row_floats;
+  const size_t bytes = static_cast<size_t>((end - begin) * rb);
+  std::vector<char> buf(bytes);
+  ASSIGN_OR_RETURN(absl::string_view got,
+                   reader_->Read(begin * rb, bytes, buf.data()));
+  if (got.size() != bytes) {
+    return errors::DataLoss("row log ", path_, ": records ", begin, "..", end,
+                            " are cut short (", got.size(), " of ", bytes,
+                            " bytes)");
+  }
+  for (uint64_t r = begin; r < end; ++r) {
+    const char* rec = got.data() + (r - begin) * rb;
+    RecordHead head;
+    std::memcpy(&head, rec, sizeof(head));
+    auto it = index_.find(head.id);
+    if (it == index_.end() || it->second.record != r) continue;  // dead
+    if (since_step >= 0 && head.version <= since_step) continue;
+    ids->push_back(head.id);
+    freqs->push_back(head.frequency);
+    versions->push_back(head.version);
+    const size_t at = rows->size();
+    rows->resize(at + rf);
+    std::memcpy(rows->data() + at, rec + sizeof(head), rf * sizeof(float));
+  }
+  return absl::OkStatus();
+}
+
 int64_t RowLog::Remove(absl::Span<const int64_t> ids) {
   int64_t removed = 0;
   for (const int64_t id : ids) {
@@ -174,7 +239,10 @@ absl::Status RowLog::ForEach(int64_t since_step, int64_t max_rows, const ChunkFn
   // The live records wanted, in file order.
   std::vector<std::pair<uint64_t, int64_t>> wanted;  // (record, id)
   for (const auto& [id, e] : index_) {
-    if (since_step < 0 || e.version > since_step) wanted.push_back({e.record, id});
+    if (since_step < 0 || e.version_hint == kVersionSaturated ||
+        static_cast<int64_t>(e.version_hint) > since_step) {
+      wanted.push_back({e.record, id});
+    }
   }
   std::sort(wanted.begin(), wanted.end());
   std::vector<int64_t> ids, freqs, versions;
@@ -194,11 +262,15 @@ absl::Status RowLog::ForEach(int64_t since_step, int64_t max_rows, const ChunkFn
         return errors::DataLoss("row log ", path_, ": record ", wanted[k].first, " holds id ",
                                 head.id, ", not ", wanted[k].second);
       }
+      if (since_step >= 0 && head.version <= since_step)
+        continue;  // a saturated hint
+      std::memcpy(rows.data() + ids.size() * rf, buf.data() + sizeof(head),
+                  rf * sizeof(float));
       ids.push_back(head.id);
       freqs.push_back(head.frequency);
       versions.push_back(head.version);
-      std::memcpy(rows.data() + (k - begin) * rf, buf.data() + sizeof(head), rf * sizeof(float));
     }
+    rows.resize(ids.size() * rf);
     RETURN_IF_ERROR(fn(ids, rows, freqs, versions));
   }
   return absl::OkStatus();
@@ -242,7 +314,7 @@ RowLogStats RowLog::GetStats() const {
   t.live = size();
   t.dead = dead_;
   t.file_bytes = static_cast<int64_t>(records_) * RecordBytes();
-  t.index_bytes = static_cast<int64_t>(index_.capacity()) * (sizeof(int64_t) + sizeof(Entry) + 1);
+  t.index_bytes = index_bytes();
   t.compactions = compactions_;
   return t;
 }

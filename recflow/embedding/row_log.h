@@ -5,9 +5,10 @@
 // without reading the file); records replaced or removed become dead and
 // are dropped by Compact, which rewrites the live ones into a fresh file.
 //
-//   ASSIGN_OR_RETURN(auto log, RowLog::Create(env, "/ssd/emb.rowlog", {.row_floats = 32}));
-//   RETURN_IF_ERROR(log->Put(ids, rows, freqs, versions));
-//   RETURN_IF_ERROR(log->Get(ids, out_rows, out_freqs, out_versions, &found, pool));
+//   ASSIGN_OR_RETURN(auto log, RowLog::Create(env, "/ssd/emb.rowlog",
+//   {.row_floats = 32})); RETURN_IF_ERROR(log->Put(ids, rows, freqs,
+//   versions)); RETURN_IF_ERROR(log->Get(ids, out_rows, out_freqs,
+//   out_versions, &found, pool));
 //
 // Record layout (little endian, `RecordBytes()` bytes each, back to back
 // from offset 0): id int64 | version int64 | frequency int64 | row_floats
@@ -16,13 +17,15 @@
 // Create truncates any old file and nothing is synced. A process killed
 // while writing leaves a file the next Create discards.
 //
-// Memory: the index, about 32 bytes per live row (id -> record, version).
+// Memory: the index, 17 bytes per slot (id -> record number, version hint),
+// about 20-40 bytes per live row.
 //
 // Thread-compatible: Put, Remove and Compact need exclusive access; Get,
 // Contains, VersionOf and ForEach may run concurrently with one another.
 #ifndef RECFLOW_EMBEDDING_ROW_LOG_H_
 #define RECFLOW_EMBEDDING_ROW_LOG_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -89,11 +92,37 @@ class RowLog {
                    std::vector<char>* found, ThreadPool* pool = nullptr) const;
 
   bool Contains(int64_t id) const { return index_.contains(id); }
-  // The version of id's record, or -1 when absent.
-  int64_t VersionOf(int64_t id) const {
+  // The version of id's record, or -1 when absent. Versions of 2^32 - 1
+  // and more are read from the record (the index keeps 32 bits of one).
+  int64_t VersionOf(int64_t id) const;
+
+  // The number of id's record (it changes when the row is written again or
+  // the log compacted), or -1 when absent.
+  int64_t RecordOf(int64_t id) const {
     auto it = index_.find(id);
-    return it == index_.end() ? -1 : it->second.version;
+    return it == index_.end() ? -1 : static_cast<int64_t>(it->second.record);
   }
+  // Memory of the index (RowLogStats::index_bytes).
+  int64_t index_bytes() const {
+    return static_cast<int64_t>(index_.capacity()) *
+           (sizeof(int64_t) + sizeof(Entry) + 1);
+  }
+  // Records in the file (live and dead); record numbers run [0, records()).
+  uint64_t records() const { return records_; }
+
+  // The ids whose version may be > since_step (all for since_step < 0):
+  // every id whose version is, and possibly a few more (versions of 2^32 - 1
+  // and more are not told apart in memory). Unordered; reads no file.
+  std::vector<int64_t> IdsSince(int64_t since_step) const;
+
+  // Reads records [begin, end) with one sequential read and appends the
+  // live ones (those the index points to) with version > since_step to the
+  // outputs: ids, rows (row_floats each), freqs, versions. A range past
+  // records() is cut to it. DataLoss naming the file for a short read.
+  absl::Status ReadRange(uint64_t begin, uint64_t end, int64_t since_step,
+                         std::vector<int64_t>* ids, std::vector<float>* rows,
+                         std::vector<int64_t>* freqs,
+                         std::vector<int64_t>* versions) const;
 
   // Forgets `ids` (their records become dead); returns how many it had.
   int64_t Remove(absl::Span<const int64_t> ids);
@@ -115,10 +144,18 @@ class RowLog {
   RowLogStats GetStats() const;
 
  private:
+  // 8 bytes, so an index slot is 16 (+1 control byte): the cold tier's
+  // index is memory a tiered table spends per cold row.
   struct Entry {
-    uint64_t record;
-    int64_t version;
+    uint32_t record;
+    uint32_t version_hint;  // min(version, kVersionSaturated)
   };
+  static constexpr uint32_t kVersionSaturated = 0xffffffffu;
+  static uint32_t Hint(int64_t version) {
+    return version < 0 ? 0
+                       : static_cast<uint32_t>(
+                             std::min<int64_t>(version, kVersionSaturated));
+  }
   RowLog(Env* env, std::string path, const RowLogOptions& options)
       : env_(env), path_(std::move(path)), options_(options) {}
   absl::Status Open();

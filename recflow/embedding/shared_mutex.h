@@ -106,6 +106,41 @@ class ABSL_SCOPED_LOCKABLE ReaderLock {
   SharedMutex* mu_;
 };
 
+// Holds `mu` shared for its lifetime when `take`, else nothing (a lock only
+// some tables need, e.g. Note [Tiers]'s migration lock).
+class MaybeReaderLock {
+ public:
+  MaybeReaderLock(SharedMutex* mu, bool take) ABSL_NO_THREAD_SAFETY_ANALYSIS
+      : mu_(take ? mu : nullptr) {
+    if (mu_ != nullptr) mu_->ReaderLock();
+  }
+  ~MaybeReaderLock() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    if (mu_ != nullptr) mu_->ReaderUnlock();
+  }
+  MaybeReaderLock(const MaybeReaderLock&) = delete;
+  MaybeReaderLock& operator=(const MaybeReaderLock&) = delete;
+
+ private:
+  SharedMutex* mu_;
+};
+
+// The same, exclusive.
+class MaybeWriterLock {
+ public:
+  MaybeWriterLock(SharedMutex* mu, bool take) ABSL_NO_THREAD_SAFETY_ANALYSIS
+      : mu_(take ? mu : nullptr) {
+    if (mu_ != nullptr) mu_->Lock();
+  }
+  ~MaybeWriterLock() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    if (mu_ != nullptr) mu_->Unlock();
+  }
+  MaybeWriterLock(const MaybeWriterLock&) = delete;
+  MaybeWriterLock& operator=(const MaybeWriterLock&) = delete;
+
+ private:
+  SharedMutex* mu_;
+};
+
 }  // namespace recflow::embedding
 
 #endif  // RECFLOW_EMBEDDING_SHARED_MUTEX_H_
