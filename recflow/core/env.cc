@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -185,6 +186,24 @@ class PosixRandomAccessFile : public RandomAccessFile {
       done += static_cast<size_t>(r);
     }
     return absl::string_view(scratch, done);
+  }
+
+  absl::StatusOr<absl::string_view> ReadIfCached(uint64_t offset, size_t n,
+                                                 char* scratch) const override {
+    // preadv2(RWF_NOWAIT) reads only what the page cache holds (EAGAIN
+    // when that is nothing); a short count may also mean the end of the
+    // file, which Read tells apart.
+    struct iovec iov = {scratch, n};
+    for (;;) {
+      const ssize_t r = ::preadv2(fd_, &iov, 1, static_cast<off_t>(offset), RWF_NOWAIT);
+      if (r >= 0 && static_cast<size_t>(r) == n) return absl::string_view(scratch, n);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0 && errno != EAGAIN && errno != EOPNOTSUPP && errno != ENOSYS) {
+        return ErrnoToStatus(errno, absl::StrCat("cannot read ", Quote(path_),
+                                                 " at offset ", offset));
+      }
+      return absl::UnavailableError("not in the page cache");
+    }
   }
 
   absl::StatusOr<uint64_t> Size() const override {

@@ -75,6 +75,16 @@ class RandomAccessFile {
 
   // Current size of the file in bytes.
   virtual absl::StatusOr<uint64_t> Size() const = 0;
+
+  // As Read, but only if the bytes can be had without waiting for the
+  // device (they are in the page cache): otherwise Unavailable, at once,
+  // having read nothing usable. Callers then Read on a thread that may
+  // wait, so reads that hit the cache skip the hand-off. The default
+  // reads (files kept in memory never wait).
+  virtual absl::StatusOr<absl::string_view> ReadIfCached(uint64_t offset, size_t n,
+                                                         char* scratch) const {
+    return Read(offset, n, scratch);
+  }
 };
 
 class Env {

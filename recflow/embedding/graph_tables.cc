@@ -88,6 +88,17 @@ absl::Status ParseOptions(const AttrSlice& attrs, EmbeddingTableOptions* o) {
                                                   {"apply", NonFinitePolicy::kApply},
                                                   {"error", NonFinitePolicy::kError}},
                                                  &o->nonfinite_gradients));
+  // Tiers: optional (graphs written before them lack the attrs).
+  if (attrs.Find("dram_budget_bytes") != nullptr) {
+    RETURN_IF_ERROR(GetNodeAttr(attrs, "dram_budget_bytes", &o->tier.dram_budget_bytes));
+  }
+  if (attrs.Find("cold_dir") != nullptr) {
+    RETURN_IF_ERROR(GetNodeAttr(attrs, "cold_dir", &o->tier.cold_dir));
+  }
+  if (attrs.Find("frequency_half_life_steps") != nullptr) {
+    RETURN_IF_ERROR(GetNodeAttr(attrs, "frequency_half_life_steps",
+                                &o->tier.frequency_half_life_steps));
+  }
   return Validate(*o);
 }
 
@@ -122,12 +133,13 @@ absl::StatusOr<std::vector<TableNode>> FindGraphTables(const Graph& graph,
 }
 
 absl::StatusOr<std::vector<GraphTable>> CreateGraphTables(const Graph& graph, ResourceMgr* rm,
-                                                          RowFormat row_format) {
+                                                          RowFormat row_format, bool keep_tiers) {
   ASSIGN_OR_RETURN(std::vector<TableNode> nodes, FindGraphTables(graph, *rm));
   std::vector<GraphTable> out;
   out.reserve(nodes.size());
   for (TableNode& t : nodes) {
     t.options.row_format = row_format;
+    if (!keep_tiers) t.options.tier = TierOptions();
     auto res = EmbeddingTableResource::LookupOrCreate(rm, t.container, t.name, t.options);
     if (!res.ok()) {
       return errors::Annotate(res.status(), absl::StrCat(kHashTableOp, " '", t.node, "'"));

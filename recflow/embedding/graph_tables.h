@@ -62,10 +62,14 @@ struct GraphTable {
 
 // Creates (or finds) the table of every HashEmbeddingTableOp node of
 // `graph` in `rm`, as running the nodes would. Errors name the node. Tables
-// created here store their rows in `row_format` (serving's quantized rows);
-// a table found keeps its own.
+// created here store their rows in `row_format` (serving's quantized rows)
+// and, with keep_tiers false, keep every row in memory whatever the nodes'
+// tier attrs say (serving: the trainer's cold directory is not the
+// server's, and an export's tables are opened in place); a table found
+// keeps its own.
 absl::StatusOr<std::vector<GraphTable>> CreateGraphTables(
-    const Graph& graph, ResourceMgr* rm, RowFormat row_format = RowFormat::kFloat32);
+    const Graph& graph, ResourceMgr* rm, RowFormat row_format = RowFormat::kFloat32,
+    bool keep_tiers = true);
 
 }  // namespace recflow::embedding
 

@@ -174,6 +174,25 @@ TEST(GraphTablesTest, ParseTableNodeDefaultsContainerAndName) {
   EXPECT_EQ(ParseTableNode(bad, "dflt").status().message(),
             "HashEmbeddingTableOp 'n': nonfinite_gradients must be 'skip_row', 'apply' or "
             "'error', not 'ignore'");
+  // Tiers: the attrs reach the options; a budget without a directory is
+  // refused naming the option; a graph written before the attrs has none.
+  (*bad.mutable_attr())["nonfinite_gradients"].set_s("skip_row");
+  (*bad.mutable_attr())["dram_budget_bytes"].set_i(1 << 20);
+  (*bad.mutable_attr())["cold_dir"].set_s("/ssd/emb");
+  (*bad.mutable_attr())["frequency_half_life_steps"].set_i(50);
+  t = ParseTableNode(bad, "dflt");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->options.tier.dram_budget_bytes, 1 << 20);
+  EXPECT_EQ(t->options.tier.cold_dir, "/ssd/emb");
+  EXPECT_EQ(t->options.tier.frequency_half_life_steps, 50);
+  (*bad.mutable_attr())["cold_dir"].set_s("");
+  EXPECT_THAT(ParseTableNode(bad, "dflt").status().message(), HasSubstr("tier.cold_dir"));
+  for (const char* attr : {"dram_budget_bytes", "cold_dir", "frequency_half_life_steps"}) {
+    bad.mutable_attr()->erase(attr);
+  }
+  t = ParseTableNode(bad, "dflt");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->options.tier.dram_budget_bytes, 0);
 }
 
 }  // namespace

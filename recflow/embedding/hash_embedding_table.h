@@ -56,7 +56,7 @@
 //   - A shard over its share of the budget moves rows out ("demotes" them)
 //     in batches, least frequently used first with aging: a row's score is
 //     its lookup count halved for every tier.frequency_half_life_steps
-//     steps since its last update, among 8 sampled rows per victim. Ids of
+//     steps since its last update, among 5 sampled rows per victim. Ids of
 //     the batch at hand are never chosen.
 //   - kTrain lookups, Apply* and Prefetch bring cold rows back into memory
 //     ("promote" them): read under the shard's reader lock, moved in under
@@ -338,13 +338,12 @@ class HashEmbeddingTable {
   absl::Status Import(const TableChunk& chunk, ThreadPool* pool = nullptr);
 
   // Note [Tiers]: moves the rows of `ids` that sit in the cold tier or the
-  // mapped base into memory (shards in parallel over `pool`), so the lookup
-  // that follows finds them there; counts nothing toward frequencies. For
-  // the input pipeline: announce the next batch's ids while the current
-  // step runs. OK at once for an untiered table; the cold tier's error
-  // otherwise.
-  absl::Status Prefetch(absl::Span<const int64_t> ids,
-                        ThreadPool* pool = nullptr);
+  // mapped base into memory, so the lookup that follows finds them there;
+  // counts nothing toward frequencies. For the input pipeline: announce the
+  // next batch's ids while the current step runs. The shards work on the
+  // process's cold-read threads, all reads in flight together. OK at once
+  // for an untiered table; the cold tier's error otherwise.
+  absl::Status Prefetch(absl::Span<const int64_t> ids);
   bool tiered() const { return tiered_; }
 
   // Makes room in the shards' indexes for `rows` rows in all (assuming ids

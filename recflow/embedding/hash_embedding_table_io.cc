@@ -179,11 +179,23 @@ absl::Status HashEmbeddingTable::Import(const TableChunk& chunk,
 
 void HashEmbeddingTable::Reserve(int64_t rows) {
   if (rows <= 0) return;
-  const int64_t per_shard = rows / options_.num_shards + rows / options_.num_shards / 8 + 16;
+  int64_t per_shard = rows / options_.num_shards + rows / options_.num_shards / 8 + 16;
+  int64_t cold_per_shard = 0;
+  if (tiered_) {
+    // Note [Tiers]: what will not fit in memory gets its cold index now,
+    // so the budget counts it from the first row on (rather than memory
+    // filling with rows while the cold index is small, and the index then
+    // growing past the budget). The cold index costs ~20 bytes a row.
+    const int64_t hot = std::clamp<int64_t>(
+        (shard_budget_bytes_ - 20 * per_shard) / stride_bytes_, 0, per_shard);
+    cold_per_shard = per_shard - hot;
+    per_shard = hot + 16;
+  }
   for (int si = 0; si < options_.num_shards; ++si) {
     Shard& s = shards_[si];
     WriterLock lock(&s.mu);
     if (static_cast<int64_t>(s.index.size()) < per_shard) s.index.reserve(per_shard);
+    if (cold_per_shard > 0) s.cold->Reserve(cold_per_shard);
   }
 }
 

@@ -1,14 +1,19 @@
 // HashEmbeddingTable: the cold tier of a table bigger than its memory budget
 // (Note [Tiers] in hash_embedding_table.h): opening it, moving rows out
 // (demotion) and back in (promotion), and Prefetch.
+#include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "recflow/core/allocator.h"
 #include "recflow/core/env.h"
 #include "recflow/core/logging.h"
@@ -22,7 +27,7 @@ namespace {
 // A shard never demotes below this many rows, whatever its budget.
 constexpr int64_t kMinHotRows = 16;
 // Rows sampled per row demoted (Note [Tiers]).
-constexpr int64_t kSamplesPerVictim = 8;
+constexpr int64_t kSamplesPerVictim = 5;
 // Bytes of an absl::flat_hash_map slot of the in-memory index, with its
 // control byte.
 constexpr int64_t kHotIndexSlotBytes =
@@ -55,6 +60,34 @@ Env* TierEnv(const TierOptions& t) {
   return t.env != nullptr ? t.env : Env::Default();
 }
 
+// Threads that do nothing but wait for the cold tier's reads: a batch's
+// reads are spread over them so the device sees many at once (a read
+// that misses the page cache waits ~0.1 ms for an SSD, and costs no CPU
+// meanwhile). Shared by every tiered table of the process; never freed.
+ThreadPool* ColdReadPool() {
+  static ThreadPool* const pool = new ThreadPool("recflow_cold_io", 16);
+  return pool;
+}
+
+// Cold files are named <table>.<pid>.<serial>.s<shard>.rowlog (and
+// .compacting while rewritten): a process killed with its tables leaves
+// them behind. Those of processes that no longer run are deleted.
+void DeleteColdFilesOfDeadProcesses(Env* env, const std::string& dir) {
+  absl::StatusOr<std::vector<std::string>> names = env->GetChildren(dir);
+  if (!names.ok()) return;
+  for (const std::string& name : *names) {
+    const std::vector<std::string> parts = absl::StrSplit(name, '.');
+    if (parts.size() < 5 || (parts.back() != "rowlog" && parts.back() != "compacting")) continue;
+    int pid = 0;
+    if (!absl::SimpleAtoi(parts[1], &pid) || pid <= 0 || pid == getpid()) continue;
+    if (::kill(pid, 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to ask)
+    const std::string path = absl::StrCat(dir, "/", name);
+    if (env->DeleteFile(path).ok()) {
+      LOG(INFO) << "deleted the cold tier file of a process that no longer runs: " << path;
+    }
+  }
+}
+
 }  // namespace
 
 bool HashEmbeddingTable::SlotsAtInit(const float* row) const {
@@ -78,6 +111,7 @@ absl::Status HashEmbeddingTable::OpenColdTier() {
       errors::Annotate(env->RecursivelyCreateDir(t.cold_dir),
                        absl::StrCat("embedding table '", options_.name,
                                     "': cold tier directory")));
+  DeleteColdFilesOfDeadProcesses(env, t.cold_dir);
   cold_prefix_ = absl::StrCat(t.cold_dir, "/", FileSafe(options_.name), ".",
                               getpid(), ".", next_table_serial.fetch_add(1));
   shard_budget_bytes_ = t.dram_budget_bytes / options_.num_shards;
@@ -128,7 +162,7 @@ absl::Status HashEmbeddingTable::ReadCold(const Shard& s,
     out->records[k] = s.cold->RecordOf(out->ids[k]);
   return s.cold->Get(out->ids, absl::MakeSpan(out->rows),
                      absl::MakeSpan(out->freqs), absl::MakeSpan(out->versions),
-                     &out->found);
+                     &out->found, n > 1 ? ColdReadPool() : nullptr);
 }
 
 absl::Status HashEmbeddingTable::PromoteCold(Shard& s,
@@ -368,17 +402,24 @@ void HashEmbeddingTable::ReleaseSlabs(Shard& s, int64_t cap) {
   }
   s.next_slot = next;
   while (s.slabs.size() > keep_slabs) {
+    // The pages go back to the kernel now: free() may keep a slab's memory
+    // in the heap, where it would still count in the process's RSS.
+    const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const uintptr_t begin = (reinterpret_cast<uintptr_t>(s.slabs.back().data) + page - 1) & ~(page - 1);
+    const uintptr_t end = (reinterpret_cast<uintptr_t>(s.slabs.back().data) + slab_bytes) & ~(page - 1);
+    if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
     cpu_allocator()->DeallocateRaw(s.slabs.back().data, slab_bytes);
     s.slabs.pop_back();
   }
 }
 
-absl::Status HashEmbeddingTable::Prefetch(absl::Span<const int64_t> ids,
-                                          ThreadPool* pool) {
+absl::Status HashEmbeddingTable::Prefetch(absl::Span<const int64_t> ids) {
   if (!tiered_ || ids.empty()) return absl::OkStatus();
   const ShardGroups groups = GroupByShard(ids);
   std::vector<absl::Status> statuses(options_.num_shards);
-  ForEachShard(static_cast<int64_t>(ids.size()) * 200, pool, [&](int si) {
+  // The shards run on the cold-read threads, so the reads of all shards
+  // are in flight together.
+  ForEachShard(static_cast<int64_t>(ids.size()) * 200, ColdReadPool(), [&](int si) {
     const int64_t b = groups.begin[si], e = groups.begin[si + 1];
     if (b == e) return;
     Shard& s = shards_[si];

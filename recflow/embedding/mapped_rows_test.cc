@@ -201,7 +201,9 @@ TEST(MappedRowsTest, FindsEveryRowOfTheSavedIndex) {
     EXPECT_EQ((*base)->frequency(row), want->frequency);
   }
   for (const int64_t id : Ids(500, 99)) {
-    if (!table->Contains(id)) EXPECT_EQ((*base)->Find(id), -1) << id;
+    if (!table->Contains(id)) {
+      EXPECT_EQ((*base)->Find(id), -1) << id;
+    }
   }
 }
 

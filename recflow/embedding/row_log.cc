@@ -150,9 +150,38 @@ absl::Status RowLog::Get(absl::Span<const int64_t> ids, absl::Span<float> rows_o
     }
   };
   if (pool != nullptr && pool->NumThreads() > 1 && n > 1) {
-    // A read that misses the page cache waits for the device: spread the
-    // reads so several are in flight.
-    pool->ParallelFor(n, 20'000, read);
+    // A read that misses the page cache waits for the device: those are
+    // spread over the pool so several are in flight, while the records the
+    // cache holds are read here without a hand-off.
+    std::vector<int64_t> waiting;
+    std::vector<char> buf(rb);
+    for (int64_t i = 0; i < n; ++i) {
+      auto it = index_.find(ids[i]);
+      if (it == index_.end()) continue;
+      absl::StatusOr<absl::string_view> got =
+          reader_->ReadIfCached(it->second.record * rb, rb, buf.data());
+      if (!got.ok() || static_cast<int64_t>(got->size()) != rb) {
+        waiting.push_back(i);
+        continue;
+      }
+      if (got->data() != buf.data()) std::memcpy(buf.data(), got->data(), rb);
+      RecordHead head;
+      std::memcpy(&head, buf.data(), sizeof(head));
+      if (head.id != ids[i]) {
+        waiting.push_back(i);  // Read reports it
+        continue;
+      }
+      std::memcpy(rows_out.data() + i * rf, buf.data() + sizeof(head), rf * sizeof(float));
+      freqs_out[i] = head.frequency;
+      versions_out[i] = head.version;
+      (*found)[i] = 1;
+    }
+    if (!waiting.empty()) {
+      pool->ParallelFor(static_cast<int64_t>(waiting.size()), 20'000,
+                        [&](int64_t begin, int64_t end) {
+                          for (int64_t k = begin; k < end; ++k) read(waiting[k], waiting[k] + 1);
+                        });
+    }
   } else {
     read(0, n);
   }
@@ -282,12 +311,18 @@ absl::Status RowLog::Compact(bool force) {
   const RowLogOptions o = options_;
   std::unique_ptr<RowLog> next(new RowLog(env_, fresh, o));
   absl::Status s = next->Open();
-  if (s.ok()) {
-    s = ForEach(-1, std::max<int64_t>(1, o.write_buffer_bytes / RecordBytes()),
-                [&](absl::Span<const int64_t> ids, absl::Span<const float> rows,
-                    absl::Span<const int64_t> freqs, absl::Span<const int64_t> versions) {
-                  return next->Put(ids, rows, freqs, versions);
-                });
+  // The live records in file order, read in large sequential pieces.
+  const uint64_t per_read =
+      static_cast<uint64_t>(std::max<int64_t>(1, o.write_buffer_bytes / RecordBytes()));
+  std::vector<int64_t> ids, freqs, versions;
+  std::vector<float> rows;
+  for (uint64_t begin = 0; s.ok() && begin < records_; begin += per_read) {
+    ids.clear();
+    freqs.clear();
+    versions.clear();
+    rows.clear();
+    s = ReadRange(begin, begin + per_read, -1, &ids, &rows, &freqs, &versions);
+    if (s.ok() && !ids.empty()) s = next->Put(ids, rows, freqs, versions);
   }
   if (s.ok()) s = next->writer_->Close();
   if (s.ok()) s = env_->RenameFile(fresh, path_);

@@ -124,6 +124,11 @@ class RowLog {
                          std::vector<int64_t>* freqs,
                          std::vector<int64_t>* versions) const;
 
+  // Sizes the index for `rows` rows (never shrinks it).
+  void Reserve(int64_t rows) {
+    if (rows > static_cast<int64_t>(index_.size())) index_.reserve(static_cast<size_t>(rows));
+  }
+
   // Forgets `ids` (their records become dead); returns how many it had.
   int64_t Remove(absl::Span<const int64_t> ids);
 

@@ -429,7 +429,7 @@ TEST(TieredTableTest, ConcurrentTrainingKeepsEachRowOnce) {
       for (int i = 0; i < 60; ++i) {
         const std::vector<int64_t> ids = Batch(&rng, 200, 4000);
         if (i % 2 == 0) {
-          EXPECT_TRUE(t->Prefetch(Batch(&rng, 200, 4000), &pool).ok());
+          EXPECT_TRUE(t->Prefetch(Batch(&rng, 200, 4000)).ok());
         }
         std::vector<float> out(ids.size() * kDim);
         EXPECT_TRUE(

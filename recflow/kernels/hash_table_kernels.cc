@@ -475,6 +475,19 @@ class HashTableEvictOp : public OpKernel {
   }
 };
 
+class HashTablePrefetchOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+
+  void Compute(OpKernelContext* ctx) override {
+    auto res = LookupTable(ctx, 0);
+    OP_REQUIRES_OK(ctx, res.status());
+    const Tensor& ids = ctx->input(1);
+    OP_REQUIRES_OK(ctx, (*res)->table()->Prefetch(
+                            absl::MakeConstSpan(ids.data<int64_t>(), ids.NumElements())));
+  }
+};
+
 class HashTableSizeOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -489,6 +502,7 @@ class HashTableSizeOp : public OpKernel {
 
 REGISTER_KERNEL_BUILDER(Name("HashEmbeddingTableOp").Device(DEVICE_CPU),
                         HashEmbeddingTableOp);
+REGISTER_KERNEL_BUILDER(Name("HashTablePrefetch").Device(DEVICE_CPU), HashTablePrefetchOp);
 REGISTER_KERNEL_BUILDER(Name("HashEmbeddingBag").Device(DEVICE_CPU),
                         HashEmbeddingBagOp);
 REGISTER_KERNEL_BUILDER(Name("HashEmbeddingLookup").Device(DEVICE_CPU),

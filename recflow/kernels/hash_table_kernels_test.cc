@@ -563,6 +563,46 @@ Output AddOp(const Scope& scope, const std::string& op,
 
 Output OutputOf(const Output& o, int index) { return Output(o.node(), index); }
 
+// A tiered table (dram_budget_bytes + cold_dir attrs) holds most rows on
+// disk; HashTablePrefetch moves the named ones into memory, and lookups then
+// read the same values as before.
+TEST(HashTableKernelsTest, PrefetchMovesColdRowsIntoMemory) {
+  TestGraph g;
+  ops::HashEmbeddingTableAttrs a = Attrs("tiered", 4, "adagrad");
+  a.dram_budget_bytes = 8192;
+  a.cold_dir = ::testing::TempDir() + "/prefetch_kernel_" + std::to_string(getpid());
+  Output table = ops::HashEmbeddingTableOp(g.root, a);
+  // Rows inserted 100 a step: each step moves earlier ones out.
+  std::vector<int64_t> many(2000);
+  for (int64_t i = 0; i < 2000; ++i) many[i] = i * 31 - 7000;
+  std::vector<Output> inserts;
+  for (int64_t b = 0; b < 2000; b += 100) {
+    inserts.push_back(ops::HashEmbeddingLookup(
+        g.root, table, ops::Const(g.root, I64({many.begin() + b, many.begin() + b + 100})),
+        {.mode = "train"}));
+  }
+  const std::vector<int64_t> wanted = {many[3], many[500], many[1000], 123456789};
+  Output ids = ops::Const(g.root, Tensor::FromVector<int64_t>(wanted, TensorShape({2, 2})));
+  Output prefetch = AddOp(g.root, "HashTablePrefetch", {table, ids}, 0);
+  Output read = ops::HashEmbeddingLookup(g.root, table, ids, {.mode = "serve"});
+  ASSERT_TRUE(g.Start().ok());
+  for (const Output& insert : inserts) ASSERT_TRUE(g.Run({}, {insert}).ok());
+  auto before = g.Run({}, {read});
+  ASSERT_TRUE(before.ok()) << before.status();
+  HashEmbeddingTable* t = g.Table("tiered");
+  ASSERT_TRUE(t->tiered());
+  const int64_t promoted = t->GetStats().promoted;
+  EXPECT_GT(t->GetStats().cold_rows, 1500);
+  ASSERT_TRUE(g.Run({}, {}, {prefetch}).ok());
+  // Rows of early steps are cold; the absent id stays absent.
+  EXPECT_EQ(t->GetStats().promoted - promoted, 3);
+  ASSERT_TRUE(g.Run({}, {}, {prefetch}).ok());
+  EXPECT_EQ(t->GetStats().promoted - promoted, 3);  // in memory now
+  auto after = g.Run({}, {read});
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_THAT((*after)[0].flat<float>(), ::testing::ElementsAreArray((*before)[0].flat<float>()));
+}
+
 // Export then import into another table gives back every row, its slots,
 // frequency and version; the export is sorted by id.
 TEST(HashTableKernelsTest, ExportImportRoundTrip) {

@@ -413,6 +413,8 @@ absl::Status ParseSparseEntry(const YAML::Node& n, const std::string& path,
   RETURN_IF_ERROR(r.String("combiner", &f->combiner, {"sum", "mean", "sqrtn"}));
   RETURN_IF_ERROR(r.String("sequence_of", &f->sequence_of));
   RETURN_IF_ERROR(r.String("missing", &f->missing, {"empty", "id"}));
+  RETURN_IF_ERROR(r.Int("dram_budget_mb", &f->dram_budget_mb, 0));
+  RETURN_IF_ERROR(r.String("cold_dir", &f->cold_dir));
   YAML::Node init = r.Child("initializer");
   if (init.IsDefined() && init.IsNull()) {
     return r.NullError("initializer", "an initializer (a type name or a map)", "");
@@ -591,6 +593,12 @@ absl::Status ParseRoot(const YAML::Node& root, const std::string* file, RunConfi
         return errors::InvalidArgument(
             Where(*file, n), ": features.sparse: feature '", sf.name,
             "' needs vocabulary_size > 0 or hash_table: true");
+      }
+      if (sf.dram_budget_mb > 0 && (!sf.hash_table || sf.cold_dir.empty() ||
+                                    sf.dram_budget_mb > (int64_t{1} << 40))) {
+        return errors::InvalidArgument(
+            Where(*file, n), ": features.sparse: feature '", sf.name, "' has dram_budget_mb ",
+            sf.dram_budget_mb, ", which needs hash_table: true, a cold_dir and at most 2^40");
       }
       if (!sf.sequence_of.empty() || sf.hash_table) continue;
       const int64_t dim = sf.dim > 0 ? sf.dim : c->model.embedding_dim;

@@ -25,7 +25,7 @@ features:
   sparse:
     - C1
     - {name: C2, vocabulary_size: 50, dim: 4}
-    - {name: C3, hash_table: true}
+    - {name: C3, hash_table: true, dram_budget_mb: 64, cold_dir: /ssd/c3}
 optimizer:
   embedding: {type: adagrad, learning_rate: 0.1}
   dense: {type: adam, learning_rate: 0.002, schedule: linear_warmup, warmup_steps: 10}
@@ -55,6 +55,9 @@ TEST(RunConfigTest, ParsesEverySection) {
   EXPECT_EQ(c->model.sparse_features[1].vocabulary_size, 50);
   EXPECT_EQ(c->model.sparse_features[1].dim, 4);
   EXPECT_TRUE(c->model.sparse_features[2].hash_table);
+  EXPECT_EQ(c->model.sparse_features[2].dram_budget_mb, 64);
+  EXPECT_EQ(c->model.sparse_features[2].cold_dir, "/ssd/c3");
+  EXPECT_EQ(c->model.sparse_features[1].dram_budget_mb, 0);
   EXPECT_EQ(c->model.embedding_optimizer.type, "adagrad");
   EXPECT_DOUBLE_EQ(c->model.embedding_optimizer.learning_rate, 0.1);
   EXPECT_EQ(c->model.dense_optimizer.schedule, "linear_warmup");
@@ -154,6 +157,12 @@ TEST(RunConfigTest, BadConfigsNameFileLineAndKey) {
       {"model: {type: lr}\nfeatures:\n  sparse: [{name: C1, vocabulary_size: 0}]\n",
        "feature 'C1' needs vocabulary_size > 0 or hash_table: true", "c.yaml"},
       {"model: {type: lr}\nfeatures: {sparse: [C1, C1]}\n", "'C1' is listed twice", "c.yaml:2"},
+      {"model: {type: lr}\nfeatures:\n  sparse: [{name: C1, vocabulary_size: 9, "
+       "dram_budget_mb: 8, cold_dir: /x}]\n",
+       "feature 'C1' has dram_budget_mb 8, which needs hash_table: true", "c.yaml"},
+      {"model: {type: lr}\nfeatures:\n  sparse: [{name: C1, hash_table: true, "
+       "dram_budget_mb: 8}]\n",
+       "feature 'C1' has dram_budget_mb 8, which needs hash_table: true, a cold_dir", "c.yaml"},
       {"model: {type: lr}\nfeatures: {dense: 2}\noptimizer: {dense: {type: rmsprop}}\n",
        "optimizer.dense.type: unknown value 'rmsprop'", "c.yaml:3"},
       {"model: {type: lr}\nfeatures: {dense: 2}\noptimizer: {dense: {learning_rate: 0}}\n",

@@ -136,6 +136,11 @@ struct SparseFeatureConfig {
   // ModelConfig::initializers.embedding (its first-order weights keep
   // initializers.linear).
   std::optional<InitializerConfig> initializer;
+  // Hash tables only: > 0 keeps at most this many MiB of the table in
+  // memory and its other rows in files under cold_dir (embedding.md,
+  // "Tiers"); 0 keeps every row in memory.
+  int64_t dram_budget_mb = 0;
+  std::string cold_dir;
 };
 
 struct OptimizerConfig {

@@ -197,6 +197,8 @@ absl::StatusOr<Output> ModelBuilder::Table(int t, absl::string_view group,
     attrs.init_stddev = static_cast<float>(init.stddev * k);
     attrs.seed = static_cast<int64_t>(
         Fingerprint64(absl::StrCat(config_.seed, "/", group, "/", feature.name)) >> 2);
+    attrs.dram_budget_bytes = feature.dram_budget_mb << 20;
+    attrs.cold_dir = feature.cold_dir;
     table = train::HashEmbeddingTable(s, feature.name, attrs);
     if (!table.valid()) return scope_.status();
     embedding_variables_.push_back(table);

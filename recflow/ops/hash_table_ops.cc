@@ -186,6 +186,9 @@ absl::Status HashTableSizeShape(InferenceContext* c) {
   return absl::OkStatus();
 }
 
+// HashTablePrefetch: a table handle and ids of any shape; no outputs.
+absl::Status HashTablePrefetchShape(InferenceContext* c) { return CheckHandle(c); }
+
 }  // namespace
 
 REGISTER_OP("HashEmbeddingTableOp")
@@ -214,6 +217,9 @@ REGISTER_OP("HashEmbeddingTableOp")
     .Attr("max_age_steps: int = 0")
     .Attr("min_frequency: int = 0")
     .Attr("nonfinite_gradients: {'skip_row', 'apply', 'error'} = 'skip_row'")
+    .Attr("dram_budget_bytes: int = 0")
+    .Attr("cold_dir: string = ''")
+    .Attr("frequency_half_life_steps: int = 1000")
     .SetIsStateful()
     .SetShapeFn(TableHandleShape)
     .Doc(
@@ -360,6 +366,18 @@ REGISTER_OP("HashTableEvict")
         "min_frequency. step <= 0 means the table's clock (its last update's "
         "step). Returns the number of rows removed.");
 
+REGISTER_OP("HashTablePrefetch")
+    .Input("table: resource")
+    .Input("ids: int64")
+    .SetIsStateful()
+    .SetShapeFn(HashTablePrefetchShape)
+    .Doc(
+        "Moves the rows of `ids` (any shape) that sit in a tiered table's "
+        "cold tier or mapped base into memory, so a lookup that follows finds "
+        "them there (recflow's op; HashEmbeddingTable::Prefetch). Run it on "
+        "the next batch's ids while the current step runs. Does nothing for "
+        "a table that is not tiered.");
+
 REGISTER_OP("HashTableSize")
     .Input("table: resource")
     .Output("size: int64")
@@ -403,7 +421,10 @@ NodeBuilder& SetHashEmbeddingTableAttrs(NodeBuilder& b,
       .Attr("sketch_depth", a.sketch_depth)
       .Attr("max_age_steps", a.max_age_steps)
       .Attr("min_frequency", a.min_frequency)
-      .Attr("nonfinite_gradients", a.nonfinite_gradients);
+      .Attr("nonfinite_gradients", a.nonfinite_gradients)
+      .Attr("dram_budget_bytes", a.dram_budget_bytes)
+      .Attr("cold_dir", a.cold_dir)
+      .Attr("frequency_half_life_steps", a.frequency_half_life_steps);
 }
 
 int64_t HashTableDim(const Output& table) {

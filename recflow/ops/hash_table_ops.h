@@ -75,6 +75,11 @@ struct HashEmbeddingTableAttrs {
   int64_t min_frequency = 0;
   // "skip_row", "apply" or "error".
   std::string nonfinite_gradients = "skip_row";
+  // Tiers (embedding.md, "Tiers"): > 0 keeps at most this many bytes of the
+  // table in memory and the rest in files under cold_dir.
+  int64_t dram_budget_bytes = 0;
+  std::string cold_dir;
+  int64_t frequency_half_life_steps = 1000;
 };
 
 // A DT_RESOURCE scalar handle to the table (created on first run).

@@ -103,6 +103,11 @@ TEST(HashTableOpsShapeTest, ExportImportEvictSize) {
   INFER_ERROR("step must be a scalar", evict, "[];[1]");
   INFER_ERROR("table must be a scalar", evict, "[2];[]");
 
+  ShapeTestOp prefetch("HashTablePrefetch");
+  INFER_OK(prefetch, "[];[4,2]", "");
+  INFER_OK(prefetch, "[];?", "");
+  INFER_ERROR("table must be a scalar", prefetch, "[2];[3]");
+
   ShapeTestOp size("HashTableSize");
   INFER_OK(size, "[]", "[]");
   INFER_ERROR("table must be a scalar", size, "[2]");

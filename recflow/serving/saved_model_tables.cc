@@ -19,7 +19,8 @@ absl::Status RestoreHashTables(Session* session, Env* env, const std::string& va
                                bool wait_for_check) {
   ResourceMgr* rm = session->device()->resource_manager();
   ASSIGN_OR_RETURN(std::vector<embedding::GraphTable> tables,
-                   embedding::CreateGraphTables(*session->graph(), rm, row_format));
+                   embedding::CreateGraphTables(*session->graph(), rm, row_format,
+                                                /*keep_tiers=*/false));
   if (tables.empty()) return absl::OkStatus();
   if (!env->FileExists(variables_prefix + ".index")) {
     return errors::NotFound("the graph has hash embedding table '", tables[0].where.node,

@@ -31,6 +31,10 @@ struct TestModelOptions {
   // Full saves write the table's index and restores map it
   // (TableBundleOptions::save_index / open_in_place).
   bool open_in_place = false;
+  // Set: the table is tiered (Note [Tiers]) under this small memory budget,
+  // its cold rows in `cold_dir`, so every step moves rows to and from disk.
+  std::string cold_dir;
+  int64_t dram_budget_bytes = 48 << 10;
 };
 
 inline embedding::EmbeddingTableOptions TableOptions(const TestModelOptions& o) {
@@ -41,6 +45,10 @@ inline embedding::EmbeddingTableOptions TableOptions(const TestModelOptions& o) 
   t.seed = 7;
   t.optimizer = o.optimizer;
   t.eviction.max_age_steps = 6;
+  if (!o.cold_dir.empty()) {
+    t.tier.dram_budget_bytes = o.dram_budget_bytes;
+    t.tier.cold_dir = o.cold_dir;
+  }
   return t;
 }
 

@@ -14,6 +14,12 @@
 // place: the child trains on top of a mapped checkpoint, which retention
 // unlinks while it is mapped, and saves rows read from it.
 //
+// With tiered, the table is tiered under a small memory budget (cold rows
+// in `dir`.cold): every step writes rows back to the cold tier and every
+// save exports all three places (memory, cold tier, mapped base), so kills
+// land in write-backs and in tiered checkpoints. The cold files are scratch;
+// a killed child's are deleted by the next table opened in that directory.
+//
 // SIGKILL tests process crashes, not power loss: the page cache survives, so
 // the saves run with sync = false to reach more kill points per second.
 #ifndef RECFLOW_TRAIN_TESTING_SAVER_KILL_UTIL_H_
@@ -45,10 +51,14 @@ namespace recflow::train::testing {
 inline constexpr char kKillDirEnv[] = "RECFLOW_SAVER_KILL_DIR";
 inline constexpr char kKillFullEveryEnv[] = "RECFLOW_SAVER_KILL_FULL_EVERY";
 inline constexpr char kKillOpenInPlaceEnv[] = "RECFLOW_SAVER_KILL_OPEN_IN_PLACE";
+inline constexpr char kKillColdDirEnv[] = "RECFLOW_SAVER_KILL_COLD_DIR";
 
-inline TestModelOptions KillModelOptions(bool open_in_place = false) {
+// cold_dir set: a tiered table (TestModelOptions::cold_dir).
+inline TestModelOptions KillModelOptions(bool open_in_place = false,
+                                         const std::string& cold_dir = "") {
   TestModelOptions o;
   o.open_in_place = open_in_place;
+  o.cold_dir = cold_dir;
   o.dim = 16;
   o.id_space = 20000;
   o.ids_per_step = 256;
@@ -83,8 +93,8 @@ inline int64_t StepOf(const std::string& prefix) {
 // The child's body: resume from the latest checkpoint and save after every
 // step until killed. Exits the process (status 3 on any error).
 [[noreturn]] inline void RunKillChild(const std::string& dir, int full_every,
-                                      bool open_in_place) {
-  TestModel model(KillModelOptions(open_in_place));
+                                      bool open_in_place, const std::string& cold_dir) {
+  TestModel model(KillModelOptions(open_in_place, cold_dir));
   auto saver = checkpoint::Saver::Create(KillSaverOptions(dir, full_every, open_in_place),
                                          model.Saveables(Env::Default()));
   if (!saver.ok()) _exit(3);
@@ -116,11 +126,14 @@ struct KillRunResult {
 inline KillRunResult RunKillTest(const std::string& dir, const std::string& child_filter,
                                  int kills, int min_ms, int max_ms,
                                  const std::vector<int>& full_every, uint32_t seed,
-                                 bool open_in_place = false) {
+                                 bool open_in_place = false, bool tiered = false) {
   KillRunResult result;
   Env* env = Env::Default();
-  if (env->FileExists(dir)) {
-    EXPECT_TRUE(DeleteRecursively(env, dir).ok());
+  const std::string cold_dir = tiered ? dir + ".cold" : "";
+  for (const std::string& d : {dir, cold_dir}) {
+    if (!d.empty() && env->FileExists(d)) {
+      EXPECT_TRUE(DeleteRecursively(env, d).ok());
+    }
   }
   std::mt19937 rng(seed);
   TestModel reference(KillModelOptions());
@@ -132,6 +145,7 @@ inline KillRunResult RunKillTest(const std::string& dir, const std::string& chil
     env_strings.push_back(absl::StrCat(kKillDirEnv, "=", dir));
     env_strings.push_back(absl::StrCat(kKillFullEveryEnv, "=", every));
     env_strings.push_back(absl::StrCat(kKillOpenInPlaceEnv, "=", open_in_place ? 1 : 0));
+    env_strings.push_back(absl::StrCat(kKillColdDirEnv, "=", cold_dir));
     std::vector<char*> envp;
     for (std::string& s : env_strings) envp.push_back(s.data());
     envp.push_back(nullptr);
@@ -193,7 +207,7 @@ inline KillRunResult RunKillTest(const std::string& dir, const std::string& chil
       EXPECT_TRUE(reader.ok()) << reader.status();
       if (reader.ok() && (*reader)->Contains(checkpoint::kCheckpointMetaKey)) ++result.deltas_seen;
     }
-    TestModel restored(KillModelOptions(open_in_place));
+    TestModel restored(KillModelOptions(open_in_place, cold_dir));
     auto saver = checkpoint::Saver::Create(KillSaverOptions(dir, every, open_in_place),
                                            restored.Saveables(env));
     EXPECT_TRUE(saver.ok()) << saver.status();
@@ -207,10 +221,29 @@ inline KillRunResult RunKillTest(const std::string& dir, const std::string& chil
       EXPECT_TRUE(restored.table()->has_base()) << "kill " << k << ": not opened in place";
       EXPECT_TRUE(restored.table()->WaitForBase().ok()) << "kill " << k;
     }
+    if (tiered) {
+      // Most rows of the restored table are on disk again.
+      const embedding::TableStats st = restored.table()->GetStats();
+      EXPECT_GT(st.cold_rows, st.dram_rows) << "kill " << k;
+    }
     while (reference_step < step) reference.Step(++reference_step);
     EXPECT_TRUE(restored.Matches(step, Snapshot(reference.table()))) << "kill " << k;
   }
+  if (tiered) {
+    // The killed children's cold files are gone once a table opens there:
+    // what is left is that table's own (one file per shard).
+    TestModel last(KillModelOptions(false, cold_dir));
+    last.table();
+    auto files = env->GetChildren(cold_dir);
+    EXPECT_TRUE(files.ok()) << files.status();
+    if (files.ok()) {
+      EXPECT_EQ(files->size(), 4u);
+    }
+  }
   EXPECT_TRUE(DeleteRecursively(env, dir).ok());
+  if (tiered) {
+    EXPECT_TRUE(DeleteRecursively(env, cold_dir).ok());
+  }
   return result;
 }
 
@@ -223,7 +256,9 @@ inline void MaybeRunKillChild() {
   int full_every = 3;
   if (every != nullptr && !absl::SimpleAtoi(every, &full_every)) full_every = 3;
   const char* in_place = std::getenv(kKillOpenInPlaceEnv);
-  RunKillChild(dir, full_every, in_place != nullptr && std::string(in_place) == "1");
+  const char* cold_dir = std::getenv(kKillColdDirEnv);
+  RunKillChild(dir, full_every, in_place != nullptr && std::string(in_place) == "1",
+               cold_dir != nullptr ? cold_dir : "");
 }
 
 }  // namespace recflow::train::testing
