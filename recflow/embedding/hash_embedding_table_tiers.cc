@@ -416,46 +416,48 @@ void HashEmbeddingTable::ReleaseSlabs(Shard& s, int64_t cap) {
 absl::Status HashEmbeddingTable::Prefetch(absl::Span<const int64_t> ids) {
   if (!tiered_ || ids.empty()) return absl::OkStatus();
   const ShardGroups groups = GroupByShard(ids);
-  std::vector<absl::Status> statuses(options_.num_shards);
-  // The shards run on the cold-read threads, so the reads of all shards
-  // are in flight together.
+  const int n_shards = options_.num_shards;
+  std::vector<absl::Status> statuses(n_shards);
+  std::vector<ColdRows> cold(n_shards);
+  std::vector<std::vector<int64_t>> wanted(n_shards), from_base(n_shards);
+  // First every shard's reads, on the cold-read threads, so the reads of all
+  // shards are in flight together; then the moves, on this thread (their
+  // buffers come and go in one malloc arena, not in one per I/O thread).
   ForEachShard(static_cast<int64_t>(ids.size()) * 200, ColdReadPool(), [&](int si) {
     const int64_t b = groups.begin[si], e = groups.begin[si + 1];
     if (b == e) return;
     Shard& s = shards_[si];
-    ColdRows cold;
-    std::vector<int64_t> wanted, from_base;
-    {
-      ReaderLock lock(&s.mu);
-      absl::flat_hash_set<int64_t> seen;
-      for (int64_t k = b; k < e; ++k) {
-        const int64_t id = ids[groups.positions[k]];
-        if (s.index.contains(id) || !seen.insert(id).second) continue;
-        if (s.cold->Contains(id)) {
-          wanted.push_back(id);
-        } else if (VisibleBaseRow(s, id) >= 0) {
-          from_base.push_back(id);  // Note [Base rows]: its pages are read now
-        }
+    ReaderLock lock(&s.mu);
+    absl::flat_hash_set<int64_t> seen;
+    for (int64_t k = b; k < e; ++k) {
+      const int64_t id = ids[groups.positions[k]];
+      if (s.index.contains(id) || !seen.insert(id).second) continue;
+      if (s.cold->Contains(id)) {
+        wanted[si].push_back(id);
+      } else if (VisibleBaseRow(s, id) >= 0) {
+        from_base[si].push_back(id);  // Note [Base rows]: its pages are read now
       }
-      if (wanted.empty() && from_base.empty()) return;
-      statuses[si] = ReadCold(s, wanted, &cold);
-      if (!statuses[si].ok()) return;
     }
+    if (!wanted[si].empty()) statuses[si] = ReadCold(s, wanted[si], &cold[si]);
+  });
+  for (int si = 0; si < n_shards; ++si) {
+    if (!statuses[si].ok() || (wanted[si].empty() && from_base[si].empty())) continue;
+    Shard& s = shards_[si];
     ReaderLock migrating(&migration_mu_);
     WriterLock lock(&s.mu);
-    std::vector<int64_t> keep = wanted;
-    keep.insert(keep.end(), from_base.begin(), from_base.end());
-    const absl::Status room =
-        MakeRoom(s, static_cast<int64_t>(keep.size()), keep);
-    statuses[si] = PromoteCold(s, wanted, &cold);
-    for (const int64_t id : from_base) {
+    std::vector<int64_t> keep = wanted[si];
+    keep.insert(keep.end(), from_base[si].begin(), from_base[si].end());
+    const absl::Status room = MakeRoom(s, static_cast<int64_t>(keep.size()), keep);
+    statuses[si] = PromoteCold(s, wanted[si], &cold[si]);
+    for (const int64_t id : from_base[si]) {
       if (!statuses[si].ok()) break;
       if (s.index.contains(id)) continue;
       const int64_t row = VisibleBaseRow(s, id);
       if (row >= 0) statuses[si] = PromoteRow(s, id, row).status();
     }
     if (statuses[si].ok()) statuses[si] = room;
-  });
+    cold[si] = ColdRows();
+  }
   for (const absl::Status& st : statuses) RETURN_IF_ERROR(st);
   return absl::OkStatus();
 }

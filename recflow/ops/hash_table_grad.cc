@@ -129,6 +129,7 @@ REGISTER_NO_GRADIENT_OP("HashTableExport");
 REGISTER_NO_GRADIENT_OP("HashTableImport");
 REGISTER_NO_GRADIENT_OP("HashTableEvict");
 REGISTER_NO_GRADIENT_OP("HashTableSize");
+REGISTER_NO_GRADIENT_OP("HashTablePrefetch");
 
 }  // namespace
 }  // namespace recflow
