@@ -111,8 +111,11 @@ struct TierOptions {
   // admission sketches and the deletion log are not counted). Split evenly
   // over the shards. REQUIRES: >= 0.
   int64_t dram_budget_bytes = 0;
-  // Directory of the cold tier's files (created if missing; the files are
-  // deleted with the table). REQUIRES: set when dram_budget_bytes > 0.
+  // Directory of the cold tier's files, on a disk of this machine (created
+  // if missing; the files are deleted with the table, and those a killed
+  // process left behind when a table next opens there: the files of
+  // processes no longer running here). REQUIRES: set when
+  // dram_budget_bytes > 0.
   std::string cold_dir;
   // Choosing rows to move out (LFU with aging): a row's lookup count is
   // halved for every this many steps since its last update. REQUIRES: > 0.
