@@ -69,9 +69,7 @@ struct Flags {
 
 constexpr int64_t kBatch = 4096;
 
-double Since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
+using bench::SecondsSince;
 
 void DropCache(const std::string& dir) {
   for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
@@ -243,7 +241,7 @@ absl::Status RunOne(const Flags& f, const std::string& name, const Zipf& zipf, i
     fill(1);
     RETURN_IF_ERROR(store->Put(ids, rows, meta));
   }
-  const double load = (f.rows / kBatch * kBatch) / Since(t0);
+  const double load = (f.rows / kBatch * kBatch) / SecondsSince(t0);
   // get: cold, then warm (the same batches)
   constexpr int kGetBatches = 200;
   std::vector<std::vector<int64_t>> batches(kGetBatches, std::vector<int64_t>(kBatch));
@@ -258,7 +256,7 @@ absl::Status RunOne(const Flags& f, const std::string& name, const Zipf& zipf, i
       ASSIGN_OR_RETURN(const int64_t found, store->Get(batch, &rows, &meta));
       if (found != kBatch) return errors::Internal(name, ": found ", found, " of ", kBatch);
     }
-    get[pass] = kGetBatches * kBatch / Since(t0);
+    get[pass] = kGetBatches * kBatch / SecondsSince(t0);
   }
   // put: write-back of Zipf batches
   t0 = std::chrono::steady_clock::now();
@@ -267,7 +265,7 @@ absl::Status RunOne(const Flags& f, const std::string& name, const Zipf& zipf, i
     fill(2);
     RETURN_IF_ERROR(store->Put(ids, rows, meta));
   }
-  const double put = kGetBatches * kBatch / Since(t0);
+  const double put = kGetBatches * kBatch / SecondsSince(t0);
   const uint64_t bytes = DirBytes(dir);
   std::printf("store=%s round=%d load_rows_per_s=%.0f cold_get_rows_per_s=%.0f "
               "warm_get_rows_per_s=%.0f put_rows_per_s=%.0f bytes=%llu\n",

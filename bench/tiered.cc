@@ -65,9 +65,7 @@ struct Flags {
   int64_t drop_cache = 1;
 };
 
-double Since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
+using bench::SecondsSince;
 
 // Zipf(s) ranks in [1, n] by rejection-inversion (W. Hormann and G.
 // Derflinger, "Rejection-inversion to generate variates from monotone
@@ -196,7 +194,7 @@ int Run(const Flags& f) {
     const embedding::TableStats st = table.GetStats();
     std::printf("row side=%s phase=populate seconds=%.3f rows=%lld dram_rows=%lld cold_rows=%lld "
                 "rss_mb=%.0f\n",
-                f.side.c_str(), Since(t0), static_cast<long long>(st.rows),
+                f.side.c_str(), SecondsSince(t0), static_cast<long long>(st.rows),
                 static_cast<long long>(st.dram_rows), static_cast<long long>(st.cold_rows),
                 StatusMb("VmRSS:"));
     std::fflush(stdout);
@@ -216,7 +214,7 @@ int Run(const Flags& f) {
     summed.resize(u.ids.size() * dim);
     embedding::SumRowsByIndex(u.inverse, grads.data(), dim, u.ids.size(), summed.data());
     RETURN_IF_ERROR(table.ApplyAdagrad(u.ids, summed, {.learning_rate = 0.01f}, ++step, &pool));
-    return Since(t0);
+    return SecondsSince(t0);
   };
 
   for (int64_t i = 0; i < f.warmup; ++i) {
@@ -250,7 +248,7 @@ int Run(const Flags& f) {
       if (prefetch) fetcher = std::thread([&] { announced = table.Prefetch(next); });
       absl::StatusOr<double> t = train_step(ids);
       if (fetcher.joinable()) fetcher.join();
-      seconds += Since(t0);
+      seconds += SecondsSince(t0);
       if (!t.ok() || !announced.ok()) {
         std::fprintf(stderr, "bench_tiered: train: %s\n",
                      std::string((!t.ok() ? t.status() : announced).message()).c_str());
@@ -285,7 +283,7 @@ int Run(const Flags& f) {
         std::fprintf(stderr, "bench_tiered: serve: %s\n", std::string(s.message()).c_str());
         return 1;
       }
-      ms.push_back(1e3 * Since(t0));
+      ms.push_back(1e3 * SecondsSince(t0));
     }
     std::sort(ms.begin(), ms.end());
     std::printf("row side=%s phase=serve p50_ms=%.3f p99_ms=%.3f\n", f.side.c_str(),
