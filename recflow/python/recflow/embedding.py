@@ -123,6 +123,9 @@ class HashEmbeddingTable(object):
       element, or `dim` floats); None: zeros.
     seed: the row initializer's seed (rows depend on the id and the seed).
     nonfinite_gradients: "skip_row" (default), "apply" or "error".
+    dram_budget_bytes, cold_dir: tiers (docs/embedding.md, "Tiers"): > 0
+      keeps at most that many bytes of the table in memory and its other rows
+      in files under cold_dir, a directory on a local disk (0: all in memory).
     trainable: in TRAINABLE_HASH_TABLES (optimizers train it by default).
     container, shared_name: where the table lives in the session.
   """
@@ -133,7 +136,8 @@ class HashEmbeddingTable(object):
                initial_accumulator_value=0.1, admission_min_count=None,
                admission_probability=None, max_age_steps=0, min_frequency=0, num_shards=16,
                default_value=None, seed=None, nonfinite_gradients="skip_row", trainable=True,
-               container="", shared_name=None, sketch_width=1 << 20, sketch_depth=4):
+               container="", shared_name=None, sketch_width=1 << 20, sketch_depth=4,
+               dram_budget_bytes=0, cold_dir=""):
     if not name or not isinstance(name, str):
       raise ValueError("HashEmbeddingTable: name must be a non-empty string, got %r" % (name,))
     if isinstance(dim, bool) or not isinstance(dim, int) or dim < 1:
@@ -159,6 +163,11 @@ class HashEmbeddingTable(object):
     elif admission_probability is not None:
       attrs["admission"] = "probability"
       attrs["admission_probability"] = float(admission_probability)
+    if dram_budget_bytes:
+      if not cold_dir:
+        raise ValueError("HashEmbeddingTable '%s': dram_budget_bytes needs a cold_dir" % name)
+      attrs["dram_budget_bytes"] = int(dram_budget_bytes)
+      attrs["cold_dir"] = str(cold_dir)
     if default_value is not None:
       values = ([float(default_value)] if isinstance(default_value, (int, float))
                 else [float(v) for v in default_value])
@@ -283,6 +292,14 @@ class HashEmbeddingTable(object):
   def size(self, name=None):
     """The number of rows (an int64 scalar tensor)."""
     return gen.hash_table_size(self._handle, name=name)
+
+  def prefetch(self, ids, name=None):
+    """An op moving the rows of `ids` (int64, any shape) that a tiered table
+    keeps on disk into memory, so the lookup that follows finds them there:
+    run it on the next batch's ids during the current step."""
+    with ops.name_scope(name, "prefetch", [self._handle, ids]) as scope:
+      ids = ops.convert_to_tensor(ids, dtype=dtypes.int64)
+      return gen.hash_table_prefetch(self._handle, ids, name=scope)
 
   def evict(self, step=None, name=None):
     """An op removing the rows the eviction options select at `step` (a

@@ -122,6 +122,35 @@ def test_admission_by_count_and_serve_mode():
     assert sess.run(table.size()) == 1  # serve mode never inserts
 
 
+def test_tiered_table_trains_like_an_untiered_one(tmp_path):
+  ids = tf.placeholder(tf.int64, [None])
+  tiered = embedding.HashEmbeddingTable("tiered", dim=4, optimizer="adagrad", seed=3,
+                                        num_shards=4, dram_budget_bytes=4096,
+                                        cold_dir=str(tmp_path / "cold"))
+  plain = embedding.HashEmbeddingTable("plain", dim=4, optimizer="adagrad", seed=3,
+                                       num_shards=4)
+  loss = tf.reduce_sum(tf.square(tiered.lookup(ids))) + tf.reduce_sum(
+      tf.square(plain.lookup(ids)))
+  train = tf.train.AdagradOptimizer(0.1).minimize(loss)
+  prefetch = tiered.prefetch(ids)
+  rng = np.random.RandomState(4)
+  with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    for _ in range(20):
+      batch = rng.randint(0, 2000, size=64).astype(np.int64)
+      sess.run(prefetch, {ids: batch})
+      sess.run(train, {ids: batch})
+    assert sess.run(tiered.size()) == sess.run(plain.size())
+    k1, v1 = sess.run(tiered.export()[:2])
+    k2, v2 = sess.run(plain.export()[:2])
+    assert len(list((tmp_path / "cold").iterdir())) == 4  # one cold file per shard
+  np.testing.assert_array_equal(k1, k2)
+  np.testing.assert_allclose(v1, v2, rtol=0, atol=0)
+  assert not list((tmp_path / "cold").iterdir())  # gone with the session's table
+  with pytest.raises(ValueError, match="needs a cold_dir"):
+    embedding.HashEmbeddingTable("bad", dim=2, dram_budget_bytes=1024)
+
+
 def test_eviction_by_age_and_frequency():
   gs = tf.train.get_or_create_global_step()
   step = tf.placeholder(tf.int64, [])
