@@ -1,5 +1,6 @@
-"""bench/run serving: recflow serve vs a TorchScript DeepFM server, REST
-predict latency (p50/p99) and max QPS with p99 < 10 ms."""
+"""bench/run serving: recflow serve vs two peers serving the same DeepFM (a
+TorchScript server and ONNX Runtime behind Node.js), REST predict latency
+(p50/p99) and max QPS with p99 < 10 ms."""
 
 import os
 import shutil
@@ -14,6 +15,13 @@ from .common import (
 
 SERVING_CANDIDATES = (1, 256)
 SERVING_MODEL = "deepfm"
+ORT_DIR = os.path.join(PEERS, "ort")  # package.json, package-lock.json, node_modules/
+ORT_INSTALL = ("install it with:  scripts/install-deps.sh --bench  (Node.js, then onnxruntime-node "
+               "from bench/peers/ort/package-lock.json: cd bench/peers/ort && "
+               "npm ci --ignore-scripts)")
+# Peer configs: torch, and ONNX Runtime in one process (intra-op threads = T)
+# and in T worker processes of one intra-op thread each (node:cluster).
+PEER_NAMES = {"torch": "torchscript", "ort": "onnxruntime", "ort+cluster": "onnxruntime"}
 
 
 def serving_model(recflow_bin, bench_bin):
@@ -46,6 +54,39 @@ def serving_model(recflow_bin, bench_bin):
             die("command failed (exit %d): %s\n%s%s" % (r.returncode, " ".join(cmd),
                                                          r.stdout[-2000:], r.stderr[-3000:]))
     return base, weights
+
+
+def check_ort():
+    """The node binary, or dies (exit 3) saying how to install the peer."""
+    node = shutil.which("node")
+    if node is None:
+        die("the ONNX Runtime peer needs Node.js (node is not on PATH); " + ORT_INSTALL, 3)
+    r = subprocess.run([node, "-e", "process.stdout.write(require(%r).env.versions.node)"
+                        % os.path.join(ORT_DIR, "node_modules", "onnxruntime-node")],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        err = r.stderr.strip().splitlines()
+        die("the ONNX Runtime peer's onnxruntime-node is not loadable from %s/node_modules "
+            "(%s); %s" % (ORT_DIR, err[0] if err else "?", ORT_INSTALL), 3)
+    return node
+
+
+def serving_onnx(weights):
+    """The DeepFM as ONNX for the ONNX Runtime peer (serving_onnx_export.py),
+    cached beside the weights; returns its path."""
+    out = os.path.join(os.path.dirname(weights), "model.onnx")
+    if (os.path.exists(out) and os.path.exists(out + ".check.json")
+            and os.path.getmtime(out) >= os.path.getmtime(weights)):
+        return out
+    cmd = [PYTHON, os.path.join(PEERS, "serving_onnx_export.py"), "--weights=" + weights,
+           "--out=" + out]
+    print("exporting the model to ONNX for the ONNX Runtime peer (%s)" % out, flush=True)
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        die("command failed (exit %d): %s\n%s%s" % (r.returncode, " ".join(cmd),
+                                                     r.stdout[-2000:], r.stderr[-3000:]))
+    print("  " + r.stdout.strip().splitlines()[-1], flush=True)
+    return out
 
 
 class ServerProc:
@@ -136,21 +177,37 @@ def serving(args):
 def _serving(args, tmp, servers):
     T = args.threads
     rounds = args.rounds if args.rounds_explicit else 3
+    node = check_ort()
     bench_bin, recflow_bin = serving_binaries(args)
     base, weights = serving_model(recflow_bin, bench_bin)
+    onnx_model = serving_onnx(weights)
     envs, set_values, origin = variant_envs(T)
     snap = os.path.join(tmp, "bin")
     bench_bin = snapshot(bench_bin, snap, envs)
     shutil.copy2(recflow_bin, snap)
     recflow_bin = os.path.join(snap, "recflow")
     peer_script = os.path.join(PEERS, "serving_torch.py")
+    ort_script = os.path.join(PEERS, "serving_ort.js")
     client_env = dict(envs["unset"])
 
     def start(config, variant):
+        log = os.path.join(tmp, "%s_%s.log" % (config, variant))
+        if config.startswith("ort"):
+            # ONNX Runtime uses its own MLAS, not OpenBLAS: its variants are
+            # the intra-op pool's spinning ("spin", "nospin").
+            env = dict(envs["unset"])
+            cmd = [node, ort_script, "--model=" + onnx_model, "--port=0",
+                   "--spinning=%d" % (variant == "spin")]
+            if config == "ort+cluster":
+                cmd += ["--workers=%d" % T, "--threads=1"]
+            else:
+                cmd += ["--threads=%d" % T]
+            s = ServerProc("%s (%s)" % (config, variant), cmd, env, log)
+            servers.append(s)
+            return s
         env = dict(envs[variant.split("+")[0]])
         if variant.endswith("+omp_passive"):
             env["OMP_WAIT_POLICY"] = "PASSIVE"
-        log = os.path.join(tmp, "%s_%s.log" % (config, variant))
         if config.startswith("recflow"):
             cmd = [recflow_bin, "serve", "--port=0", "--rest_api_port=auto",
                    "--model_name=" + SERVING_MODEL, "--model_base_path=" + base,
@@ -186,63 +243,88 @@ def _serving(args, tmp, servers):
 
     set_desc = ",".join("%s=%s" % (k, v) for k, v in set_values.items())
     print("== serving: DeepFM export, REST predict with 1 and 256 candidates, recflow serve vs "
-          "a TorchScript server")
+          "a TorchScript server and ONNX Runtime behind Node.js")
     print("machine: %s, %d CPUs, load average %s" % (
         cpu_model(), os.cpu_count(), " ".join("%.2f" % x for x in os.getloadavg())))
     print("threads: recflow serve --tensorflow_intra_op_parallelism=%d "
-          "--tensorflow_inter_op_parallelism=%d (REST worker threads: serve's default); peer "
-          "torch.set_num_threads(%d), set_num_interop_threads(%d), a stdlib "
+          "--tensorflow_inter_op_parallelism=%d (REST worker threads: serve's default); torch "
+          "peer torch.set_num_threads(%d), set_num_interop_threads(%d), a stdlib "
           "ThreadingHTTPServer (thread per connection, HTTP/1.1 keep-alive, TCP_NODELAY), "
           "torch.jit.trace + freeze, inference_mode; OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=%d"
           % (T, T, T, T, T))
+    print("ort peer: onnxruntime-node, node:http (HTTP/1.1 keep-alive, TCP_NODELAY), config "
+          "ort: one process, intraOpNumThreads=%d; config ort+cluster: %d node:cluster "
+          "workers of intraOpNumThreads=1; interOpNumThreads=1, graphOptimizationLevel=all, "
+          "execution mode timed at startup; model %s" % (T, T, onnx_model))
     print("client: bench_serving on the same machine (not pinned; it shares the %d CPUs with "
           "the server; its CPU time is printed), keep-alive connections to 127.0.0.1, "
           "pre-serialized columnar request bodies" % os.cpu_count())
     print("libblas.so.3 alternative -> %s" % blas_alternative())
-    print("variants: set = %s (%s); unset = both removed"
+    print("variants: set = %s (%s); unset = both removed; ort: intra-op spinning on (spin) "
+          "or off (nospin)"
           % (set_desc, ", ".join("%s %s" % (k, origin[k]) for k in VARIANT_VARS)))
     print()
 
+    def check(rf, peer, config, variant):
+        for n in SERVING_CANDIDATES:
+            res, _ = serving_lines(bench_bin, ["--case=check", "--port=%d" % rf.port,
+                                               "--port2=%d" % peer.port,
+                                               "--model=" + SERVING_MODEL,
+                                               "--candidates=%d" % n], client_env, "check")
+            diff = float(res[0]["max_abs_diff"])
+            ok = diff <= 1e-4
+            print("  check %-17s candidates=%-4d recflow vs %-11s max_abs_diff=%.3g "
+                  "(tolerance 1e-4)  %s" % (variant, n, config, diff, "OK" if ok else "FAILED"),
+                  flush=True)
+            if not ok:
+                die("recflow's and %s's predictions differ; not reporting results" % config, 4)
+
+    def probe_latency(side, variant, s):
+        lat = latency(s.port, 256, 200)
+        probe[(side, variant)] = float(lat["p50_ms"]) + float(lat["p99_ms"])
+        print("  probe %-11s %-17s 256 candidates p50 %.3f ms p99 %.3f ms  [%s]" % (
+            side, variant, float(lat["p50_ms"]), float(lat["p99_ms"]),
+            s.info or "recflow serve"), flush=True)
+
     # 1. Correctness and the environment variant of each side (probe: 256
     # candidates, sequential, the lower p50 + p99 wins: spinning OpenMP
-    # threads can win the median and lose the tail). The peer is also tried
-    # with OMP_WAIT_POLICY=PASSIVE (spinning OpenMP threads suffer on a
-    # loaded machine). recflow runs alone while the peer starts (the peer
-    # times its two layouts at startup).
+    # threads can win the median and lose the tail). The torch peer is also
+    # tried with OMP_WAIT_POLICY=PASSIVE (spinning OpenMP threads suffer on a
+    # loaded machine); ONNX Runtime with its intra-op pool spinning or not.
+    # recflow runs alone while a peer starts (the torch peer times its two
+    # layouts at startup, the ort peer its execution modes).
     probe = {}
     for variant in ("set", "unset", "set+omp_passive", "unset+omp_passive"):
         base_variant = variant.split("+")[0]
         pt = start("torch", variant)
         rf = start("recflow", base_variant)
-        for n in SERVING_CANDIDATES:
-            res, _ = serving_lines(bench_bin, ["--case=check", "--port=%d" % rf.port,
-                                               "--port2=%d" % pt.port,
-                                               "--model=" + SERVING_MODEL,
-                                               "--candidates=%d" % n], client_env, "check")
-            diff = float(res[0]["max_abs_diff"])
-            ok = diff <= 1e-4
-            print("  check %-17s candidates=%-4d recflow vs torch max_abs_diff=%.3g "
-                  "(tolerance 1e-4)  %s" % (variant, n, diff, "OK" if ok else "FAILED"),
-                  flush=True)
-            if not ok:
-                die("the two servers' predictions differ; not reporting results", 4)
+        check(rf, pt, "torch", variant)
         for side, s in (("recflow", rf), ("torch", pt)):
             if side == "recflow" and variant != base_variant:
                 continue
-            lat = latency(s.port, 256, 200)
-            probe[(side, variant)] = float(lat["p50_ms"]) + float(lat["p99_ms"])
-            print("  probe %-7s %-17s 256 candidates p50 %.3f ms p99 %.3f ms  [%s]" % (
-                side, variant, float(lat["p50_ms"]), float(lat["p99_ms"]),
-                s.info or "recflow serve"), flush=True)
+            probe_latency(side, variant, s)
         stop(rf)
         stop(pt)
+    for variant in ("spin", "nospin"):
+        po = start("ort", variant)
+        rf = start("recflow", "unset")
+        check(rf, po, "ort", variant)
+        probe_latency("ort", variant, po)
+        stop(rf)
+        stop(po)
     kept = {side: min((k[1] for k in probe if k[0] == side), key=lambda v: probe[(side, v)])
-            for side in ("recflow", "torch")}
-    print("kept: recflow %s, torch %s" % (kept["recflow"], kept["torch"]))
+            for side in ("recflow", "torch", "ort")}
+    po = start("ort+cluster", kept["ort"])
+    rf = start("recflow", "unset")
+    check(rf, po, "ort+cluster", kept["ort"])
+    stop(rf)
+    stop(po)
+    print("kept: recflow %s, torch %s, ort %s" % (kept["recflow"], kept["torch"], kept["ort"]))
     print()
 
     # 2. Rounds: each config started fresh, latency then QPS for both sizes.
-    configs = ["recflow", "recflow+batching", "torch"]
+    peers = ["torch", "ort", "ort+cluster"]
+    configs = ["recflow", "recflow+batching"] + peers
     results = {(c, n): [] for c in configs for n in SERVING_CANDIDATES}
     print("rounds: %d; per round each server: latency (1 client, sequential) then max QPS "
           "(closed loop, concurrency 1, 2, 3, 4, 6, 8, ... while p99 < 10 ms), for 1 and 256 "
@@ -250,7 +332,7 @@ def _serving(args, tmp, servers):
     for rnd in range(rounds):
         order = configs if rnd % 2 == 0 else list(reversed(configs))
         for c in order:
-            s = start(c, kept["torch" if c == "torch" else "recflow"])
+            s = start(c, kept["recflow" if c.startswith("recflow") else c.split("+")[0]])
             if s.info:
                 print("  [round %d] %s: %s" % (rnd + 1, c, s.info))
             for n in SERVING_CANDIDATES:
@@ -293,9 +375,10 @@ def _serving(args, tmp, servers):
                 "reporting results" % wrong, 4)
         print("%s gave %d wrong answers under load: using %s" % (best, wrong[best], other))
         best = other
-    if wrong["torch"]:
-        die("the peer gave %d wrong answers under load; not reporting results"
-            % wrong["torch"], 4)
+    for c in peers:
+        if wrong[c]:
+            die("the peer %s gave %d wrong answers under load; not reporting results"
+                % (c, wrong[c]), 4)
     print("%-16s %5s %10s %10s %10s %6s   per-round p99 / QPS" % (
         "server", "cand.", "p50 ms", "p99 ms", "max QPS", "wrong"))
     for c in configs:
@@ -306,24 +389,38 @@ def _serving(args, tmp, servers):
                 " ".join("%.3f" % r["p99"] for r in results[(c, n)]),
                 " ".join("%.0f" % r["qps"] for r in results[(c, n)])))
     print("recflow config used for RESULT: %s (recflow with and without --enable_batching "
-          "both shown above); OpenBLAS: recflow %s, torch %s" % (best, kept["recflow"],
-                                                                kept["torch"]))
+          "both shown above); variants: recflow %s, torch %s, ort %s" % (
+              best, kept["recflow"], kept["torch"], kept["ort"]))
+    print("RESULT lines compare recflow with the best peer config for each figure (lowest "
+          "p50/p99, highest QPS; all peers shown above and below)")
+
+    def peers_text(n, key, unit):
+        return ", ".join("%s %.3f%s" % (c, m(c, n, key), unit) if unit else
+                         "%s %.1f" % (c, m(c, n, key)) for c in peers)
+
     out = []
     for n in SERVING_CANDIDATES:
         for key in ("p50", "p99"):
-            rf, pt = m(best, n, key), m("torch", n, key)
-            met = "" if key == "p50" else ("  target (p99 <= half the peer's): %s"
-                                           % ("met" if pt / rf >= 2 else "NOT met"))
-            print("%d candidates %s: recflow %.3f ms, torch %.3f ms, ratio %.2f%s"
-                  % (n, key, rf, pt, pt / rf, met))
-            out.append("RESULT bench=serving_%s_%d metric=%s_ms recflow=%.3f peer=torchscript "
-                       "peer_value=%.3f ratio=%.3f" % (key, n, key, rf, pt, pt / rf))
+            pc = min(peers, key=lambda c: m(c, n, key))
+            rf, pv = m(best, n, key), m(pc, n, key)
+            met = "" if key == "p50" else ("  target (p99 <= half the best peer's): %s"
+                                           % ("met" if pv / rf >= 2 else "NOT met"))
+            print("%d candidates %s: recflow %.3f ms; peers %s; best peer %s, ratio %.2f%s"
+                  % (n, key, rf, peers_text(n, key, " ms"), pc, pv / rf, met))
+            out.append("RESULT bench=serving_%s_%d metric=%s_ms recflow=%.3f peer=%s "
+                       "peer_value=%.3f ratio=%.3f" % (key, n, key, rf, PEER_NAMES[pc], pv,
+                                                       pv / rf))
     for n in SERVING_CANDIDATES:
-        rf, pt = m(best, n, "qps"), m("torch", n, "qps")
-        ratio = rf / pt if pt > 0 else float("inf")
-        print("%d candidates max QPS (p99 < 10 ms): recflow %.1f, torch %.1f, ratio %.2f  "
-              "target (>= 2x): %s" % (n, rf, pt, ratio, "met" if ratio >= 2 else "NOT met"))
+        pc = max(peers, key=lambda c: m(c, n, "qps"))
+        rf, pv = m(best, n, "qps"), m(pc, n, "qps")
+        # 0 = no level kept p99 under the limit; both 0 counts as a tie.
+        ratio = rf / pv if pv > 0 else (float("inf") if rf > 0 else 1.0)
+        print("%d candidates max QPS (p99 < 10 ms): recflow %.1f; peers %s; best peer %s, "
+              "ratio %.2f  target (>= 2x): %s" % (
+                  n, rf, peers_text(n, "qps", ""), pc, ratio,
+                  "met" if ratio >= 2 else "NOT met" + (
+                      " (no server kept p99 under 10 ms)" if rf == 0 and pv == 0 else "")))
         out.append("RESULT bench=serving_qps_%d metric=qps_p99_under_10ms recflow=%.1f "
-                   "peer=torchscript peer_value=%.1f ratio=%.3f" % (n, rf, pt, ratio))
+                   "peer=%s peer_value=%.1f ratio=%.3f" % (n, rf, PEER_NAMES[pc], pv, ratio))
     print()
     return out
