@@ -19,6 +19,17 @@ B is a dynamic axis. Bucketing is the model's own torch.remainder(ids, V)
 (floor mod; exported as ONNX Mod fmod=0, which has the same sign rule),
 plus field * V for the fused table, all inside the graph.
 
+With --int8, also MODEL_int8.onnx (beside MODEL.onnx): the same graph with
+the MLP's hidden layers (Gemms whose weights have >= 128 rows and columns)
+dynamically quantized, in the pattern ONNX Runtime's own quantize_dynamic
+emits and its optimizer fuses (MatMulIntegerToFloat / DynamicQuantizeMatMul):
+DynamicQuantizeLinear of the activations (uint8, per tensor, per call) ->
+MatMulInteger with the weights as int8 per output column (symmetric, 7-bit
+as quantize_dynamic's reduce_range: AVX2's u8 x s8 products saturate at
+8 bits) -> Cast -> Mul by the two scales -> Add bias. Its check file
+carries a tolerance (the serving peer is no longer expected to match
+float32 to 1e-5).
+
 Checks before writing: the gather model against build()'s bag model (eager,
 through train_e2e_torch.make_batches, as serving_torch.py's fused layout)
 on random rows, including negative and > 2^32 ids. Writes MODEL.onnx and
@@ -45,6 +56,9 @@ NUM_DENSE = 13
 NUM_FIELDS = 26
 CHECK_ROWS = 16
 OPSET = 13
+# The int8 model's check: max abs difference from torch's float32 logits and
+# probabilities that serving_ort.js accepts at startup.
+INT8_TOLERANCE = 0.05
 
 
 def check_rows(rows, seed=7):
@@ -60,6 +74,56 @@ def check_rows(rows, seed=7):
     return dense, ids
 
 
+def quantize_int8(src, dst, min_dim=128):
+    """Writes `src` with its large Gemms (transB=1, constant weights) as
+    dynamically quantized int8 matmuls; returns the names of the Gemms."""
+    import onnx
+    from onnx import helper, numpy_helper, TensorProto
+
+    m = onnx.load(src)
+    g = m.graph
+    inits = {i.name: i for i in g.initializer}
+    nodes, done, drop = [], [], set()
+    for n in g.node:
+        attrs = {a.name: helper.get_attribute_value(a) for a in n.attribute}
+        w = inits.get(n.input[1]) if n.op_type == "Gemm" and len(n.input) == 3 else None
+        if (w is None or n.input[2] not in inits or attrs.get("transB", 0) != 1
+                or attrs.get("transA", 0) != 0 or attrs.get("alpha", 1.0) != 1.0
+                or attrs.get("beta", 1.0) != 1.0 or min(w.dims) < min_dim):
+            nodes.append(n)
+            continue
+        wt = numpy_helper.to_array(w).T.astype(np.float32)  # [K, N]
+        scale = np.abs(wt).max(axis=0) / 63.0
+        scale[scale == 0] = 1.0
+        wq = np.clip(np.rint(wt / scale), -63, 63).astype(np.int8)
+        p = n.name.strip("/").replace("/", "_") or n.output[0]
+        g.initializer.extend([
+            numpy_helper.from_array(wq, p + "_Wq"),
+            numpy_helper.from_array(np.zeros(wq.shape[1], dtype=np.int8), p + "_Wzp"),
+            numpy_helper.from_array(scale.astype(np.float32), p + "_Ws")])
+        x = n.input[0]
+        nodes += [
+            helper.make_node("DynamicQuantizeLinear", [x], [p + "_Xq", p + "_Xs", p + "_Xzp"],
+                             name=p + "_quant"),
+            helper.make_node("MatMulInteger", [p + "_Xq", p + "_Wq", p + "_Xzp", p + "_Wzp"],
+                             [p + "_Yi"], name=p + "_matmul"),
+            helper.make_node("Cast", [p + "_Yi"], [p + "_Yf"], to=TensorProto.FLOAT,
+                             name=p + "_cast"),
+            helper.make_node("Mul", [p + "_Xs", p + "_Ws"], [p + "_S"], name=p + "_scale"),
+            helper.make_node("Mul", [p + "_Yf", p + "_S"], [p + "_Y"], name=p + "_rescale"),
+            helper.make_node("Add", [p + "_Y", n.input[2]], [n.output[0]], name=p + "_bias")]
+        drop.add(n.input[1])
+        done.append("%s[%s]" % (n.name, "x".join(str(d) for d in w.dims)))
+    del g.node[:]
+    g.node.extend(nodes)
+    keep = [i for i in g.initializer if i.name not in drop]
+    del g.initializer[:]
+    g.initializer.extend(keep)
+    onnx.checker.check_model(m)
+    onnx.save(m, dst)
+    return done
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--weights", required=True)
@@ -67,6 +131,8 @@ def main():
     p.add_argument("--embedding_dim", type=int, default=16)
     p.add_argument("--vocabulary_size", type=int, default=100000)
     p.add_argument("--hidden_units", default="256,128")
+    p.add_argument("--int8", action="store_true",
+                   help="also write MODEL_int8.onnx (MLP dynamically quantized)")
     args = p.parse_args()
 
     import torch
@@ -139,13 +205,23 @@ def main():
         ops = ",".join(sorted({n.op_type for n in m.graph.node}))
     except ImportError:
         pass
+    check = {"dense": dense.tolist(), "ids": ids.tolist(), "logits": got.tolist(),
+             "probabilities": probs.tolist(), "tolerance": 1e-5}
+    int8_text = ""
+    if args.int8:
+        q = os.path.splitext(args.out)[0] + "_int8.onnx"
+        layers = quantize_int8(tmp, q + ".tmp")
+        with open(q + ".check.json", "w") as f:
+            json.dump(dict(check, tolerance=INT8_TOLERANCE), f)
+        os.replace(q + ".tmp", q)
+        int8_text = " int8=%s int8_layers=%s int8_bytes=%d" % (q, ",".join(layers),
+                                                               os.path.getsize(q))
     with open(args.out + ".check.json", "w") as f:
-        json.dump({"dense": dense.tolist(), "ids": ids.tolist(),
-                   "logits": got.tolist(), "probabilities": probs.tolist()}, f)
+        json.dump(check, f)
     os.replace(tmp, args.out)
-    print("export out=%s bytes=%d opset=%d ops=%s torch=%s gather_vs_bags_max_abs_diff=%.3g "
+    print("export out=%s bytes=%d opset=%d ops=%s torch=%s gather_vs_bags_max_abs_diff=%.3g%s "
           "seconds=%.1f" % (args.out, os.path.getsize(args.out), OPSET, ops, torch.__version__,
-                            diff, time.perf_counter() - t0), flush=True)
+                            diff, int8_text, time.perf_counter() - t0), flush=True)
 
 
 if __name__ == "__main__":
