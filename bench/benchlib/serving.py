@@ -69,9 +69,9 @@ def check_ort():
                         % os.path.join(ORT_DIR, "node_modules", "onnxruntime-node")],
                        capture_output=True, text=True)
     if r.returncode != 0:
-        err = r.stderr.strip().splitlines()
+        err = [l for l in r.stderr.splitlines() if "Error" in l] or r.stderr.splitlines() or ["?"]
         die("the ONNX Runtime peer's onnxruntime-node is not loadable from %s/node_modules "
-            "(%s); %s" % (ORT_DIR, err[0] if err else "?", ORT_INSTALL), 3)
+            "(%s); %s" % (ORT_DIR, err[0].strip(), ORT_INSTALL), 3)
     return node
 
 
