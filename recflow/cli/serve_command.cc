@@ -42,7 +42,8 @@ constexpr char kUsage[] =
     "           [--grpc_socket_path=PATH] [--grpc_channel_arguments=K=V,...]\n"
     "           [--model_update_source=[NAME=](dir:PATH|grpc:HOST:PORT),...]\n"
     "           [--model_update_poll_ms=100] [--model_update_max_rows=0]\n"
-    "           [--embedding_row_format=float32|float16|int8] [--open_tables_in_place=false]\n\n"
+    "           [--embedding_row_format=float32|float16|int8] [--open_tables_in_place=false]\n"
+    "           [--matmul_precision=float32|int8]\n\n"
     "Serves SavedModel versions (numeric subdirectories of each base path) over TF\n"
     "Serving's REST API (--rest_api_port) and gRPC PredictionService / ModelService\n"
     "(--port, and --grpc_socket_path). A port of 0 disables that server; 'auto'\n"
@@ -64,7 +65,12 @@ constexpr char kUsage[] =
     "mapped and answer at once, their pages read as lookups touch them and by a background\n"
     "pass that also checks them; a version replacing a serving one goes live once that pass\n"
     "is done. --open_tables_in_place=false imports every table before the version goes live\n"
-    "(docs/embedding.md, \"Open in place\").\n\n";
+    "(docs/embedding.md, \"Open in place\").\n\n"
+    "--matmul_precision int8 computes the float matmuls by weights (the dense layers) in\n"
+    "8-bit integers on oneDNN: weights quantized per column when a version loads (and again\n"
+    "after an update changes them), each request's rows per row, accumulation in int32.\n"
+    "Faster on CPUs with integer dot-product instructions, slightly less exact (docs/serving.md,\n"
+    "\"Int8 matmuls\"). Default float32.\n\n";
 
 // A new directory $TMPDIR/NAME-XXXXXX (TMPDIR unset: /tmp).
 absl::StatusOr<std::string> MakeTempDir(const std::string& name) {
@@ -171,6 +177,7 @@ struct ServeFlags {
   std::string grpc_socket_path, grpc_channel_arguments;
   std::string model_update_source, model_update_poll_ms = "100", model_update_max_rows = "0";
   std::string embedding_row_format;  // "": as each export says
+  std::string matmul_precision = "float32";
   bool enable_batching = false, fail_if_zero = false;
   bool open_tables_in_place = true;
 };
@@ -264,6 +271,13 @@ absl::Status Serve(const ServeFlags& f) {
       std::cerr << "warning: metrics are served at /monitoring/prometheus/metrics, not "
                 << path << "\n";
     }
+  }
+  {
+    auto precision = ParseMatMulPrecision(f.matmul_precision);
+    if (!precision.ok()) {
+      return errors::InvalidArgument("--matmul_precision: ", precision.status().message());
+    }
+    options.session.optimizer.matmul_precision = *precision;
   }
   ASSIGN_OR_RETURN(options.session.intra_op_threads,
                    ParseThreads("tensorflow_intra_op_parallelism", f.intra_op));
@@ -433,6 +447,8 @@ int ServeCommand(const Args& args) {
                "seconds between polls for new versions (default 1; <= 0: load once)"},
               {"monitoring_config_file", &f.monitoring_config_file, nullptr,
                "text MonitoringConfig (metrics: /monitoring/prometheus/metrics)"},
+              {"matmul_precision", &f.matmul_precision, nullptr,
+               "float32 (default) or int8: dense layers in 8-bit integers"},
               {"tensorflow_intra_op_parallelism", &f.intra_op, nullptr,
                "threads one kernel may use, at most 4096 (0: one per CPU)"},
               {"tensorflow_inter_op_parallelism", &f.inter_op, nullptr,

@@ -3,7 +3,8 @@
 # reloads: --grpc_socket_path (the socket is created, announced and removed),
 # --grpc_channel_arguments, --model_config_file_poll_wait_seconds (models
 # added and removed by rewriting the file; a broken file keeps them) and
-# --saved_model_tags; bad values are refused naming the flag.
+# --saved_model_tags, --matmul_precision; bad values are refused naming the
+# flag.
 set -u
 RECFLOW=$1
 SRC=$2
@@ -199,6 +200,17 @@ URL4=$(grep -oE "http://127.0.0.1:[0-9]+" "$TMP/out4" | head -1)
 check tags_default_fails '"state": "END".*\{serve\}.*\{serve,train\}' "$(http GET "$URL4/v1/models/default")"
 stop_server tags_default_exit
 
+# --matmul_precision=int8 serves (this model has no matmul, so its answer is
+# exact); a precision it does not know is refused naming the flag.
+"$RECFLOW" serve --model_base_path="$TMP/models/b" --rest_api_port=auto --port=0 \
+  --matmul_precision=int8 >"$TMP/out5" 2>"$TMP/err5" &
+SERVER_PID=$!
+wait_started "$TMP/out5"
+URL5=$(grep -oE "http://127.0.0.1:[0-9]+" "$TMP/out5" | head -1)
+check int8_serves '^200 \{"predictions": \[2.5\]\}' \
+  "$(http POST "$URL5/v1/models/default:predict" '{"instances": [1.0]}')"
+stop_server int8_exit
+
 # Bad values: a clear error naming the flag, exit 1.
 expect_fail() {  # expect_fail NAME REGEX ARGS...
   local name=$1 regex=$2
@@ -221,6 +233,8 @@ expect_fail channel_no_key "--grpc_channel_arguments: entry '=5' has an empty ke
 expect_fail poll_negative "--model_config_file_poll_wait_seconds must be a number of seconds, >= 0" \
   "${SERVE_B[@]}" --model_config_file_poll_wait_seconds=-1
 expect_fail tags_empty "--saved_model_tags is empty" "${SERVE_B[@]}" --saved_model_tags=,
+expect_fail precision_bad "--matmul_precision: unknown matmul precision 'bf16'; expected float32 or int8" \
+  "${SERVE_B[@]}" --matmul_precision=bf16
 expect_fail socket_long "--grpc_socket_path '/tmp/x+' is 206 bytes" \
   "${SERVE_B[@]}" --grpc_socket_path="/tmp/$(printf 'x%.0s' $(seq 201))"
 expect_fail socket_dir "gRPC server cannot listen on unix:$TMP/no/such/dir.sock" \

@@ -23,6 +23,7 @@
 #include "recflow/framework/op_kernel.h"
 #include "recflow/kernels/blas_gemm.h"
 #include "recflow/kernels/cwise_ops_common.h"
+#include "recflow/kernels/fused_matmul_epilogue.h"
 
 namespace recflow {
 namespace {
@@ -40,15 +41,16 @@ constexpr int64_t kMinPanelUnits = 64;
 // thread, taken by whichever thread is free.
 constexpr int64_t kPanelsPerThread = 4;
 
-enum class Activation { kNone, kRelu, kRelu6, kElu, kLeakyRelu, kSigmoid, kTanh };
+}  // namespace
 
-// The fused_ops lists the kernel accepts, and what each means.
-absl::StatusOr<Activation> ParseFusedOps(const std::vector<std::string>& fused_ops) {
+namespace fused_matmul {
+
+absl::StatusOr<Activation> ParseFusedOps(const std::vector<std::string>& fused_ops,
+                                         const char* op) {
   if (fused_ops.empty() || fused_ops[0] != "BiasAdd" || fused_ops.size() > 2) {
-    return errors::Unimplemented(
-        "_FusedMatMul supports fused_ops [BiasAdd] or [BiasAdd, ACTIVATION], "
-        "got [",
-        absl::StrJoin(fused_ops, ", "), "]");
+    return errors::Unimplemented(op,
+                                 " supports fused_ops [BiasAdd] or [BiasAdd, ACTIVATION], got [",
+                                 absl::StrJoin(fused_ops, ", "), "]");
   }
   if (fused_ops.size() == 1) return Activation::kNone;
   const std::string& act = fused_ops[1];
@@ -58,15 +60,12 @@ absl::StatusOr<Activation> ParseFusedOps(const std::vector<std::string>& fused_o
   if (act == "LeakyRelu") return Activation::kLeakyRelu;
   if (act == "Sigmoid") return Activation::kSigmoid;
   if (act == "Tanh") return Activation::kTanh;
-  return errors::Unimplemented("_FusedMatMul: unsupported activation '", act, "' in fused_ops [",
+  return errors::Unimplemented(op, ": unsupported activation '", act, "' in fused_ops [",
                                absl::StrJoin(fused_ops, ", "),
                                "]; supported: Relu, Relu6, Elu, LeakyRelu, Sigmoid, Tanh");
 }
 
-// c[j] = act(c[j] + bias[j]) for j in [0, n): one row segment of a panel.
-using EpilogueFn = void (*)(const void* bias, double alpha, void* c, int64_t n);
-
-}  // namespace
+}  // namespace fused_matmul
 }  // namespace recflow
 
 // The epilogue loops are compiled like the elementwise kernels (Note
@@ -80,6 +79,9 @@ RECFLOW_CWISE_BEGIN_
 
 namespace recflow {
 namespace {
+
+using fused_matmul::Activation;
+using fused_matmul::EpilogueFn;
 
 inline float ExpOf(float x) { return cwise::fast::Exp(x); }
 inline double ExpOf(double x) { return __builtin_exp(x); }
@@ -121,6 +123,10 @@ void BiasActivate(const void* bias_v, double alpha, void* c_v, int64_t n) {
   for (int64_t j = 0; j < n; ++j) c[j] = act(c[j] + bias[j]);
 }
 
+}  // namespace
+
+namespace fused_matmul {
+
 template <typename T>
 EpilogueFn EpilogueFor(Activation act) {
   switch (act) {
@@ -142,13 +148,20 @@ EpilogueFn EpilogueFor(Activation act) {
   return BiasActivate<T, Activation::kNone>;
 }
 
-}  // namespace
+template EpilogueFn EpilogueFor<float>(Activation act);
+template EpilogueFn EpilogueFor<double>(Activation act);
+
+}  // namespace fused_matmul
 }  // namespace recflow
 
 RECFLOW_CWISE_END_
 
 namespace recflow {
 namespace {
+
+using fused_matmul::EpilogueFn;
+using fused_matmul::EpilogueFor;
+using fused_matmul::ParseFusedOps;
 
 template <typename T>
 class FusedMatMulOp : public OpKernel {

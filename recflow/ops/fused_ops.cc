@@ -53,6 +53,31 @@ REGISTER_OP("_FusedMatMul")
 // AddSymbolicGradients then fails naming the node, which beats the silent
 // "no gradient flows" a REGISTER_NO_GRADIENT_OP would give.
 
+REGISTER_OP("_DynamicQuantizedMatMul")
+    .Input("a: T")
+    .Input("b: T")
+    .Input("args: num_args * T")
+    .Output("product: T")
+    .Attr("transpose_a: bool = false")
+    .Attr("transpose_b: bool = false")
+    .Attr("T: {float}")
+    .Attr("num_args: int >= 0 = 0")
+    .Attr("fused_ops: list(string) = []")
+    .Attr("leakyrelu_alpha: float = 0.2")
+    .SetShapeFn(FusedMatMulShape)
+    .Doc(
+        "MatMul (fused_ops []) or _FusedMatMul computed in 8-bit integers "
+        "(internal; made by the graph optimizer when a session asks for int8 "
+        "matmuls).\n\n"
+        "b (the weights) is quantized per column once per value it takes, a "
+        "per row and call; the product is accumulated in int32 and scaled "
+        "back to float before the bias and activation. transpose_a must be "
+        "false.");
+
+// No gradient, on purpose: the op is made for serving, after training, on
+// the private copy of the graph a session runs; quantization steps have no
+// useful derivative.
+
 namespace ops {
 
 Output FusedMatMul(const Scope& scope, Output a, Output b, std::vector<Output> args,
@@ -65,6 +90,19 @@ Output FusedMatMul(const Scope& scope, Output a, Output b, std::vector<Output> a
       .Attr("transpose_b", attrs.transpose_b)
       .Attr("fused_ops", absl::Span<const std::string>(attrs.fused_ops))
       .Attr("epsilon", attrs.epsilon)
+      .Attr("leakyrelu_alpha", attrs.leakyrelu_alpha);
+  return Output(scope.AddNode(nb));
+}
+
+Output DynamicQuantizedMatMul(const Scope& scope, Output a, Output b, std::vector<Output> args,
+                              const FusedMatMulAttrs& attrs) {
+  NodeBuilder nb(scope.GetUniqueNameForOp("_DynamicQuantizedMatMul"), "_DynamicQuantizedMatMul");
+  const int64_t num_args = static_cast<int64_t>(args.size());
+  nb.Input(a).Input(b).Input(std::move(args));
+  nb.Attr("num_args", num_args)
+      .Attr("transpose_a", attrs.transpose_a)
+      .Attr("transpose_b", attrs.transpose_b)
+      .Attr("fused_ops", absl::Span<const std::string>(attrs.fused_ops))
       .Attr("leakyrelu_alpha", attrs.leakyrelu_alpha);
   return Output(scope.AddNode(nb));
 }

@@ -31,6 +31,10 @@ struct FusedMatMulAttrs {
 // column count.
 Output FusedMatMul(const Scope& scope, Output a, Output b, std::vector<Output> args,
                    const FusedMatMulAttrs& attrs = {});
+// The same in 8-bit integers (quantized_matmul_kernels.cc): attrs.fused_ops
+// may also be empty (a plain MatMul, no args); transpose_a must be false.
+Output DynamicQuantizedMatMul(const Scope& scope, Output a, Output b, std::vector<Output> args,
+                              const FusedMatMulAttrs& attrs = {});
 
 }  // namespace recflow::ops
 

@@ -677,7 +677,84 @@ absl::StatusOr<int> FuseMatMuls(GraphDef* def) {
   return fused;
 }
 
+// Whether `tensor` ("node:i") is a weight: a Const, a variable or a variable
+// read, possibly behind Identity nodes.
+bool IsWeight(const absl::flat_hash_map<std::string, const NodeDef*>& by_name,
+              absl::string_view tensor) {
+  for (int hops = 0; hops < 16; ++hops) {
+    auto id = ParseTensorName(tensor);
+    if (!id.ok() || id->IsControl()) return false;
+    auto it = by_name.find(id->node);
+    if (it == by_name.end()) return false;
+    const NodeDef& node = *it->second;
+    const std::string& op = node.op();
+    if (op == "Const" || op == "ReadVariableOp" || op == "VariableV2" || op == "Variable") {
+      return true;
+    }
+    if ((op != "Identity" && op != "Snapshot") || node.input_size() == 0) return false;
+    tensor = node.input(0);
+  }
+  return false;
+}
+
+// Returns the number of matmuls made int8.
+absl::StatusOr<int> QuantizeMatMuls(GraphDef* def) {
+  absl::flat_hash_map<std::string, const NodeDef*> by_name;
+  for (const NodeDef& node : def->node()) by_name[node.name()] = &node;
+  int rewritten = 0;
+  for (NodeDef& node : *def->mutable_node()) {
+    if (node.op() != "MatMul" && node.op() != "_FusedMatMul") continue;
+    DataType type = DT_INVALID;
+    bool transpose_a = true;
+    if (!GetNodeAttr(AttrSlice(node), "T", &type).ok() || type != DT_FLOAT ||
+        !GetNodeAttr(AttrSlice(node), "transpose_a", &transpose_a).ok() || transpose_a ||
+        node.input_size() < 2 || !IsWeight(by_name, node.input(1))) {
+      continue;
+    }
+    // The attrs _DynamicQuantizedMatMul declares, from MatMul's (whose
+    // grad_a / grad_b it has no use for) or _FusedMatMul's.
+    bool transpose_b = false;
+    int64_t num_args = 0;
+    std::vector<std::string> fused_ops;
+    float alpha = 0.2f;
+    if (!GetNodeAttr(AttrSlice(node), "transpose_b", &transpose_b).ok()) continue;
+    if (node.op() == "_FusedMatMul" &&
+        (!GetNodeAttr(AttrSlice(node), "num_args", &num_args).ok() ||
+         !GetNodeAttr(AttrSlice(node), "fused_ops", &fused_ops).ok() ||
+         !GetNodeAttr(AttrSlice(node), "leakyrelu_alpha", &alpha).ok())) {
+      continue;
+    }
+    NodeDef q;
+    q.set_name(node.name());
+    q.set_op("_DynamicQuantizedMatMul");
+    q.set_device(node.device());
+    *q.mutable_input() = node.input();
+    auto& attr = *q.mutable_attr();
+    SetAttrValue(type, &attr["T"]);
+    SetAttrValue(false, &attr["transpose_a"]);
+    SetAttrValue(transpose_b, &attr["transpose_b"]);
+    SetAttrValue(num_args, &attr["num_args"]);
+    SetAttrValue(absl::Span<const std::string>(fused_ops), &attr["fused_ops"]);
+    SetAttrValue(alpha, &attr["leakyrelu_alpha"]);
+    if (!KernelRegistry::Global()->FindKernel(DEVICE_CPU, q).ok()) continue;
+    node = std::move(q);
+    ++rewritten;
+  }
+  return rewritten;
+}
+
 }  // namespace
+
+absl::StatusOr<MatMulPrecision> ParseMatMulPrecision(absl::string_view name) {
+  if (name == "float32") return MatMulPrecision::kFloat32;
+  if (name == "int8") return MatMulPrecision::kInt8;
+  return errors::InvalidArgument("unknown matmul precision '", name,
+                                 "'; expected float32 or int8");
+}
+
+const char* MatMulPrecisionName(MatMulPrecision precision) {
+  return precision == MatMulPrecision::kInt8 ? "int8" : "float32";
+}
 
 absl::Status OptimizeGraph(const GraphOptimizerOptions& options, Device* device,
                            GraphDef* graph_def, GraphOptimizerStats* stats) {
@@ -715,6 +792,9 @@ absl::Status OptimizeGraph(const GraphOptimizerOptions& options, Device* device,
     RETURN_IF_ERROR(run("cse", EliminateCommonSubexpressions));
   }
   if (options.fusion) RETURN_IF_ERROR(run("fusion", FuseMatMuls));
+  if (options.matmul_precision == MatMulPrecision::kInt8) {
+    RETURN_IF_ERROR(run("int8_matmul", QuantizeMatMuls));
+  }
   return absl::OkStatus();
 }
 

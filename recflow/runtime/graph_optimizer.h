@@ -36,6 +36,13 @@
 //     the pattern: so a fetched intermediate, whose _Retval is a second
 //     consumer, is never fused away) and no control edges out, the nodes
 //     share a device, and a _FusedMatMul kernel exists for the dtype.
+//  4. Int8 matmuls, only when matmul_precision is kInt8 (off by default:
+//     it trades accuracy for speed, a choice for serving). A float MatMul or
+//     _FusedMatMul, a not transposed, whose b is a weight (a Const, a
+//     variable or a variable read, through Identity nodes) becomes a
+//     _DynamicQuantizedMatMul of the same name, inputs and attrs (Note
+//     [Dynamic int8 matmul] in kernels/quantized_matmul_kernels.cc). Products
+//     of two activations (a two-tower model's dot products) stay float.
 //
 // After each pass, nodes left without consumers (they had some before) are
 // removed unless they may have effects (stateful ops, ref or resource
@@ -54,10 +61,14 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "recflow/framework/device.h"
 #include "recflow/proto/graph.pb.h"
 
 namespace recflow {
+
+enum class MatMulPrecision { kFloat32, kInt8 };
 
 struct GraphOptimizerOptions {
   bool constant_folding = true;
@@ -75,6 +86,8 @@ struct GraphOptimizerOptions {
   // optimizer slots (zeros of every embedding table's shape) were 170 MB of
   // constants in the init graph, 1.5 s of passes.
   int64_t max_expansion_bytes = 1024 * 1024;
+  // kInt8: pass 4 (above) computes matmuls by weights in 8-bit integers.
+  MatMulPrecision matmul_precision = MatMulPrecision::kFloat32;
 
   // Every pass off: the executor runs the pruned graph as written. For
   // debugging a suspected optimizer problem (the environment variable
@@ -82,15 +95,19 @@ struct GraphOptimizerOptions {
   static GraphOptimizerOptions Disabled() {
     GraphOptimizerOptions o;
     o.constant_folding = o.common_subexpression_elimination = o.fusion = false;
+    o.matmul_precision = MatMulPrecision::kFloat32;
     return o;
   }
-  bool AnyEnabled() const { return constant_folding || common_subexpression_elimination || fusion; }
+  bool AnyEnabled() const {
+    return constant_folding || common_subexpression_elimination || fusion ||
+           matmul_precision != MatMulPrecision::kFloat32;
+  }
 };
 
 // What the passes did, for logs and tests.
 struct GraphOptimizerStats {
   struct Pass {
-    std::string name;  // "constant_folding", "cse", "fusion"
+    std::string name;  // "constant_folding", "cse", "fusion", "int8_matmul"
     int nodes_before = 0;
     int nodes_after = 0;  // after its dead-node cleanup
     int rewrites = 0;     // nodes folded / merged away / fused groups
@@ -109,6 +126,10 @@ struct GraphOptimizerStats {
 // `stats` may be null.
 absl::Status OptimizeGraph(const GraphOptimizerOptions& options, Device* device,
                            tensorflow::GraphDef* graph_def, GraphOptimizerStats* stats = nullptr);
+
+// "float32" / "int8" (flags and configs), and back.
+absl::StatusOr<MatMulPrecision> ParseMatMulPrecision(absl::string_view name);
+const char* MatMulPrecisionName(MatMulPrecision precision);
 
 }  // namespace recflow
 

@@ -721,6 +721,90 @@ Mlp MakeMlp(int in, int hidden, int out) {
   return m;
 }
 
+// ---------------------------------------------------------------------------
+// Int8 matmuls (matmul_precision = kInt8).
+
+GraphOptimizerOptions Int8() {
+  GraphOptimizerOptions o;
+  o.matmul_precision = MatMulPrecision::kInt8;
+  return o;
+}
+
+TEST(Int8MatMulTest, MatMulsByWeightsBecomeQuantizedAfterFusion) {
+  Mlp mlp = MakeMlp(32, 64, 8);
+  GraphOptimizerStats stats;
+  const GraphDef after =
+      Optimize(SignatureGraph(mlp.root, {"x"}, mlp.fetches), Int8(), &stats);
+  ASSERT_EQ(stats.passes.size(), 4u);
+  EXPECT_EQ(stats.passes[3].name, "int8_matmul");
+  EXPECT_EQ(stats.passes[3].rewrites, 4);  // three fused layers and the wide part
+  EXPECT_EQ(FindNode(after, "wide/matmul")->op(), "_DynamicQuantizedMatMul");
+  for (const char* name : {"layer0/relu", "layer1/relu", "layer2/bias_add"}) {
+    const NodeDef* node = FindNode(after, name);
+    ASSERT_NE(node, nullptr) << name;
+    EXPECT_EQ(node->op(), "_DynamicQuantizedMatMul") << name;
+    std::vector<std::string> fused_ops;
+    ASSERT_TRUE(GetNodeAttr(AttrSlice(*node), "fused_ops", &fused_ops).ok());
+    EXPECT_EQ(fused_ops[0], "BiasAdd");
+    EXPECT_EQ(node->attr().count("epsilon"), 0u);
+  }
+  // Close to float: the session runs the rewritten graph.
+  const Tensor x = RandomFloats(TensorShape({64, 32}), 61);
+  auto f32 = RunSession(mlp.root, {{"x", x}}, mlp.fetches, GraphOptimizerOptions(), 2);
+  auto i8 = RunSession(mlp.root, {{"x", x}}, mlp.fetches, Int8(), 2);
+  ASSERT_TRUE(f32.ok()) << f32.status();
+  ASSERT_TRUE(i8.ok()) << i8.status();
+  const Tensor& a = (*f32)[0];
+  const Tensor& b = (*i8)[0];
+  double err = 0, mag = 0;
+  for (int64_t i = 0; i < a.NumElements(); ++i) {
+    err += std::abs(a.flat<float>()[i] - b.flat<float>()[i]);
+    mag += std::abs(a.flat<float>()[i]);
+  }
+  EXPECT_GT(err, 0.0);           // quantized indeed
+  EXPECT_LT(err / mag, 0.02);    // and close
+}
+
+TEST(Int8MatMulTest, OnlyFloatProductsByWeightsWithAUntransposedA) {
+  Scope root = Scope::NewRootScope();
+  Output x = ops::Placeholder(root.WithOpName("x"), DT_FLOAT, PartialShape({-1, 6}));
+  Output y = ops::Placeholder(root.WithOpName("y"), DT_FLOAT, PartialShape({-1, 6}));
+  Output w = ops::Const(root.WithOpName("w"), RandomFloats(TensorShape({6, 4}), 70));
+  Output wt = ops::Const(root.WithOpName("wt"), RandomFloats(TensorShape({6, 6}), 71));
+  Output wi = ops::Identity(root.WithOpName("w_read"), w);
+  Output by_weight = ops::MatMul(root.WithOpName("by_weight"), x, wi);
+  // Two activations (a two-tower score): stays float.
+  Output towers = ops::MatMul(root.WithOpName("towers"), x, y, {false, true});
+  // a transposed: stays float.
+  Output ta = ops::MatMul(root.WithOpName("ta"), wt, x, {true, true});
+  Output xd = ops::Cast(root.WithOpName("xd"), x, DT_DOUBLE);
+  Output wd = ops::Cast(root.WithOpName("wd"), w, DT_DOUBLE);
+  Output dbl = ops::MatMul(root.WithOpName("double"), xd, wd);
+  ASSERT_TRUE(root.ok()) << root.status();
+  const std::vector<std::string> fetches = {"by_weight", "towers", "ta", "double"};
+  GraphOptimizerOptions o = Int8();
+  o.constant_folding = false;  // keep wd a Cast of a weight, not a Const
+  const GraphDef after = Optimize(SignatureGraph(root, {"x", "y"}, fetches), o);
+  EXPECT_EQ(FindNode(after, "by_weight")->op(), "_DynamicQuantizedMatMul");
+  EXPECT_EQ(FindNode(after, "towers")->op(), "MatMul");
+  EXPECT_EQ(FindNode(after, "ta")->op(), "MatMul");
+  EXPECT_EQ(FindNode(after, "double")->op(), "MatMul");
+  // The default (float32) leaves every matmul alone.
+  const GraphDef plain = Optimize(SignatureGraph(root, {"x", "y"}, fetches),
+                                  GraphOptimizerOptions());
+  EXPECT_EQ(OpCounts(plain).count("_DynamicQuantizedMatMul"), 0u);
+  EXPECT_FALSE(GraphOptimizerOptions::Disabled().AnyEnabled());
+  EXPECT_TRUE(Int8().AnyEnabled());
+}
+
+TEST(Int8MatMulTest, PrecisionNames) {
+  EXPECT_EQ(*ParseMatMulPrecision("int8"), MatMulPrecision::kInt8);
+  EXPECT_EQ(*ParseMatMulPrecision("float32"), MatMulPrecision::kFloat32);
+  EXPECT_THAT(ParseMatMulPrecision("bf16").status().message(),
+              HasSubstr("unknown matmul precision 'bf16'; expected float32 or int8"));
+  EXPECT_STREQ(MatMulPrecisionName(MatMulPrecision::kInt8), "int8");
+}
+
 TEST(GraphOptimizerTest, ThreeLayerMlpForward) {
   Mlp mlp = MakeMlp(32, 64, 8);
   GraphOptimizerStats stats;
