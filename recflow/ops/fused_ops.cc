@@ -64,6 +64,8 @@ REGISTER_OP("_DynamicQuantizedMatMul")
     .Attr("num_args: int >= 0 = 0")
     .Attr("fused_ops: list(string) = []")
     .Attr("leakyrelu_alpha: float = 0.2")
+    .Attr("calibration_calls: int >= 0 = 16")
+    .Attr("weights_copy_on_write: bool = false")
     .SetShapeFn(FusedMatMulShape)
     .Doc(
         "MatMul (fused_ops []) or _FusedMatMul computed in 8-bit integers "
@@ -72,7 +74,10 @@ REGISTER_OP("_DynamicQuantizedMatMul")
         "b (the weights) is quantized per column once per value it takes, a "
         "per row and call; the product is accumulated in int32 and scaled "
         "back to float before the bias and activation. transpose_a must be "
-        "false.");
+        "false. The first calibration_calls calls run in float and record "
+        "the range of each column of a, by which the columns are then "
+        "equalized. weights_copy_on_write: b is a resource variable's value "
+        "or a constant, whose buffer never changes in place.");
 
 // No gradient, on purpose: the op is made for serving, after training, on
 // the private copy of the graph a session runs; quantization steps have no
@@ -95,7 +100,8 @@ Output FusedMatMul(const Scope& scope, Output a, Output b, std::vector<Output> a
 }
 
 Output DynamicQuantizedMatMul(const Scope& scope, Output a, Output b, std::vector<Output> args,
-                              const FusedMatMulAttrs& attrs) {
+                              const FusedMatMulAttrs& attrs, int64_t calibration_calls,
+                              bool weights_copy_on_write) {
   NodeBuilder nb(scope.GetUniqueNameForOp("_DynamicQuantizedMatMul"), "_DynamicQuantizedMatMul");
   const int64_t num_args = static_cast<int64_t>(args.size());
   nb.Input(a).Input(b).Input(std::move(args));
@@ -103,7 +109,9 @@ Output DynamicQuantizedMatMul(const Scope& scope, Output a, Output b, std::vecto
       .Attr("transpose_a", attrs.transpose_a)
       .Attr("transpose_b", attrs.transpose_b)
       .Attr("fused_ops", absl::Span<const std::string>(attrs.fused_ops))
-      .Attr("leakyrelu_alpha", attrs.leakyrelu_alpha);
+      .Attr("leakyrelu_alpha", attrs.leakyrelu_alpha)
+      .Attr("calibration_calls", calibration_calls)
+      .Attr("weights_copy_on_write", weights_copy_on_write);
   return Output(scope.AddNode(nb));
 }
 

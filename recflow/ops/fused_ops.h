@@ -33,8 +33,12 @@ Output FusedMatMul(const Scope& scope, Output a, Output b, std::vector<Output> a
                    const FusedMatMulAttrs& attrs = {});
 // The same in 8-bit integers (quantized_matmul_kernels.cc): attrs.fused_ops
 // may also be empty (a plain MatMul, no args); transpose_a must be false.
+// The first `calibration_calls` calls run in float and calibrate;
+// `weights_copy_on_write`: b's buffer is never written in place (a constant,
+// a resource variable's read), so the same buffer means the same weights.
 Output DynamicQuantizedMatMul(const Scope& scope, Output a, Output b, std::vector<Output> args,
-                              const FusedMatMulAttrs& attrs = {});
+                              const FusedMatMulAttrs& attrs = {}, int64_t calibration_calls = 16,
+                              bool weights_copy_on_write = false);
 
 }  // namespace recflow::ops
 

@@ -678,9 +678,10 @@ absl::StatusOr<int> FuseMatMuls(GraphDef* def) {
 }
 
 // Whether `tensor` ("node:i") is a weight: a Const, a variable or a variable
-// read, possibly behind Identity nodes.
+// read, possibly behind Identity nodes. *copy_on_write: a Const or a resource
+// variable's read, whose buffer is never written in place.
 bool IsWeight(const absl::flat_hash_map<std::string, const NodeDef*>& by_name,
-              absl::string_view tensor) {
+              absl::string_view tensor, bool* copy_on_write) {
   for (int hops = 0; hops < 16; ++hops) {
     auto id = ParseTensorName(tensor);
     if (!id.ok() || id->IsControl()) return false;
@@ -689,6 +690,7 @@ bool IsWeight(const absl::flat_hash_map<std::string, const NodeDef*>& by_name,
     const NodeDef& node = *it->second;
     const std::string& op = node.op();
     if (op == "Const" || op == "ReadVariableOp" || op == "VariableV2" || op == "Variable") {
+      *copy_on_write = op == "Const" || op == "ReadVariableOp";
       return true;
     }
     if ((op != "Identity" && op != "Snapshot") || node.input_size() == 0) return false;
@@ -705,10 +707,10 @@ absl::StatusOr<int> QuantizeMatMuls(GraphDef* def) {
   for (NodeDef& node : *def->mutable_node()) {
     if (node.op() != "MatMul" && node.op() != "_FusedMatMul") continue;
     DataType type = DT_INVALID;
-    bool transpose_a = true;
+    bool transpose_a = true, copy_on_write = false;
     if (!GetNodeAttr(AttrSlice(node), "T", &type).ok() || type != DT_FLOAT ||
         !GetNodeAttr(AttrSlice(node), "transpose_a", &transpose_a).ok() || transpose_a ||
-        node.input_size() < 2 || !IsWeight(by_name, node.input(1))) {
+        node.input_size() < 2 || !IsWeight(by_name, node.input(1), &copy_on_write)) {
       continue;
     }
     // The attrs _DynamicQuantizedMatMul declares, from MatMul's (whose
@@ -736,6 +738,8 @@ absl::StatusOr<int> QuantizeMatMuls(GraphDef* def) {
     SetAttrValue(num_args, &attr["num_args"]);
     SetAttrValue(absl::Span<const std::string>(fused_ops), &attr["fused_ops"]);
     SetAttrValue(alpha, &attr["leakyrelu_alpha"]);
+    SetAttrValue(int64_t{16}, &attr["calibration_calls"]);  // the op's default
+    SetAttrValue(copy_on_write, &attr["weights_copy_on_write"]);
     if (!KernelRegistry::Global()->FindKernel(DEVICE_CPU, q).ok()) continue;
     node = std::move(q);
     ++rewritten;
