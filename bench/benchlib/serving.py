@@ -24,7 +24,8 @@ ORT_INSTALL = ("install it with:  scripts/install-deps.sh --bench  (Node.js, the
 PEER_NAMES = {"torch": "torchscript", "ort": "onnxruntime", "ort+cluster": "onnxruntime"}
 # Shown but not in RESULT: ONNX Runtime with the MLP dynamically quantized to
 # int8 (recflow serves it in float32), checked against recflow with a looser
-# tolerance.
+# tolerance. recflow-int8 (serve --matmul_precision=int8) has RESULT lines
+# of its own, against recflow in float32 and against ort-int8.
 INT8_TOLERANCE = 0.05
 
 
@@ -222,6 +223,8 @@ def _serving(args, tmp, servers):
                    "--file_system_poll_wait_seconds=0"]
             if config == "recflow+batching":
                 cmd.append("--enable_batching")
+            if config == "recflow-int8":
+                cmd.append("--matmul_precision=int8")
         else:
             cmd = [PYTHON, peer_script, "--weights=" + weights, "--port=0", "--threads=%d" % T]
         s = ServerProc("%s (%s)" % (config, variant), cmd, env, log)
@@ -274,18 +277,21 @@ def _serving(args, tmp, servers):
     print()
 
     def check(rf, peer, config, variant, tolerance=1e-4):
+        diffs = {}
         for n in SERVING_CANDIDATES:
             res, _ = serving_lines(bench_bin, ["--case=check", "--port=%d" % rf.port,
                                                "--port2=%d" % peer.port,
                                                "--model=" + SERVING_MODEL,
                                                "--candidates=%d" % n], client_env, "check")
             diff = float(res[0]["max_abs_diff"])
+            diffs[n] = diff
             ok = diff <= tolerance
             print("  check %-17s candidates=%-4d recflow vs %-11s max_abs_diff=%.3g "
                   "(tolerance %g)  %s" % (variant, n, config, diff, tolerance,
                                          "OK" if ok else "FAILED"), flush=True)
             if not ok:
                 die("recflow's and %s's predictions differ; not reporting results" % config, 4)
+        return diffs
 
     def probe_latency(side, variant, s):
         lat = latency(s.port, 256, 200)
@@ -323,17 +329,26 @@ def _serving(args, tmp, servers):
     kept = {side: min((k[1] for k in probe if k[0] == side), key=lambda v: probe[(side, v)])
             for side in ("recflow", "torch", "ort")}
     rf = start("recflow", "unset")
+    int8_diffs = {}
     for config in ("ort+cluster", "ort-int8"):
         po = start(config, kept["ort"])
-        check(rf, po, config, kept["ort"], INT8_TOLERANCE if config == "ort-int8" else 1e-4)
+        d = check(rf, po, config, kept["ort"], INT8_TOLERANCE if config == "ort-int8" else 1e-4)
+        if config == "ort-int8":
+            int8_diffs[config] = d
         stop(po)
+    # recflow-int8 computes its first 16 requests in float (calibration):
+    # warmed up before it is compared.
+    ri = start("recflow-int8", kept["recflow"])
+    latency(ri.port, 256, 20)
+    int8_diffs["recflow-int8"] = check(rf, ri, "recflow-int8", kept["recflow"], INT8_TOLERANCE)
+    stop(ri)
     stop(rf)
     print("kept: recflow %s, torch %s, ort %s" % (kept["recflow"], kept["torch"], kept["ort"]))
     print()
 
     # 2. Rounds: each config started fresh, latency then QPS for both sizes.
     peers = ["torch", "ort", "ort+cluster"]  # in RESULT
-    configs = ["recflow", "recflow+batching"] + peers + ["ort-int8"]
+    configs = ["recflow", "recflow+batching", "recflow-int8"] + peers + ["ort-int8"]
     results = {(c, n): [] for c in configs for n in SERVING_CANDIDATES}
     print("rounds: %d; per round each server: latency (1 client, sequential) then max QPS "
           "(closed loop, concurrency 1, 2, 3, 4, 6, 8, ... while p99 < 10 ms), for 1 and 256 "
@@ -385,7 +400,10 @@ def _serving(args, tmp, servers):
                 "reporting results" % wrong, 4)
         print("%s gave %d wrong answers under load: using %s" % (best, wrong[best], other))
         best = other
-    for c in configs[2:]:
+    if wrong["recflow-int8"]:
+        die("recflow-int8 gave %d wrong answers under load; not reporting results"
+            % wrong["recflow-int8"], 4)
+    for c in peers + ["ort-int8"]:
         if wrong[c]:
             die("the peer %s gave %d wrong answers under load; not reporting results"
                 % (c, wrong[c]), 4)
@@ -408,7 +426,7 @@ def _serving(args, tmp, servers):
         return ", ".join(("%s %.3f%s" % (c, m(c, n, key), unit) if unit else
                           "%s %.1f" % (c, m(c, n, key))) + (" (int8, not in RESULT)"
                                                            if c == "ort-int8" else "")
-                         for c in configs[2:])
+                         for c in peers + ["ort-int8"])
 
     out = []
     for n in SERVING_CANDIDATES:
@@ -434,5 +452,30 @@ def _serving(args, tmp, servers):
                       " (no server kept p99 under 10 ms)" if rf == 0 and pv == 0 else "")))
         out.append("RESULT bench=serving_qps_%d metric=qps_p99_under_10ms recflow=%.1f "
                    "peer=%s peer_value=%.1f ratio=%.3f" % (n, rf, PEER_NAMES[pc], pv, ratio))
+    # Int8: recflow serve --matmul_precision=int8 against recflow in float32
+    # (same server, no batching) and against ONNX Runtime's int8 model.
+    print("int8: recflow serve --matmul_precision=int8 (largest probability change against "
+          "float32: %s; ort-int8's against recflow float32: %s)" % (
+              ", ".join("%d cand. %.2g" % (n, d) for n, d in
+                        sorted(int8_diffs["recflow-int8"].items())),
+              ", ".join("%d cand. %.2g" % (n, d) for n, d in
+                        sorted(int8_diffs["ort-int8"].items()))))
+    for n in SERVING_CANDIDATES:
+        for key in ("p50", "p99", "qps"):
+            i8 = m("recflow-int8", n, key)
+            for other, name, tag in (("recflow", "recflow_float32", "vs_float32"),
+                                     ("ort-int8", "onnxruntime_int8", "vs_ort_int8")):
+                ov = m(other, n, key)
+                if key == "qps":
+                    ratio = i8 / ov if ov > 0 else (float("inf") if i8 > 0 else 1.0)
+                else:
+                    ratio = ov / i8
+                print("%d candidates %s: recflow-int8 %.3f, %s %.3f, ratio %.2f" % (
+                    n, key, i8, other, ov, ratio))
+                if n == 256 and key != "p50":
+                    metric = "qps_p99_under_10ms" if key == "qps" else "p99_ms"
+                    out.append("RESULT bench=serving_int8_%s_%s_%d metric=%s recflow=%.3f "
+                               "peer=%s peer_value=%.3f ratio=%.3f" % (tag, key, n, metric, i8,
+                                                                       name, ov, ratio))
     print()
     return out
