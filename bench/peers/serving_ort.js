@@ -335,16 +335,10 @@ class Parser {
           if (d.n === d.a.length) d.grow();
           d.a[d.n++] = v;
           ++n;
-          p = skipBlanks(b, p);
-          c = b[p];
-          if (c === 0x2c) {
-            ++p;
-          } else if (c === 0x5d) {
-            ++p;
+          p = this.afterElement(p);
+          if (p < 0) {
+            p = ~p;
             break;
-          } else {
-            this.p = p;
-            this.expect(0x5d);
           }
         }
         this.p = p;
@@ -384,19 +378,26 @@ class Parser {
       }
       if (dst.n === dst.a.length) dst.grow();
       dst.a[dst.n++] = v;
-      p = skipBlanks(b, p);
-      c = b[p];
-      if (c === 0x2c) {
-        ++p;
-      } else if (c === 0x5d) {
-        ++p;
+      p = this.afterElement(p);
+      if (p < 0) {
+        p = ~p;
         break;
-      } else {
-        this.p = p;
-        this.expect(0x5d);
       }
     }
     this.p = p;
+  }
+
+  // After a list element ending at p: past the ',' that follows (returns the
+  // position), or past the closing ']' (returns ~position, negative); fails
+  // on anything else.
+  afterElement(p) {
+    p = skipBlanks(this.b, p);
+    const c = this.b[p];
+    if (c === 0x2c) return p + 1;
+    if (c === 0x5d) return ~(p + 1);
+    this.p = p;
+    this.expect(0x5d);
+    return p;  // not reached: expect throws
   }
 
   inputs() {

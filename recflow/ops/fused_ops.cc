@@ -84,33 +84,37 @@ REGISTER_OP("_DynamicQuantizedMatMul")
 // useful derivative.
 
 namespace ops {
+namespace {
 
-Output FusedMatMul(const Scope& scope, Output a, Output b, std::vector<Output> args,
-                   const FusedMatMulAttrs& attrs) {
-  NodeBuilder nb(scope.GetUniqueNameForOp("_FusedMatMul"), "_FusedMatMul");
+// A node of `op` over a, b and args with the attrs the two fused matmuls
+// share.
+NodeBuilder MatMulNode(const Scope& scope, const char* op, Output a, Output b,
+                       std::vector<Output> args, const FusedMatMulAttrs& attrs) {
+  NodeBuilder nb(scope.GetUniqueNameForOp(op), op);
   const int64_t num_args = static_cast<int64_t>(args.size());
   nb.Input(a).Input(b).Input(std::move(args));
   nb.Attr("num_args", num_args)
       .Attr("transpose_a", attrs.transpose_a)
       .Attr("transpose_b", attrs.transpose_b)
       .Attr("fused_ops", absl::Span<const std::string>(attrs.fused_ops))
-      .Attr("epsilon", attrs.epsilon)
       .Attr("leakyrelu_alpha", attrs.leakyrelu_alpha);
+  return nb;
+}
+
+}  // namespace
+
+Output FusedMatMul(const Scope& scope, Output a, Output b, std::vector<Output> args,
+                   const FusedMatMulAttrs& attrs) {
+  NodeBuilder nb = MatMulNode(scope, "_FusedMatMul", a, b, std::move(args), attrs);
+  nb.Attr("epsilon", attrs.epsilon);
   return Output(scope.AddNode(nb));
 }
 
 Output DynamicQuantizedMatMul(const Scope& scope, Output a, Output b, std::vector<Output> args,
                               const FusedMatMulAttrs& attrs, int64_t calibration_calls,
                               bool weights_copy_on_write) {
-  NodeBuilder nb(scope.GetUniqueNameForOp("_DynamicQuantizedMatMul"), "_DynamicQuantizedMatMul");
-  const int64_t num_args = static_cast<int64_t>(args.size());
-  nb.Input(a).Input(b).Input(std::move(args));
-  nb.Attr("num_args", num_args)
-      .Attr("transpose_a", attrs.transpose_a)
-      .Attr("transpose_b", attrs.transpose_b)
-      .Attr("fused_ops", absl::Span<const std::string>(attrs.fused_ops))
-      .Attr("leakyrelu_alpha", attrs.leakyrelu_alpha)
-      .Attr("calibration_calls", calibration_calls)
+  NodeBuilder nb = MatMulNode(scope, "_DynamicQuantizedMatMul", a, b, std::move(args), attrs);
+  nb.Attr("calibration_calls", calibration_calls)
       .Attr("weights_copy_on_write", weights_copy_on_write);
   return Output(scope.AddNode(nb));
 }

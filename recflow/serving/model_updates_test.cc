@@ -277,6 +277,17 @@ class TrainedModel {
   Harness& harness() { return h_; }
   const std::string& log() const { return log_; }
 
+  // A server of dir/models following this trainer's update log; updates
+  // are applied by ApplyModelUpdatesNow (the poll is an hour).
+  ServerCoreOptions FollowingServerOptions(const std::string& dir) const {
+    ServerCoreOptions options;
+    options.model_server_config = SingleModelConfig("deepfm", dir + "/models");
+    options.file_system_poll_wait_seconds = 0;
+    options.model_update_dirs = {{"deepfm", log_}};
+    options.model_update_poll_seconds = 3600;
+    return options;
+  }
+
   void Train(int round) {
     const Examples ex = RoundExamples(128, round);
     for (int step = 0; step < 2; ++step) {
@@ -363,11 +374,7 @@ TEST(ModelUpdatesServingTest, ServerFollowsTheTrainerExactly) {
   EXPECT_GT(first.rows, 0);
   m.Export(dir + "/models/1");  // reflects update 1
 
-  ServerCoreOptions options;
-  options.model_server_config = SingleModelConfig("deepfm", dir + "/models");
-  options.file_system_poll_wait_seconds = 0;
-  options.model_update_dirs = {{"deepfm", m.log()}};
-  options.model_update_poll_seconds = 3600;  // applied by ApplyModelUpdatesNow
+  ServerCoreOptions options = m.FollowingServerOptions(dir);
   auto core = ServerCore::Create(options);
   ASSERT_TRUE(core.ok()) << core.status();
   m.ExpectServedEqualsTrained(core->get(), 0);
@@ -429,11 +436,7 @@ TEST(ModelUpdatesServingTest, QuantizedRowsFollowTheTrainerClosely) {
   for (embedding::RowFormat format :
        {embedding::RowFormat::kFloat16, embedding::RowFormat::kInt8}) {
     SCOPED_TRACE(embedding::RowFormatName(format));
-    ServerCoreOptions options;
-    options.model_server_config = SingleModelConfig("deepfm", dir + "/models");
-    options.file_system_poll_wait_seconds = 0;
-    options.model_update_dirs = {{"deepfm", m.log()}};
-    options.model_update_poll_seconds = 3600;
+    ServerCoreOptions options = m.FollowingServerOptions(dir);
     options.embedding_row_format = format;
     auto core = ServerCore::Create(options);
     ASSERT_TRUE(core.ok()) << core.status();
@@ -464,11 +467,7 @@ TEST(ModelUpdatesServingTest, Int8MatMulsFollowTheTrainerClosely) {
   m.StartPublisher();
   m.Publish();
   m.Export(dir + "/models/1");
-  ServerCoreOptions options;
-  options.model_server_config = SingleModelConfig("deepfm", dir + "/models");
-  options.file_system_poll_wait_seconds = 0;
-  options.model_update_dirs = {{"deepfm", m.log()}};
-  options.model_update_poll_seconds = 3600;
+  ServerCoreOptions options = m.FollowingServerOptions(dir);
   options.session.optimizer.matmul_precision = MatMulPrecision::kInt8;
   auto core = ServerCore::Create(options);
   ASSERT_TRUE(core.ok()) << core.status();
@@ -528,11 +527,7 @@ TEST(ModelUpdatesServingTest, TablesStayWithinTheRowBudget) {
   m.StartPublisher();
   m.Publish();
   m.Export(dir + "/models/1");
-  ServerCoreOptions options;
-  options.model_server_config = SingleModelConfig("deepfm", dir + "/models");
-  options.file_system_poll_wait_seconds = 0;
-  options.model_update_dirs = {{"deepfm", m.log()}};
-  options.model_update_poll_seconds = 3600;
+  ServerCoreOptions options = m.FollowingServerOptions(dir);
   options.model_update_max_rows = 3;
   auto core = ServerCore::Create(options);
   ASSERT_TRUE(core.ok()) << core.status();
