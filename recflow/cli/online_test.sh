@@ -181,7 +181,9 @@ ls "$TMP/s"/model.ckpt-*.index >/dev/null 2>&1 || fail "no checkpoint after SIGT
 stream_train stream2
 sleep 1.5
 sed -n '3001,3500p' "$train_file" >"$TMP/stream/log-003.tsv"
-sleep 2
+# The last 244 lines go out after 1 s of silence; 4 s leave room for a
+# loaded machine (2 s once saw only the first full batch trained).
+sleep 4
 stop_train stream2 INT
 grep -q "trained [0-9]* steps (500 examples)" "$TMP/stream2.out" ||
   fail "the restarted stream did not go on where it stopped: $(cat "$TMP/stream2.out")"
