@@ -354,13 +354,13 @@ class DynamicQuantizedMatMulOp : public OpKernel {
         thread_local std::vector<char> finite;
         if (inv_equalize != nullptr) scaled.resize(k);
         for (int64_t p0 = begin; p0 < end; p0 += panel) {
-          const int64_t rows = std::min(panel, end - p0);
-          qa.resize(rows * k);
-          acc.resize(rows * n);
-          step.resize(rows);
-          lo.resize(rows);
-          finite.resize(rows);
-          for (int64_t i = 0; i < rows; ++i) {
+          const int64_t count = std::min(panel, end - p0);
+          qa.resize(count * k);
+          acc.resize(count * n);
+          step.resize(count);
+          lo.resize(count);
+          finite.resize(count);
+          for (int64_t i = 0; i < count; ++i) {
             const float* row = pa + (p0 + i) * k;
             if (inv_equalize != nullptr) {
               ScaleRow(row, inv_equalize, k, scaled.data());
@@ -369,8 +369,8 @@ class DynamicQuantizedMatMulOp : public OpKernel {
             finite[i] = QuantizeRow(row, k, qa.data() + i * k, &step[i], &lo[i]);
             if (!finite[i]) std::memset(qa.data() + i * k, 0, k);
           }
-          RETURN_IF_ERROR(w.gemm->Run(rows, qa.data(), k, w.q.data(), acc.data(), n));
-          for (int64_t i = 0; i < rows; ++i) {
+          RETURN_IF_ERROR(w.gemm->Run(count, qa.data(), k, w.q.data(), acc.data(), n));
+          for (int64_t i = 0; i < count; ++i) {
             if (finite[i]) {
               Dequantize(acc.data() + i * n, n, step[i], lo[i], w.scale.data(), w.offset.data(),
                          y + (p0 + i) * n);
