@@ -5,7 +5,8 @@ BUILD_TYPE ?= Release
 JOBS ?= $(shell nproc)
 CTEST_TIMEOUT ?= 600
 
-.PHONY: all deps build test test-all demo bench clean format check-layers install-python
+.PHONY: all deps build test test-all demo bench clean format check-layers install-python \
+        fuzz test-asan test-ubsan test-tsan
 
 all: build
 
@@ -24,6 +25,21 @@ test: build
 
 test-all: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) --timeout $(CTEST_TIMEOUT)
+
+# Reliability (docs/fuzzing.md). `make test` already replays every fuzz
+# corpus; these build with clang or a sanitizer in folders of their own.
+FUZZ_SECONDS ?= 60
+fuzz:
+	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz.sh $(FUZZ_TARGETS)
+
+test-asan:
+	scripts/sanitize.sh address
+
+test-ubsan:
+	scripts/sanitize.sh undefined
+
+test-tsan:
+	scripts/sanitize.sh thread
 
 # The quick start: a synthetic click log (made once), DeepFM trained on it,
 # test AUC / logloss beside the oracle's, a SavedModel exported.

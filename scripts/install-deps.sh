@@ -6,6 +6,7 @@
 #   scripts/install-deps.sh          # build + test dependencies
 #   scripts/install-deps.sh --bench  # also the benchmark peers (PyTorch, RocksDB,
 #                                    # Node.js + onnxruntime-node for bench/run serving)
+#   scripts/install-deps.sh --fuzz   # also clang and libFuzzer (make fuzz)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,6 +30,9 @@ BUILD_PACKAGES=(
 BENCH_PACKAGES=(python3-torch python3-numpy python3-pandas
                 python3-onnx    # bench/run serving: the ONNX export's check
                 librocksdb-dev)  # bench/run cold_store's peer
+# make fuzz (scripts/fuzz.sh): clang, its sanitizer and libFuzzer runtimes,
+# and llvm-symbolizer for readable stacks in the reports.
+FUZZ_PACKAGES=(clang-14 libclang-rt-14-dev llvm-14)
 # bench/run serving's ONNX Runtime peer (bench/peers/serving_ort.js): Node.js
 # and npm (Debian's, unless a node is already installed), then the exact
 # npm packages of bench/peers/ort/package-lock.json (onnxruntime-node
@@ -36,9 +40,15 @@ BENCH_PACKAGES=(python3-torch python3-numpy python3-pandas
 ORT_DIR=bench/peers/ort
 ORT_VERSION=1.30.0
 
-bench=0
-if [[ ${1:-} == --bench ]]; then bench=1; fi
+bench=0 fuzz=0
+case ${1:-} in
+  --bench) bench=1 ;;
+  --fuzz) fuzz=1 ;;
+  "") ;;
+  *) echo "install-deps: unknown option '$1' (--bench, --fuzz)" >&2; exit 2 ;;
+esac
 packages=("${BUILD_PACKAGES[@]}")
+if ((fuzz)); then packages+=("${FUZZ_PACKAGES[@]}"); fi
 if ((bench)); then
   packages+=("${BENCH_PACKAGES[@]}")
   # Only when absent: a node from elsewhere (e.g. a newer nodejs package

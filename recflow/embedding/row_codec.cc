@@ -1,5 +1,6 @@
 #include "recflow/embedding/row_codec.h"
 
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include <algorithm>
@@ -13,8 +14,14 @@
 namespace recflow::embedding {
 namespace {
 
+// F16C is CPUID leaf 1, ECX bit 29 (asked directly: clang's
+// __builtin_cpu_supports does not know "f16c").
 bool HasF16c() {
-  static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
+    return (ecx & bit_F16C) != 0 && __builtin_cpu_supports("avx");
+  }();
   return has;
 }
 

@@ -153,7 +153,8 @@ absl::Status ValidateNodeDef(const NodeDef& node, const OpDef& op_def) {
     }
     RETURN_IF_ERROR(CheckAttr(node, def, it->second));
   }
-  for (const auto& [name, value] : node.attr()) {
+  for (const auto& entry : node.attr()) {
+    const std::string& name = entry.first;
     if (!name.empty() && name[0] == '_') continue;
     const bool known = std::any_of(op_def.attr().begin(), op_def.attr().end(),
                                    [&](const auto& a) { return a.name() == name; });
