@@ -250,6 +250,7 @@ void HttpRequestParser::ResetRequest() {
   chunked_ = false;
   chunk_pos_ = 0;
   chunk_trailers_ = false;
+  trailers_start_ = 0;
   expect_continue_ = false;
   continue_due_ = false;
   continue_sent_ = false;
@@ -355,6 +356,11 @@ HttpRequestParser::State HttpRequestParser::ParseChunked() {
       }
       return kNeedMore;
     }
+    // The same bound as for a line still arriving, so that where the bytes
+    // were cut never decides whether a request is accepted.
+    if (eol - chunk_pos_ > kMaxChunkLine) {
+      return Fail(400, "chunk size line too long");
+    }
     absl::string_view line(in_.data() + chunk_pos_, eol - chunk_pos_);
     if (line.empty() || line.back() != '\r') {
       return Fail(400, absl::StrCat("a line of the chunked body (", Quote(line),
@@ -368,7 +374,7 @@ HttpRequestParser::State HttpRequestParser::ParseChunked() {
         in_.erase(0, chunk_pos_);
         return kComplete;
       }
-      if (chunk_pos_ - body_start_ > kMaxChunkLine * 64) {
+      if (chunk_pos_ - trailers_start_ > kMaxChunkLine * 64) {
         return Fail(431, "chunked trailers too large");
       }
       continue;
@@ -391,6 +397,7 @@ HttpRequestParser::State HttpRequestParser::ParseChunked() {
     if (size == 0) {
       chunk_trailers_ = true;
       chunk_pos_ = eol + 1;
+      trailers_start_ = chunk_pos_;
       continue;
     }
     const int64_t new_size = static_cast<int64_t>(request_.body.size() + size);

@@ -180,6 +180,7 @@ class HttpRequestParser {
   bool chunked_ = false;
   size_t chunk_pos_ = 0;    // chunked: next unparsed byte in in_
   bool chunk_trailers_ = false;
+  size_t trailers_start_ = 0;  // chunked: offset of the trailers in in_
   bool expect_continue_ = false;
   bool continue_due_ = false;   // TakeContinue() will say yes
   bool continue_sent_ = false;  // it did

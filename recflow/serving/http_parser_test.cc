@@ -249,8 +249,22 @@ TEST(HttpParserTest, ChunkedFraming) {
   ExpectRefused(head + "1000000000000000\r\n", 400, "malformed chunk size line");
   ExpectRefused(head + std::string(2000, '1'), 400, "chunk size line too long");
   ExpectRefused(head + "3\r\nabcd\r\n", 400, "chunk data is not followed by CRLF");
-  ExpectRefused(head + "0\r\n" + std::string(70000, 'T') + "\r\n", 431,
-                "chunked trailers too large");
+  // Every line of the framing (sizes, trailers) is bounded, whether or not
+  // its end has arrived; the trailers together too, apart from the body.
+  ExpectRefused(head + "3;" + std::string(1100, 'e') + "\r\nabc\r\n0\r\n\r\n", 400,
+                "chunk size line too long");
+  ExpectRefused(head + "0\r\n" + std::string(70000, 'T') + "\r\n", 400,
+                "chunk size line too long");
+  std::string trailers;
+  for (int i = 0; i < 70; ++i) trailers += "X-T: " + std::string(1000, 't') + "\r\n";
+  ExpectRefused(head + "0\r\n" + trailers + "\r\n", 431, "chunked trailers too large");
+  {
+    HttpRequestParser big(Options());
+    ASSERT_EQ(big.Feed(head + "11170\r\n" + std::string(70000, 'b') +
+                       "\r\n0\r\nX-Checksum: 1\r\n\r\n"),
+              HttpRequestParser::kComplete);
+    EXPECT_EQ(big.TakeRequest().body.size(), 70000u);
+  }
   ExpectRefused(head + "0\r\n" + std::string(1200, 'T'), 400, "chunk size line too long");
   // Over max_body_bytes, as soon as a chunk size says so.
   ExpectRefused(head + "40\r\n" + std::string(64, 'x') + "\r\n41\r\n", 413,

@@ -39,6 +39,12 @@ absl::Status AddFeatureValue(const Value& v, const std::string& name,
       return absl::OkStatus();
     case rapidjson::kStringType:
       RETURN_IF_ERROR(want(K::kBytesList, "bytes"));
+      // The parser lets strings up to 4/3 of the limit through, for base64.
+      if (static_cast<int64_t>(v.GetStringLength()) > limits.max_string_bytes) {
+        return errors::ResourceExhausted("feature '", name, "' has a string of ",
+                                         v.GetStringLength(), " bytes, over the limit of ",
+                                         limits.max_string_bytes, " bytes");
+      }
       f->mutable_bytes_list()->add_value(v.GetString(), v.GetStringLength());
       return absl::OkStatus();
     case rapidjson::kObjectType:

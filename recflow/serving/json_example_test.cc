@@ -53,6 +53,18 @@ TEST(JsonExampleTest, ExamplesRequest) {
   EXPECT_NE(err(R"({"examples": [{"a": 18446744073709551615}]})").message().find(
                 "beyond int64"),
             std::string::npos);
+
+  // Strings are bounded by max_string_bytes, plain or base64.
+  JsonLimits limits;
+  limits.max_string_bytes = 8;
+  std::string s;
+  ExampleInput in;
+  absl::Status status =
+      ParseExamplesRequestJson(R"({"examples": [{"a": "ten bytes!"}]})", limits, &s, &in);
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted) << status;
+  EXPECT_TRUE(ParseExamplesRequestJson(R"({"examples": [{"a": "8 bytes!"}]})", limits, &s,
+                                       &in)
+                  .ok());
 }
 
 }  // namespace

@@ -86,6 +86,12 @@ absl::Status SetElement(const Value& v, const JsonLimits& limits, Tensor* t,
       return absl::OkStatus();
     case DT_STRING:
       if (!v.IsString()) return JsonTypeError(v, dtype);
+      // The parser lets strings up to 4/3 of the limit through, for base64.
+      if (static_cast<int64_t>(v.GetStringLength()) > limits.max_string_bytes) {
+        return errors::ResourceExhausted("a string of ", v.GetStringLength(),
+                                         " bytes exceeds the limit of ",
+                                         limits.max_string_bytes, " bytes");
+      }
       t->data<std::string>()[index].assign(v.GetString(), v.GetStringLength());
       return absl::OkStatus();
     default:
@@ -111,7 +117,8 @@ std::string DimsString(absl::Span<const int64_t> dims) {
 }
 
 // Fills elements [*offset, ...) of `t` from `v`, which must have exactly
-// `dims` from `level` on. Recursion depth <= the document's depth limit.
+// `dims` from `level` on; with `t` null, only checks that shape. Recursion
+// depth <= the document's depth limit.
 absl::Status Fill(const Value& v, absl::Span<const int64_t> dims, int level,
                   const JsonLimits& limits, Tensor* t, int64_t* offset) {
   const int rank = static_cast<int>(dims.size());
@@ -122,7 +129,7 @@ absl::Status Fill(const Value& v, absl::Span<const int64_t> dims, int level,
           "; expected a list there, as the first elements give the shape ",
           DimsString(dims));
     }
-    RETURN_IF_ERROR(SetElement(v, limits, t, *offset));
+    if (t != nullptr) RETURN_IF_ERROR(SetElement(v, limits, t, *offset));
     ++*offset;
     return absl::OkStatus();
   }
@@ -169,9 +176,14 @@ absl::Status ColumnarTensor(const std::string& name, const Value& v, DataType dt
                             const JsonLimits& limits, int64_t* total, Tensor* out) {
   std::vector<int64_t> dims = DenseShape(v);
   RETURN_IF_ERROR(CheckElements(name, dims, limits, total));
-  Tensor t(dtype, TensorShape(absl::MakeConstSpan(dims)));
+  // The shape comes from the first elements alone: a ragged list of a few
+  // bytes can claim max_elements. Check it before allocating.
   int64_t offset = 0;
-  absl::Status s = Fill(v, dims, 0, limits, &t, &offset);
+  absl::Status s = Fill(v, dims, 0, limits, nullptr, &offset);
+  if (!s.ok()) return errors::Annotate(s, absl::StrCat("input '", name, "'"));
+  Tensor t(dtype, TensorShape(absl::MakeConstSpan(dims)));
+  offset = 0;
+  s = Fill(v, dims, 0, limits, &t, &offset);
   if (!s.ok()) return errors::Annotate(s, absl::StrCat("input '", name, "'"));
   *out = std::move(t);
   return absl::OkStatus();
@@ -185,15 +197,20 @@ absl::Status RowTensor(const std::string& name, const std::vector<const Value*>&
   std::vector<int64_t> full = {static_cast<int64_t>(items.size())};
   full.insert(full.end(), dims.begin(), dims.end());
   RETURN_IF_ERROR(CheckElements(name, full, limits, total));
-  Tensor t(dtype, TensorShape(absl::MakeConstSpan(full)));
-  int64_t offset = 0;
-  for (size_t i = 0; i < items.size(); ++i) {
-    absl::Status s = Fill(*items[i], dims, 0, limits, &t, &offset);
-    if (!s.ok()) {
-      return errors::Annotate(
-          s, absl::StrCat("input '", name, "', instance ", i,
-                          i > 0 ? " (instance 0 has shape " + DimsString(dims) + ")"
-                                : ""));
+  // As in ColumnarTensor: every instance's shape is checked first (pass 0),
+  // then the tensor is allocated and filled (pass 1).
+  Tensor t;
+  for (int pass = 0; pass < 2; ++pass) {
+    if (pass == 1) t = Tensor(dtype, TensorShape(absl::MakeConstSpan(full)));
+    int64_t offset = 0;
+    for (size_t i = 0; i < items.size(); ++i) {
+      absl::Status s = Fill(*items[i], dims, 0, limits, pass == 1 ? &t : nullptr, &offset);
+      if (!s.ok()) {
+        return errors::Annotate(
+            s, absl::StrCat("input '", name, "', instance ", i,
+                            i > 0 ? " (instance 0 has shape " + DimsString(dims) + ")"
+                                  : ""));
+      }
     }
   }
   *out = std::move(t);

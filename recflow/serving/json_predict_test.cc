@@ -8,6 +8,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "recflow/core/allocator.h"
 #include "recflow/core/tensor.h"
 #include "recflow/serving/json_example.h"
 #include "recflow/serving/json_response.h"
@@ -258,6 +259,21 @@ TEST(JsonPredictTest, ElementAndStringLimits) {
   ExpectError(Parse(R"({"inputs": [{"b64": "MTIzNDU2Nzg5"}]})",
                     Sig({{"x", DT_STRING}}), limits),
               "exceeds the limit of 8", absl::StatusCode::kResourceExhausted);
+  // Short enough to pass the parser's bound (base64 of 8 bytes), too long
+  // as a plain string.
+  ExpectError(Parse(R"({"inputs": ["ten bytes!"]})", Sig({{"x", DT_STRING}}), limits),
+              "exceeds the limit of 8", absl::StatusCode::kResourceExhausted);
+}
+
+TEST(JsonPredictTest, RaggedListsAreRefusedBeforeAnyAllocation) {
+  // 120 bytes whose first elements claim 2^24 elements: [[[0, 0], 0], 0]...
+  std::string ragged = "[0, 0]";
+  for (int i = 1; i < 24; ++i) ragged = "[" + ragged + ", 0]";
+  const auto sig = Sig({{"x", DT_STRING}});
+  const int64_t allocs = cpu_allocator()->GetStats().num_allocs;
+  ExpectError(Parse(R"({"inputs": )" + ragged + "}", sig), "expected a list there");
+  ExpectError(Parse(R"({"instances": [)" + ragged + "]}", sig), "expected a list there");
+  EXPECT_EQ(cpu_allocator()->GetStats().num_allocs, allocs);
 }
 
 // Reference check: random tensors written as columnar JSON parse back to the
