@@ -94,10 +94,11 @@ struct BatchingOptions {
 };
 
 // Options from TF Serving's BatchingParameters (unset fields keep the
-// defaults above). InvalidArgument naming the field for a value out of
-// range (num_batch_threads above kMaxThreads, batch_timeout_micros above
-// kMaxBatchTimeoutMicros, ...), allowed_batch_sizes not increasing or not
-// ending at max_batch_size; Unimplemented for pad_variable_length_inputs.
+// defaults above). InvalidArgument for num_batch_threads above kMaxThreads;
+// Unimplemented for pad_variable_length_inputs. The other values are
+// checked by BatchScheduler::Create, which refuses them naming the field
+// (batch_timeout_micros above kMaxBatchTimeoutMicros, allowed_batch_sizes
+// not increasing or not ending at max_batch_size, ...).
 absl::StatusOr<BatchingOptions> BatchingOptionsFromProto(
     const tensorflow::serving::BatchingParameters& params);
 
@@ -106,8 +107,8 @@ class BatchScheduler {
   using Tensors = std::map<std::string, Tensor>;
   using RunFn = std::function<absl::StatusOr<Tensors>(const Tensors& inputs)>;
 
-  // InvalidArgument when the options are inconsistent (see
-  // BatchingOptionsFromProto); ResourceExhausted when a batch thread cannot
+  // InvalidArgument naming the field when the options are out of range or
+  // inconsistent (see BatchingOptionsFromProto); ResourceExhausted when a batch thread cannot
   // start.
   static absl::StatusOr<std::unique_ptr<BatchScheduler>> Create(
       const BatchingOptions& options);
