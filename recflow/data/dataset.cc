@@ -500,9 +500,12 @@ absl::StatusOr<Element> RestoreElement(const IteratorState& state,
   if (n < 0 || n > (int64_t{1} << 20)) {
     return errors::DataLoss("iterator state: '", key, "/n' is ", n);
   }
-  Element element(n);
+  // Grown as the entries are read, not sized from `n` up front: a state
+  // claiming 2^20 components must not cost their allocation before it fails.
+  Element element;
   for (int64_t i = 0; i < n; ++i) {
-    ASSIGN_OR_RETURN(element[i], state.ReadTensor(absl::StrCat(key, "/", i)));
+    ASSIGN_OR_RETURN(Tensor t, state.ReadTensor(absl::StrCat(key, "/", i)));
+    element.push_back(std::move(t));
   }
   return element;
 }
@@ -529,14 +532,21 @@ absl::StatusOr<std::vector<Result>> RestoreResults(const IteratorState& state,
   if (count < 0 || count > (int64_t{1} << 32)) {
     return errors::DataLoss("iterator state: '", key, "/count' is ", count);
   }
-  std::vector<Result> results(count);
+  // Grown as the entries are read: a corrupted count (up to 2^32) must
+  // fail at its first missing entry, not allocate `count` results first.
+  std::vector<Result> results;
   for (int64_t i = 0; i < count; ++i) {
     const std::string k = absl::StrCat(key, "/", i);
-    Result& r = results[i];
+    Result& r = results.emplace_back();
     ASSIGN_OR_RETURN(int64_t end, state.ReadInt(k + "/end"));
     ASSIGN_OR_RETURN(int64_t code, state.ReadInt(k + "/code"));
     r.end = end != 0;
     if (code != 0) {
+      // absl's codes run 1..16; any other (2^32 would truncate to OK) is
+      // damage, not an error to replay.
+      if (code < 1 || code > static_cast<int64_t>(absl::StatusCode::kUnauthenticated)) {
+        return errors::DataLoss("iterator state: '", k, "/code' is ", code);
+      }
       ASSIGN_OR_RETURN(std::string message, state.ReadString(k + "/message"));
       r.status = absl::Status(static_cast<absl::StatusCode>(code), message);
     } else if (!r.end) {

@@ -303,6 +303,21 @@ TEST(PlacementTest, PinnedDeviceIsHonouredAndUnknownDeviceNamed) {
   EXPECT_EQ(p3->FindVariable(pinned)->ps, 1);
 }
 
+TEST(PlacementTest, UnregisteredUpdateOpIsAnErrorNotACrash) {
+  tensorflow::GraphDef def = TrainGraph(Config());
+  std::string renamed;
+  for (auto& n : *def.mutable_node()) {
+    if (renamed.empty() && n.op() == "ResourceApplyAdam") {
+      n.set_op("NoSuchApplyOp");
+      renamed = n.name();
+    }
+  }
+  ASSERT_FALSE(renamed.empty());
+  auto ps = PsServer::Create(def, {});
+  ASSERT_FALSE(ps.ok());
+  EXPECT_THAT(ps.status().message(), HasSubstr("'NoSuchApplyOp', which is not registered"));
+}
+
 TEST(WireTest, BadTensorsAreRefusedWithTheirName) {
   Tensor t = Tensor::FromVector<float>({1, 2, 3, 4}, TensorShape({2, 2}));
   TensorBytes b;
@@ -327,6 +342,15 @@ TEST(WireTest, BadTensorsAreRefusedWithTheirName) {
   EXPECT_FALSE(FromWire(bad_type).ok());
   EXPECT_FALSE(IdsFromBytes("12345", "ids").ok());
   EXPECT_FALSE(RowsFromBytes(std::string(12, 'x'), 1, 4, "rows").ok());
+  // Sizes whose byte count wraps around to the message's: 2^62 floats are
+  // not 0 bytes.
+  TensorBytes huge;
+  huge.set_name("huge");
+  huge.set_dtype(DT_FLOAT);
+  huge.add_shape(int64_t{1} << 62);
+  EXPECT_THAT(FromWire(huge).status().message(), HasSubstr("'huge'"));
+  EXPECT_FALSE(RowsFromBytes("", int64_t{1} << 62, 1, "rows").ok());
+  EXPECT_FALSE(RowsFromBytes("", 1, int64_t{1} << 62, "rows").ok());
 }
 
 // One worker, asynchronous, two ps tasks: every step is the single-process

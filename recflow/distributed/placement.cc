@@ -228,6 +228,12 @@ absl::StatusOr<TrainPlan> PlanTraining(const Graph& graph, const PlanOptions& op
     a.op = n.op();
     a.target = target->src->name();
     a.table = is_table;
+    // A graph may hold ops this binary does not register (an imported
+    // GraphDef): their argument names are unknown.
+    if (!n.IsOpRegistered()) {
+      return errors::InvalidArgument("update op '", n.name(), "' has op '", n.op(),
+                                     "', which is not registered");
+    }
     const auto& args = n.op_reg()->op_def.input_arg();
     for (int i = 1; i < n.num_inputs(); ++i) {
       const Edge* e = n.input_edge(i);

@@ -27,12 +27,16 @@ absl::StatusOr<Tensor> FromWire(const TensorBytes& in) {
     return errors::InvalidArgument("tensor '", in.name(), "': bad shape: ",
                                    shape.status().message());
   }
-  const uint64_t want = static_cast<uint64_t>(shape->num_elements()) * size;
-  if (in.content().size() != want) {
+  // Elements from the content's size, not bytes from the shape's: the
+  // product of a huge shape and the dtype's size could wrap around to the
+  // content's size (a 2^62-float tensor in 0 bytes).
+  const uint64_t elements = static_cast<uint64_t>(shape->num_elements());
+  if (in.content().size() % size != 0 || in.content().size() / size != elements) {
     return errors::InvalidArgument("tensor '", in.name(), "' of shape ", shape->DebugString(),
-                                   " needs ", want, " bytes, the message has ",
-                                   in.content().size());
+                                   " needs ", elements, " elements of ", size,
+                                   " bytes, the message has ", in.content().size(), " bytes");
   }
+  const uint64_t want = in.content().size();
   Tensor t(dtype, *shape);
   if (want > 0) std::memcpy(t.raw_data(), in.content().data(), want);
   return t;
@@ -55,8 +59,11 @@ absl::StatusOr<Tensor> IdsFromBytes(const std::string& bytes, const std::string&
 
 absl::StatusOr<Tensor> RowsFromBytes(const std::string& bytes, int64_t n, int64_t dim,
                                      const std::string& what) {
-  if (dim <= 0 || n < 0 ||
-      bytes.size() != static_cast<uint64_t>(n) * static_cast<uint64_t>(dim) * sizeof(float)) {
+  // Divided, not multiplied: n * dim * 4 can wrap around to bytes.size().
+  const uint64_t floats = bytes.size() / sizeof(float);
+  if (dim <= 0 || n < 0 || bytes.size() % sizeof(float) != 0 ||
+      floats % static_cast<uint64_t>(dim) != 0 ||
+      floats / static_cast<uint64_t>(dim) != static_cast<uint64_t>(n)) {
     return errors::InvalidArgument(what, ": ", bytes.size(), " bytes of rows do not hold ", n,
                                    " rows of ", dim, " floats");
   }
