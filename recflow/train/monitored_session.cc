@@ -8,6 +8,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "recflow/checkpoint/checkpoint_state.h"
+#include "recflow/core/env.h"
 #include "recflow/core/status.h"
 #include "recflow/data/iterator_resource.h"
 #include "recflow/embedding/graph_tables.h"
@@ -266,6 +268,50 @@ class LocalStepRunner : public StepRunner {
 
 }  // namespace
 
+namespace {
+
+// Note [A damaged newest checkpoint]
+// FindLatestCheckpoint checks a checkpoint's files, not its bytes: a data
+// file damaged on disk (a bad sector, a torn copy) shows only when the
+// restore checks each tensor's crc32c. Then the run resumes from the newest
+// older checkpoint that restores, saying so (the recovery line), instead
+// of failing on every restart while good checkpoints sit beside the bad
+// one. Only DataLoss falls back: a missing tensor or a shape mismatch means
+// the graph changed, which an older checkpoint does not fix. Each failed
+// attempt may have assigned some variables; the one that succeeds assigns
+// them all again.
+absl::StatusOr<std::string> RestoreNewestGood(checkpoint::Saver* saver, const std::string& dir,
+                                              const checkpoint::LatestCheckpointInfo& latest,
+                                              std::string* restored_from) {
+  absl::Status first = saver->Restore(latest.prefix);
+  if (first.ok() || !absl::IsDataLoss(first)) {
+    RETURN_IF_ERROR(first);
+    *restored_from = latest.prefix;
+    return latest.recovery;
+  }
+  Env* env = Env::Default();
+  ASSIGN_OR_RETURN(auto all, checkpoint::ListCheckpoints(env, dir, saver->options().basename));
+  std::vector<std::string> damaged = {Basename(latest.prefix)};
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    const std::string& prefix = it->second;
+    if (prefix == latest.prefix || !checkpoint::CheckCheckpointIntact(env, prefix).ok()) continue;
+    absl::Status s = saver->Restore(prefix);
+    if (s.ok()) {
+      *restored_from = prefix;
+      return absl::StrCat(absl::StrJoin(damaged, ", "), " could not be restored (",
+                          first.message(), "); resumed from ", Basename(prefix),
+                          ", the newest checkpoint that restores");
+    }
+    if (!absl::IsDataLoss(s)) return s;
+    damaged.push_back(Basename(prefix));
+  }
+  return errors::DataLoss(first.message(), "; no older checkpoint in ", dir,
+                          " restores either (", absl::StrJoin(damaged, ", "),
+                          " tried). Move the damaged checkpoints away to start over.");
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<MonitoredSession>> MonitoredSession::Create(
     MonitoredSessionOptions options, const tensorflow::GraphDef& graph_def,
     std::vector<std::unique_ptr<SessionRunHook>> hooks) {
@@ -329,9 +375,10 @@ absl::StatusOr<std::unique_ptr<MonitoredSession>> MonitoredSession::CreateWithRu
       auto latest = checkpoint::FindLatestCheckpoint(Env::Default(), options.checkpoint_dir,
                                                      ms->saver_->options().basename);
       if (latest.ok()) {
-        RETURN_IF_ERROR(ms->saver_->Restore(latest->prefix));
-        ms->restored_from_ = latest->prefix;
-        ms->restore_recovery_ = latest->recovery;
+        ASSIGN_OR_RETURN(std::string recovery,
+                         RestoreNewestGood(ms->saver_.get(), options.checkpoint_dir, *latest,
+                                           &ms->restored_from_));
+        ms->restore_recovery_ = std::move(recovery);
         restored = true;
       } else if (!absl::IsNotFound(latest.status())) {
         return latest.status();  // never a fresh start beside checkpoints

@@ -446,6 +446,56 @@ TEST(MonitoredSessionTest, DamagedStateFileResumesFromTheNewestIntactCheckpoint)
   EXPECT_TRUE(absl::IsDataLoss(ms.status())) << ms.status();
 }
 
+// Note [A damaged newest checkpoint]: data that fails its crc32c on restore
+// resumes from the newest older checkpoint that restores, and says so;
+// when none does, the error names them all.
+TEST(MonitoredSessionTest, DamagedNewestCheckpointResumesFromTheNewestGoodOne) {
+  const std::string dir = MakeTempDir();
+  const tensorflow::GraphDef def = TrainGraph();
+  const std::string train = TrainTarget(def);
+  MonitoredSessionOptions opts;
+  opts.checkpoint_dir = dir;
+  opts.save_checkpoint_steps = 5;
+  opts.save_checkpoint_secs = 0;
+  opts.setup = RegisterInput;
+  {
+    std::vector<std::unique_ptr<SessionRunHook>> hooks;
+    hooks.push_back(std::make_unique<StopAtStepHook>(StopAtStepHook::LastStep(15)));
+    auto ms = MonitoredSession::Create(opts, def, std::move(hooks));
+    ASSERT_TRUE(ms.ok()) << ms.status();
+    std::vector<Tensor> out;
+    while (!(*ms)->ShouldStop()) ASSERT_TRUE((*ms)->Run({}, {}, {train}, &out).ok());
+    ASSERT_TRUE((*ms)->Close().ok());
+  }
+  // Flips one bit in every data byte of a checkpoint.
+  auto damage = [&](int step) {
+    const std::string path = absl::StrCat(dir, "/model.ckpt-", step, ".data-00000-of-00001");
+    std::string bytes;
+    ASSERT_TRUE(ReadFileToString(Env::Default(), path, &bytes).ok()) << path;
+    for (char& c : bytes) c ^= 0x10;
+    ASSERT_TRUE(WriteStringToFile(Env::Default(), path, bytes).ok());
+  };
+  damage(15);
+  {
+    auto ms = MonitoredSession::Create(opts, def);
+    ASSERT_TRUE(ms.ok()) << ms.status();
+    EXPECT_EQ((*ms)->global_step(), 10);
+    EXPECT_EQ((*ms)->restored_from(), dir + "/model.ckpt-10");
+    EXPECT_THAT((*ms)->restore_recovery(),
+                AllOf(HasSubstr("model.ckpt-15 could not be restored"), HasSubstr("crc"),
+                      HasSubstr("resumed from model.ckpt-10")));
+    (*ms)->Close().IgnoreError();
+  }
+  damage(10);
+  damage(5);
+  auto ms = MonitoredSession::Create(opts, def);
+  ASSERT_FALSE(ms.ok());
+  EXPECT_TRUE(absl::IsDataLoss(ms.status())) << ms.status();
+  EXPECT_THAT(ms.status().message(),
+              AllOf(HasSubstr("model.ckpt-15, model.ckpt-10, model.ckpt-5"),
+                    HasSubstr("Move the damaged checkpoints away")));
+}
+
 // A hash embedding table trained through MonitoredSession is checkpointed
 // with the variables and restored into a new session (rows, slots).
 TEST(MonitoredSessionTest, HashTablesAreSavedAndRestored) {
