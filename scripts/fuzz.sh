@@ -10,7 +10,8 @@
 #   FUZZ_SECONDS=600 scripts/fuzz.sh tfrecord sstable
 #   scripts/fuzz.sh --list
 #
-# Ends with one line per target: runs, coverage (edges), features, corpus
+# Reproduce a crash with `build-fuzz/fuzz/<target> CRASH_FILE`. Ends with
+# one line per target: runs, coverage (edges), features, corpus
 # size, crashes. Add a crash's input to tests/fuzz/corpus/<target>/ once it
 # is fixed, so that `make test` replays it from then on.
 set -euo pipefail
@@ -27,7 +28,17 @@ if [[ ! -f $build/build.ninja ]]; then
 fi
 cmake --build "$build" -j "$jobs" --target recflow_fuzzers
 cd "$build"
-mapfile -t all < <(ls fuzz | sed -n 's/^fuzz_//p' | sort)
+# One executable per target file (fuzz/fuzz_<file>); a link per target,
+# named after it, picks the target (tests/fuzz/libfuzzer_main.cc).
+all=()
+for exe in fuzz/fuzz_*; do
+  [[ -x $exe && ! -L $exe ]] || continue
+  for t in $(RECFLOW_FUZZ_LIST=1 "./$exe"); do
+    ln -sf "$(basename "$exe")" "fuzz/$t"
+    all+=("$t")
+  done
+done
+mapfile -t all < <(printf '%s\n' "${all[@]}" | sort)
 if [[ ${1:-} == --list ]]; then printf '%s\n' "${all[@]}"; exit 0; fi
 targets=("$@")
 ((${#targets[@]})) || targets=("${all[@]}")
@@ -38,8 +49,8 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 failed=0
 summary=()
 for t in "${targets[@]}"; do
-  exe=fuzz/fuzz_$t
-  [[ -x $exe ]] || { echo "fuzz.sh: no target '$t' (--list shows them)"; exit 1; }
+  exe=fuzz/$t
+  [[ -L $exe ]] || { echo "fuzz.sh: no target '$t' (--list shows them)"; exit 1; }
   seeds=$src/tests/fuzz/corpus/$t
   corpus=corpus/$t
   crashes=crashes/$t

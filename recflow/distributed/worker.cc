@@ -315,7 +315,9 @@ absl::Status Worker::WriteLocal(const std::vector<std::vector<std::vector<int64_
     ASSIGN_OR_RETURN(Tensor whole, ConcatRows(p, "pull of partitioned variable '" + node + "'"));
     values.emplace_back(plan_.FindVariable(node), std::move(whole));
   }
-  for (auto& [v, value] : values) {
+  for (auto& entry : values) {
+    const auto* v = entry.first;  // not a structured binding: clang 14 cannot capture one
+    const Tensor& value = entry.second;
     const std::string container = v->container.empty() ? rm->default_container() : v->container;
     ASSIGN_OR_RETURN(auto var, rm->LookupOrCreate<Var>(
                                    container, v->shared_name,
