@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 CTEST_TIMEOUT ?= 600
 
 .PHONY: all deps build test test-all demo bench clean format check-layers install-python \
-        fuzz test-asan test-ubsan test-tsan
+        fuzz test-asan test-ubsan test-tsan chaos
 
 all: build
 
@@ -40,6 +40,13 @@ test-ubsan:
 
 test-tsan:
 	scripts/sanitize.sh thread
+
+# The tests labelled "chaos" (kills, damaged checkpoints, full disks, faults
+# under load), CHAOS_ROUNDS times each: every round draws new kill moments.
+CHAOS_ROUNDS ?= 3
+chaos: build
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -L chaos --timeout 900 \
+	  --repeat until-fail:$(CHAOS_ROUNDS)
 
 # The quick start: a synthetic click log (made once), DeepFM trained on it,
 # test AUC / logloss beside the oracle's, a SavedModel exported.
