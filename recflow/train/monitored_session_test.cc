@@ -399,6 +399,16 @@ TEST(MonitoredSessionTest, NanLossNeverSavesEvenWhenOnlyStopping) {
   }
 }
 
+// Chief options that checkpoint `dir` every 5 steps, over RegisterInput.
+MonitoredSessionOptions SavingEvery5Steps(const std::string& dir) {
+  MonitoredSessionOptions opts;
+  opts.checkpoint_dir = dir;
+  opts.save_checkpoint_steps = 5;
+  opts.save_checkpoint_secs = 0;
+  opts.setup = RegisterInput;
+  return opts;
+}
+
 // A damaged `checkpoint` state file beside intact checkpoints: the newest
 // intact one is restored and the recovery reported; training never starts
 // over from step 0 (before: a fresh start that then listed the old
@@ -407,11 +417,7 @@ TEST(MonitoredSessionTest, DamagedStateFileResumesFromTheNewestIntactCheckpoint)
   const std::string dir = MakeTempDir();
   const tensorflow::GraphDef def = TrainGraph();
   const std::string train = TrainTarget(def);
-  MonitoredSessionOptions opts;
-  opts.checkpoint_dir = dir;
-  opts.save_checkpoint_steps = 5;
-  opts.save_checkpoint_secs = 0;
-  opts.setup = RegisterInput;
+  const MonitoredSessionOptions opts = SavingEvery5Steps(dir);
   auto train_to = [&](int64_t last, std::string* recovery) -> int64_t {
     std::vector<std::unique_ptr<SessionRunHook>> hooks;
     hooks.push_back(std::make_unique<StopAtStepHook>(StopAtStepHook::LastStep(last)));
@@ -453,11 +459,7 @@ TEST(MonitoredSessionTest, DamagedNewestCheckpointResumesFromTheNewestGoodOne) {
   const std::string dir = MakeTempDir();
   const tensorflow::GraphDef def = TrainGraph();
   const std::string train = TrainTarget(def);
-  MonitoredSessionOptions opts;
-  opts.checkpoint_dir = dir;
-  opts.save_checkpoint_steps = 5;
-  opts.save_checkpoint_secs = 0;
-  opts.setup = RegisterInput;
+  const MonitoredSessionOptions opts = SavingEvery5Steps(dir);
   {
     std::vector<std::unique_ptr<SessionRunHook>> hooks;
     hooks.push_back(std::make_unique<StopAtStepHook>(StopAtStepHook::LastStep(15)));

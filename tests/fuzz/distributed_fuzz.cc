@@ -829,29 +829,20 @@ RECFLOW_FUZZ_TARGET(run_config_yaml) {
 
 RECFLOW_FUZZ_SEEDS(run_config_yaml) {
   const std::string full = R"(
-model:
-  type: deepfm
-  embedding_dim: 8
-  hidden_units: [64, 32]
-  activation: tanh
-  seed: 7
+model: {type: dcn_v2, embedding_dim: 16, hidden_units: [32], cross_layers: 3, seed: 3}
 features:
-  dense: 13
-  sparse_defaults: {vocabulary_size: 1000, combiner: mean}
+  dense: 4
+  sparse_defaults: {vocabulary_size: 200, combiner: sqrtn}
   sparse:
-    - C1
-    - {name: C2, vocabulary_size: 50, dim: 4}
-    - {name: C3, hash_table: true, dram_budget_mb: 64, cold_dir: /ssd/c3}
+    - user
+    - {name: item, hash_table: true, dim: 8}
+    - {name: ad, vocabulary_size: 30}
 optimizer:
-  embedding: {type: adagrad, learning_rate: 0.1}
-  dense: {type: adam, learning_rate: 0.002, schedule: linear_warmup, warmup_steps: 10}
-data:
-  format: criteo
-  train: /data/train-*.tsv
-  eval: /data/test-*.tsv
-train: {batch_size: 512, steps: 300, threads: 2}
-checkpoint: {save_steps: 100, keep: 3, open_in_place: true}
-eval: {every_steps: 50, batches: 4}
+  embedding: {type: ftrl, learning_rate: 0.05}
+  dense: {type: sgd, learning_rate: 0.01}
+data: {format: criteo, train: /d/train-*.tsv, eval: /d/test-*.tsv, parse_threads: 2}
+train: {batch_size: 128, epochs: 2}
+checkpoint: {save_secs: 60, keep: 2}
 )";
   const std::string din = R"(
 model: {type: din, embedding_dim: 4, attention_units: [8]}
