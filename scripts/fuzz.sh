@@ -45,7 +45,7 @@ targets=("$@")
 
 # A report that stops the fuzzer: every UBSan finding too; leaks count.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1:suppressions=$src/tests/ubsan_suppressions.txt}
 failed=0
 summary=()
 for t in "${targets[@]}"; do

@@ -281,9 +281,12 @@ class MapReader {
   // `default_value` what leaving it out gives ("" when nothing to say).
   absl::Status NullError(const std::string& key, const std::string& expected,
                          const std::string& default_value) const {
+    // reset(), not '=': assigning to a Node bound to another makes yaml-cpp
+    // overwrite that node (here the map being walked, freeing it under the
+    // iterator); reset() only rebinds the handle.
     YAML::Node at = node_;
     for (auto it = node_.begin(); node_.IsMap() && it != node_.end(); ++it) {
-      if (it->first.IsScalar() && it->first.Scalar() == key) at = it->first;
+      if (it->first.IsScalar() && it->first.Scalar() == key) at.reset(it->first);
     }
     return Error(at, absl::StrCat(PathOf(key), " has no value (null); expected ", expected,
                                   default_value.empty()
@@ -608,12 +611,12 @@ absl::Status ParseRoot(const YAML::Node& root, const std::string* file, RunConfi
           __builtin_mul_overflow(rows, dim, &params) ||
           __builtin_add_overflow(total, params, &total)) {
         // Point at the vocabulary_size that sets it.
-        YAML::Node at = n;
+        YAML::Node at = n;  // rebound with reset() (see NullError)
         if (sparse_node.IsSequence() && sparse_node[i].IsMap() &&
             sparse_node[i]["vocabulary_size"].IsDefined()) {
-          at = sparse_node[i]["vocabulary_size"];
+          at.reset(sparse_node[i]["vocabulary_size"]);
         } else if (defaults_node.IsDefined()) {
-          at = defaults_node;
+          at.reset(defaults_node);
         }
         return errors::InvalidArgument(
             Where(*file, at), ": features.sparse: the table of '", sf.name, "' (vocabulary_size ",

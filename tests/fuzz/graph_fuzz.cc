@@ -99,11 +99,13 @@ RECFLOW_FUZZ_SEEDS(graphdef) {
 // asset (assets/foo.txt). The files go to a real directory (the restore ops
 // read through the default Env), the same one for every input.
 RECFLOW_FUZZ_TARGET(saved_model) {
-  static const std::string dir = [] {
+  // Never destroyed: the exit handler that removes it runs after static
+  // destructors registered later than itself.
+  static const std::string& dir = *[] {
     const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = absl::StrCat(tmp != nullptr && *tmp ? tmp : "/tmp",
-                                       "/recflow_fuzz_saved_model_XXXXXX");
-    FUZZ_CHECK(mkdtemp(pattern.data()) != nullptr, "mkdtemp " + pattern);
+    auto* pattern = new std::string(absl::StrCat(tmp != nullptr && *tmp ? tmp : "/tmp",
+                                                 "/recflow_fuzz_saved_model_XXXXXX"));
+    FUZZ_CHECK(mkdtemp(pattern->data()) != nullptr, "mkdtemp " + *pattern);
     std::atexit([] { DeleteRecursively(Env::Default(), dir).IgnoreError(); });
     return pattern;
   }();
