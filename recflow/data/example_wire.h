@@ -14,6 +14,7 @@
 
 #include "absl/base/config.h"
 #include "absl/strings/string_view.h"
+#include "recflow/core/utf8.h"
 
 namespace recflow::data::wire {
 
@@ -310,46 +311,8 @@ class KeyTable {
   size_t mask_ = 0;
 };
 
-// RFC 3629 UTF-8: no overlong forms, no surrogates, at most U+10FFFF.
-inline bool IsValidUtf8(absl::string_view s) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const auto* end = p + s.size();
-  while (p < end) {
-    // ASCII fast path, 8 bytes at a time.
-    while (end - p >= 8) {
-      uint64_t w;
-      std::memcpy(&w, p, 8);
-      if (w & 0x8080808080808080ull) break;
-      p += 8;
-    }
-    if (p == end) break;
-    const unsigned char c = *p;
-    if (c < 0x80) {
-      ++p;
-      continue;
-    }
-    int n;
-    uint32_t min, cp;
-    if ((c & 0xe0) == 0xc0) {
-      n = 1, min = 0x80, cp = c & 0x1f;
-    } else if ((c & 0xf0) == 0xe0) {
-      n = 2, min = 0x800, cp = c & 0x0f;
-    } else if ((c & 0xf8) == 0xf0) {
-      n = 3, min = 0x10000, cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (end - p <= n) return false;
-    for (int i = 1; i <= n; ++i) {
-      if ((p[i] & 0xc0) != 0x80) return false;
-      cp = (cp << 6) | (p[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-      return false;
-    p += n + 1;
-  }
-  return true;
-}
+// RFC 3629 UTF-8 (core/utf8.h).
+using ::recflow::IsValidUtf8;
 
 }  // namespace recflow::data::wire
 

@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "recflow/core/status.h"
+#include "recflow/core/utf8.h"
 #include "recflow/core/threadpool.h"
 
 namespace recflow::models {
@@ -710,9 +711,25 @@ absl::Status ParseRoot(const YAML::Node& root, const std::string* file, RunConfi
   return r.Finish();
 }
 
+// YAML streams are Unicode; yaml-cpp reads other bytes as they are and
+// writes them back altered, so a config with them would change under
+// WithOverrides. InvalidArgument at the first bad byte.
+absl::Status CheckUtf8(absl::string_view text, const std::string& what) {
+  const size_t valid = ValidUtf8Prefix(text);
+  if (valid == text.size()) return absl::OkStatus();
+  const absl::string_view before = text.substr(0, valid);
+  const size_t line_start = before.rfind('\n') == absl::string_view::npos ? 0
+                                                                          : before.rfind('\n') + 1;
+  return errors::InvalidArgument(what, ":", std::count(before.begin(), before.end(), '\n') + 1,
+                                 ":", valid - line_start + 1, ": not valid UTF-8 (byte 0x",
+                                 absl::Hex(static_cast<unsigned char>(text[valid]), absl::kZeroPad2),
+                                 "); a config is UTF-8 text");
+}
+
 }  // namespace
 
 absl::StatusOr<RunConfig> ParseRunConfig(const std::string& yaml, const std::string& filename) {
+  RETURN_IF_ERROR(CheckUtf8(yaml, filename));
   YAML::Node root;
   try {
     root = YAML::Load(yaml);
@@ -735,6 +752,10 @@ absl::StatusOr<RunConfig> ParseRunConfig(const std::string& yaml, const std::str
 
 absl::StatusOr<std::string> WithOverrides(
     const std::string& yaml, const std::vector<std::pair<std::string, std::string>>& overrides) {
+  RETURN_IF_ERROR(CheckUtf8(yaml, "the config"));
+  for (const auto& [key, value] : overrides) {
+    RETURN_IF_ERROR(CheckUtf8(absl::StrCat(key, "=", value), "the override"));
+  }
   try {
     YAML::Node root = YAML::Load(yaml);
     for (const auto& [key, value] : overrides) {

@@ -283,6 +283,22 @@ TEST(RunConfigTest, RefusesImpossibleSizesAndThreadCounts) {
 // Duplicate keys, keys without a value and numbers that are not finite were
 // accepted silently (the first duplicate won; `batch_size: ~` meant 4096;
 // `learning_rate: .inf` became a NaN loss later).
+// Bytes that are not UTF-8 (a path with a Latin-1 byte) are refused where
+// they are: yaml-cpp read them as they were and wrote them back altered,
+// so a config changed under WithOverrides (found by the run_config_yaml
+// fuzzer).
+TEST(RunConfigTest, RefusesTextThatIsNotUtf8) {
+  auto c = ParseRunConfig("model: {type: lr}\nfeatures: {dense: 2}\ndata: {train: /d\xff/x}\n",
+                          "c.yaml");
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(c.status().message(), HasSubstr("c.yaml:3:17: not valid UTF-8 (byte 0xff)"));
+  EXPECT_TRUE(ParseRunConfig("model: {type: lr}\nfeatures: {dense: [\"pr\xc3\xa9x\"]}\n", "u.yaml")
+                  .ok());
+  auto o = WithOverrides("model: {type: lr}\nfeatures: {dense: 2}\n", {{"data.train", "\xc3("}});
+  EXPECT_THAT(o.status().message(), HasSubstr("the override:1:12: not valid UTF-8 (byte 0xc3)"));
+}
+
 TEST(RunConfigTest, RefusesDuplicateNullAndNonFiniteValues) {
   const BadCase cases[] = {
       {"model: {type: lr}\nfeatures: {dense: 2}\ntrain:\n  batch_size: 64\n  steps: 3\n"

@@ -131,6 +131,38 @@ TEST(JsonPredictTest, FloatingValuesRoundOrAreRefusedOutsideTheRange) {
             255.f);
 }
 
+// Note [JSON numbers]: rapidjson 1.1.0's full-precision conversion turned
+// zeros with large negative exponents into garbage (0e-324 -> -1.3e-141);
+// numbers are converted by absl now, correctly rounded, typed as before.
+TEST(JsonPredictTest, NumbersConvertExactly) {
+  Parsed p = Parse(
+      R"({"instances": [0e-324, 0.0000000000000000000000000001e-300, 1.7976931348623157e308,)"
+      R"( 2.2250738585072014e-308, 5e-324, 0.1, -0, 123456789012345678901234, NaN, -Infinity]})",
+      Sig({{"x", DT_DOUBLE}}));
+  ASSERT_TRUE(p.status.ok()) << p.status;
+  const double* x = p.request.inputs.at("x").data<double>();
+  EXPECT_EQ(x[0], 0.0);
+  EXPECT_EQ(x[1], 0.0);
+  EXPECT_EQ(x[2], std::numeric_limits<double>::max());
+  EXPECT_EQ(x[3], std::numeric_limits<double>::min());
+  EXPECT_EQ(x[4], std::numeric_limits<double>::denorm_min());
+  EXPECT_EQ(x[5], 0.1);
+  EXPECT_EQ(x[6], 0.0);
+  EXPECT_EQ(x[7], 1.2345678901234568e23);
+  EXPECT_TRUE(std::isnan(x[8]));
+  EXPECT_EQ(x[9], -std::numeric_limits<double>::infinity());
+  // Integers keep their integer types (an int64 input takes them exactly).
+  p = Parse(R"({"instances": [-9223372036854775808, 9223372036854775807, -2147483649, 0]})",
+            Sig({{"i", DT_INT64}}));
+  ASSERT_TRUE(p.status.ok()) << p.status;
+  const int64_t* i = p.request.inputs.at("i").data<int64_t>();
+  EXPECT_EQ(i[0], std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(i[1], std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(i[2], -2147483649LL);
+  ExpectError(Parse(R"({"instances": [1.5]})", Sig({{"i", DT_INT64}})), "");
+  ExpectError(Parse(R"({"instances": [1e400]})", Sig({{"x", DT_DOUBLE}})), "JSON Parse error");
+}
+
 TEST(JsonPredictTest, RowFormatErrorsNameInputAndInstance) {
   auto sig = Sig({{"x", DT_FLOAT}});
   ExpectError(Parse(R"({"instances": [[1, 2], [3]]})", sig), "input 'x', instance 1");
