@@ -3,12 +3,13 @@
 # trainer and a model server, each followed by a check that nothing was
 # lost. CHAOS_SEED picks the kill moments (printed; rerun with it to repeat
 # a run); CHAOS_KILLS the number of trainer kills (default 10).
-#  1. The trainer killed (-9) at random moments, 10 times, some during a
-#     checkpoint save: after each kill the checkpoint a restart resumes from
-#     loads whole (`ckpt inspect --verify`) and the newest step never goes
-#     back; the run finished at last ends at exactly the step of an
-#     uninterrupted run (no step counted twice, no batch lost or repeated)
-#     with its test AUC (within 0.003).
+#  1. The trainer killed (-9) at random moments, up to 10 times (it saves
+#     every 25 steps, so a kill may land inside a save): after each kill
+#     the checkpoint a restart resumes from loads whole (`ckpt inspect
+#     --verify`) and the newest step never goes back; the run finished at
+#     last ends at exactly the step of an uninterrupted run (no step
+#     counted twice, no batch lost or repeated) with its test AUC (within
+#     0.003).
 #  2. The newest checkpoint damaged on disk: the restart resumes from the
 #     newest one that restores, says so, and ends at the same step.
 #  3. The disk full during a checkpoint save (a size-limited tmpfs; skipped
