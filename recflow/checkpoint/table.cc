@@ -257,23 +257,6 @@ class TwoLevelIter : public Table::Iterator {
     SkipEmptyBlocks();
   }
 
-  // Note [Table key order]: for Get and Seek to find what iteration finds,
-  // each data block's keys lie above the previous block's index key and at
-  // or below its own. A table breaking that was made, not damaged (the
-  // blocks' checksums hold); it is DataLoss when met rather than lookups
-  // that silently miss.
-  bool KeyFitsItsBlock() {
-    if (!Valid() || !index_.Valid()) return true;
-    if (data_->key() > index_.key() ||
-        (!prev_index_key_.empty() && data_->key() <= prev_index_key_)) {
-      status_ = errors::DataLoss("table ", table_->file_name(), ": key '", data_->key(),
-                                 "' lies outside its block's index range (corrupted)");
-      data_.reset();
-      return false;
-    }
-    return true;
-  }
-
  private:
   void LoadDataBlock() {
     data_.reset();
@@ -293,6 +276,21 @@ class TwoLevelIter : public Table::Iterator {
     data_ = std::make_unique<BlockIter>(*std::move(contents), table_->file_name());
   }
 
+  // Note [Table key order]: for Get and Seek to find what iteration finds,
+  // each data block's keys lie above the previous block's index key and at
+  // or below its own. A table breaking that was made, not damaged (the
+  // blocks' checksums hold); it is DataLoss when met rather than lookups
+  // that silently miss.
+  void CheckKeyFitsItsBlock() {
+    if (!Valid() || !index_.Valid()) return;
+    if (data_->key() > index_.key() ||
+        (!prev_index_key_.empty() && data_->key() <= prev_index_key_)) {
+      status_ = errors::DataLoss("table ", table_->file_name(), ": key '", data_->key(),
+                                 "' lies outside its block's index range (corrupted)");
+      data_.reset();
+    }
+  }
+
   // Moves to the next data block while the current one is exhausted.
   void SkipEmptyBlocks() {
     while (data_ != nullptr && !data_->Valid() && data_->status().ok()) {
@@ -302,7 +300,7 @@ class TwoLevelIter : public Table::Iterator {
       if (data_ != nullptr) data_->SeekToFirst();
     }
     if (data_ != nullptr && !data_->status().ok() && status_.ok()) status_ = data_->status();
-    KeyFitsItsBlock();
+    CheckKeyFitsItsBlock();
   }
 
   const Table* table_;
