@@ -171,6 +171,7 @@ struct ServeFlags {
   std::string poll_wait = "1", intra_op = "0", inter_op = "0";
   std::string rest_threads = "0", rest_timeout_ms = "30000", grpc_threads = "0";
   std::string rest_idle_ms = "15000";
+  std::string rest_max_queued = "64", rest_max_queue_wait_ms = "500";
   std::string load_threads = "0", unload_threads = "0", load_retries = "0";
   std::string load_retry_interval = "60000000";
   std::string config_poll_wait = "0", saved_model_tags = "serve";
@@ -309,6 +310,14 @@ absl::Status Serve(const ServeFlags& f) {
                    ParseMillis("rest_api_timeout_in_ms", f.rest_timeout_ms));
   ASSIGN_OR_RETURN(int64_t rest_idle,
                    ParseMillis("rest_api_idle_timeout_in_ms", f.rest_idle_ms));
+  ASSIGN_OR_RETURN(int64_t rest_max_queued,
+                   ParseInt("rest_api_max_queued_requests", f.rest_max_queued));
+  if (rest_max_queued < 0 || rest_max_queued > 1'000'000) {
+    return errors::InvalidArgument("--rest_api_max_queued_requests is ", rest_max_queued,
+                                   "; must be between 0 and 1000000");
+  }
+  ASSIGN_OR_RETURN(int64_t rest_max_queue_wait,
+                   ParseMillis("rest_api_max_queue_wait_ms", f.rest_max_queue_wait_ms));
   const bool serve_grpc = grpc_port >= 0 || !f.grpc_socket_path.empty();
   if (!serve_grpc && rest_port < 0) {
     return errors::InvalidArgument("both --port and --rest_api_port are 0: nothing to listen on");
@@ -373,6 +382,8 @@ absl::Status Serve(const ServeFlags& f) {
     if (rest_threads > 0) http.num_threads = rest_threads;
     http.request_timeout_ms = rest_timeout;
     http.idle_timeout_ms = rest_idle;
+    http.max_queued_requests = static_cast<int>(rest_max_queued);
+    http.max_queue_wait_ms = rest_max_queue_wait;
     ASSIGN_OR_RETURN(rest, serving::RestServer::Create(core.get(), http));
     urls.push_back(absl::StrCat("http://", f.host, ":", rest->port()));
   }
@@ -462,6 +473,11 @@ int ServeCommand(const Args& args) {
               {"rest_api_idle_timeout_in_ms", &f.rest_idle_ms, nullptr,
                "a REST connection with no request in progress is closed after this long "
                "(default 15000)"},
+              {"rest_api_max_queued_requests", &f.rest_max_queued, nullptr,
+               "REST requests that may wait for a busy worker; more get 503 at once "
+               "(default 64; 0: 503 whenever every worker is busy)"},
+              {"rest_api_max_queue_wait_ms", &f.rest_max_queue_wait_ms, nullptr,
+               "a REST request not started within this long gets 503 (default 500)"},
               {"num_load_threads", &f.load_threads, nullptr,
                "threads loading versions, at most 4096 (0: the default, 4)"},
               {"num_unload_threads", &f.unload_threads, nullptr,

@@ -29,6 +29,8 @@ constexpr uint64_t kListenerId = 0;
 constexpr uint64_t kWakeId = 1;
 constexpr int64_t kReapIntervalMs = 200;
 constexpr size_t kReadChunk = 64 << 10;
+// Worker threads beyond the handler slots (Note [Admission]).
+constexpr int kSpareThreads = 2;
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -177,23 +179,27 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(
   }
   if (options.max_connections < 1 || options.max_header_bytes < 64 ||
       options.max_body_bytes < 0 || options.idle_timeout_ms <= 0 ||
-      options.request_timeout_ms <= 0 || options.max_buffered_body_bytes < 0) {
+      options.request_timeout_ms <= 0 || options.max_buffered_body_bytes < 0 ||
+      options.max_queued_requests < 0 || options.max_queue_wait_ms <= 0) {
     return errors::InvalidArgument(
         "HttpServerOptions: max_connections >= 1, max_header_bytes >= 64, "
-        "non-negative body limits and positive timeouts are required");
+        "non-negative body limits and max_queued_requests, and positive "
+        "timeouts and max_queue_wait_ms are required");
   }
   if (!handler) return errors::InvalidArgument("HttpServer needs a handler");
   std::unique_ptr<HttpServer> server(new HttpServer(options, std::move(handler)));
   RETURN_IF_ERROR(server->Listen());
-  for (int i = 0; i < options.num_threads; ++i) {
+  const int num_workers = options.num_threads + kSpareThreads;
+  for (int i = 0; i < num_workers; ++i) {
     absl::StatusOr<std::thread> worker =
         StartThread("http_worker", [s = server.get()] { s->WorkerLoop(); });
     if (!worker.ok()) {
       server->Stop();  // joins the workers started so far
       return errors::Annotate(
           worker.status(),
-          absl::StrCat("HTTP server started ", i, " of ", options.num_threads,
-                       " worker threads"));
+          absl::StrCat("HTTP server started ", i, " of ", num_workers,
+                       " worker threads (num_threads ", options.num_threads, " + ",
+                       kSpareThreads, " that read and shed while every handler is busy)"));
     }
     server->workers_.push_back(std::move(*worker));
   }
@@ -263,6 +269,15 @@ void HttpServer::Stop() {
     if (t.joinable()) t.join();
   }
   workers_.clear();
+  // Connections still in the accept backlog are refused (reset) with it.
+  if (listen_fd_ >= 0) {
+    close(listen_fd_);
+    listen_fd_ = -1;
+  }
+  {
+    MutexLock lock(&queue_mu_);
+    queue_.clear();  // dropped with their connections, below
+  }
   MutexLock lock(&mu_);
   for (auto& [id, conn] : connections_) {
     if (conn->fd >= 0) {
@@ -279,6 +294,8 @@ void HttpServer::WorkerLoop() {
   // this thread had taken would wait for it (EPOLLONESHOT gives them to no
   // other thread), so a request could wait behind another's batch.
   epoll_event events[1];
+  // Connections this thread takes up next (Note [Admission]).
+  std::vector<Resume> resume;
   while (!stopping_.load(std::memory_order_relaxed)) {
     int n = epoll_wait(epoll_fd_, events, 1, static_cast<int>(kReapIntervalMs));
     if (n < 0 && errno != EINTR) {
@@ -291,15 +308,23 @@ void HttpServer::WorkerLoop() {
       if (id == kListenerId) {
         AcceptAll();
       } else {
-        ServeConnection(id);
+        ServeConnection(id, &resume);
       }
     }
     int64_t now = NowMs();
     int64_t last = last_reap_ms_.load();
     if (now - last >= kReapIntervalMs &&
         last_reap_ms_.compare_exchange_strong(last, now)) {
-      ReapExpired();
+      ReapExpired(&resume);
     }
+    // Driving a connection may hand this thread more: requests past their
+    // wait to shed (a quick 503 each, so first) and the queued request its
+    // freed slot went to.
+    for (size_t i = 0; i < resume.size() && !stopping_.load(); ++i) {
+      Resume next = std::move(resume[i]);  // Drive may grow `resume`
+      Drive(next.id, std::move(next.conn), next.admission, &resume);
+    }
+    resume.clear();
   }
 }
 
@@ -385,8 +410,12 @@ bool HttpServer::EvictOldestIdleLocked() {
   return true;
 }
 
-void HttpServer::ReapExpired() {
+void HttpServer::ReapExpired(std::vector<Resume>* resume) {
   const int64_t now = NowMs();
+  {
+    MutexLock lock(&queue_mu_);
+    ShedExpiredLocked(now, resume);
+  }
   MutexLock lock(&mu_);
   for (auto it = connections_.begin(); it != connections_.end();) {
     Connection* c = it->second.get();
@@ -469,7 +498,108 @@ bool HttpServer::Respond(uint64_t id, Connection& c) {
   return true;
 }
 
-void HttpServer::ServeConnection(uint64_t id) {
+std::string HttpServer::MetricsText() {
+  size_t open, queued;
+  {
+    MutexLock lock(&mu_);
+    open = connections_.size();
+  }
+  {
+    MutexLock lock(&queue_mu_);
+    queued = queue_.size();
+  }
+  std::string text;
+  auto add = [&text](const char* name, const char* type, const char* help, int64_t value) {
+    absl::StrAppend(&text, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n",
+                    name, " ", value, "\n");
+  };
+  add("recflow_serving_http_connections", "gauge", "Open REST connections.",
+      static_cast<int64_t>(open));
+  add("recflow_serving_http_queued_requests", "gauge",
+      "REST requests waiting for a busy worker.", static_cast<int64_t>(queued));
+  add("recflow_serving_http_requests_total", "counter",
+      "REST requests whose handler ran.", requests_.load());
+  add("recflow_serving_http_requests_shed_total", "counter",
+      "REST requests answered 503 by admission control (queue full or waited too long).",
+      shed_.load());
+  add("recflow_serving_http_connections_evicted_total", "counter",
+      "Idle REST connections closed to make room for a new one.", evicted_.load());
+  return text;
+}
+
+// Note [Admission]
+// Every worker thread reads, parses and runs handlers, but a handler runs
+// only in one of num_threads slots (running_). A request completed while
+// every slot is taken waits in queue_, its connection still busy (nobody
+// reads it, so its later requests stay behind it and TCP pushes back on
+// its client). A thread leaving a slot passes it straight to the oldest
+// queued request still in time (ReleaseSlot), and takes that connection up
+// itself once it is done with its own (`resume` in WorkerLoop), so the slot
+// never idles while requests wait and a request still costs no hand-off
+// when the server is not saturated. Requests past max_queue_wait_ms are
+// shed when a slot frees or by the periodic reap (within kReapIntervalMs),
+// whichever comes first: a handler stuck for seconds does not hold the
+// queue. With every slot taken, the two spare threads still accept, read
+// and parse, so a request finding the queue full gets its 503 in the time
+// it takes to parse it; the spares never run a handler unless a slot is
+// free. A shed request's body was held in its parser, within the body
+// budget, so the queue adds no memory beyond what the limits allow already.
+
+HttpServer::Admission HttpServer::Admit(uint64_t id,
+                                        const std::shared_ptr<Connection>& conn) {
+  MutexLock lock(&queue_mu_);
+  if (running_ < options_.num_threads && queue_.empty()) {
+    ++running_;
+    return Admission::kRun;
+  }
+  if (static_cast<int>(queue_.size()) < options_.max_queued_requests) {
+    queue_.push_back(Waiting{id, conn, NowMs()});
+    return Admission::kQueued;
+  }
+  return Admission::kShed;
+}
+
+void HttpServer::ShedExpiredLocked(int64_t now_ms, std::vector<Resume>* resume) {
+  while (!queue_.empty() &&
+         now_ms - queue_.front().since_ms >= options_.max_queue_wait_ms) {
+    Waiting& w = queue_.front();
+    resume->push_back(Resume{w.id, std::move(w.conn), Admission::kShed});
+    queue_.pop_front();
+  }
+}
+
+void HttpServer::ReleaseSlot(std::vector<Resume>* resume) {
+  MutexLock lock(&queue_mu_);
+  ShedExpiredLocked(NowMs(), resume);
+  if (queue_.empty()) {
+    --running_;
+    return;
+  }
+  Waiting& w = queue_.front();
+  resume->push_back(Resume{w.id, std::move(w.conn), Admission::kRun});
+  queue_.pop_front();
+}
+
+bool HttpServer::Shed(uint64_t id, Connection& c, absl::string_view why) {
+  HttpRequest req = c.parser.TakeRequest();  // gives back the body's budget
+  c.request_start_ms = c.parser.idle() ? 0 : NowMs();
+  ++shed_;
+  const bool keep_alive = req.KeepAlive() && !stopping_.load();
+  HttpResponse r = HttpResponse::JsonError(
+      503, absl::StrCat("the server is overloaded: ", why, "; retry later"));
+  std::string head = ResponseHead(r, r.body.size(), keep_alive, req.version_minor);
+  bool wrote = WriteAll(c.fd, head, req.method == "HEAD" ? "" : r.body,
+                        options_.request_timeout_ms);
+  if (!wrote || !keep_alive) {
+    if (!keep_alive) shutdown(c.fd, SHUT_WR);
+    CloseConnection(id);
+    return false;
+  }
+  c.last_active_ms = NowMs();
+  return true;
+}
+
+void HttpServer::ServeConnection(uint64_t id, std::vector<Resume>* resume) {
   std::shared_ptr<Connection> conn;
   {
     MutexLock lock(&mu_);
@@ -478,6 +608,11 @@ void HttpServer::ServeConnection(uint64_t id) {
     conn = it->second;
     conn->busy = true;
   }
+  Drive(id, std::move(conn), Admission::kNone, resume);
+}
+
+void HttpServer::Drive(uint64_t id, std::shared_ptr<Connection> conn,
+                       Admission admitted, std::vector<Resume>* resume) {
   Connection& c = *conn;
   const int fd = c.fd;
   // A per-thread buffer: growing a string to receive into would zero-fill
@@ -489,10 +624,29 @@ void HttpServer::ServeConnection(uint64_t id) {
       case HttpRequestParser::kError:
         Refuse(id, fd, c.parser.error());
         return;
-      case HttpRequestParser::kComplete:
+      case HttpRequestParser::kComplete: {
         received = {};
-        if (!Respond(id, c)) return;
+        const bool waited = admitted != Admission::kNone;
+        const Admission a = waited ? admitted : Admit(id, conn);
+        admitted = Admission::kNone;
+        bool open;
+        if (a == Admission::kQueued) {
+          return;  // a thread leaving a slot takes it up (ReleaseSlot)
+        } else if (a == Admission::kRun) {
+          open = Respond(id, c);
+          ReleaseSlot(resume);
+        } else if (waited) {
+          open = Shed(id, c, absl::StrCat("the request waited ", options_.max_queue_wait_ms,
+                                          " ms for one of ", options_.num_threads,
+                                          " busy workers"));
+        } else {
+          open = Shed(id, c, absl::StrCat(options_.max_queued_requests,
+                                          " requests are waiting for ", options_.num_threads,
+                                          " busy workers"));
+        }
+        if (!open) return;
         continue;  // a pipelined request may already be buffered
+      }
       case HttpRequestParser::kNeedMore:
         received = {};
         break;

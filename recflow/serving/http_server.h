@@ -10,19 +10,27 @@
 //   ...
 //   server->Stop();                        // or let the destructor do it
 //
-// Design. `num_threads` worker threads share one epoll set (leader/follower
-// style, every connection registered EPOLLONESHOT): a worker that sees a
-// connection readable reads what is there and feeds it to the connection's
+// Design. Worker threads share one epoll set (leader/follower style, every
+// connection registered EPOLLONESHOT): a worker that sees a connection
+// readable reads what is there and feeds it to the connection's
 // HttpRequestParser (http_parser.h); once a whole request is parsed it runs
 // the handler on the same thread and writes the response, so a request
 // costs no thread hand-off. Connections waiting for bytes (idle keep-alive
 // connections, slow or partial requests) hold no thread, so a slow client
-// never blocks the others. Handlers may block (the batch scheduler makes
-// them wait): at most `num_threads` requests run at once; further requests
-// wait in their sockets' buffers and the kernel's accept backlog, never in
-// an unbounded queue of ours. Memory is bounded by max_connections x
+// never blocks the others. Memory is bounded by max_connections x
 // (max_header_bytes + max_body_bytes) and, for bodies, by the total budget
 // `max_buffered_body_bytes` across connections.
+//
+// Admission control (see Note [Admission] in the .cc). Handlers may block
+// (the batch scheduler makes them wait): at most `num_threads` run at once.
+// A complete request that finds them all busy waits in a FIFO queue of at
+// most `max_queued_requests`; it gets 503 without its handler running when
+// it finds the queue full, or once it has waited `max_queue_wait_ms`. Two
+// more threads than handlers keep reading, parsing and shedding while every
+// handler is busy, so under any load the server answers at once, either
+// with the handler's answer in bounded time or with 503, and it never holds
+// more than the queue's requests. The connection of a shed request stays
+// open (keep-alive) and is read again after the 503.
 //
 // Protocol: http_parser.h (HTTP/1.1 and 1.0, pipelining, Content-Length
 // and chunked bodies, Expect: 100-continue, the bare LF rules, and the
@@ -32,18 +40,22 @@
 // The server itself answers, then closes the connection:
 //   408  a request not complete within request_timeout_ms
 //   503  over max_connections with no idle connection to close
+// and it answers 503 without closing for a request it sheds (above).
 // Error bodies are JSON: {"error": "..."} (TF Serving's error shape).
 //
 // Thread-safety: the handler is called concurrently from the worker
 // threads; port() and Stop() may be called from any thread (not from a
 // handler). Stop() stops accepting, wakes the workers, waits for the
 // handlers in progress to return, joins every thread and closes every
-// connection; requests not yet started are dropped with their connection.
+// connection and the listening socket (resetting connections not yet
+// accepted); requests not yet started, queued ones included, are dropped
+// with their connection.
 #ifndef RECFLOW_SERVING_HTTP_SERVER_H_
 #define RECFLOW_SERVING_HTTP_SERVER_H_
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -64,8 +76,17 @@ struct HttpServerOptions {
   // "localhost" is taken as 127.0.0.1.
   std::string host = "127.0.0.1";
   int port = 0;  // 0: the OS picks a free port (see HttpServer::port()).
-  // Worker threads = the most requests whose handlers run at once.
+  // The most requests whose handlers run at once (the worker threads are
+  // two more: they read and shed while every handler is busy).
   int num_threads = 4;
+  // Complete requests waiting for a handler (admission control, above):
+  // beyond this many, a request gets 503 at once. 0: 503 whenever all
+  // num_threads handlers are busy. 16 per handler: at a handler's typical
+  // few ms per request, a queue drained within tens of ms.
+  int max_queued_requests = 64;
+  // A queued request not started within this long gets 503 (the wait a
+  // caller with a sub-second deadline can still use).
+  int64_t max_queue_wait_ms = 500;
   // Open connections. When a new one arrives and the table is full, the
   // connection idle the longest (open, with no request in progress) is
   // closed to make room; only when every connection is in a request does
@@ -130,6 +151,12 @@ class HttpServer {
   // Idle connections closed to make room for a new one (max_connections).
   int64_t connections_evicted() const { return evicted_.load(); }
   int64_t requests_handled() const { return requests_.load(); }
+  // Requests answered 503 by admission control (queue full or waited too
+  // long); their handlers never ran.
+  int64_t requests_shed() const { return shed_.load(); }
+  // The counters above and the open connections and queued requests, in
+  // Prometheus' text format (recflow_serving_http_*), for a metrics page.
+  std::string MetricsText();
 
   // Implementation details follow.
   struct Connection;
@@ -137,17 +164,58 @@ class HttpServer {
  private:
   HttpServer(const HttpServerOptions& options, Handler handler);
   absl::Status Listen();
+  // What becomes of a request the parser completed.
+  enum class Admission { kNone, kRun, kQueued, kShed };
+  // A queued request's connection (busy, its request complete in its
+  // parser), kept with the time it began waiting.
+  struct Waiting {
+    uint64_t id;
+    std::shared_ptr<Connection> conn;
+    int64_t since_ms;
+  };
+  // A connection that a thread takes up again after its current one: a
+  // queued request handed a handler slot (kRun) or to be shed (kShed).
+  struct Resume {
+    uint64_t id;
+    std::shared_ptr<Connection> conn;
+    Admission admission;
+  };
+
   void WorkerLoop();
   void AcceptAll();
-  void ServeConnection(uint64_t id);
+  // A connection epoll reported readable: mark it busy and Drive it.
+  void ServeConnection(uint64_t id, std::vector<Resume>* resume);
+  // Reads, parses and answers the connection's requests until it must wait
+  // for bytes (re-armed in epoll), is closed, or its request is queued.
+  // `admitted` is kRun or kShed for a connection resumed from the queue,
+  // kNone otherwise. Connections this thread is to take up next (a slot it
+  // freed went to a queued request, or requests to shed) go on `resume`.
+  void Drive(uint64_t id, std::shared_ptr<Connection> conn, Admission admitted,
+             std::vector<Resume>* resume);
+  // Takes a handler slot (kRun), queues the connection (kQueued) or refuses
+  // (kShed).
+  Admission Admit(uint64_t id, const std::shared_ptr<Connection>& conn);
+  // Gives up a handler slot: to the oldest queued request still in time, if
+  // any, whose connection goes on `resume`; queued requests past their wait
+  // go there to be shed.
+  void ReleaseSlot(std::vector<Resume>* resume);
+  // Moves queued requests that have waited max_queue_wait_ms to `resume`
+  // (to be shed).
+  void ShedExpiredLocked(int64_t now_ms, std::vector<Resume>* resume)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_);
   // Runs the handler on the request `c` has parsed and writes the answer;
   // false when the connection was closed (not kept alive, or a failed
   // write).
   bool Respond(uint64_t id, Connection& c);
+  // Answers the request `c` has parsed with 503 (`why`) without running the
+  // handler; false when the connection was closed.
+  bool Shed(uint64_t id, Connection& c, absl::string_view why);
   // Answers a request the parser refused, and closes the connection.
   void Refuse(uint64_t id, int fd, const HttpParseError& error);
   void CloseConnection(uint64_t id);
-  void ReapExpired();
+  // Closes expired connections; queued requests past their wait go on
+  // `resume`.
+  void ReapExpired(std::vector<Resume>* resume);
   // Closes the connection idle longest; false when none is idle.
   bool EvictOldestIdleLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
@@ -164,6 +232,7 @@ class HttpServer {
   std::atomic<int64_t> accepted_{0};
   std::atomic<int64_t> evicted_{0};
   std::atomic<int64_t> requests_{0};
+  std::atomic<int64_t> shed_{0};
   std::atomic<int64_t> last_reap_ms_{0};
   std::vector<std::thread> workers_;
 
@@ -172,6 +241,10 @@ class HttpServer {
   std::map<uint64_t, std::shared_ptr<Connection>> connections_
       ABSL_GUARDED_BY(mu_);
   Mutex stop_mu_;  // serializes Stop()
+
+  Mutex queue_mu_;  // never held with mu_
+  int running_ ABSL_GUARDED_BY(queue_mu_) = 0;  // handler slots taken
+  std::deque<Waiting> queue_ ABSL_GUARDED_BY(queue_mu_);
 };
 
 }  // namespace recflow::serving

@@ -568,7 +568,198 @@ TEST(HttpServerTest, ThreadCountIsBoundedAndThreadFailureIsAStatus) {
   }
   EXPECT_EQ(server.status().code(), absl::StatusCode::kResourceExhausted);
   EXPECT_THAT(std::string(server.status().message()),
-              ::testing::HasSubstr("started 0 of 3 worker threads"));
+              ::testing::HasSubstr("started 0 of 5 worker threads (num_threads 3 + 2"));
+}
+
+// Admission control: a handler that blocks until released, counting the
+// handlers running at once.
+struct Gate {
+  std::atomic<int> entered{0}, running{0}, peak{0};
+  Notification release;
+  HttpServer::Handler Handler() {
+    return [this](const HttpRequest& r) {
+      ++entered;
+      int now = ++running;
+      int p = peak.load();
+      while (now > p && !peak.compare_exchange_weak(p, now)) {
+      }
+      if (r.path != "/free") release.WaitForNotification();
+      --running;
+      return HttpResponse::Text(200, r.path);
+    };
+  }
+  void AwaitEntered(int n) {
+    while (entered.load() < n) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+};
+
+void AwaitQueued(HttpServer& server, int n) {
+  const std::string line = absl::StrCat("recflow_serving_http_queued_requests ", n, "\n");
+  for (int i = 0; i < 10'000; ++i) {
+    if (server.MetricsText().find(line) != std::string::npos) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ADD_FAILURE() << "never " << n << " requests queued:\n" << server.MetricsText();
+}
+
+// The one handler is busy and the queue (1) is full: the next request gets
+// 503 while the handler still blocks, i.e. at once, and its connection
+// stays open for the next request.
+TEST(HttpServerAdmissionTest, FullQueueGives503AtOnceAndKeepsTheConnection) {
+  HttpServerOptions options;
+  options.num_threads = 1;
+  options.max_queued_requests = 1;
+  options.max_queue_wait_ms = 60'000;
+  Gate gate;
+  auto server = StartServer(options, gate.Handler());
+  TestClient a(server->port()), b(server->port()), c(server->port());
+  a.Send(Get("/a"));
+  gate.AwaitEntered(1);
+  b.Send(Get("/b"));  // waits in the queue
+  AwaitQueued(*server, 1);
+  TestResponse r;
+  c.Send(Get("/c"));
+  r = c.Read();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 503);
+  EXPECT_THAT(r.body, ::testing::HasSubstr("overloaded: 1 requests are waiting for 1 busy"));
+  EXPECT_EQ(r.headers.count("Connection"), 0u);  // kept alive
+  EXPECT_EQ(gate.entered.load(), 1);
+  EXPECT_EQ(server->requests_shed(), 1);
+  EXPECT_THAT(server->MetricsText(),
+              ::testing::HasSubstr("recflow_serving_http_requests_shed_total 1\n"));
+  EXPECT_THAT(server->MetricsText(),
+              ::testing::HasSubstr("recflow_serving_http_queued_requests 1\n"));
+  gate.release.Notify();
+  EXPECT_EQ(a.Read().body, "/a");
+  EXPECT_EQ(b.Read().body, "/b");
+  c.Send(Get("/c2"));  // the refused connection still works
+  r = c.Read();
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "/c2");
+  EXPECT_EQ(gate.peak.load(), 1);
+}
+
+// A queued request is shed once it has waited max_queue_wait_ms even while
+// no handler finishes (the periodic reap), and its handler never runs.
+TEST(HttpServerAdmissionTest, RequestPastItsWaitGets503WithoutAFreeWorker) {
+  HttpServerOptions options;
+  options.num_threads = 1;
+  options.max_queue_wait_ms = 100;
+  Gate gate;
+  auto server = StartServer(options, gate.Handler());
+  TestClient a(server->port()), b(server->port());
+  a.Send(Get("/a"));
+  gate.AwaitEntered(1);
+  b.Send(Get("/b"));
+  TestResponse r = b.Read();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 503);
+  EXPECT_THAT(r.body, ::testing::HasSubstr("waited 100 ms for one of 1 busy workers"));
+  EXPECT_EQ(gate.entered.load(), 1);  // still blocked in /a
+  gate.release.Notify();
+  EXPECT_EQ(a.Read().status, 200);
+  b.Send(Get("/b2"));
+  EXPECT_EQ(b.Read().body, "/b2");
+}
+
+// Queued requests, pipelined ones included, run in order as slots free,
+// never more than num_threads at once, and none is lost.
+TEST(HttpServerAdmissionTest, QueuedRequestsRunInOrderWithinTheSlots) {
+  HttpServerOptions options;
+  options.num_threads = 2;
+  options.max_queued_requests = 16;
+  options.max_queue_wait_ms = 60'000;
+  Gate gate;
+  auto server = StartServer(options, gate.Handler());
+  TestClient a(server->port()), b(server->port());
+  a.Send(Get("/a"));
+  b.Send(Get("/b"));
+  gate.AwaitEntered(2);
+  std::vector<std::unique_ptr<TestClient>> queued;
+  for (int i = 0; i < 6; ++i) {
+    queued.push_back(std::make_unique<TestClient>(server->port()));
+    // Three pipelined requests on each connection.
+    queued.back()->Send(absl::StrCat(Get(absl::StrCat("/q", i, "/1")),
+                                     Get(absl::StrCat("/q", i, "/2")),
+                                     Get(absl::StrCat("/q", i, "/3"))));
+  }
+  gate.release.Notify();
+  EXPECT_EQ(a.Read().body, "/a");
+  EXPECT_EQ(b.Read().body, "/b");
+  for (int i = 0; i < 6; ++i) {
+    for (int k = 1; k <= 3; ++k) {
+      TestResponse r = queued[i]->Read();
+      ASSERT_TRUE(r.ok) << i << " " << k;
+      EXPECT_EQ(r.status, 200);
+      EXPECT_EQ(r.body, absl::StrCat("/q", i, "/", k));
+    }
+  }
+  EXPECT_LE(gate.peak.load(), 2);
+  EXPECT_EQ(server->requests_shed(), 0);
+  EXPECT_EQ(server->requests_handled(), 2 + 6 * 3);
+}
+
+// max_queued_requests 0: 503 whenever every handler is busy; a HEAD request
+// gets its 503 without a body; an HTTP/1.0 one without keep-alive is closed.
+TEST(HttpServerAdmissionTest, NoQueueShedsWheneverEveryWorkerIsBusy) {
+  HttpServerOptions options;
+  options.num_threads = 1;
+  options.max_queued_requests = 0;
+  Gate gate;
+  auto server = StartServer(options, gate.Handler());
+  TestClient a(server->port());
+  a.Send(Get("/a"));
+  gate.AwaitEntered(1);
+  TestResponse r = HttpCall(server->port(), "GET", "/b");
+  EXPECT_EQ(r.status, 503);
+  TestClient old(server->port());
+  old.Send("GET /c HTTP/1.0\r\n\r\n");
+  r = old.Read();
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(r.headers["connection"], "close");
+  EXPECT_TRUE(old.ReadsEof());
+  EXPECT_EQ(server->requests_shed(), 2);
+  gate.release.Notify();
+  EXPECT_EQ(a.Read().status, 200);
+  EXPECT_EQ(HttpCall(server->port(), "GET", "/free").status, 200);
+}
+
+// Stop() with requests queued behind a blocked handler: they are dropped
+// with their connections, the handler in progress finishes, nothing leaks.
+TEST(HttpServerAdmissionTest, StopDropsQueuedRequests) {
+  HttpServerOptions options;
+  options.num_threads = 1;
+  options.max_queue_wait_ms = 60'000;
+  Gate gate;
+  auto server = StartServer(options, gate.Handler());
+  TestClient a(server->port());
+  a.Send(Get("/a"));
+  gate.AwaitEntered(1);
+  std::vector<std::unique_ptr<TestClient>> queued;
+  for (int i = 0; i < 4; ++i) {
+    queued.push_back(std::make_unique<TestClient>(server->port()));
+    queued.back()->Send(Get("/q"));
+  }
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    gate.release.Notify();
+  });
+  server->Stop();
+  releaser.join();
+  for (auto& q : queued) EXPECT_TRUE(q->ReadsEof());
+  EXPECT_EQ(gate.entered.load(), 1);
+}
+
+TEST(HttpServerAdmissionTest, BadAdmissionOptions) {
+  HttpServerOptions options;
+  options.max_queued_requests = -1;
+  EXPECT_EQ(HttpServer::Create(options, Echo).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options = {};
+  options.max_queue_wait_ms = 0;
+  EXPECT_EQ(HttpServer::Create(options, Echo).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -160,7 +160,9 @@ HttpResponse RestApi::Handle(const HttpRequest& request) {
       r.headers.push_back({"Allow", "GET"});
       return r;
     }
-    HttpResponse r = HttpResponse::Text(200, api_->MetricsText());
+    std::string text = api_->MetricsText();
+    if (HttpServer* http = transport_.load()) text += http->MetricsText();
+    HttpResponse r = HttpResponse::Text(200, std::move(text));
     r.content_type = "text/plain; version=0.0.4";
     return r;
   }
@@ -264,6 +266,7 @@ absl::StatusOr<std::unique_ptr<RestServer>> RestServer::Create(
   server->rest_ = std::make_unique<RestApi>(api, rest_options);
   ASSIGN_OR_RETURN(server->http_,
                    HttpServer::Create(http_options, server->rest_->AsHandler()));
+  server->rest_->set_transport(server->http_.get());
   return server;
 }
 

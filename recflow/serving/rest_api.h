@@ -39,6 +39,7 @@
 #ifndef RECFLOW_SERVING_REST_API_H_
 #define RECFLOW_SERVING_REST_API_H_
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
@@ -60,6 +61,9 @@ class RestApi {
   explicit RestApi(PredictionApi* api, RestApiOptions options = {});
 
   HttpResponse Handle(const HttpRequest& request);
+  // The server whose counters the metrics page adds (HttpServer::
+  // MetricsText); set once it runs, may be set while requests are served.
+  void set_transport(HttpServer* http) { transport_.store(http); }
   // A handler for HttpServer::Create; `this` must outlive the server.
   HttpServer::Handler AsHandler() {
     return [this](const HttpRequest& r) { return Handle(r); };
@@ -78,6 +82,7 @@ class RestApi {
 
   PredictionApi* const api_;  // Not owned.
   const RestApiOptions options_;
+  std::atomic<HttpServer*> transport_{nullptr};  // Not owned.
 };
 
 // An HttpServer serving a RestApi: the pair the model server runs.

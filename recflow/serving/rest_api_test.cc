@@ -251,7 +251,10 @@ TEST_F(RestApiTest, StatusMetadataMetrics) {
   r = Get("/monitoring/prometheus/metrics");
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.headers.at("Content-Type"), "text/plain; version=0.0.4");
-  EXPECT_EQ(r.body, "# TYPE requests counter\nrequests 7\n");
+  // The model server's metrics, then the HTTP server's own.
+  EXPECT_THAT(r.body, StartsWith("# TYPE requests counter\nrequests 7\n# HELP "
+                                 "recflow_serving_http_connections "));
+  EXPECT_THAT(r.body, HasSubstr("\nrecflow_serving_http_requests_shed_total 0\n"));
 }
 
 TEST_F(RestApiTest, BadRequestsGetClearErrors) {
