@@ -436,6 +436,19 @@ TEST_P(AsyncMatchTest, OneWorkerMatchesSingleProcess) {
   InitRequest init;
   init.set_checkpoint_prefix(dir + "/model.ckpt-6");
   InitResponse ir;
+  // A re-init from a checkpoint that is not there fails and leaves the ps
+  // uninitialized (its tables were cleared, its variables reset), never
+  // serving that state as the model; the next good init restores it.
+  ASSERT_TRUE((*fresh)->Init(init, &ir).ok());
+  InitRequest missing;
+  missing.set_checkpoint_prefix(dir + "/model.ckpt-404");
+  EXPECT_FALSE((*fresh)->Init(missing, &ir).ok());
+  PullRequest pull;
+  pull.set_include_dense(true);
+  PullResponse pulled;
+  absl::Status pull_status = (*fresh)->Pull(pull, &pulled);
+  EXPECT_TRUE(absl::IsFailedPrecondition(pull_status)) << pull_status;
+  EXPECT_THAT(pull_status.message(), HasSubstr("not initialized"));
   ASSERT_TRUE((*fresh)->Init(init, &ir).ok());
   EXPECT_EQ(ir.global_step(), 6);
   for (const VariablePlacement& v : (*worker)->plan().variables) {

@@ -491,6 +491,11 @@ absl::Status PsServer::Init(const InitRequest& request, InitResponse* response) 
     response->set_global_step(step);
     return absl::OkStatus();
   }
+  // From here on the state is rewritten: a failure below (a checkpoint that
+  // does not restore) must leave the ps refusing Pull and Push as
+  // uninitialized, not serving initializer values or a half-restored model
+  // as if it were the trained one. The chief's next Init starts over.
+  initialized_ = false;
   std::vector<Tensor> unused;
   std::vector<std::string> init_targets;
   if (session_->graph()->FindNode(init_node_) != nullptr) init_targets.push_back(init_node_);
