@@ -37,16 +37,34 @@
 //          request sent alone (1e-5); W counts those that differ (a
 //          batching server mixing up requests).
 //   bench_serving --case=load --port=P [--model=M] --candidates=N --rate=R
-//       --seconds=S [--connections=4]
-// load:    a bounded open-loop load (bench/run freshness): R requests per
-//          second for S seconds, spread over --connections keep-alive
-//          connections, each request sent at its scheduled time (or at once
-//          when the connection is behind) and timed from that time, so a
-//          stall counts for every request it delays. A failed request
-//          (connection error, non-200, wrong number of scores) is counted
-//          and its connection reopened. `load sent= ok= failed= p50_ms=
-//          p99_ms= max_ms= first_error=...`; with --latencies=FILE every
-//          answered request's latency in ms, one per line, appended.
+//       --seconds=S [--connections=4] [--phases=R1:S1,R2:S2,...]
+//       [--trace=FILE] [--grace_s=0]
+// load:    a bounded open-loop load (bench/run freshness, overload): R
+//          requests per second for S seconds, spread over --connections
+//          keep-alive connections (request k on connection k mod C, all
+//          connected before the clock starts), each request sent at its
+//          scheduled time (or at once when the connection is behind) and
+//          timed from that time, so a stall counts for every request it
+//          delays. --phases replaces --rate and --seconds: R1 requests/s
+//          for S1 s, then at once R2 for S2 s, ..., one load on the same
+//          connections. A 503 is counted as shed, not failed; its connection
+//          is kept unless the answer says "Connection: close" (a server
+//          shedding load keeps the connection). A failed request (connection
+//          error, any other non-200, wrong number of scores) is counted and
+//          its connection reopened. With --grace_s=G > 0 a request that
+//          could not be sent within G s after the last one's scheduled time
+//          is not sent (unsent), so a server far behind does not keep the
+//          load running; 0: every request is sent. Prints `load rate=
+//          sent= ok= failed= shed= unsent= p50_ms= p99_ms= max_ms=
+//          client_cpu_s= first_error=...` (rate: the mean over the phases;
+//          latencies: of the 200s); with --latencies=FILE every answered
+//          request's latency in ms, one per line, appended; with
+//          --trace=FILE one line per scheduled request, in schedule order:
+//          `phase sched_ms status latency_ms` (phase: 0 for the first of
+//          --phases; sched_ms: its scheduled time from the load's start;
+//          status: the HTTP status, 0 for a connection error, 1 for a 200
+//          without the expected scores, -1 for unsent, whose latency is
+//          -1).
 //   bench_serving --case=watch --port=P [--model=M] --seconds=S
 //       [--interval_ms=5]
 // watch:   polls the server's Prometheus metrics and prints
@@ -119,7 +137,8 @@ struct Flags {
   int port = 0, port2 = 0, candidates = 1, requests = 1000, warmup = 100;
   double seconds = 2, limit_ms = 10, rate = 100, interval_ms = 5;
   int connections = 4;
-  std::string body_file, updates, seen, latencies;
+  std::string body_file, updates, seen, latencies, phases, trace;
+  double grace_s = 0;
   int64_t from_sequence = 0;
   std::vector<int> levels = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
 };
@@ -183,9 +202,18 @@ class Client {
     return absl::OkStatus();
   }
 
-  // Sends `request` (headers + body) and reads one response; *body gets the
-  // response body. Fails on a non-200 status.
-  absl::Status RoundTrip(const std::string& request, std::string* body) {
+  // One HTTP response: its status code, body, and whether the server closes
+  // the connection after it ("Connection: close").
+  struct Response {
+    int status = 0;
+    bool close = false;
+    std::string body;
+  };
+
+  // Sends `request` (headers + body) and reads one whole response, whatever
+  // its status. Fails only when the connection fails or the response is
+  // malformed.
+  absl::Status Exchange(const std::string& request, Response* response) {
     size_t sent = 0;
     while (sent < request.size()) {
       const ssize_t w = send(fd_, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
@@ -200,7 +228,13 @@ class Client {
     }
     const absl::string_view head(buf_.data(), header_end);
     const size_t sp = head.find(' ');
-    const bool ok = sp != absl::string_view::npos && head.substr(sp + 1, 3) == "200";
+    response->status = 0;
+    if (sp == absl::string_view::npos ||
+        !absl::SimpleAtoi(head.substr(sp + 1, 3), &response->status)) {
+      return errors::Internal("malformed status line: ", head.substr(0, head.find('\r')));
+    }
+    // HTTP/1.0 closes unless told otherwise; HTTP/1.1 keeps the connection.
+    response->close = !absl::StartsWith(head, "HTTP/1.1");
     size_t length = 0;
     bool have_length = false;
     for (absl::string_view line : absl::StrSplit(head, "\r\n")) {
@@ -208,17 +242,30 @@ class Client {
       if (colon == absl::string_view::npos) continue;
       std::string key(line.substr(0, colon));
       for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      absl::string_view v = line.substr(colon + 1);
+      while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
       if (key == "content-length") {
-        absl::string_view v = line.substr(colon + 1);
-        while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
         have_length = absl::SimpleAtoi(v, &length);
+      } else if (key == "connection") {
+        response->close = absl::EqualsIgnoreCase(v, "close");
       }
     }
     if (!have_length) return errors::Internal("response without Content-Length: ", head);
     while (buf_.size() < header_end + 4 + length) RETURN_IF_ERROR(Fill());
-    body->assign(buf_, header_end + 4, length);
+    response->body.assign(buf_, header_end + 4, length);
     buf_.erase(0, header_end + 4 + length);
-    if (!ok) return errors::Internal("HTTP error: ", head, "\n", *body);
+    return absl::OkStatus();
+  }
+
+  // Exchange, failing on a non-200 status; *body gets the response body.
+  absl::Status RoundTrip(const std::string& request, std::string* body) {
+    Response r;
+    r.body = std::move(*body);  // reuses its buffer
+    RETURN_IF_ERROR(Exchange(request, &r));
+    *body = std::move(r.body);
+    if (r.status != 200) {
+      return errors::Internal("HTTP error: ", r.status, "\n", *body);
+    }
     return absl::OkStatus();
   }
 
@@ -479,51 +526,120 @@ absl::Status Qps(const Flags& f) {
   return absl::OkStatus();
 }
 
+// The load's phases: --phases, or one phase of --rate for --seconds.
+struct Phase {
+  double rate = 0, seconds = 0;
+};
+
+absl::StatusOr<std::vector<Phase>> Phases(const Flags& f) {
+  if (f.phases.empty()) return std::vector<Phase>{{f.rate, f.seconds}};
+  std::vector<Phase> out;
+  for (absl::string_view item : absl::StrSplit(f.phases, ',', absl::SkipEmpty())) {
+    std::vector<absl::string_view> rs = absl::StrSplit(item, ':');
+    Phase p;
+    if (rs.size() != 2 || !absl::SimpleAtod(rs[0], &p.rate) ||
+        !absl::SimpleAtod(rs[1], &p.seconds) || !(p.rate > 0) || !(p.seconds > 0)) {
+      return errors::InvalidArgument("--phases: '", item,
+                                     "' is not RATE:SECONDS with both positive");
+    }
+    out.push_back(p);
+  }
+  if (out.empty()) return errors::InvalidArgument("--phases is empty");
+  return out;
+}
+
 absl::Status Load(const Flags& f) {
   const std::string req = HttpRequest(f, Body(f));
+  ASSIGN_OR_RETURN(const std::vector<Phase> phases, Phases(f));
+  // The schedule: request k is due at offset[k] seconds from the start.
+  std::vector<double> offset;
+  std::vector<int> phase_of;
+  double phase_start = 0;
+  for (size_t i = 0; i < phases.size(); ++i) {
+    const int64_t n = static_cast<int64_t>(phases[i].rate * phases[i].seconds);
+    for (int64_t j = 0; j < n; ++j) {
+      offset.push_back(phase_start + j / phases[i].rate);
+      phase_of.push_back(static_cast<int>(i));
+    }
+    phase_start += phases[i].seconds;
+  }
+  const double load_seconds = phase_start;
+  const int64_t total = static_cast<int64_t>(offset.size());
   const int conns = f.connections;
-  const int64_t total = static_cast<int64_t>(f.rate * f.seconds);
+  // Per request (each written by its connection's thread only): the HTTP
+  // status (0: connection error, 1: a 200 without the expected scores, -1:
+  // not sent) and the latency from its scheduled time.
+  std::vector<int> status(total, -1);
+  std::vector<double> latency(total, -1);
   std::vector<std::vector<double>> lat(conns);
-  std::vector<int64_t> failed(conns, 0);
+  std::vector<int64_t> failed(conns, 0), shed(conns, 0), unsent(conns, 0);
   std::vector<std::string> first_error(conns);
+  // Connect first, so that the first requests are not late by the setup.
+  std::vector<std::unique_ptr<Client>> clients(conns);
+  std::vector<char> connected(conns);
+  for (int c = 0; c < conns; ++c) {
+    clients[c] = std::make_unique<Client>();
+    connected[c] = clients[c]->Connect(f.port).ok();
+  }
+  const double cpu0 = CpuSeconds();
   const auto start = Clock::now() + std::chrono::milliseconds(50);
+  const auto cutoff = start + std::chrono::duration_cast<Clock::duration>(
+                                  std::chrono::duration<double>(load_seconds + f.grace_s));
   std::vector<std::thread> threads;
   for (int c = 0; c < conns; ++c) {
     threads.emplace_back([&, c] {
-      auto client = std::make_unique<Client>();
-      bool connected = client->Connect(f.port).ok();
-      std::string body;
+      Client::Response r;
       for (int64_t k = c; k < total; k += conns) {
-        const auto due = start + std::chrono::duration_cast<Clock::duration>(
-                                     std::chrono::duration<double>(k / f.rate));
+        const auto due =
+            start + std::chrono::duration_cast<Clock::duration>(
+                        std::chrono::duration<double>(offset[k]));
         std::this_thread::sleep_until(due);
-        absl::Status s = connected ? client->RoundTrip(req, &body)
-                                   : errors::Unavailable("cannot connect");
-        if (s.ok()) {
-          auto scores = ParseScores(body);
+        if (f.grace_s > 0 && Clock::now() > cutoff) {
+          ++unsent[c];
+          continue;
+        }
+        absl::Status s = connected[c] ? clients[c]->Exchange(req, &r)
+                                      : errors::Unavailable("cannot connect");
+        int code = s.ok() ? r.status : 0;
+        if (code == 200) {
+          auto scores = ParseScores(r.body);
           if (!scores.ok()) {
             s = scores.status();
           } else if (scores->size() != static_cast<size_t>(f.candidates)) {
             s = errors::Internal("expected ", f.candidates, " scores, got ", scores->size());
           }
+          if (!s.ok()) code = 1;
+        } else if (s.ok() && code != 503) {
+          s = errors::Internal("HTTP status ", code, ": ", r.body);
         }
-        if (!s.ok()) {
-          if (failed[c]++ == 0) first_error[c] = std::string(s.message()).substr(0, 200);
-          client = std::make_unique<Client>();
-          connected = client->Connect(f.port).ok();
-          continue;
+        const double ms = std::chrono::duration<double, std::milli>(Clock::now() - due).count();
+        status[k] = code;
+        latency[k] = ms;
+        if (code == 200) {
+          lat[c].push_back(ms);
+        } else if (code == 503) {
+          ++shed[c];
+        } else if (failed[c]++ == 0) {
+          first_error[c] = std::string(s.message()).substr(0, 200);
         }
-        lat[c].push_back(std::chrono::duration<double, std::milli>(Clock::now() - due).count());
+        // A shed request leaves a kept-alive connection usable.
+        if (code != 200 && (code != 503 || r.close)) {
+          clients[c] = std::make_unique<Client>();
+          connected[c] = clients[c]->Connect(f.port).ok();
+        }
       }
     });
   }
   for (auto& t : threads) t.join();
+  const double cpu = CpuSeconds() - cpu0;
   std::vector<double> all;
-  int64_t fails = 0;
+  int64_t fails = 0, sheds = 0, unsents = 0;
   std::string error;
   for (int c = 0; c < conns; ++c) {
     all.insert(all.end(), lat[c].begin(), lat[c].end());
     fails += failed[c];
+    sheds += shed[c];
+    unsents += unsent[c];
     if (error.empty()) error = first_error[c];
   }
   for (char& ch : error) {
@@ -535,10 +651,21 @@ absl::Status Load(const Flags& f) {
     for (double ms : all) std::fprintf(out, "%.4f\n", ms);
     if (std::fclose(out) != 0) return errors::Internal("writing ", f.latencies, " failed");
   }
-  std::printf("load candidates=%d rate=%g sent=%lld ok=%zu failed=%lld p50_ms=%.4f p99_ms=%.4f "
-              "max_ms=%.4f first_error=%s\n",
-              f.candidates, f.rate, static_cast<long long>(total), all.size(),
-              static_cast<long long>(fails), Pct(all, 0.5), Pct(all, 0.99), Pct(all, 1.0),
+  if (!f.trace.empty()) {
+    std::FILE* out = std::fopen(f.trace.c_str(), "w");
+    if (out == nullptr) return errors::Internal("cannot write ", f.trace);
+    for (int64_t k = 0; k < total; ++k) {
+      std::fprintf(out, "%d %.3f %d %.4f\n", phase_of[k], 1e3 * offset[k], status[k],
+                   latency[k]);
+    }
+    if (std::fclose(out) != 0) return errors::Internal("writing ", f.trace, " failed");
+  }
+  std::printf("load candidates=%d rate=%g sent=%lld ok=%zu failed=%lld shed=%lld unsent=%lld "
+              "p50_ms=%.4f p99_ms=%.4f max_ms=%.4f client_cpu_s=%.3f first_error=%s\n",
+              f.candidates, f.phases.empty() ? f.rate : total / load_seconds,
+              static_cast<long long>(total - unsents), all.size(),
+              static_cast<long long>(fails), static_cast<long long>(sheds),
+              static_cast<long long>(unsents), Pct(all, 0.5), Pct(all, 0.99), Pct(all, 1.0), cpu,
               error.empty() ? "none" : error.c_str());
   return absl::OkStatus();
 }
@@ -677,6 +804,9 @@ int Main(int argc, char** argv) {
       .String("updates", &f.updates)
       .String("seen", &f.seen)
       .String("latencies", &f.latencies)
+      .String("phases", &f.phases)
+      .String("trace", &f.trace)
+      .Number("grace_s", &f.grace_s, FlagParser::NonNegative())
       .Number("from_sequence", &f.from_sequence, FlagParser::NonNegative())
       .List("levels", &f.levels, positive);
   if (absl::Status s = flags.Parse(argc, argv); !s.ok()) {
