@@ -275,9 +275,10 @@ def _freshness(args, tmp, procs):
         for key, server in order:
             res = load(server, key)
             results[key].append(res)
-            print("  round %d %-7s sent=%s failed=%s p50_ms=%s p99_ms=%s max_ms=%s "
-                  "first_error=%s" % (r + 1, key, res["sent"], res["failed"], res["p50_ms"],
-                                      res["p99_ms"], res["max_ms"], res["first_error"]),
+            print("  round %d %-7s sent=%s failed=%s shed=%s p50_ms=%s p99_ms=%s max_ms=%s "
+                  "first_error=%s" % (r + 1, key, res["sent"], res["failed"], res.get("shed", 0),
+                                      res["p50_ms"], res["p99_ms"], res["max_ms"],
+                                      res["first_error"]),
                   flush=True)
         if trainer.poll() is not None:
             die("the streaming trainer exited (%d) during the load" % trainer.returncode)
@@ -344,8 +345,9 @@ def _freshness(args, tmp, procs):
             ms = sorted(float(line) for line in f if line.strip())
         return ms[min(len(ms) - 1, int(math.ceil(0.99 * len(ms))) - 1)]
 
-    failed = sum(int(x["failed"]) for x in results["updates"])
-    failed_none = sum(int(x["failed"]) for x in results["none"])
+    # A 503 (bench_serving counts it as shed) is a failed request here too.
+    failed = sum(int(x["failed"]) + int(x.get("shed", 0)) for x in results["updates"])
+    failed_none = sum(int(x["failed"]) + int(x.get("shed", 0)) for x in results["none"])
     p99_up, p99_none = pooled_p99("updates"), pooled_p99("none")
     print("trainer: %d rows written in %d files; %s" % (
         writer.rows, writer.files, tail[-1].strip() if tail else "no progressive validation line"))
