@@ -171,7 +171,7 @@ struct ServeFlags {
   std::string poll_wait = "1", intra_op = "0", inter_op = "0";
   std::string rest_threads = "0", rest_timeout_ms = "30000", grpc_threads = "0";
   std::string rest_idle_ms = "15000";
-  std::string rest_max_queued = "64", rest_max_queue_wait_ms = "500";
+  std::string rest_max_queued = "auto", rest_max_queue_wait_ms = "500";
   std::string load_threads = "0", unload_threads = "0", load_retries = "0";
   std::string load_retry_interval = "60000000";
   std::string config_poll_wait = "0", saved_model_tags = "serve";
@@ -310,11 +310,13 @@ absl::Status Serve(const ServeFlags& f) {
                    ParseMillis("rest_api_timeout_in_ms", f.rest_timeout_ms));
   ASSIGN_OR_RETURN(int64_t rest_idle,
                    ParseMillis("rest_api_idle_timeout_in_ms", f.rest_idle_ms));
-  ASSIGN_OR_RETURN(int64_t rest_max_queued,
-                   ParseInt("rest_api_max_queued_requests", f.rest_max_queued));
-  if (rest_max_queued < 0 || rest_max_queued > 1'000'000) {
-    return errors::InvalidArgument("--rest_api_max_queued_requests is ", rest_max_queued,
-                                   "; must be between 0 and 1000000");
+  int64_t rest_max_queued = -1;  // auto: the HTTP server's default
+  if (f.rest_max_queued != "auto" &&
+      (!absl::SimpleAtoi(f.rest_max_queued, &rest_max_queued) || rest_max_queued < 0 ||
+       rest_max_queued > 1'000'000)) {
+    return errors::InvalidArgument(
+        "--rest_api_max_queued_requests must be 'auto' or an integer between 0 and 1000000, "
+        "got '", f.rest_max_queued, "'");
   }
   ASSIGN_OR_RETURN(int64_t rest_max_queue_wait,
                    ParseMillis("rest_api_max_queue_wait_ms", f.rest_max_queue_wait_ms));
@@ -475,7 +477,8 @@ int ServeCommand(const Args& args) {
                "(default 15000)"},
               {"rest_api_max_queued_requests", &f.rest_max_queued, nullptr,
                "REST requests that may wait for a busy worker; more get 503 at once "
-               "(default 64; 0: 503 whenever every worker is busy)"},
+               "(default auto: 4 per REST worker thread; 0: 503 whenever every worker is "
+               "busy)"},
               {"rest_api_max_queue_wait_ms", &f.rest_max_queue_wait_ms, nullptr,
                "a REST request not started within this long gets 503 (default 500)"},
               {"num_load_threads", &f.load_threads, nullptr,

@@ -162,6 +162,13 @@ check no_threads_message "^error: .*cannot start thread" "$out"
 
 expect_fail idle_timeout "--rest_api_idle_timeout_in_ms is 0; must be between 1 and 86400000" \
   "${SERVE_H2[@]}" --rest_api_idle_timeout_in_ms=0
+# Admission control (docs/serving_rest.md#overload).
+expect_fail max_queued "--rest_api_max_queued_requests must be 'auto' or an integer between 0 and 1000000, got '-3'" \
+  "${SERVE_H2[@]}" --rest_api_max_queued_requests=-3
+expect_fail max_queued_text "--rest_api_max_queued_requests must be .* got 'many'" \
+  "${SERVE_H2[@]}" --rest_api_max_queued_requests=many
+expect_fail max_queue_wait "--rest_api_max_queue_wait_ms is 0; must be between 1 and 86400000" \
+  "${SERVE_H2[@]}" --rest_api_max_queue_wait_ms=0
 # Loading flags (TF Serving's names): bounded, naming the flag.
 expect_fail load_threads "--num_load_threads is 5000; must be between 0 and 4096" \
   "${SERVE_H2[@]}" --num_load_threads=5000

@@ -167,6 +167,9 @@ struct HttpServer::Connection {
 HttpServer::HttpServer(const HttpServerOptions& options, Handler handler)
     : options_(options),
       handler_(std::move(handler)),
+      max_queued_(options.max_queued_requests >= 0 ? options.max_queued_requests
+                                                   : HttpServerOptions::kQueuedPerThread *
+                                                         options.num_threads),
       body_budget_(options.max_buffered_body_bytes) {}
 
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(
@@ -180,10 +183,10 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(
   if (options.max_connections < 1 || options.max_header_bytes < 64 ||
       options.max_body_bytes < 0 || options.idle_timeout_ms <= 0 ||
       options.request_timeout_ms <= 0 || options.max_buffered_body_bytes < 0 ||
-      options.max_queued_requests < 0 || options.max_queue_wait_ms <= 0) {
+      options.max_queued_requests < -1 || options.max_queue_wait_ms <= 0) {
     return errors::InvalidArgument(
         "HttpServerOptions: max_connections >= 1, max_header_bytes >= 64, "
-        "non-negative body limits and max_queued_requests, and positive "
+        "non-negative body limits, max_queued_requests >= -1, and positive "
         "timeouts and max_queue_wait_ms are required");
   }
   if (!handler) return errors::InvalidArgument("HttpServer needs a handler");
@@ -552,7 +555,7 @@ HttpServer::Admission HttpServer::Admit(uint64_t id,
     ++running_;
     return Admission::kRun;
   }
-  if (static_cast<int>(queue_.size()) < options_.max_queued_requests) {
+  if (static_cast<int>(queue_.size()) < max_queued_) {
     queue_.push_back(Waiting{id, conn, NowMs()});
     return Admission::kQueued;
   }
@@ -640,7 +643,7 @@ void HttpServer::Drive(uint64_t id, std::shared_ptr<Connection> conn,
                                           " ms for one of ", options_.num_threads,
                                           " busy workers"));
         } else {
-          open = Shed(id, c, absl::StrCat(options_.max_queued_requests,
+          open = Shed(id, c, absl::StrCat(max_queued_,
                                           " requests are waiting for ", options_.num_threads,
                                           " busy workers"));
         }

@@ -81,9 +81,12 @@ struct HttpServerOptions {
   int num_threads = 4;
   // Complete requests waiting for a handler (admission control, above):
   // beyond this many, a request gets 503 at once. 0: 503 whenever all
-  // num_threads handlers are busy. 16 per handler: at a handler's typical
-  // few ms per request, a queue drained within tens of ms.
-  int max_queued_requests = 64;
+  // num_threads handlers are busy. -1: kQueuedPerThread per handler, a
+  // queue that absorbs a burst of a few requests per handler yet drains in
+  // a few handler times, so an admitted request under overload waits a few
+  // times its own cost, not hundreds of ms (bench/run overload).
+  static constexpr int kQueuedPerThread = 4;
+  int max_queued_requests = -1;
   // A queued request not started within this long gets 503 (the wait a
   // caller with a sub-second deadline can still use).
   int64_t max_queue_wait_ms = 500;
@@ -221,6 +224,7 @@ class HttpServer {
 
   const HttpServerOptions options_;
   const Handler handler_;
+  const int max_queued_;  // options_.max_queued_requests, -1 resolved
   // Shared by the connections' parsers (max_buffered_body_bytes); declared
   // before connections_, which hold parsers, so that it outlives them.
   HttpBodyBudget body_budget_;

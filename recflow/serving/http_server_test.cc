@@ -751,9 +751,33 @@ TEST(HttpServerAdmissionTest, StopDropsQueuedRequests) {
   EXPECT_EQ(gate.entered.load(), 1);
 }
 
+// By default the queue holds 4 requests per handler.
+TEST(HttpServerAdmissionTest, DefaultQueueIsFourPerHandler) {
+  HttpServerOptions options;
+  options.num_threads = 1;
+  options.max_queue_wait_ms = 60'000;
+  Gate gate;
+  auto server = StartServer(options, gate.Handler());
+  TestClient a(server->port());
+  a.Send(Get("/a"));
+  gate.AwaitEntered(1);
+  std::vector<std::unique_ptr<TestClient>> queued;
+  for (int i = 0; i < 4; ++i) {
+    queued.push_back(std::make_unique<TestClient>(server->port()));
+    queued.back()->Send(Get(absl::StrCat("/q", i)));
+    AwaitQueued(*server, i + 1);
+  }
+  TestResponse r = HttpCall(server->port(), "GET", "/over");
+  EXPECT_EQ(r.status, 503);
+  EXPECT_THAT(r.body, ::testing::HasSubstr("4 requests are waiting for 1 busy workers"));
+  gate.release.Notify();
+  EXPECT_EQ(a.Read().status, 200);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(queued[i]->Read().body, absl::StrCat("/q", i));
+}
+
 TEST(HttpServerAdmissionTest, BadAdmissionOptions) {
   HttpServerOptions options;
-  options.max_queued_requests = -1;
+  options.max_queued_requests = -2;
   EXPECT_EQ(HttpServer::Create(options, Echo).status().code(),
             absl::StatusCode::kInvalidArgument);
   options = {};
