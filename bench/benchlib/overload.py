@@ -43,7 +43,7 @@ def admission_defaults(recflow_bin):
     for flag in ADMISSION_FLAGS:
         m = re.search(r"--%s(?:=VALUE)?\s*\n\s*(.*)" % flag, text)
         if m:
-            d = re.search(r"default:?\s*(\d+)", m.group(1))
+            d = re.search(r"default:?\s*(\w+)", m.group(1))
             out[flag] = d.group(1) if d else None
     return out
 
