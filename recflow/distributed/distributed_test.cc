@@ -21,6 +21,7 @@
 #include "recflow/distributed/ps_server.h"
 #include "recflow/distributed/wire.h"
 #include "recflow/distributed/worker.h"
+#include "recflow/distributed/worker_session.h"
 #include "recflow/embedding/embedding_resource.h"
 #include "recflow/framework/resource_var.h"
 #include "recflow/framework/tensor_util.h"
@@ -460,6 +461,46 @@ TEST_P(AsyncMatchTest, OneWorkerMatchesSingleProcess) {
       ASSERT_EQ(a.data<float>()[i], b.data<float>()[i]) << v.node;
     }
   }
+}
+
+// Note [A ps restored during a save] (worker_session.cc): ps 0 restored from
+// an older checkpoint behind the chief's back, as a restart during a save
+// does; the save at the chief's step is dropped, never published under a
+// name that claims steps its contents do not hold.
+TEST(ClusterSaverTest, SaveBehindARestoredPsZeroIsDroppedNotPublished) {
+  const models::ModelConfig c = Config();
+  const tensorflow::GraphDef def = TrainGraph(c);
+  LocalCluster cluster = LocalCluster::Start(def, 2);
+  PsClient client(cluster.addresses);
+  auto session = NewSession(def);
+  WorkerOptions wo;
+  wo.is_chief = true;
+  auto worker = Worker::Create(session.get(), &client, wo);
+  ASSERT_TRUE(worker.ok()) << worker.status();
+  ASSERT_TRUE((*worker)->StartCluster("").ok());
+  ClusterCheckpointer::Options co;
+  co.directory = ::testing::TempDir() + "/cluster_saver_behind";
+  co.sync = false;
+  auto ckpt = ClusterCheckpointer::Create(co);
+  ASSERT_TRUE(ckpt.ok()) << ckpt.status();
+  ClusterSaver saver(ckpt->get(), worker->get(), "", nullptr);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE((*worker)->TrainStep(FeedsFor(c, Batch(c, 16, i))).ok());
+  auto first = saver.Save(3);
+  ASSERT_TRUE(first.ok()) << first.status();
+  for (int i = 3; i < 6; ++i) ASSERT_TRUE((*worker)->TrainStep(FeedsFor(c, Batch(c, 16, i))).ok());
+  ASSERT_EQ((*worker)->global_step(), 6);
+
+  InitRequest init;
+  init.set_checkpoint_prefix(*first);
+  InitResponse ir;
+  ASSERT_TRUE(cluster.ps[0]->Init(init, &ir).ok());
+  ASSERT_EQ(ir.global_step(), 3);
+  auto behind = saver.Save(6);
+  EXPECT_TRUE(absl::IsAborted(behind.status())) << behind.status();
+  EXPECT_THAT(behind.status().message(),
+              HasSubstr("ps task 0 holds global step 3, behind the save's 6"));
+  EXPECT_FALSE(Env::Default()->FileExists(co.directory + "/model.ckpt-6.index"));
+  EXPECT_EQ((*ckpt)->checkpoints(), std::vector<std::string>{*first});
 }
 
 INSTANTIATE_TEST_SUITE_P(Partitioning, AsyncMatchTest, ::testing::Values(int64_t{64} << 20, 512),

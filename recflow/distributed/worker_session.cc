@@ -1,5 +1,6 @@
 #include "recflow/distributed/worker_session.h"
 
+#include <atomic>
 #include <chrono>
 #include <utility>
 
@@ -65,15 +66,38 @@ absl::StatusOr<std::string> ClusterSaver::SaveWithAttempts(int64_t step, int att
     s = worker_->EnsureInitialized();
     if (!s.ok()) continue;
     const auto t0 = std::chrono::steady_clock::now();
+    // Note [A ps restored during a save]: ps 0 (whose copy of the global
+    // step a checkpoint carries) killed and restored from an older
+    // checkpoint between the step read and its part's save holds fewer
+    // steps than the save's name says; published, a restart from it would
+    // count the steps in between twice. Such a save is dropped, not
+    // retried under the same step: the next one is named by the steps the
+    // cluster really holds.
+    std::atomic<int64_t> behind{-1};
     absl::StatusOr<std::string> prefix = checkpointer_->Save(
         step, client->num_ps(), [&](int part, const std::string& part_prefix) {
           SaveRequest req;
           req.set_prefix(part_prefix);
           req.set_part(part);
           SaveResponse resp;
-          return client->Save(part, req, &resp);
+          RETURN_IF_ERROR(client->Save(part, req, &resp));
+          if (part == 0 && resp.global_step() < step) {
+            behind = resp.global_step();
+            return errors::Aborted("ps task 0 holds global step ", resp.global_step(),
+                                   ", behind the save's ", step,
+                                   ": it was restored from an older checkpoint during the "
+                                   "save; nothing published");
+          }
+          return absl::OkStatus();
         });
     s = prefix.status();
+    if (behind.load() >= 0) {
+      if (log_ != nullptr) {
+        std::fprintf(log_, "\nwarning: checkpoint at step %lld dropped: %s\n",
+                     static_cast<long long>(step), std::string(s.message()).c_str());
+      }
+      return s;
+    }
     if (s.ok()) {
       if (log_ != nullptr) {
         std::fprintf(
