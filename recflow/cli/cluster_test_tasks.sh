@@ -65,12 +65,12 @@ wait_step() {  # wait_step NAME STEP: until the chief's progress passes STEP (ma
   fail "$1: the chief never reached step $2"
   return 1
 }
-kill_restart() {  # kill_restart NAME TASK AT_STEP: kill -9 TASK once the chief passes AT_STEP, restart it a second later
-  local name=$1 task=$2 job=${2%[0-9]} index=${2: -1}
+kill_restart() {  # kill_restart NAME TASK AT_STEP [DELAY]: kill -9 TASK once the chief passes AT_STEP, restart it DELAY (1) s later
+  local name=$1 task=$2 job=${2%[0-9]} index=${2: -1} delay=${4:-1}
   wait_step "$name" "$3" || return
   kill -KILL "${TASK_PID[$task]}" 2>/dev/null
   wait "${TASK_PID[$task]}" 2>/dev/null
   echo "--- killed at step $(chief_step "$name"), restarted" >>"$TMP/$name.$task.err"
-  sleep 1
+  sleep "$delay"
   start_task "$name" "$job" "$index" "${TASK_FLAGS[@]}"
 }
