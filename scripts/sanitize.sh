@@ -28,7 +28,7 @@ cmake --build "$dir" -j "$jobs"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-allocator_may_return_null=1:detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1:suppressions=$PWD/tests/ubsan_suppressions.txt}
-export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=0:exitcode=66:second_deadlock_stack=1}
+export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=0:exitcode=66:second_deadlock_stack=1:suppressions=$PWD/tests/tsan_suppressions.txt}
 args=(--test-dir "$dir" --output-on-failure -j "$jobs" -LE slow --timeout 1800)
 if [[ $kind == thread ]]; then
   # The concurrent code: thread pool, executor, sessions, hash tables and

@@ -582,7 +582,11 @@ std::vector<int64_t> ServerCore::AvailableVersions(
   const ModelMap models = Models();
   auto it = models.find(model);
   if (it == models.end()) return out;
-  for (const auto& [v, s] : *it->second->versions->Available()) {
+  // Held in a local: a range-for over *Available() would free the map with
+  // the temporary shared_ptr before the loop runs, if a load published a
+  // new one meanwhile (a use after free ThreadSanitizer found).
+  const std::shared_ptr<const VersionMap> available = it->second->versions->Available();
+  for (const auto& [v, s] : *available) {
     out.push_back(v);
   }
   return out;

@@ -111,7 +111,11 @@ VersionManager::~VersionManager() {
     MutexLock lock(&mu_);
     for (auto& [name, model] : models_) {
       std::vector<int64_t> all;
-      for (const auto& [v, s] : *model->served->Available()) all.push_back(v);
+      // Held in a local: a range-for over *Available() would free the map
+      // with the temporary shared_ptr before the loop runs, if a load
+      // published a new one meanwhile.
+      const std::shared_ptr<const VersionMap> available = model->served->Available();
+      for (const auto& [v, s] : *available) all.push_back(v);
       Unpublish(model.get(), all);
       to_destroy.emplace_back(model, Reap(model));
     }
@@ -148,7 +152,8 @@ void VersionManager::RemoveModel(const std::string& model) {
       p = p->second.retry_at != 0 ? m->pending.erase(p) : std::next(p);
     }
     std::vector<int64_t> all;
-    for (const auto& [v, s] : *m->served->Available()) all.push_back(v);
+    const std::shared_ptr<const VersionMap> available = m->served->Available();  // see above
+    for (const auto& [v, s] : *available) all.push_back(v);
     Unpublish(m.get(), all);
     // Versions still held by requests are destroyed by the last of them.
     reaped = Reap(m);
@@ -186,7 +191,8 @@ void VersionManager::Decide(const std::shared_ptr<Model>& model) {
   }
   VersionPolicyInput in;
   for (const auto& [v, dir] : model->on_disk) in.on_disk.insert(v);
-  for (const auto& [v, s] : *model->served->Available()) in.loaded.insert(v);
+  const std::shared_ptr<const VersionMap> available = model->served->Available();  // see above
+  for (const auto& [v, s] : *available) in.loaded.insert(v);
   for (const auto& [v, p] : model->pending) in.loading.insert(v);
   for (const auto& [v, dir] : model->failed) in.failed.insert(v);
   const VersionPolicyDecision decision = DecideVersions(model->policy, in);
