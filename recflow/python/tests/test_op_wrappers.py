@@ -161,3 +161,16 @@ def test_where_of_a_condition_alone_gives_coordinates_and_erf_bucketize_run():
   assert c.tolist() == [[0, 1], [1, 0]]
   np.testing.assert_allclose(e, [math.erf(0.5), math.erf(-1.0)], rtol=1e-6)
   assert b.tolist() == [0, 1, 2]
+
+
+def test_a_list_attrs_minimum_is_its_length_not_its_values():
+  # MaxPool's ksize is list(int) >= 4: four values of 1 and 2 are fine, three are not.
+  with tf.Graph().as_default():
+    x = tf.constant(np.arange(16, dtype=np.float32).reshape(1, 4, 4, 1))
+    pooled = tf.raw_ops.MaxPool(input=x, ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1],
+                                padding="VALID")
+    with pytest.raises(ValueError, match="list of length 3 less than minimum 4"):
+      tf.raw_ops.MaxPool(input=x, ksize=[1, 2, 2], strides=[1, 2, 2, 1], padding="VALID")
+    with tf.Session() as sess:
+      out = sess.run(pooled)
+  assert out.reshape(-1).tolist() == [5.0, 7.0, 13.0, 15.0]

@@ -207,16 +207,17 @@ def attr_to_c(attr_def, value, op_type):
       raise ValueError("Attr '%s' of '%s' Op passed list of length %d less than minimum %d."
                        % (attr_def.name, op_type, len(value), attr_def.minimum))
     inner = t[5:-1]
-    return [_scalar_attr_to_c(attr_def, inner, v, op_type) for v in value]
+    # A list attr's minimum is its length (checked above), not its values'.
+    return [_scalar_attr_to_c(attr_def, inner, v, op_type, in_list=True) for v in value]
   return _scalar_attr_to_c(attr_def, t, value, op_type)
 
 
-def _scalar_attr_to_c(attr_def, t, value, op_type):
+def _scalar_attr_to_c(attr_def, t, value, op_type, in_list=False):
   if t == "type":
     return _type_enum(value, attr_def, op_type)
   if t == "int":
     v = _make_int(value, attr_def.name, op_type)
-    if attr_def.has_minimum and v < attr_def.minimum:
+    if attr_def.has_minimum and not in_list and v < attr_def.minimum:
       raise ValueError("Attr '%s' of '%s' Op passed %d less than minimum %d." %
                        (attr_def.name, op_type, v, attr_def.minimum))
     return v
