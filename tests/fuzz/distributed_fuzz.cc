@@ -472,6 +472,25 @@ void RunInit(PsServer* ps, const std::string& bytes) {
   absl::Status s = ps->Init(req, &resp);
   Note(absl::StrCat("Init from '", req.checkpoint_prefix(), "' -> ", Describe(s),
                     s.ok() ? absl::StrCat(", step ", resp.global_step()) : ""));
+  if (s.ok()) return;
+  // An init that failed after it began rewriting the state leaves the ps
+  // uninitialized: it must refuse to serve that state, and the next good
+  // init (the chief's retry) restores it.
+  distributed::StatusResponse st;
+  absl::Status status = ps->GetStatus(&st);
+  FUZZ_CHECK(status.ok(), "GetStatus: " + status.ToString());
+  if (st.initialized()) return;
+  distributed::PullRequest pull;
+  pull.set_include_dense(true);
+  distributed::PullResponse pulled;
+  absl::Status p = ps->Pull(pull, &pulled);
+  FUZZ_CHECK(absl::IsFailedPrecondition(p),
+             "a ps left uninitialized by a failed init answered a pull: " + Describe(p));
+  distributed::InitRequest again;
+  again.set_checkpoint_prefix(kCheckpoint);
+  distributed::InitResponse again_resp;
+  absl::Status a = ps->Init(again, &again_resp);
+  FUZZ_CHECK(a.ok(), "the init after a failed one: " + a.ToString());
 }
 
 void RunInitOfEmptyPs(PsState& state, const std::string& bytes) {
