@@ -33,7 +33,6 @@
 namespace recflow {
 namespace {
 
-using conv::Geometry;
 using conv::WindowAttrs;
 
 // Im2col blocks of at most this many bytes (about an L2 cache).
@@ -53,10 +52,8 @@ void GemmTransA(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const 
 }
 
 // One convolution in NHWC terms.
-struct ConvProblem {
-  int64_t batch = 0, in_h = 0, in_w = 0, in_c = 0;
-  int64_t out_h = 0, out_w = 0, out_c = 0;
-  int64_t kh = 0, kw = 0, sh = 1, sw = 1, dh = 1, dw = 1, pad_t = 0, pad_l = 0;
+struct ConvProblem : conv::FilterWindow {
+  int64_t out_c = 0;
 
   int64_t M() const { return batch * out_h * out_w; }
   int64_t K() const { return kh * kw * in_c; }
@@ -195,252 +192,116 @@ void ConvBackpropFilter(OpKernelContext* ctx, const ConvProblem& p, const T* in,
   const int64_t tasks =
       pool == nullptr || flops < 2e6 ? 1 : std::min<int64_t>(pool->NumThreads(), (M + 63) / 64);
   const int64_t per_task = (M + tasks - 1) / tasks;
-  std::vector<std::vector<T>> partials(tasks);
-  auto run = [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t m0 = t * per_task, m1 = std::min(M, m0 + per_task);
-      T* acc = dw;
-      if (t > 0) {
-        partials[t].resize(K * N);
-        acc = partials[t].data();
-      }
-      if (m0 >= m1) {
-        std::fill(acc, acc + K * N, T(0));
-        continue;
-      }
-      const int64_t block = p.BlockRows(m1 - m0, sizeof(T));
-      std::vector<T> cols(p.Direct() ? 0 : block * K);
-      for (int64_t r0 = m0; r0 < m1; r0 += block) {
-        const int64_t r1 = std::min(m1, r0 + block);
-        const T* a = in + r0 * K;
-        if (!p.Direct()) {
-          Im2Col(p, in, r0, r1, cols.data());
-          a = cols.data();
-        }
-        GemmTransA<T>(K, N, r1 - r0, a, K, dy + r0 * N, N, acc, N, /*accumulate=*/r0 > m0);
-      }
+  conv::SumOverTasks(pool, tasks, K * N, dw, [&](int64_t t, T* acc) {
+    const int64_t m0 = t * per_task, m1 = std::min(M, m0 + per_task);
+    if (m0 >= m1) {
+      std::fill(acc, acc + K * N, T(0));
+      return;
     }
-  };
-  if (tasks == 1) {
-    run(0, 1);
-  } else {
-    pool->ParallelFor(tasks, /*cost_per_unit=*/1'000'000, run);  // one task per shard
-  }
-  for (int64_t t = 1; t < tasks; ++t) {
-    const T* src = partials[t].data();
-    for (int64_t i = 0; i < K * N; ++i) dw[i] += src[i];
-  }
-}
-
-// The NHWC problem of a Conv2D whose input has shape `input` (in
-// attrs.layout) and whose filter has shape `filter`.
-absl::StatusOr<ConvProblem> MakeProblem(const WindowAttrs& attrs, const TensorShape& input,
-                                        const TensorShape& filter) {
-  if (filter.dims() != 4) {
-    return errors::InvalidArgument(
-        "filter must be 4-D [height, width, in_channels, out_channels], but has shape ",
-        filter.DebugString());
-  }
-  if (filter.dim_size(0) == 0 || filter.dim_size(1) == 0) {
-    return errors::InvalidArgument("filter height and width must be > 0, but filter has shape ",
-                                   filter.DebugString());
-  }
-  ASSIGN_OR_RETURN(Geometry g,
-                   conv::ComputeGeometry(attrs, input, filter.dim_size(0), filter.dim_size(1)));
-  if (g.in_c != filter.dim_size(2)) {
-    if (filter.dim_size(2) > 0 && g.in_c % filter.dim_size(2) == 0) {
-      return errors::Unimplemented("grouped convolution (input depth ", g.in_c,
-                                   ", filter input depth ", filter.dim_size(2),
-                                   ") is not supported on CPU");
+    const int64_t block = p.BlockRows(m1 - m0, sizeof(T));
+    std::vector<T> cols(p.Direct() ? 0 : block * K);
+    for (int64_t r0 = m0; r0 < m1; r0 += block) {
+      const int64_t r1 = std::min(m1, r0 + block);
+      const T* a = in + r0 * K;
+      if (!p.Direct()) {
+        Im2Col(p, in, r0, r1, cols.data());
+        a = cols.data();
+      }
+      GemmTransA<T>(K, N, r1 - r0, a, K, dy + r0 * N, N, acc, N, /*accumulate=*/r0 > m0);
     }
-    return errors::InvalidArgument("input depth ", g.in_c, " (input ", input.DebugString(), ", ",
-                                   attrs.layout.name(),
-                                   ") does not match the filter's input depth ", filter.dim_size(2),
-                                   " (filter ", filter.DebugString(), ")");
-  }
-  ConvProblem p;
-  p.batch = g.batch;
-  p.in_h = g.in_h;
-  p.in_w = g.in_w;
-  p.in_c = g.in_c;
-  p.out_h = g.h.out;
-  p.out_w = g.w.out;
-  p.out_c = filter.dim_size(3);
-  p.kh = filter.dim_size(0);
-  p.kw = filter.dim_size(1);
-  p.sh = attrs.stride_h;
-  p.sw = attrs.stride_w;
-  p.dh = attrs.dilation_h;
-  p.dw = attrs.dilation_w;
-  p.pad_t = g.h.pad_before;
-  p.pad_l = g.w.pad_before;
-  return p;
-}
-
-TensorShape OutputShape(const WindowAttrs& attrs, const ConvProblem& p) {
-  return attrs.layout.nchw ? TensorShape({p.batch, p.out_c, p.out_h, p.out_w})
-                           : TensorShape({p.batch, p.out_h, p.out_w, p.out_c});
+  });
 }
 
 TensorShape InputShape(const WindowAttrs& attrs, const ConvProblem& p) {
-  return attrs.layout.nchw ? TensorShape({p.batch, p.in_c, p.in_h, p.in_w})
-                           : TensorShape({p.batch, p.in_h, p.in_w, p.in_c});
+  return conv::Shape4(attrs.layout, p.batch, p.in_h, p.in_w, p.in_c);
 }
 
-// `t` in NHWC: itself, or an NHWC copy of an NCHW tensor.
-template <typename T>
-const T* AsNhwc(OpKernelContext* ctx, const WindowAttrs& attrs, const Tensor& t, Tensor* scratch) {
-  if (!attrs.layout.nchw) return t.data<T>();
-  const int64_t n = t.dim_size(0), c = t.dim_size(1), hw = t.dim_size(2) * t.dim_size(3);
-  *scratch = Tensor(DataTypeToEnum<T>::value, TensorShape({n, t.dim_size(2), t.dim_size(3), c}));
-  conv::NchwToNhwc<T>(ctx, t.data<T>(), n, c, hw, scratch->data<T>());
-  return scratch->data<T>();
-}
+// Conv2D as a family of conv_util.h's kernels (Note [Convolution kernel
+// families]).
+struct Conv2DFamily {
+  using Problem = ConvProblem;
+  static constexpr const char* kFilterLastDim = "out_channels";
 
-// Where to write an NHWC result for `out` (NCHW or NHWC), and the copy back.
-template <typename T>
-class NhwcResult {
- public:
-  NhwcResult(const WindowAttrs& attrs, Tensor* out, int64_t n, int64_t h, int64_t w, int64_t c)
-      : nchw_(attrs.layout.nchw), out_(out), n_(n), c_(c), hw_(h * w) {
-    if (nchw_) scratch_ = Tensor(DataTypeToEnum<T>::value, TensorShape({n, h, w, c}));
-  }
-  T* data() { return nchw_ ? scratch_.data<T>() : out_->data<T>(); }
-  void Finish(OpKernelContext* ctx) {
-    if (nchw_) conv::NhwcToNchw<T>(ctx, scratch_.data<T>(), n_, c_, hw_, out_->data<T>());
-  }
-
- private:
-  bool nchw_;
-  Tensor* out_;
-  int64_t n_, c_, hw_;
-  Tensor scratch_;
-};
-
-template <typename T>
-class Conv2DOp : public OpKernel {
- public:
-  explicit Conv2DOp(OpKernelConstruction* c) : OpKernel(c) {
-    auto attrs = conv::ParseWindowAttrs(c, /*conv=*/true);
-    OP_REQUIRES_OK(c, attrs.status());
-    attrs_ = *attrs;
-  }
-
-  void Compute(OpKernelContext* ctx) override {
-    const Tensor& input = ctx->input(0);
-    const Tensor& filter = ctx->input(1);
-    auto p = MakeProblem(attrs_, input.shape(), filter.shape());
-    OP_REQUIRES_OK(ctx, p.status());
-    Tensor* out = nullptr;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, OutputShape(attrs_, *p), &out));
-    if (out->NumElements() == 0) return;
-    Tensor in_scratch;
-    const T* in = AsNhwc<T>(ctx, attrs_, input, &in_scratch);
-    NhwcResult<T> result(attrs_, out, p->batch, p->out_h, p->out_w, p->out_c);
-    ConvForward<T>(ctx, *p, in, filter.data<T>(), result.data());
-    result.Finish(ctx);
-  }
-
- private:
-  WindowAttrs attrs_;
-};
-
-// The input shape that input_sizes (4 values in data_format order, or the 2
-// spatial ones) states.
-absl::StatusOr<TensorShape> InputSizes(const WindowAttrs& attrs, const Tensor& sizes_t,
-                                       const TensorShape& filter, const TensorShape& out_backprop) {
-  ASSIGN_OR_RETURN(std::vector<int64_t> sizes, conv::ReadSizes(sizes_t, "input_sizes"));
-  if (sizes.size() == 4) return TensorShape(absl::MakeConstSpan(sizes));
-  if (sizes.size() == 2) {
-    if (out_backprop.dims() != 4 || filter.dims() != 4) {
-      return errors::InvalidArgument("out_backprop ", out_backprop.DebugString(), " and filter ",
-                                     filter.DebugString(), " must be 4-D");
+  // The NHWC problem of a Conv2D whose input has shape `input` (in
+  // attrs.layout) and whose filter has shape `filter`.
+  static absl::StatusOr<ConvProblem> MakeProblem(const WindowAttrs& attrs,
+                                                 const TensorShape& input,
+                                                 const TensorShape& filter) {
+    ASSIGN_OR_RETURN(conv::FilterWindow window,
+                     conv::MakeFilterWindow(attrs, input, filter, kFilterLastDim));
+    const int64_t in_c = window.in_c;
+    if (in_c != filter.dim_size(2)) {
+      if (filter.dim_size(2) > 0 && in_c % filter.dim_size(2) == 0) {
+        return errors::Unimplemented("grouped convolution (input depth ", in_c,
+                                     ", filter input depth ", filter.dim_size(2),
+                                     ") is not supported on CPU");
+      }
+      return errors::InvalidArgument("input depth ", in_c, " (input ", input.DebugString(), ", ",
+                                     attrs.layout.name(),
+                                     ") does not match the filter's input depth ",
+                                     filter.dim_size(2), " (filter ", filter.DebugString(), ")");
     }
-    const int64_t n = out_backprop.dim_size(0), c = filter.dim_size(2);
-    return attrs.layout.nchw ? TensorShape({n, c, sizes[0], sizes[1]})
-                             : TensorShape({n, sizes[0], sizes[1], c});
-  }
-  return errors::InvalidArgument("input_sizes must have 4 values (or 2 spatial ones), got [",
-                                 absl::StrJoin(sizes, ","), "]");
-}
-
-absl::Status CheckOutBackprop(const WindowAttrs& attrs, const ConvProblem& p,
-                              const TensorShape& out_backprop) {
-  const TensorShape want = OutputShape(attrs, p);
-  if (!(out_backprop == want)) {
-    return errors::InvalidArgument("out_backprop has shape ", out_backprop.DebugString(),
-                                   " but the convolution's output has shape ", want.DebugString(),
-                                   " (input ", InputShape(attrs, p).DebugString(), ", filter [",
-                                   p.kh, ",", p.kw, ",", p.in_c, ",", p.out_c, "])");
-  }
-  return absl::OkStatus();
-}
-
-template <typename T>
-class Conv2DBackpropInputOp : public OpKernel {
- public:
-  explicit Conv2DBackpropInputOp(OpKernelConstruction* c) : OpKernel(c) {
-    auto attrs = conv::ParseWindowAttrs(c, /*conv=*/true);
-    OP_REQUIRES_OK(c, attrs.status());
-    attrs_ = *attrs;
+    return ConvProblem{window, /*out_c=*/filter.dim_size(3)};
   }
 
-  void Compute(OpKernelContext* ctx) override {
-    const Tensor& filter = ctx->input(1);
-    const Tensor& out_backprop = ctx->input(2);
-    auto input_shape = InputSizes(attrs_, ctx->input(0), filter.shape(), out_backprop.shape());
-    OP_REQUIRES_OK(ctx, input_shape.status());
-    auto p = MakeProblem(attrs_, *input_shape, filter.shape());
-    OP_REQUIRES_OK(ctx, p.status());
-    OP_REQUIRES_OK(ctx, CheckOutBackprop(attrs_, *p, out_backprop.shape()));
-    Tensor* out = nullptr;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *input_shape, &out));
-    if (out->NumElements() == 0) return;
-    Tensor dy_scratch;
-    const T* dy = AsNhwc<T>(ctx, attrs_, out_backprop, &dy_scratch);
-    NhwcResult<T> result(attrs_, out, p->batch, p->in_h, p->in_w, p->in_c);
-    ConvBackpropInput<T>(ctx, *p, filter.data<T>(), dy, result.data());
-    result.Finish(ctx);
+  static TensorShape OutputShape(const WindowAttrs& attrs, const ConvProblem& p) {
+    return conv::Shape4(attrs.layout, p.batch, p.out_h, p.out_w, p.out_c);
   }
 
- private:
-  WindowAttrs attrs_;
+  static absl::Status CheckOutBackprop(const WindowAttrs& attrs, const ConvProblem& p,
+                                       const TensorShape& out_backprop) {
+    const TensorShape want = OutputShape(attrs, p);
+    if (!(out_backprop == want)) {
+      return errors::InvalidArgument("out_backprop has shape ", out_backprop.DebugString(),
+                                     " but the convolution's output has shape ",
+                                     want.DebugString(), " (input ",
+                                     InputShape(attrs, p).DebugString(), ", filter [", p.kh, ",",
+                                     p.kw, ",", p.in_c, ",", p.out_c, "])");
+    }
+    return absl::OkStatus();
+  }
+
+  // input_sizes holds 4 values in data_format order, or the 2 spatial ones.
+  static absl::StatusOr<TensorShape> InputSizes(const WindowAttrs& attrs, const Tensor& sizes_t,
+                                                const TensorShape& filter,
+                                                const TensorShape& out_backprop) {
+    ASSIGN_OR_RETURN(std::vector<int64_t> sizes, conv::ReadSizes(sizes_t, "input_sizes"));
+    if (sizes.size() == 4) return TensorShape(absl::MakeConstSpan(sizes));
+    if (sizes.size() == 2) {
+      if (out_backprop.dims() != 4 || filter.dims() != 4) {
+        return errors::InvalidArgument("out_backprop ", out_backprop.DebugString(),
+                                       " and filter ", filter.DebugString(), " must be 4-D");
+      }
+      return conv::Shape4(attrs.layout, out_backprop.dim_size(0), sizes[0], sizes[1],
+                          filter.dim_size(2));
+    }
+    return errors::InvalidArgument("input_sizes must have 4 values (or 2 spatial ones), got [",
+                                   absl::StrJoin(sizes, ","), "]");
+  }
+
+  template <typename T>
+  static void Forward(OpKernelContext* ctx, const ConvProblem& p, const T* in, const T* filter,
+                      T* out) {
+    ConvForward<T>(ctx, p, in, filter, out);
+  }
+  template <typename T>
+  static void BackpropInput(OpKernelContext* ctx, const ConvProblem& p, const T* filter,
+                            const T* dy, T* dx) {
+    ConvBackpropInput<T>(ctx, p, filter, dy, dx);
+  }
+  template <typename T>
+  static void BackpropFilter(OpKernelContext* ctx, const ConvProblem& p, const T* in, const T* dy,
+                             T* dw) {
+    ConvBackpropFilter<T>(ctx, p, in, dy, dw);
+  }
 };
 
 template <typename T>
-class Conv2DBackpropFilterOp : public OpKernel {
- public:
-  explicit Conv2DBackpropFilterOp(OpKernelConstruction* c) : OpKernel(c) {
-    auto attrs = conv::ParseWindowAttrs(c, /*conv=*/true);
-    OP_REQUIRES_OK(c, attrs.status());
-    attrs_ = *attrs;
-  }
-
-  void Compute(OpKernelContext* ctx) override {
-    const Tensor& input = ctx->input(0);
-    const Tensor& out_backprop = ctx->input(2);
-    auto sizes = conv::ReadSizes(ctx->input(1), "filter_sizes");
-    OP_REQUIRES_OK(ctx, sizes.status());
-    OP_REQUIRES(ctx, sizes->size() == 4,
-                errors::InvalidArgument("filter_sizes must have 4 values [height, width, "
-                                        "in_channels, out_channels], got [",
-                                        absl::StrJoin(*sizes, ","), "]"));
-    const TensorShape filter_shape(absl::MakeConstSpan(*sizes));
-    auto p = MakeProblem(attrs_, input.shape(), filter_shape);
-    OP_REQUIRES_OK(ctx, p.status());
-    OP_REQUIRES_OK(ctx, CheckOutBackprop(attrs_, *p, out_backprop.shape()));
-    Tensor* out = nullptr;
-    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, filter_shape, &out));
-    if (out->NumElements() == 0) return;
-    Tensor in_scratch, dy_scratch;
-    const T* in = AsNhwc<T>(ctx, attrs_, input, &in_scratch);
-    const T* dy = AsNhwc<T>(ctx, attrs_, out_backprop, &dy_scratch);
-    ConvBackpropFilter<T>(ctx, *p, in, dy, out->data<T>());
-  }
-
- private:
-  WindowAttrs attrs_;
-};
+using Conv2DOp = conv::ConvOp<Conv2DFamily, T>;
+template <typename T>
+using Conv2DBackpropInputOp = conv::ConvBackpropInputOp<Conv2DFamily, T>;
+template <typename T>
+using Conv2DBackpropFilterOp = conv::ConvBackpropFilterOp<Conv2DFamily, T>;
 
 #define RECFLOW_REGISTER_CONV_(T)                                                                 \
   REGISTER_KERNEL_BUILDER(Name("Conv2D").Device(DEVICE_CPU).TypeConstraint<T>("T"), Conv2DOp<T>); \

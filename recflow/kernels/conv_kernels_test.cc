@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <tuple>
@@ -141,6 +142,25 @@ class ScopedDirtyAllocations {
 };
 using V = std::vector<int64_t>;
 
+// A per-dimension attr (strides, dilations, ksize) of h and w, 1 elsewhere.
+V SpatialAttr(bool nchw, int64_t h, int64_t w) { return nchw ? V{1, 1, h, w} : V{1, h, w, 1}; }
+
+// The attrs that ops::Conv2DAttrs and ops::PoolAttrs share, of a ConvCase
+// or PoolCase c.
+template <typename Attrs, typename Case>
+Attrs CaseAttrs(const Case& c) {
+  Attrs a;
+  a.strides = SpatialAttr(c.nchw(), c.sh, c.sw);
+  a.padding = c.padding;
+  a.data_format = c.format;
+  if (c.padding == "EXPLICIT") {
+    const V& p = c.pads;  // top, bottom, left, right
+    a.explicit_paddings = c.nchw() ? V{0, 0, 0, 0, p[0], p[1], p[2], p[3]}
+                                   : V{0, 0, p[0], p[1], p[2], p[3], 0, 0};
+  }
+  return a;
+}
+
 // ---------------------------------------------------------------------------
 // Conv2D
 
@@ -158,15 +178,8 @@ struct ConvCase {
                         ",", dw);
   }
   ops::Conv2DAttrs Attrs() const {
-    ops::Conv2DAttrs a;
-    a.strides = nchw() ? V{1, 1, sh, sw} : V{1, sh, sw, 1};
-    a.dilations = nchw() ? V{1, 1, dh, dw} : V{1, dh, dw, 1};
-    a.padding = padding;
-    a.data_format = format;
-    if (padding == "EXPLICIT") {
-      a.explicit_paddings = nchw() ? V{0, 0, 0, 0, pads[0], pads[1], pads[2], pads[3]}
-                                   : V{0, 0, pads[0], pads[1], pads[2], pads[3], 0, 0};
-    }
+    auto a = CaseAttrs<ops::Conv2DAttrs>(*this);
+    a.dilations = SpatialAttr(nchw(), dh, dw);
     return a;
   }
   Span1 H() const { return Window1(padding, h, kh, sh, dh, pads[0], pads[1]); }
@@ -253,6 +266,28 @@ double FilterGradScale(const ConvCase& c) {
   return std::max(1.0, std::sqrt(static_cast<double>(c.n * c.H().out * c.W().out)) / 5);
 }
 
+// Checks `out`, the outputs of a convolution family's `ops` (forward,
+// backprop input, backprop filter) on case c with type T, against the
+// reference results.
+template <typename T>
+void ExpectConvOutputs(const ConvCase& c, const absl::StatusOr<std::vector<Tensor>>& out,
+                       const std::vector<std::string>& ops, const Image& want_y,
+                       const Image& want_dx, const Filter& want_df) {
+  ASSERT_TRUE(out.ok()) << ops[0] << " " << c.Name() << ": " << out.status();
+  const double tol = std::is_same_v<T, float> ? 1e-4 : 1e-10;
+  const Image y = FromTensor<T>((*out)[0], c.nchw());
+  ASSERT_EQ(y.h, want_y.h) << ops[0] << " " << c.Name();
+  ASSERT_EQ(y.w, want_y.w) << ops[0] << " " << c.Name();
+  ASSERT_EQ(y.c, want_y.c) << ops[0] << " " << c.Name();
+  ExpectNear(y.v, want_y.v, tol, ops[0] + " " + c.Name());
+  ExpectNear(FromTensor<T>((*out)[1], c.nchw()).v, want_dx.v, tol, ops[1] + " " + c.Name());
+  std::vector<double> df;
+  for (int64_t i = 0; i < (*out)[2].NumElements(); ++i) {
+    df.push_back((*out)[2].template data<T>()[i]);
+  }
+  ExpectNear(df, want_df.v, tol * FilterGradScale(c), ops[2] + " " + c.Name());
+}
+
 // Runs Conv2D and both backprops of case c with type T and checks all three
 // against the reference loops.
 template <typename T>
@@ -280,18 +315,8 @@ void CheckConvCase(const ConvCase& c, uint32_t seed, int threads,
             ops::Conv2DBackpropFilter(s, in[0], ops::Shape(s, in[1]), in[2], attrs)};
       },
       threads);
-  ASSERT_TRUE(out.ok()) << c.Name() << ": " << out.status();
-  const double tol = std::is_same_v<T, float> ? 1e-4 : 1e-10;
-  const Image y = FromTensor<T>((*out)[0], c.nchw());
-  ASSERT_EQ(y.h, want_y.h) << c.Name();
-  ASSERT_EQ(y.w, want_y.w) << c.Name();
-  ExpectNear(y.v, want_y.v, tol, "Conv2D " + c.Name());
-  ExpectNear(FromTensor<T>((*out)[1], c.nchw()).v, want_dx.v, tol,
-             "Conv2DBackpropInput " + c.Name());
-  std::vector<double> df;
-  for (int64_t i = 0; i < (*out)[2].NumElements(); ++i)
-    df.push_back((*out)[2].template data<T>()[i]);
-  ExpectNear(df, want_df.v, tol * FilterGradScale(c), "Conv2DBackpropFilter " + c.Name());
+  ExpectConvOutputs<T>(c, out, {"Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter"}, want_y,
+                       want_dx, want_df);
 }
 
 std::vector<ConvCase> AllConvCases() {
@@ -378,15 +403,22 @@ TEST(ConvKernelTest, EmptyInputs) {
   CheckConvCase<float>(c, 5, 1);
 }
 
-// Runs one conv op on float inputs and returns its status.
+// Runs one conv op (Conv2D, DepthwiseConv2dNative or a backprop of either)
+// on `inputs` and returns its status.
 absl::Status RunConv(const std::string& op, const std::vector<Tensor>& inputs,
                      const ops::Conv2DAttrs& attrs) {
+  using Forward = Output (*)(const Scope&, Output, Output, const ops::Conv2DAttrs&);
+  using Backprop = Output (*)(const Scope&, Output, Output, Output, const ops::Conv2DAttrs&);
+  const std::map<std::string, Forward> forward = {
+      {"Conv2D", ops::Conv2D}, {"DepthwiseConv2dNative", ops::DepthwiseConv2dNative}};
+  const std::map<std::string, Backprop> backprop = {
+      {"Conv2DBackpropInput", ops::Conv2DBackpropInput},
+      {"Conv2DBackpropFilter", ops::Conv2DBackpropFilter},
+      {"DepthwiseConv2dNativeBackpropInput", ops::DepthwiseConv2dNativeBackpropInput},
+      {"DepthwiseConv2dNativeBackpropFilter", ops::DepthwiseConv2dNativeBackpropFilter}};
   auto out = RunGraph(inputs, [&](const Scope& s, std::vector<Output> in) {
-    if (op == "Conv2D") return std::vector<Output>{ops::Conv2D(s, in[0], in[1], attrs)};
-    if (op == "Conv2DBackpropInput") {
-      return std::vector<Output>{ops::Conv2DBackpropInput(s, in[0], in[1], in[2], attrs)};
-    }
-    return std::vector<Output>{ops::Conv2DBackpropFilter(s, in[0], in[1], in[2], attrs)};
+    if (forward.contains(op)) return std::vector<Output>{forward.at(op)(s, in[0], in[1], attrs)};
+    return std::vector<Output>{backprop.at(op)(s, in[0], in[1], in[2], attrs)};
   });
   return out.status();
 }
@@ -489,19 +521,10 @@ void CheckDepthwiseCase(const ConvCase& c, uint32_t seed, int threads) {
             ops::DepthwiseConv2dNativeBackpropFilter(s, in[0], ops::Shape(s, in[1]), in[2], attrs)};
       },
       threads);
-  const std::string what = "Depthwise " + c.Name();
-  ASSERT_TRUE(out.ok()) << what << ": " << out.status();
-  const double tol = std::is_same_v<T, float> ? 1e-4 : 1e-10;
-  const Image y = FromTensor<T>((*out)[0], c.nchw());
-  ASSERT_EQ(y.c, want_y.c) << what;
-  ASSERT_EQ(y.h, want_y.h) << what;
-  ExpectNear(y.v, want_y.v, tol, what);
-  ExpectNear(FromTensor<T>((*out)[1], c.nchw()).v, want_dx.v, tol, what + " backprop input");
-  std::vector<double> df;
-  for (int64_t i = 0; i < (*out)[2].NumElements(); ++i) {
-    df.push_back((*out)[2].template data<T>()[i]);
-  }
-  ExpectNear(df, want_df.v, tol * FilterGradScale(c), what + " backprop filter");
+  ExpectConvOutputs<T>(c, out,
+                       {"DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropInput",
+                        "DepthwiseConv2dNativeBackpropFilter"},
+                       want_y, want_dx, want_df);
 }
 
 TEST(DepthwiseConvKernelTest, MatchesReferenceForEveryCombination) {
@@ -533,20 +556,10 @@ TEST(DepthwiseConvKernelTest, LargeInputsSplitAcrossThreads) {
 
 TEST(DepthwiseConvKernelTest, BadInputsAreClearErrors) {
   auto run = [](const std::string& op, const std::vector<Tensor>& inputs) {
-    return RunGraph(inputs,
-                    [&](const Scope& s, std::vector<Output> in) {
-                      const ops::Conv2DAttrs a{.padding = "VALID"};
-                      if (op == "forward") {
-                        return std::vector<Output>{ops::DepthwiseConv2dNative(s, in[0], in[1], a)};
-                      }
-                      if (op == "input") {
-                        return std::vector<Output>{
-                            ops::DepthwiseConv2dNativeBackpropInput(s, in[0], in[1], in[2], a)};
-                      }
-                      return std::vector<Output>{
-                          ops::DepthwiseConv2dNativeBackpropFilter(s, in[0], in[1], in[2], a)};
-                    })
-        .status();
+    const std::string name = op == "forward" ? "DepthwiseConv2dNative"
+                             : op == "input" ? "DepthwiseConv2dNativeBackpropInput"
+                                             : "DepthwiseConv2dNativeBackpropFilter";
+    return RunConv(name, inputs, {.padding = "VALID"});
   };
   using absl::StatusCode;
   ExpectError(run("forward", {Floats({2, 5, 5, 3}), Floats({3, 3, 4, 2})}),
@@ -579,15 +592,8 @@ struct PoolCase {
                         ",", kw, " strides ", sh, ",", sw);
   }
   ops::PoolAttrs Attrs() const {
-    ops::PoolAttrs a;
-    a.ksize = nchw() ? V{1, 1, kh, kw} : V{1, kh, kw, 1};
-    a.strides = nchw() ? V{1, 1, sh, sw} : V{1, sh, sw, 1};
-    a.padding = padding;
-    a.data_format = format;
-    if (padding == "EXPLICIT") {
-      a.explicit_paddings = nchw() ? V{0, 0, 0, 0, pads[0], pads[1], pads[2], pads[3]}
-                                   : V{0, 0, pads[0], pads[1], pads[2], pads[3], 0, 0};
-    }
+    auto a = CaseAttrs<ops::PoolAttrs>(*this);
+    a.ksize = SpatialAttr(nchw(), kh, kw);
     return a;
   }
   Span1 H() const { return Window1(padding, h, kh, sh, 1, pads[0], pads[1]); }

@@ -1,5 +1,6 @@
 #include "recflow/kernels/conv_util.h"
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "recflow/kernels/parallel_range.h"
 
@@ -114,6 +115,12 @@ absl::StatusOr<WindowAttrs> ParseWindowAttrs(OpKernelConstruction* c, bool conv)
   return a;
 }
 
+WindowKernel::WindowKernel(OpKernelConstruction* c, const absl::StatusOr<WindowAttrs>& attrs)
+    : OpKernel(c) {
+  OP_REQUIRES_OK(c, attrs.status());
+  attrs_ = *attrs;
+}
+
 absl::StatusOr<Dim> ComputeDim(int64_t in, int64_t k, int64_t stride, int64_t dilation,
                                Padding padding, int64_t pad_before, int64_t pad_after,
                                const char* what) {
@@ -168,6 +175,40 @@ absl::StatusOr<Geometry> ComputeGeometry(const WindowAttrs& a, const TensorShape
   return g;
 }
 
+absl::StatusOr<FilterWindow> MakeFilterWindow(const WindowAttrs& attrs, const TensorShape& input,
+                                              const TensorShape& filter, const char* last_dim) {
+  if (filter.dims() != 4) {
+    return errors::InvalidArgument("filter must be 4-D [height, width, in_channels, ", last_dim,
+                                   "], but has shape ", filter.DebugString());
+  }
+  if (filter.dim_size(0) == 0 || filter.dim_size(1) == 0) {
+    return errors::InvalidArgument("filter height and width must be > 0, but filter has shape ",
+                                   filter.DebugString());
+  }
+  ASSIGN_OR_RETURN(Geometry g,
+                   ComputeGeometry(attrs, input, filter.dim_size(0), filter.dim_size(1)));
+  FilterWindow p;
+  p.batch = g.batch;
+  p.in_h = g.in_h;
+  p.in_w = g.in_w;
+  p.in_c = g.in_c;
+  p.out_h = g.h.out;
+  p.out_w = g.w.out;
+  p.kh = filter.dim_size(0);
+  p.kw = filter.dim_size(1);
+  p.sh = attrs.stride_h;
+  p.sw = attrs.stride_w;
+  p.dh = attrs.dilation_h;
+  p.dw = attrs.dilation_w;
+  p.pad_t = g.h.pad_before;
+  p.pad_l = g.w.pad_before;
+  return p;
+}
+
+TensorShape Shape4(const Layout& layout, int64_t n, int64_t h, int64_t w, int64_t c) {
+  return layout.nchw ? TensorShape({n, c, h, w}) : TensorShape({n, h, w, c});
+}
+
 template <typename T>
 void NchwToNhwc(OpKernelContext* ctx, const T* src, int64_t n, int64_t c, int64_t hw, T* dst) {
   kernels::ParallelRange(ctx, n * hw, c, [&](int64_t begin, int64_t end) {
@@ -220,6 +261,17 @@ absl::StatusOr<std::vector<int64_t>> ReadSizes(const Tensor& t, const char* what
     }
   }
   return sizes;
+}
+
+absl::StatusOr<TensorShape> ReadShape4(const Tensor& t, const char* what, const char* last_dim) {
+  ASSIGN_OR_RETURN(std::vector<int64_t> sizes, ReadSizes(t, what));
+  if (sizes.size() != 4) {
+    return errors::InvalidArgument(
+        what, " must have 4 values",
+        last_dim == nullptr ? "" : absl::StrCat(" [height, width, in_channels, ", last_dim, "]"),
+        ", got [", absl::StrJoin(sizes, ","), "]");
+  }
+  return TensorShape(absl::MakeConstSpan(sizes));
 }
 
 }  // namespace recflow::conv

@@ -31,82 +31,61 @@ absl::Status ReadPoolAttrs(const Node& op, ops::PoolAttrs* a) {
   return absl::OkStatus();
 }
 
-// y = Conv2D(x, w): dx = Conv2DBackpropInput(shape(x), w, g),
-// dw = Conv2DBackpropFilter(x, shape(w), g).
-absl::Status Conv2DGrad(const Scope& scope, const Node& op, const std::vector<Output>& g,
-                        std::vector<Output>* grad_inputs) {
+// The three ops of a convolution family (Conv2D's, DepthwiseConv2dNative's),
+// whose gradients follow one pattern.
+struct ConvFamilyOps {
+  Output (*conv)(const Scope&, Output input, Output filter, const ops::Conv2DAttrs&);
+  Output (*backprop_input)(const Scope&, Output input_sizes, Output filter, Output out_backprop,
+                           const ops::Conv2DAttrs&);
+  Output (*backprop_filter)(const Scope&, Output input, Output filter_sizes, Output out_backprop,
+                            const ops::Conv2DAttrs&);
+};
+constexpr ConvFamilyOps kConv2D = {ops::Conv2D, ops::Conv2DBackpropInput,
+                                   ops::Conv2DBackpropFilter};
+constexpr ConvFamilyOps kDepthwise = {ops::DepthwiseConv2dNative,
+                                      ops::DepthwiseConv2dNativeBackpropInput,
+                                      ops::DepthwiseConv2dNativeBackpropFilter};
+
+// y = Conv(x, w): dx = BackpropInput(shape(x), w, g),
+// dw = BackpropFilter(x, shape(w), g).
+template <const ConvFamilyOps& F>
+absl::Status ConvGrad(const Scope& scope, const Node& op, const std::vector<Output>& g,
+                      std::vector<Output>* grad_inputs) {
   ops::Conv2DAttrs a;
   RETURN_IF_ERROR(ReadConvAttrs(op, &a));
   const Output x = OpInput(op, 0), w = OpInput(op, 1);
-  grad_inputs->push_back(ops::Conv2DBackpropInput(scope, ops::Shape(scope, x), w, g[0], a));
-  grad_inputs->push_back(ops::Conv2DBackpropFilter(scope, x, ops::Shape(scope, w), g[0], a));
+  grad_inputs->push_back(F.backprop_input(scope, ops::Shape(scope, x), w, g[0], a));
+  grad_inputs->push_back(F.backprop_filter(scope, x, ops::Shape(scope, w), g[0], a));
   return scope.status();
 }
 
-// dx = Conv2DBackpropInput(sizes, w, dy) is linear in w and dy:
-// d/dw = Conv2DBackpropFilter(g, shape(w), dy), d/ddy = Conv2D(g, w).
-absl::Status Conv2DBackpropInputGrad(const Scope& scope, const Node& op,
-                                     const std::vector<Output>& g,
-                                     std::vector<Output>* grad_inputs) {
+// dx = BackpropInput(sizes, w, dy) is linear in w and dy:
+// d/dw = BackpropFilter(g, shape(w), dy), d/ddy = Conv(g, w).
+template <const ConvFamilyOps& F>
+absl::Status ConvBackpropInputGrad(const Scope& scope, const Node& op,
+                                   const std::vector<Output>& g,
+                                   std::vector<Output>* grad_inputs) {
   ops::Conv2DAttrs a;
   RETURN_IF_ERROR(ReadConvAttrs(op, &a));
   const Output w = OpInput(op, 1), dy = OpInput(op, 2);
   grad_inputs->push_back(NoGradient());
-  grad_inputs->push_back(ops::Conv2DBackpropFilter(scope, g[0], ops::Shape(scope, w), dy, a));
-  grad_inputs->push_back(ops::Conv2D(scope, g[0], w, a));
+  grad_inputs->push_back(F.backprop_filter(scope, g[0], ops::Shape(scope, w), dy, a));
+  grad_inputs->push_back(F.conv(scope, g[0], w, a));
   return scope.status();
 }
 
-// dw = Conv2DBackpropFilter(x, sizes, dy) is linear in x and dy:
-// d/dx = Conv2DBackpropInput(shape(x), g, dy), d/ddy = Conv2D(x, g).
-absl::Status Conv2DBackpropFilterGrad(const Scope& scope, const Node& op,
-                                      const std::vector<Output>& g,
-                                      std::vector<Output>* grad_inputs) {
+// dw = BackpropFilter(x, sizes, dy) is linear in x and dy:
+// d/dx = BackpropInput(shape(x), g, dy), d/ddy = Conv(x, g).
+template <const ConvFamilyOps& F>
+absl::Status ConvBackpropFilterGrad(const Scope& scope, const Node& op,
+                                    const std::vector<Output>& g,
+                                    std::vector<Output>* grad_inputs) {
   ops::Conv2DAttrs a;
   RETURN_IF_ERROR(ReadConvAttrs(op, &a));
   const Output x = OpInput(op, 0), dy = OpInput(op, 2);
-  grad_inputs->push_back(ops::Conv2DBackpropInput(scope, ops::Shape(scope, x), g[0], dy, a));
+  grad_inputs->push_back(F.backprop_input(scope, ops::Shape(scope, x), g[0], dy, a));
   grad_inputs->push_back(NoGradient());
-  grad_inputs->push_back(ops::Conv2D(scope, x, g[0], a));
-  return scope.status();
-}
-
-// The depthwise ops follow the same pattern as Conv2D's.
-absl::Status DepthwiseConv2dGrad(const Scope& scope, const Node& op, const std::vector<Output>& g,
-                                 std::vector<Output>* grad_inputs) {
-  ops::Conv2DAttrs a;
-  RETURN_IF_ERROR(ReadConvAttrs(op, &a));
-  const Output x = OpInput(op, 0), w = OpInput(op, 1);
-  grad_inputs->push_back(
-      ops::DepthwiseConv2dNativeBackpropInput(scope, ops::Shape(scope, x), w, g[0], a));
-  grad_inputs->push_back(
-      ops::DepthwiseConv2dNativeBackpropFilter(scope, x, ops::Shape(scope, w), g[0], a));
-  return scope.status();
-}
-
-absl::Status DepthwiseBackpropInputGrad(const Scope& scope, const Node& op,
-                                        const std::vector<Output>& g,
-                                        std::vector<Output>* grad_inputs) {
-  ops::Conv2DAttrs a;
-  RETURN_IF_ERROR(ReadConvAttrs(op, &a));
-  const Output w = OpInput(op, 1), dy = OpInput(op, 2);
-  grad_inputs->push_back(NoGradient());
-  grad_inputs->push_back(
-      ops::DepthwiseConv2dNativeBackpropFilter(scope, g[0], ops::Shape(scope, w), dy, a));
-  grad_inputs->push_back(ops::DepthwiseConv2dNative(scope, g[0], w, a));
-  return scope.status();
-}
-
-absl::Status DepthwiseBackpropFilterGrad(const Scope& scope, const Node& op,
-                                         const std::vector<Output>& g,
-                                         std::vector<Output>* grad_inputs) {
-  ops::Conv2DAttrs a;
-  RETURN_IF_ERROR(ReadConvAttrs(op, &a));
-  const Output x = OpInput(op, 0), dy = OpInput(op, 2);
-  grad_inputs->push_back(
-      ops::DepthwiseConv2dNativeBackpropInput(scope, ops::Shape(scope, x), g[0], dy, a));
-  grad_inputs->push_back(NoGradient());
-  grad_inputs->push_back(ops::DepthwiseConv2dNative(scope, x, g[0], a));
+  grad_inputs->push_back(F.conv(scope, x, g[0], a));
   return scope.status();
 }
 
@@ -172,12 +151,12 @@ absl::Status AvgPoolGradGradFn(const Scope& scope, const Node& op, const std::ve
   return scope.status();
 }
 
-REGISTER_GRADIENT_OP("Conv2D", Conv2DGrad);
-REGISTER_GRADIENT_OP("Conv2DBackpropInput", Conv2DBackpropInputGrad);
-REGISTER_GRADIENT_OP("Conv2DBackpropFilter", Conv2DBackpropFilterGrad);
-REGISTER_GRADIENT_OP("DepthwiseConv2dNative", DepthwiseConv2dGrad);
-REGISTER_GRADIENT_OP("DepthwiseConv2dNativeBackpropInput", DepthwiseBackpropInputGrad);
-REGISTER_GRADIENT_OP("DepthwiseConv2dNativeBackpropFilter", DepthwiseBackpropFilterGrad);
+REGISTER_GRADIENT_OP("Conv2D", ConvGrad<kConv2D>);
+REGISTER_GRADIENT_OP("Conv2DBackpropInput", ConvBackpropInputGrad<kConv2D>);
+REGISTER_GRADIENT_OP("Conv2DBackpropFilter", ConvBackpropFilterGrad<kConv2D>);
+REGISTER_GRADIENT_OP("DepthwiseConv2dNative", ConvGrad<kDepthwise>);
+REGISTER_GRADIENT_OP("DepthwiseConv2dNativeBackpropInput", ConvBackpropInputGrad<kDepthwise>);
+REGISTER_GRADIENT_OP("DepthwiseConv2dNativeBackpropFilter", ConvBackpropFilterGrad<kDepthwise>);
 REGISTER_GRADIENT_OP("MaxPool", MaxPoolGradFn);
 REGISTER_GRADIENT_OP("MaxPoolGrad", MaxPoolGradGradFn);
 REGISTER_GRADIENT_OP("MaxPoolGradGrad", MaxPoolGradGradGradFn);

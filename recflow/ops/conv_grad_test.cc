@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -56,20 +58,36 @@ TensorShape Nhwc(bool nchw, int64_t n, int64_t h, int64_t w, int64_t c) {
 
 V Spatial(bool nchw, int64_t h, int64_t w) { return nchw ? V{1, 1, h, w} : V{1, h, w, 1}; }
 
+// The attrs that ops::Conv2DAttrs and ops::PoolAttrs share; `pads` (top,
+// bottom, left, right) with EXPLICIT padding.
+template <typename Attrs>
+Attrs WindowAttrs(bool nchw, const char* padding, int64_t sh, int64_t sw, const V& pads) {
+  Attrs a;
+  a.strides = Spatial(nchw, sh, sw);
+  a.padding = padding;
+  a.data_format = nchw ? "NCHW" : "NHWC";
+  if (a.padding == "EXPLICIT") {
+    a.explicit_paddings = nchw ? V{0, 0, 0, 0, pads[0], pads[1], pads[2], pads[3]}
+                               : V{0, 0, pads[0], pads[1], pads[2], pads[3], 0, 0};
+  }
+  return a;
+}
+
+// `shape` as an int32 shape tensor.
+Tensor ShapeTensor(const TensorShape& shape) {
+  std::vector<int32_t> dims;
+  for (int d = 0; d < shape.dims(); ++d) dims.push_back(static_cast<int32_t>(shape.dim_size(d)));
+  return Tensor::FromVector<int32_t>(absl::MakeConstSpan(dims));
+}
+
 struct ConvGradCase {
   const char* padding;
   int64_t stride_h, stride_w, dilation_h, dilation_w;
 };
 
 ops::Conv2DAttrs Attrs(const ConvGradCase& c, bool nchw) {
-  ops::Conv2DAttrs a;
-  a.strides = Spatial(nchw, c.stride_h, c.stride_w);
+  auto a = WindowAttrs<ops::Conv2DAttrs>(nchw, c.padding, c.stride_h, c.stride_w, {1, 0, 2, 1});
   a.dilations = Spatial(nchw, c.dilation_h, c.dilation_w);
-  a.padding = c.padding;
-  a.data_format = nchw ? "NCHW" : "NHWC";
-  if (a.padding == "EXPLICIT") {
-    a.explicit_paddings = nchw ? V{0, 0, 0, 0, 1, 0, 2, 1} : V{0, 0, 1, 0, 2, 1, 0, 0};
-  }
   return a;
 }
 
@@ -86,17 +104,27 @@ std::string Name(const ConvGradCase& c, bool nchw, bool static_shape) {
                       static_shape ? " static" : " dynamic");
 }
 
+using ConvFn = Output (*)(const Scope&, Output, Output, const ops::Conv2DAttrs&);
+
+// The gradients of y = conv(x, w) (op `name`) for case c, x [2, 5, 4, 3]
+// (in NCHW order when nchw) and w [3, 2, 3, 2], drawn with seeds *seed and
+// *seed + 1 (then *seed += 2).
+void CheckConvGrad(const std::string& name, ConvFn conv, const ConvGradCase& c, bool nchw,
+                   bool static_shape, uint32_t* seed) {
+  Scope root = Scope::NewRootScope();
+  const Tensor xv = RandomDoubles(Nhwc(nchw, 2, 5, 4, 3), (*seed)++);
+  const Tensor wv = RandomDoubles({3, 2, 3, 2}, (*seed)++);
+  Output x = Input(root, xv, static_shape), w = Input(root, wv, static_shape);
+  ExpectGradOk(root, {x, w}, {xv, wv}, {conv(root, x, w, Attrs(c, nchw))},
+               name + " " + Name(c, nchw, static_shape));
+}
+
 TEST(ConvGradTest, Conv2DInputAndFilter) {
   uint32_t seed = 1;
   for (const ConvGradCase& c : ConvGradCases()) {
     for (bool nchw : {false, true}) {
       for (bool static_shape : {true, false}) {
-        Scope root = Scope::NewRootScope();
-        const Tensor xv = RandomDoubles(Nhwc(nchw, 2, 5, 4, 3), seed++);
-        const Tensor wv = RandomDoubles({3, 2, 3, 2}, seed++);
-        Output x = Input(root, xv, static_shape), w = Input(root, wv, static_shape);
-        Output y = ops::Conv2D(root, x, w, Attrs(c, nchw));
-        ExpectGradOk(root, {x, w}, {xv, wv}, {y}, "Conv2D " + Name(c, nchw, static_shape));
+        CheckConvGrad("Conv2D", ops::Conv2D, c, nchw, static_shape, &seed);
       }
     }
   }
@@ -114,73 +142,54 @@ TEST(ConvGradTest, Conv2DOneByOne) {
   }
 }
 
-// The backprops are ops too, with gradients of their own (second order).
-TEST(ConvGradTest, Conv2DBackprops) {
+using BackpropFn = Output (*)(const Scope&, Output, Output, Output, const ops::Conv2DAttrs&);
+
+// The backprops are ops too, with gradients of their own (second order):
+// checks those of a convolution family (`name`), whose out_backprop for a
+// [3, 2, 3, 2] filter has out_c channels.
+void CheckBackpropGrads(const std::string& name, BackpropFn backprop_input,
+                        BackpropFn backprop_filter, int64_t out_c, uint32_t seed) {
   for (bool nchw : {false, true}) {
     const ConvGradCase c{"SAME", 2, 1, 1, 1};
     const ops::Conv2DAttrs a = Attrs(c, nchw);
-    const Tensor xv = RandomDoubles(Nhwc(nchw, 2, 5, 4, 3), 60);
-    const Tensor wv = RandomDoubles({3, 2, 3, 2}, 61);
-    const Tensor dyv = RandomDoubles(Nhwc(nchw, 2, 3, 4, 2), 62);
+    const Tensor xv = RandomDoubles(Nhwc(nchw, 2, 5, 4, 3), seed);
+    const Tensor wv = RandomDoubles({3, 2, 3, 2}, seed + 1);
+    const Tensor dyv = RandomDoubles(Nhwc(nchw, 2, 3, 4, out_c), seed + 2);
+    const std::string format = nchw ? " NCHW" : " NHWC";
     {
       Scope root = Scope::NewRootScope();
       Output w = Input(root, wv, true), dy = Input(root, dyv, true);
-      Output sizes =
-          ops::Const(root, Tensor::FromVector<int32_t>({2, static_cast<int32_t>(xv.dim_size(1)),
-                                                        static_cast<int32_t>(xv.dim_size(2)),
-                                                        static_cast<int32_t>(xv.dim_size(3))}));
-      ExpectGradOk(root, {w, dy}, {wv, dyv}, {ops::Conv2DBackpropInput(root, sizes, w, dy, a)},
-                   nchw ? "Conv2DBackpropInput NCHW" : "Conv2DBackpropInput NHWC");
+      Output sizes = ops::Const(root, ShapeTensor(xv.shape()));
+      ExpectGradOk(root, {w, dy}, {wv, dyv}, {backprop_input(root, sizes, w, dy, a)},
+                   name + "BackpropInput" + format);
     }
     {
       Scope root = Scope::NewRootScope();
       Output x = Input(root, xv, true), dy = Input(root, dyv, true);
-      Output sizes = ops::Const(root, Tensor::FromVector<int32_t>({3, 2, 3, 2}));
-      ExpectGradOk(root, {x, dy}, {xv, dyv}, {ops::Conv2DBackpropFilter(root, x, sizes, dy, a)},
-                   nchw ? "Conv2DBackpropFilter NCHW" : "Conv2DBackpropFilter NHWC");
+      Output sizes = ops::Const(root, ShapeTensor(wv.shape()));
+      ExpectGradOk(root, {x, dy}, {xv, dyv}, {backprop_filter(root, x, sizes, dy, a)},
+                   name + "BackpropFilter" + format);
     }
   }
+}
+
+TEST(ConvGradTest, Conv2DBackprops) {
+  CheckBackpropGrads("Conv2D", ops::Conv2DBackpropInput, ops::Conv2DBackpropFilter, 2, 60);
 }
 
 TEST(ConvGradTest, DepthwiseConv2dNative) {
   uint32_t seed = 400;
   for (const ConvGradCase& c : ConvGradCases()) {
     for (bool nchw : {false, true}) {
-      Scope root = Scope::NewRootScope();
-      const Tensor xv = RandomDoubles(Nhwc(nchw, 2, 5, 4, 3), seed++);
-      const Tensor wv = RandomDoubles({3, 2, 3, 2}, seed++);
-      Output x = Input(root, xv, nchw), w = Input(root, wv, nchw);
-      Output y = ops::DepthwiseConv2dNative(root, x, w, Attrs(c, nchw));
-      ExpectGradOk(root, {x, w}, {xv, wv}, {y}, "Depthwise " + Name(c, nchw, nchw));
+      CheckConvGrad("Depthwise", ops::DepthwiseConv2dNative, c, nchw, /*static_shape=*/nchw,
+                    &seed);
     }
   }
 }
 
 TEST(ConvGradTest, DepthwiseBackprops) {
-  for (bool nchw : {false, true}) {
-    const ops::Conv2DAttrs a = Attrs({"SAME", 2, 1, 1, 1}, nchw);
-    const Tensor xv = RandomDoubles(Nhwc(nchw, 2, 5, 4, 3), 500);
-    const Tensor wv = RandomDoubles({3, 2, 3, 2}, 501);
-    const Tensor dyv = RandomDoubles(Nhwc(nchw, 2, 3, 4, 6), 502);
-    std::vector<int32_t> x_dims;
-    for (int d = 0; d < 4; ++d) x_dims.push_back(static_cast<int32_t>(xv.dim_size(d)));
-    {
-      Scope root = Scope::NewRootScope();
-      Output w = Input(root, wv, true), dy = Input(root, dyv, true);
-      Output sizes = ops::Const(root, Tensor::FromVector<int32_t>(absl::MakeConstSpan(x_dims)));
-      ExpectGradOk(root, {w, dy}, {wv, dyv},
-                   {ops::DepthwiseConv2dNativeBackpropInput(root, sizes, w, dy, a)},
-                   nchw ? "DepthwiseBackpropInput NCHW" : "DepthwiseBackpropInput NHWC");
-    }
-    {
-      Scope root = Scope::NewRootScope();
-      Output x = Input(root, xv, true), dy = Input(root, dyv, true);
-      Output sizes = ops::Const(root, Tensor::FromVector<int32_t>({3, 2, 3, 2}));
-      ExpectGradOk(root, {x, dy}, {xv, dyv},
-                   {ops::DepthwiseConv2dNativeBackpropFilter(root, x, sizes, dy, a)},
-                   nchw ? "DepthwiseBackpropFilter NCHW" : "DepthwiseBackpropFilter NHWC");
-    }
-  }
+  CheckBackpropGrads("Depthwise", ops::DepthwiseConv2dNativeBackpropInput,
+                     ops::DepthwiseConv2dNativeBackpropFilter, 6, 500);
 }
 
 struct PoolGradCase {
@@ -189,14 +198,8 @@ struct PoolGradCase {
 };
 
 ops::PoolAttrs PoolAttrsOf(const PoolGradCase& c, bool nchw) {
-  ops::PoolAttrs a;
+  auto a = WindowAttrs<ops::PoolAttrs>(nchw, c.padding, c.sh, c.sw, {1, 0, 0, 1});
   a.ksize = Spatial(nchw, c.kh, c.kw);
-  a.strides = Spatial(nchw, c.sh, c.sw);
-  a.padding = c.padding;
-  a.data_format = nchw ? "NCHW" : "NHWC";
-  if (a.padding == "EXPLICIT") {
-    a.explicit_paddings = nchw ? V{0, 0, 0, 0, 1, 0, 0, 1} : V{0, 0, 1, 0, 0, 1, 0, 0};
-  }
   return a;
 }
 
@@ -270,10 +273,7 @@ TEST(ConvGradTest, AvgPoolAndItsGradient) {
       ASSERT_TRUE(ys.IsFullyDefined()) << ys.DebugString();
       const Tensor gv = RandomDoubles(ys.ToTensorShape(), seed++);
       Output g = Input(r2, gv, true);
-      Output shape = ops::Const(
-          r2, Tensor::FromVector<int32_t>(
-                  {static_cast<int32_t>(xv.dim_size(0)), static_cast<int32_t>(xv.dim_size(1)),
-                   static_cast<int32_t>(xv.dim_size(2)), static_cast<int32_t>(xv.dim_size(3))}));
+      Output shape = ops::Const(r2, ShapeTensor(xv.shape()));
       ExpectGradOk(r2, {g}, {gv}, {ops::AvgPoolGrad(r2, shape, g, a)},
                    "AvgPoolGrad " + Name(c, nchw));
     }

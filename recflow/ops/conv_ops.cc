@@ -5,6 +5,7 @@
 #include "recflow/ops/conv_ops.h"
 
 #include <array>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -162,6 +163,24 @@ absl::StatusOr<PartialShape> WithLayoutRank(InferenceContext* c, int i, const La
   return s;
 }
 
+// Output 0 of a convolution of `input` (in l's order) by `filter` (HWIO)
+// with `out_depth` channels: what Conv2DShape and DepthwiseConv2dShape
+// share once they have checked the depths.
+absl::Status SetConvOutput(InferenceContext* c, const Layout& l, const PartialShape& input,
+                           const PartialShape& filter, const std::vector<int64_t>& strides,
+                           const std::vector<int64_t>& dilations, int64_t out_depth) {
+  ASSIGN_OR_RETURN(Padding padding, GetPadding(c));
+  ASSIGN_OR_RETURN(SpatialPads pads, GetSpatialPads(c, padding, l));
+  ASSIGN_OR_RETURN(int64_t out_rows,
+                   WindowedOutputSize(input.dim(l.h), filter.dim(0), dilations[l.h], strides[l.h],
+                                      padding, pads[0], pads[1], "input height"));
+  ASSIGN_OR_RETURN(int64_t out_cols,
+                   WindowedOutputSize(input.dim(l.w), filter.dim(1), dilations[l.w], strides[l.w],
+                                      padding, pads[2], pads[3], "input width"));
+  c->set_output(0, MakeShape(l, input.dim(l.n), out_rows, out_cols, out_depth));
+  return absl::OkStatus();
+}
+
 // TensorFlow's Conv2DShapeWithExplicitPadding.
 absl::Status Conv2DShape(InferenceContext* c) {
   ASSIGN_OR_RETURN(Layout l, GetLayout(c));
@@ -188,16 +207,7 @@ absl::Status Conv2DShape(InferenceContext* c) {
                                      ") is not a multiple of the number of groups (", groups, ")");
     }
   }
-  ASSIGN_OR_RETURN(Padding padding, GetPadding(c));
-  ASSIGN_OR_RETURN(SpatialPads pads, GetSpatialPads(c, padding, l));
-  ASSIGN_OR_RETURN(int64_t out_rows,
-                   WindowedOutputSize(input.dim(l.h), filter.dim(0), dilations[l.h], strides[l.h],
-                                      padding, pads[0], pads[1], "input height"));
-  ASSIGN_OR_RETURN(int64_t out_cols,
-                   WindowedOutputSize(input.dim(l.w), filter.dim(1), dilations[l.w], strides[l.w],
-                                      padding, pads[2], pads[3], "input width"));
-  c->set_output(0, MakeShape(l, input.dim(l.n), out_rows, out_cols, out_depth));
-  return absl::OkStatus();
+  return SetConvOutput(c, l, input, filter, strides, dilations, out_depth);
 }
 
 // TensorFlow's DepthwiseConv2DNativeShapeWithExplicitPadding.
@@ -222,16 +232,7 @@ absl::Status DepthwiseConv2dShape(InferenceContext* c) {
                                                  "the input depth and the filter's in_channels"));
   const int64_t multiplier = filter.dim(3);
   const int64_t out_depth = in_depth >= 0 && multiplier >= 0 ? in_depth * multiplier : kUnknownDim;
-  ASSIGN_OR_RETURN(Padding padding, GetPadding(c));
-  ASSIGN_OR_RETURN(SpatialPads pads, GetSpatialPads(c, padding, l));
-  ASSIGN_OR_RETURN(int64_t out_rows,
-                   WindowedOutputSize(input.dim(l.h), filter.dim(0), dilations[l.h], strides[l.h],
-                                      padding, pads[0], pads[1], "input height"));
-  ASSIGN_OR_RETURN(int64_t out_cols,
-                   WindowedOutputSize(input.dim(l.w), filter.dim(1), dilations[l.w], strides[l.w],
-                                      padding, pads[2], pads[3], "input width"));
-  c->set_output(0, MakeShape(l, input.dim(l.n), out_rows, out_cols, out_depth));
-  return absl::OkStatus();
+  return SetConvOutput(c, l, input, filter, strides, dilations, out_depth);
 }
 
 // input_sizes (a shape tensor) as a 4-D shape, or its 2 spatial values.
@@ -476,14 +477,17 @@ REGISTER_OP("MaxPoolGradGrad")
     .SetShapeFn(MaxPoolGradGradShape)
     .Doc("The gradient of MaxPoolGrad for its grad: each window's first maximum's value of grad.");
 
+#define RECFLOW_AVG_POOL_ATTRS_                       \
+  Attr("ksize: list(int) >= 4")                       \
+      .Attr("strides: list(int) >= 4")                \
+      .Attr("padding: {'SAME', 'VALID'}")             \
+      .Attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'") \
+      .Attr("T: {half, bfloat16, float, double}")
+
 REGISTER_OP("AvgPool")
     .Input("value: T")
     .Output("output: T")
-    .Attr("ksize: list(int) >= 4")
-    .Attr("strides: list(int) >= 4")
-    .Attr("padding: {'SAME', 'VALID'}")
-    .Attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'")
-    .Attr("T: {half, bfloat16, float, double}")
+    .RECFLOW_AVG_POOL_ATTRS_
     .SetShapeFn(AvgPoolShape)
     .Doc("The mean of each ksize window of value, over the window's in-bounds elements.");
 
@@ -491,122 +495,97 @@ REGISTER_OP("AvgPoolGrad")
     .Input("orig_input_shape: int32")
     .Input("grad: T")
     .Output("output: T")
-    .Attr("ksize: list(int) >= 4")
-    .Attr("strides: list(int) >= 4")
-    .Attr("padding: {'SAME', 'VALID'}")
-    .Attr("data_format: {'NHWC', 'NCHW'} = 'NHWC'")
-    .Attr("T: {half, bfloat16, float, double}")
+    .RECFLOW_AVG_POOL_ATTRS_
     .SetShapeFn(AvgPoolGradShape)
     .Doc("The gradient of AvgPool for an input of shape orig_input_shape.");
+
+#undef RECFLOW_AVG_POOL_ATTRS_
 
 namespace ops {
 namespace {
 
-Output Build(const Scope& scope, NodeBuilder& b) { return Output(scope.AddNode(b)); }
-
-void SetConvAttrs(NodeBuilder& b, const Conv2DAttrs& a) {
+Output BuildConv(const Scope& scope, const char* op, std::initializer_list<Output> inputs,
+                 const Conv2DAttrs& a) {
+  NodeBuilder b(scope.GetUniqueNameForOp(op), op);
+  for (const Output& input : inputs) b.Input(input);
   b.Attr("strides", a.strides)
       .Attr("padding", a.padding)
       .Attr("explicit_paddings", a.explicit_paddings)
       .Attr("data_format", a.data_format)
       .Attr("dilations", a.dilations);
+  return Output(scope.AddNode(b));
 }
 
-void SetPoolAttrs(NodeBuilder& b, const PoolAttrs& a, bool explicit_paddings) {
+// explicit_paddings: whether the op has that attr.
+Output BuildPool(const Scope& scope, const char* op, std::initializer_list<Output> inputs,
+                 const PoolAttrs& a, bool explicit_paddings) {
+  NodeBuilder b(scope.GetUniqueNameForOp(op), op);
+  for (const Output& input : inputs) b.Input(input);
   b.Attr("ksize", a.ksize)
       .Attr("strides", a.strides)
       .Attr("padding", a.padding)
       .Attr("data_format", a.data_format);
   if (explicit_paddings) b.Attr("explicit_paddings", a.explicit_paddings);
+  return Output(scope.AddNode(b));
 }
 
 }  // namespace
 
 Output Conv2D(const Scope& scope, Output input, Output filter, const Conv2DAttrs& attrs) {
-  NodeBuilder b(scope.GetUniqueNameForOp("Conv2D"), "Conv2D");
-  b.Input(input).Input(filter);
-  SetConvAttrs(b, attrs);
-  return Build(scope, b);
+  return BuildConv(scope, "Conv2D", {input, filter}, attrs);
 }
 
 Output Conv2DBackpropInput(const Scope& scope, Output input_sizes, Output filter,
                            Output out_backprop, const Conv2DAttrs& attrs) {
-  NodeBuilder b(scope.GetUniqueNameForOp("Conv2DBackpropInput"), "Conv2DBackpropInput");
-  b.Input(input_sizes).Input(filter).Input(out_backprop);
-  SetConvAttrs(b, attrs);
-  return Build(scope, b);
+  return BuildConv(scope, "Conv2DBackpropInput", {input_sizes, filter, out_backprop}, attrs);
 }
 
 Output Conv2DBackpropFilter(const Scope& scope, Output input, Output filter_sizes,
                             Output out_backprop, const Conv2DAttrs& attrs) {
-  NodeBuilder b(scope.GetUniqueNameForOp("Conv2DBackpropFilter"), "Conv2DBackpropFilter");
-  b.Input(input).Input(filter_sizes).Input(out_backprop);
-  SetConvAttrs(b, attrs);
-  return Build(scope, b);
+  return BuildConv(scope, "Conv2DBackpropFilter", {input, filter_sizes, out_backprop}, attrs);
 }
 
 Output DepthwiseConv2dNative(const Scope& scope, Output input, Output filter,
                              const Conv2DAttrs& attrs) {
-  NodeBuilder b(scope.GetUniqueNameForOp("DepthwiseConv2dNative"), "DepthwiseConv2dNative");
-  b.Input(input).Input(filter);
-  SetConvAttrs(b, attrs);
-  return Build(scope, b);
+  return BuildConv(scope, "DepthwiseConv2dNative", {input, filter}, attrs);
 }
 
 Output DepthwiseConv2dNativeBackpropInput(const Scope& scope, Output input_sizes, Output filter,
                                           Output out_backprop, const Conv2DAttrs& attrs) {
-  NodeBuilder b(scope.GetUniqueNameForOp("DepthwiseConv2dNativeBackpropInput"),
-                "DepthwiseConv2dNativeBackpropInput");
-  b.Input(input_sizes).Input(filter).Input(out_backprop);
-  SetConvAttrs(b, attrs);
-  return Build(scope, b);
+  return BuildConv(scope, "DepthwiseConv2dNativeBackpropInput",
+                   {input_sizes, filter, out_backprop}, attrs);
 }
 
 Output DepthwiseConv2dNativeBackpropFilter(const Scope& scope, Output input, Output filter_sizes,
                                            Output out_backprop, const Conv2DAttrs& attrs) {
-  NodeBuilder b(scope.GetUniqueNameForOp("DepthwiseConv2dNativeBackpropFilter"),
-                "DepthwiseConv2dNativeBackpropFilter");
-  b.Input(input).Input(filter_sizes).Input(out_backprop);
-  SetConvAttrs(b, attrs);
-  return Build(scope, b);
+  return BuildConv(scope, "DepthwiseConv2dNativeBackpropFilter",
+                   {input, filter_sizes, out_backprop}, attrs);
 }
 
 Output MaxPool(const Scope& scope, Output input, const PoolAttrs& attrs) {
-  NodeBuilder b(scope.GetUniqueNameForOp("MaxPool"), "MaxPool");
-  b.Input(input);
-  SetPoolAttrs(b, attrs, true);
-  return Build(scope, b);
+  return BuildPool(scope, "MaxPool", {input}, attrs, /*explicit_paddings=*/true);
 }
 
 Output MaxPoolGrad(const Scope& scope, Output orig_input, Output orig_output, Output grad,
                    const PoolAttrs& attrs) {
-  NodeBuilder b(scope.GetUniqueNameForOp("MaxPoolGrad"), "MaxPoolGrad");
-  b.Input(orig_input).Input(orig_output).Input(grad);
-  SetPoolAttrs(b, attrs, true);
-  return Build(scope, b);
+  return BuildPool(scope, "MaxPoolGrad", {orig_input, orig_output, grad}, attrs,
+                   /*explicit_paddings=*/true);
 }
 
 Output MaxPoolGradGrad(const Scope& scope, Output orig_input, Output orig_output, Output grad,
                        const PoolAttrs& attrs) {
-  NodeBuilder b(scope.GetUniqueNameForOp("MaxPoolGradGrad"), "MaxPoolGradGrad");
-  b.Input(orig_input).Input(orig_output).Input(grad);
-  SetPoolAttrs(b, attrs, false);
-  return Build(scope, b);
+  return BuildPool(scope, "MaxPoolGradGrad", {orig_input, orig_output, grad}, attrs,
+                   /*explicit_paddings=*/false);
 }
 
 Output AvgPool(const Scope& scope, Output value, const PoolAttrs& attrs) {
-  NodeBuilder b(scope.GetUniqueNameForOp("AvgPool"), "AvgPool");
-  b.Input(value);
-  SetPoolAttrs(b, attrs, false);
-  return Build(scope, b);
+  return BuildPool(scope, "AvgPool", {value}, attrs, /*explicit_paddings=*/false);
 }
 
 Output AvgPoolGrad(const Scope& scope, Output orig_input_shape, Output grad,
                    const PoolAttrs& attrs) {
-  NodeBuilder b(scope.GetUniqueNameForOp("AvgPoolGrad"), "AvgPoolGrad");
-  b.Input(orig_input_shape).Input(grad);
-  SetPoolAttrs(b, attrs, false);
-  return Build(scope, b);
+  return BuildPool(scope, "AvgPoolGrad", {orig_input_shape, grad}, attrs,
+                   /*explicit_paddings=*/false);
 }
 
 }  // namespace ops

@@ -1,8 +1,12 @@
 // Shape-function tests for the convolution and pooling ops.
 #include "recflow/ops/conv_ops.h"
 
+#include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "recflow/framework/testing/shape_inference_util.h"
@@ -17,6 +21,23 @@ ShapeTestOp ConvOp(const char* name, const char* padding, V strides = {1, 1, 1, 
   ShapeTestOp op(name);
   op.Attr("T", DT_FLOAT).Attr("padding", padding).Attr("strides", strides);
   return op;
+}
+
+// Checks an op whose output is the 4-D shape that its int32 input `i`
+// (named `what`) holds: unknown until that value is known, `sizes` once it
+// is, and an error for 2 values. `inputs` gives the inputs' shapes, with S
+// standing for input i's.
+void ExpectShapeFromSizes(ShapeTestOp op, int i, const std::string& what,
+                          const std::string& inputs, const std::vector<int32_t>& sizes) {
+  auto with = [&](const char* sizes_shape) {
+    return absl::StrReplaceAll(inputs, {{"S", sizes_shape}});
+  };
+  INFER_OK(op, with("[4]"), "[?,?,?,?]");
+  INFER_OK(op, with("?"), "[?,?,?,?]");
+  op.InputTensor(i, Tensor::FromVector<int32_t>(absl::MakeConstSpan(sizes)));
+  INFER_OK(op, with("[4]"), absl::StrCat("[", absl::StrJoin(sizes, ","), "]"));
+  op.InputTensor(i, Tensor::FromVector<int32_t>({sizes[1], sizes[2]}));
+  INFER_ERROR(what + " must hold 4 values, but holds 2", op, with("[2]"));
 }
 
 TEST(ConvOpsShapeTest, Conv2DValidAndSame) {
@@ -103,13 +124,8 @@ TEST(ConvOpsShapeTest, Conv2DBackpropInput) {
 }
 
 TEST(ConvOpsShapeTest, Conv2DBackpropFilter) {
-  ShapeTestOp op = ConvOp("Conv2DBackpropFilter", "VALID");
-  INFER_OK(op, "[2,5,7,3];[4];[2,3,5,8]", "[?,?,?,?]");
-  INFER_OK(op, "[2,5,7,3];?;[2,3,5,8]", "[?,?,?,?]");
-  op.InputTensor(1, Tensor::FromVector<int32_t>({3, 3, 3, 8}));
-  INFER_OK(op, "[2,5,7,3];[4];[2,3,5,8]", "[3,3,3,8]");
-  op.InputTensor(1, Tensor::FromVector<int32_t>({3, 3, 8}));
-  INFER_ERROR("filter_sizes must hold 4 values, but holds 3", op, "[2,5,7,3];[3];[2,3,5,8]");
+  ExpectShapeFromSizes(ConvOp("Conv2DBackpropFilter", "VALID"), 1, "filter_sizes",
+                       "[2,5,7,3];S;[2,3,5,8]", {3, 3, 3, 8});
 }
 
 TEST(ConvOpsShapeTest, DepthwiseConv2dNative) {
@@ -139,15 +155,11 @@ TEST(ConvOpsShapeTest, DepthwiseConv2dNative) {
 }
 
 TEST(ConvOpsShapeTest, DepthwiseConv2dNativeBackprops) {
-  ShapeTestOp input = ConvOp("DepthwiseConv2dNativeBackpropInput", "SAME");
-  INFER_OK(input, "[4];[3,3,3,2];[2,5,7,6]", "[?,?,?,?]");
-  input.InputTensor(0, Tensor::FromVector<int32_t>({2, 5, 7, 3}));
-  INFER_OK(input, "[4];[3,3,3,2];[2,5,7,6]", "[2,5,7,3]");
-  input.InputTensor(0, Tensor::FromVector<int32_t>({5, 7}));
-  INFER_ERROR("input_sizes must hold 4 values", input, "[2];[3,3,3,2];[2,5,7,6]");
-  ShapeTestOp filter = ConvOp("DepthwiseConv2dNativeBackpropFilter", "SAME");
-  filter.InputTensor(1, Tensor::FromVector<int32_t>({3, 3, 3, 2}));
-  INFER_OK(filter, "[2,5,7,3];[4];[2,5,7,6]", "[3,3,3,2]");
+  // Unlike Conv2DBackpropInput's, input_sizes cannot be the 2 spatial sizes.
+  ExpectShapeFromSizes(ConvOp("DepthwiseConv2dNativeBackpropInput", "SAME"), 0, "input_sizes",
+                       "S;[3,3,3,2];[2,5,7,6]", {2, 5, 7, 3});
+  ExpectShapeFromSizes(ConvOp("DepthwiseConv2dNativeBackpropFilter", "SAME"), 1, "filter_sizes",
+                       "[2,5,7,3];S;[2,5,7,6]", {3, 3, 3, 2});
 }
 
 TEST(ConvOpsShapeTest, MaxPool) {
@@ -230,11 +242,7 @@ TEST(ConvOpsShapeTest, PoolGrads) {
   ShapeTestOp avg_grad("AvgPoolGrad");
   avg_grad.Attr("T", DT_FLOAT).Attr("ksize", V{1, 2, 2, 1}).Attr("strides", V{1, 2, 2, 1});
   avg_grad.Attr("padding", "VALID");
-  INFER_OK(avg_grad, "[4];[2,2,3,3]", "[?,?,?,?]");
-  avg_grad.InputTensor(0, Tensor::FromVector<int32_t>({2, 5, 7, 3}));
-  INFER_OK(avg_grad, "[4];[2,2,3,3]", "[2,5,7,3]");
-  avg_grad.InputTensor(0, Tensor::FromVector<int32_t>({2, 5, 7}));
-  INFER_ERROR("orig_input_shape must hold 4 values", avg_grad, "[3];[2,2,3,3]");
+  ExpectShapeFromSizes(avg_grad, 0, "orig_input_shape", "S;[2,2,3,3]", {2, 5, 7, 3});
 }
 
 TEST(ConvOpsShapeTest, OpDefsMatchTensorFlow) {
