@@ -80,7 +80,8 @@ class WhereOp : public OpKernel {
     std::vector<int64_t> coord(rank, 0);
     for (int64_t i = 0; i < n; ++i) {
       if (truth_(data, i)) {
-        std::memcpy(o, coord.data(), rank * sizeof(int64_t));
+        // A scalar's coordinate is empty (coord.data() may be null).
+        if (rank > 0) std::memcpy(o, coord.data(), rank * sizeof(int64_t));
         o += rank;
       }
       for (int d = rank - 1; d >= 0; --d) {  // next row-major coordinate
