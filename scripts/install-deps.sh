@@ -18,6 +18,7 @@ BUILD_PACKAGES=(
   libdnnl-dev                             # oneDNN: int8 matmuls (serve --matmul_precision=int8)
   libfarmhash-dev                         # Fingerprint64 (string ids, as TF)
   libsnappy-dev                           # old TF checkpoint indexes (snappy blocks)
+  libpng-dev libjpeg62-turbo-dev          # DecodePng/DecodeJpeg/EncodePng/EncodeJpeg
   libyaml-cpp-dev                         # model configs (YAML, with line numbers in errors)
   libgrpc++-dev protobuf-compiler-grpc    # TF Serving's gRPC API
   rapidjson-dev                           # TF Serving's REST API (JSON)

@@ -83,6 +83,7 @@ from recflow.compat.v1 import data
 from recflow.compat.v1 import distribute
 from recflow.compat.v1 import dtypes
 from recflow.compat.v1 import errors
+from recflow.compat.v1 import image
 from recflow.compat.v1 import initializers
 from recflow.compat.v1 import io
 from recflow.compat.v1 import layers
