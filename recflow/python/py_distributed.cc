@@ -264,6 +264,10 @@ class PyWorker {
     tensorflow::GraphDef train_def, rest_def;
     *train_def.mutable_versions() = all.versions();
     *rest_def.mutable_versions() = all.versions();
+    // Both halves carry the functions (a dataset's map, a one-shot iterator's
+    // factory): either may call them.
+    *train_def.mutable_library() = all.library();
+    *rest_def.mutable_library() = all.library();
     for (const tensorflow::NodeDef& n : all.node()) {
       if (train.count(n.name()) == 0) {
         *rest_def.add_node() = n;

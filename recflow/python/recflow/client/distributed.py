@@ -154,6 +154,8 @@ class _DistributedRunner(object):
     c = self._worker()
     kinds = [self._kind(c, t) for t in targets]
     train = [t for t, k in zip(targets, kinds) if k == "update"]
+    fetch_names, stepping = self._training_fetches(c, fetch_names)
+    train += stepping
     local_targets = [t for t, k in zip(targets, kinds) if k == "local"]
     if "init" in kinds:
       self.start()
@@ -168,6 +170,26 @@ class _DistributedRunner(object):
     if not fetch_names:
       return c.run_local(feed_names, feed_values, feed_types, [], local_targets)
     return c.evaluate(feed_names, feed_values, feed_types, list(fetch_names), local_targets)
+
+  def _training_fetches(self, c, fetch_names):
+    """TF-slim's train op -- the loss through an Identity that waits for the updates -- as a
+    fetch: a training step fetching the loss. Returns (fetches, the update ops met)."""
+    out, stepping = [], []
+    for name in fetch_names:
+      op_name = name.split(":")[0]
+      if self._kind(c, op_name) == "update":
+        op = self._graph.get_operation_by_name(op_name)
+        source = op.inputs[0] if op.type == "Identity" and op.inputs else None
+        if source is None or self._kind(c, source.op.name) == "update":
+          raise ValueError(
+              "fetching %s runs the update ops of a distributed training step; fetch the loss "
+              "(or an Identity of it that waits for the updates) and run the train op as a "
+              "target" % name)
+        out.append(source.name)
+        stepping.append(op_name)
+      else:
+        out.append(name)
+    return out, stepping
 
   def save(self, directory, basename, max_to_keep, step):
     return self._worker().save(directory, basename, int(max_to_keep or 0), int(step))

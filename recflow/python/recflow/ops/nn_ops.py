@@ -1,5 +1,7 @@
 """tf.nn: activations, losses, bias_add, embedding lookups (embedding_ops), dropout,
-batch_normalization."""
+batch_normalization, convolutions and pooling."""
+
+import numbers
 
 from recflow.framework import dtypes
 from recflow.framework import ops
@@ -154,3 +156,166 @@ def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name
     shift = gen.neg(gen.mul(mean, inv)) if offset is None else gen.sub(offset,
                                                                        gen.mul(mean, inv))
     return gen.add_v2(gen.mul(x, math_ops.cast(inv, x.dtype)), math_ops.cast(shift, x.dtype))
+
+
+# --- convolutions and pooling ---------------------------------------------------------------
+
+
+def _spatial_list(value, arg_name, op_name, data_format, n=2, batch_and_channel=1):
+  """TF 2's _get_sequence: an int, or n (spatial) or n + 2 (full) values -> n + 2 values in
+  data_format order, the batch and channel entries `batch_and_channel`."""
+  if value is None:
+    value = 1
+  if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+    value = [int(value)]
+  value = [int(v) for v in value]
+  channels_first = data_format is not None and data_format.startswith("NC")
+  if len(value) == 1:
+    value = value * n
+  if len(value) == n:
+    edge = [batch_and_channel]
+    return edge * 2 + value if channels_first else edge + value + edge
+  if len(value) == n + 2:
+    return value
+  raise ValueError("%s: %s should be an int or a list of 1, %d or %d ints, got %r"
+                   % (op_name, arg_name, n, n + 2, value))
+
+
+def _padding_attrs(padding, data_format, op_name):
+  """(padding, explicit_paddings): a list of (before, after) pairs, one per input dimension,
+  becomes TF's EXPLICIT padding."""
+  if isinstance(padding, str):
+    if padding.upper() not in ("SAME", "VALID"):
+      raise ValueError("%s: padding must be 'SAME', 'VALID' or a list of [before, after] pairs, "
+                       "got %r" % (op_name, padding))
+    return padding.upper(), []
+  pairs = [list(p) for p in padding]
+  if len(pairs) != 4 or any(len(p) != 2 for p in pairs):
+    raise ValueError("%s: explicit padding must be 4 [before, after] pairs (one per dimension "
+                     "of the %s input), got %r" % (op_name, data_format or "NHWC", padding))
+  return "EXPLICIT", [int(v) for p in pairs for v in p]
+
+
+def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True,  # pylint: disable=redefined-builtin
+           data_format="NHWC", dilations=None, name=None, filters=None):
+  """tf.nn.conv2d: input [batch, height, width, in_channels] (NHWC) convolved with filter
+  [filter_height, filter_width, in_channels, out_channels]. strides / dilations: an int, 2
+  spatial values or 4 values in data_format order; padding 'SAME', 'VALID' or explicit
+  [before, after] pairs per dimension."""
+  del use_cudnn_on_gpu
+  if filter is not None and filters is not None:
+    raise ValueError("conv2d: give filter or filters, not both")
+  filter = filters if filter is None else filter
+  if filter is None or strides is None or padding is None:
+    raise ValueError("conv2d needs input, filter, strides and padding")
+  data_format = data_format or "NHWC"
+  padding, explicit = _padding_attrs(padding, data_format, "conv2d")
+  return gen.conv2d(input, filter,
+                    strides=_spatial_list(strides, "strides", "conv2d", data_format),
+                    padding=padding, explicit_paddings=explicit, data_format=data_format,
+                    dilations=_spatial_list(dilations, "dilations", "conv2d", data_format),
+                    name=name)
+
+
+def conv2d_backprop_input(input_sizes, filter=None, out_backprop=None, strides=None,  # pylint: disable=redefined-builtin
+                          padding=None, use_cudnn_on_gpu=True, data_format="NHWC",
+                          dilations=None, name=None, filters=None):
+  del use_cudnn_on_gpu
+  filter = filters if filter is None else filter
+  padding, explicit = _padding_attrs(padding, data_format, "conv2d_backprop_input")
+  return gen.conv2d_backprop_input(
+      input_sizes, filter, out_backprop,
+      strides=_spatial_list(strides, "strides", "conv2d_backprop_input", data_format),
+      padding=padding, explicit_paddings=explicit, data_format=data_format,
+      dilations=_spatial_list(dilations, "dilations", "conv2d_backprop_input", data_format),
+      name=name)
+
+
+def conv2d_transpose(value=None, filter=None, output_shape=None, strides=None,  # pylint: disable=redefined-builtin
+                     padding="SAME", data_format="NHWC", name=None, input=None, filters=None,
+                     dilations=None):
+  """The transpose (gradient) of conv2d: filter is [height, width, output_channels,
+  in_channels]."""
+  value = input if value is None else value
+  filter = filters if filter is None else filter
+  with ops.name_scope(name, "conv2d_transpose", [value, filter, output_shape]) as name:
+    output_shape = ops.convert_to_tensor(output_shape, dtype=dtypes.int32, name="output_shape")
+    return conv2d_backprop_input(output_shape, filter, value, strides, padding,
+                                 data_format=data_format, dilations=dilations, name=name)
+
+
+def depthwise_conv2d_native(input, filter, strides, padding, data_format="NHWC",  # pylint: disable=redefined-builtin
+                            dilations=None, name=None):
+  padding, explicit = _padding_attrs(padding, data_format, "depthwise_conv2d_native")
+  return gen.depthwise_conv2d_native(
+      input, filter, strides=_spatial_list(strides, "strides", "depthwise_conv2d", data_format),
+      padding=padding, explicit_paddings=explicit, data_format=data_format,
+      dilations=_spatial_list(dilations, "dilations", "depthwise_conv2d", data_format),
+      name=name)
+
+
+def depthwise_conv2d(input, filter, strides, padding, rate=None, name=None,  # pylint: disable=redefined-builtin
+                     data_format=None, dilations=None):
+  """Each input channel convolved with its own filter[:, :, c, :] (channel multiplier the
+  last filter dimension). rate (or dilations) dilates the filter."""
+  data_format = data_format or "NHWC"
+  if rate is not None and dilations is not None:
+    raise ValueError("depthwise_conv2d: give rate or dilations, not both")
+  rate = dilations if rate is None else rate
+  with ops.name_scope(name, "depthwise", [input, filter]) as name:
+    return depthwise_conv2d_native(input, filter, strides, padding, data_format=data_format,
+                                   dilations=rate, name=name)
+
+
+def separable_conv2d(input, depthwise_filter, pointwise_filter, strides, padding, rate=None,  # pylint: disable=redefined-builtin
+                     name=None, data_format=None, dilations=None):
+  """A depthwise convolution ([h, w, in, multiplier]) followed by a 1x1 convolution
+  ([1, 1, in * multiplier, out]), as TF computes it."""
+  data_format = data_format or "NHWC"
+  with ops.name_scope(name, "separable_conv2d",
+                      [input, depthwise_filter, pointwise_filter]) as name:
+    depthwise = depthwise_conv2d(input, depthwise_filter, strides, padding, rate=rate,
+                                 name="depthwise", data_format=data_format,
+                                 dilations=dilations)
+    return conv2d(depthwise, pointwise_filter, [1, 1, 1, 1], "VALID", data_format=data_format,
+                  name=name)
+
+
+def _pool(op, op_name, value, ksize, strides, padding, data_format, name):
+  data_format = data_format or "NHWC"
+  if isinstance(padding, str):
+    padding = padding.upper()
+  if padding not in ("SAME", "VALID"):
+    raise ValueError("%s: padding must be 'SAME' or 'VALID', got %r" % (op_name, padding))
+  return op(value, ksize=_spatial_list(ksize, "ksize", op_name, data_format),
+            strides=_spatial_list(strides, "strides", op_name, data_format), padding=padding,
+            data_format=data_format, name=name)
+
+
+def max_pool(value, ksize, strides, padding, data_format="NHWC", name=None, input=None):  # pylint: disable=redefined-builtin
+  """The maximum of each ksize window, stepping by strides (ints, 2 or 4 values)."""
+  value = input if value is None else value
+  return _pool(gen.max_pool, "max_pool", value, ksize, strides, padding, data_format, name)
+
+
+def avg_pool(value, ksize, strides, padding, data_format="NHWC", name=None, input=None):  # pylint: disable=redefined-builtin
+  """The mean of each ksize window over its in-bounds elements."""
+  value = input if value is None else value
+  return _pool(gen.avg_pool, "avg_pool", value, ksize, strides, padding, data_format, name)
+
+
+max_pool2d = max_pool
+avg_pool2d = avg_pool
+
+
+def convolution(input, filter, padding, strides=None, dilation_rate=None, name=None,  # pylint: disable=redefined-builtin
+                data_format=None, filters=None, dilations=None):
+  """tf.nn.convolution for 2-D spatial inputs (4-D tensors)."""
+  filter = filters if filter is None else filter
+  dilation_rate = dilations if dilation_rate is None else dilation_rate
+  rank = ops.convert_to_tensor(input).get_shape().ndims
+  if rank is not None and rank != 4:
+    raise NotImplementedError("tf.nn.convolution: recflow has 2-D convolutions only (a 4-D "
+                              "input), got rank %d" % rank)
+  return conv2d(input, filter, strides or 1, padding, data_format=data_format or "NHWC",
+                dilations=dilation_rate, name=name)

@@ -522,8 +522,10 @@ class variable_scope(object):  # pylint: disable=invalid-name
         name_scope_str = self._name_or_scope.original_name_scope
         if self._auxiliary_name_scope and name_scope_str:
           self._stack.enter_context(graph.name_scope(name_scope_str))
-        elif self._auxiliary_name_scope:
+        elif self._auxiliary_name_scope and name:
           self._stack.enter_context(graph.name_scope(None))
+        # TF: re-entering the root scope (tf.get_variable_scope() at the top) keeps the
+        # current name scope, so model_deploy's clones keep their "clone_N/" prefixes.
       else:
         if not isinstance(self._name_or_scope, str):
           raise TypeError("VariableScope: name_or_scope must be a string or VariableScope.")
