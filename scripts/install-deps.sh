@@ -27,6 +27,7 @@ BUILD_PACKAGES=(
   python3-pytest                          # its tests
   python3-venv                            # make install-python (a venv with the package)
   python3-grpcio                          # recflow.client.grpc (the model server's gRPC client)
+  python3-sklearn                         # the digits data set of examples/python/slim (docs/slim.md)
 )
 BENCH_PACKAGES=(python3-torch python3-numpy python3-pandas
                 python3-onnx    # bench/run serving: the ONNX export's check

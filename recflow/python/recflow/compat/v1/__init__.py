@@ -171,8 +171,12 @@ logging = _Logging()
 
 
 def __getattr__(name):
-  """Generated wrappers of ops TensorFlow gives no other Python name:
-  tf.embedding_bag(...), tf.factorization_machine(...), custom ops."""
+  """tf.contrib (loaded on first use: TF-slim and what it needs), and the generated
+  wrappers of ops TensorFlow gives no other Python name: tf.embedding_bag(...),
+  tf.factorization_machine(...), custom ops."""
+  if name == "contrib":
+    import recflow.contrib  # pylint: disable=import-outside-toplevel
+    return recflow.contrib
   fn = getattr(_gen_ops, name, None)
   if fn is None or name.startswith("_"):
     raise AttributeError("module 'recflow.compat.v1' has no attribute %r (TensorFlow 1.15 has "

@@ -1,0 +1,1 @@
+"""Image preprocessing for TF-slim's nets: preprocessing_factory.get_preprocessing(name)."""
