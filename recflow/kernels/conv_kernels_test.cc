@@ -21,9 +21,13 @@
 #include "recflow/ops/array_ops.h"
 #include "recflow/ops/conv_ops.h"
 #include "recflow/runtime/session.h"
+#include "recflow/train/testing/run_ops.h"
 
 namespace recflow {
 namespace {
+
+using kernel_test::BuildFn;
+using kernel_test::RunOps;
 
 // A [n, h, w, c] array of doubles in NHWC order.
 struct Image {
@@ -97,29 +101,6 @@ Span1 Window1(const std::string& padding, int64_t in, int64_t k, int64_t stride,
   }
   if (padding == "VALID") pad_before = pad_after = 0;
   return {(in + pad_before + pad_after - eff) / stride + 1, pad_before};
-}
-
-// Runs build(root, placeholders for `inputs`) in a session with `threads`
-// intra-op threads and fetches its outputs.
-using BuildFn = std::function<std::vector<Output>(const Scope&, std::vector<Output>)>;
-absl::StatusOr<std::vector<Tensor>> RunGraph(const std::vector<Tensor>& inputs,
-                                             const BuildFn& build, int threads = 1) {
-  Scope root = Scope::NewRootScope();
-  std::vector<Output> phs;
-  std::vector<std::pair<std::string, Tensor>> feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const std::string name = "in" + std::to_string(i);
-    phs.push_back(ops::Placeholder(root.WithOpName(name), inputs[i].dtype()));
-    feeds.emplace_back(name, inputs[i]);
-  }
-  std::vector<Output> outs = build(root.NewSubScope("out"), phs);
-  ASSIGN_OR_RETURN(tensorflow::GraphDef def, root.ToGraphDef());
-  ASSIGN_OR_RETURN(auto session, Session::Create(SessionOptions{threads, threads}, def));
-  std::vector<std::string> fetches;
-  for (const Output& o : outs) fetches.push_back(o.name());
-  std::vector<Tensor> outputs;
-  RETURN_IF_ERROR(session->Run(feeds, fetches, {}, &outputs));
-  return outputs;
 }
 
 using testing::HasSubstr;
@@ -302,7 +283,7 @@ void CheckConvCase(const ConvCase& c, uint32_t seed, int threads,
   Filter want_df;
   RefBackprops(c, x, f, dy, &want_dx, &want_df);
   const ops::Conv2DAttrs attrs = c.Attrs();
-  auto out = RunGraph(
+  auto out = RunOps(
       {ToTensor<T>(x, c.nchw()), f.ToTensor<T>(), ToTensor<T>(dy, c.nchw())},
       [&](const Scope& s, std::vector<Output> in) {
         Output sizes = spatial_input_sizes
@@ -416,7 +397,7 @@ absl::Status RunConv(const std::string& op, const std::vector<Tensor>& inputs,
       {"Conv2DBackpropFilter", ops::Conv2DBackpropFilter},
       {"DepthwiseConv2dNativeBackpropInput", ops::DepthwiseConv2dNativeBackpropInput},
       {"DepthwiseConv2dNativeBackpropFilter", ops::DepthwiseConv2dNativeBackpropFilter}};
-  auto out = RunGraph(inputs, [&](const Scope& s, std::vector<Output> in) {
+  auto out = RunOps(inputs, [&](const Scope& s, std::vector<Output> in) {
     if (forward.contains(op)) return std::vector<Output>{forward.at(op)(s, in[0], in[1], attrs)};
     return std::vector<Output>{backprop.at(op)(s, in[0], in[1], in[2], attrs)};
   });
@@ -512,7 +493,7 @@ void CheckDepthwiseCase(const ConvCase& c, uint32_t seed, int threads) {
   Filter want_df;
   RefDepthwise(c, x, f, dy, &want_y, &want_dx, &want_df);
   const ops::Conv2DAttrs attrs = c.Attrs();
-  auto out = RunGraph(
+  auto out = RunOps(
       {ToTensor<T>(x, c.nchw()), f.ToTensor<T>(), ToTensor<T>(dy, c.nchw())},
       [&](const Scope& s, std::vector<Output> in) {
         return std::vector<Output>{
@@ -654,7 +635,7 @@ void CheckPoolCase(const PoolCase& p, bool max, uint32_t seed, int threads) {
   const bool grad_grad = max && p.padding != "EXPLICIT";
   const ops::PoolAttrs attrs = p.Attrs();
   const std::string what = (max ? "MaxPool " : "AvgPool ") + p.Name();
-  auto out = RunGraph(
+  auto out = RunOps(
       {ToTensor<T>(x, p.nchw()), ToTensor<T>(dy, p.nchw()), ToTensor<T>(gx, p.nchw())},
       [&](const Scope& s, std::vector<Output> in) {
         if (max) {
@@ -738,7 +719,7 @@ TEST(PoolKernelTest, LargeInputsSplitAcrossThreads) {
 TEST(PoolKernelTest, MaxPoolInt32) {
   Tensor x = Tensor::FromVector<int32_t>({1, -7, 3, 2, 9, 4, -1, 0, 5, 8, 6, -3, 2, 2, 7, 1},
                                          TensorShape({1, 4, 4, 1}));
-  auto out = RunGraph({x}, [](const Scope& s, std::vector<Output> in) {
+  auto out = RunOps({x}, [](const Scope& s, std::vector<Output> in) {
     return std::vector<Output>{ops::MaxPool(s, in[0], {})};
   });
   ASSERT_TRUE(out.ok()) << out.status();
@@ -750,7 +731,7 @@ TEST(PoolKernelTest, MaxPoolInt32) {
 
 absl::Status RunPool(const std::string& op, const std::vector<Tensor>& inputs,
                      const ops::PoolAttrs& attrs) {
-  auto out = RunGraph(inputs, [&](const Scope& s, std::vector<Output> in) {
+  auto out = RunOps(inputs, [&](const Scope& s, std::vector<Output> in) {
     if (op == "MaxPool") return std::vector<Output>{ops::MaxPool(s, in[0], attrs)};
     if (op == "AvgPool") return std::vector<Output>{ops::AvgPool(s, in[0], attrs)};
     if (op == "MaxPoolGrad") {

@@ -22,35 +22,15 @@
 #include "recflow/ops/array_ops.h"
 #include "recflow/ops/image_ops.h"
 #include "recflow/runtime/session.h"
+#include "recflow/train/testing/run_ops.h"
 
 namespace recflow {
 namespace {
 
+using kernel_test::BuildFn;
+using kernel_test::RunOps;
+
 using testing::HasSubstr;
-
-using BuildFn = std::function<std::vector<Output>(const Scope&, std::vector<Output>)>;
-
-// Runs build(root, placeholders for `inputs`) with `threads` intra-op
-// threads and fetches its outputs.
-absl::StatusOr<std::vector<Tensor>> RunOps(const std::vector<Tensor>& inputs, const BuildFn& build,
-                                           int threads = 1) {
-  Scope root = Scope::NewRootScope();
-  std::vector<Output> phs;
-  std::vector<std::pair<std::string, Tensor>> feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const std::string name = "in" + std::to_string(i);
-    phs.push_back(ops::Placeholder(root.WithOpName(name), inputs[i].dtype()));
-    feeds.emplace_back(name, inputs[i]);
-  }
-  std::vector<Output> outs = build(root.NewSubScope("out"), phs);
-  ASSIGN_OR_RETURN(tensorflow::GraphDef def, root.ToGraphDef());
-  ASSIGN_OR_RETURN(auto session, Session::Create(SessionOptions{threads, threads}, def));
-  std::vector<std::string> fetches;
-  for (const Output& o : outs) fetches.push_back(o.name());
-  std::vector<Tensor> outputs;
-  RETURN_IF_ERROR(session->Run(feeds, fetches, {}, &outputs));
-  return outputs;
-}
 
 Tensor Size(int32_t h, int32_t w) { return Tensor::FromVector<int32_t>({h, w}); }
 

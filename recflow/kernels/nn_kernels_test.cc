@@ -10,9 +10,13 @@
 #include "recflow/ops/array_ops.h"
 #include "recflow/ops/nn_ops.h"
 #include "recflow/runtime/session.h"
+#include "recflow/train/testing/run_ops.h"
 
 namespace recflow {
 namespace {
+
+using kernel_test::BuildFn;
+using kernel_test::RunOps;
 
 using testing::HasSubstr;
 
@@ -28,29 +32,6 @@ Tensor Random(const TensorShape& shape, std::mt19937* rng, double lo = -3, doubl
     }
   }
   return t;
-}
-
-using BuildFn = std::function<std::vector<Output>(const Scope&, std::vector<Output>)>;
-
-// Runs `build` with `inputs` fed through placeholders; fetches what it returns.
-absl::StatusOr<std::vector<Tensor>> RunOps(const std::vector<Tensor>& inputs, const BuildFn& build,
-                                        int threads) {
-  Scope root = Scope::NewRootScope();
-  std::vector<Output> phs;
-  std::vector<std::pair<std::string, Tensor>> feeds;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const std::string name = "in" + std::to_string(i);
-    phs.push_back(ops::Placeholder(root.WithOpName(name), inputs[i].dtype()));
-    feeds.emplace_back(name, inputs[i]);
-  }
-  std::vector<Output> outs = build(root.NewSubScope("out"), phs);
-  ASSIGN_OR_RETURN(tensorflow::GraphDef def, root.ToGraphDef());
-  ASSIGN_OR_RETURN(auto session, Session::Create(SessionOptions{threads, threads}, def));
-  std::vector<std::string> fetches;
-  for (const Output& o : outs) fetches.push_back(o.name());
-  std::vector<Tensor> outputs;
-  RETURN_IF_ERROR(session->Run(feeds, fetches, {}, &outputs));
-  return outputs;
 }
 
 template <typename T>

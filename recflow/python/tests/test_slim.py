@@ -499,12 +499,14 @@ def test_model_deploy_deploy_trains():
 
 
 @pytest.mark.parametrize("name,size,kwargs,end_point", [
-    ("lenet", 28, {}, "fc3"),
-    ("cifarnet", 32, {}, "fc4"),
-    ("mobilenet_v1_025", 64, {}, "Conv2d_13_pointwise"),
+    ("lenet", 28, {"dropout_keep_prob": 1.0}, "fc3"),
+    ("cifarnet", 32, {"dropout_keep_prob": 1.0}, "fc4"),
+    ("mobilenet_v1_025", 64, {"dropout_keep_prob": 1.0}, "Conv2d_13_pointwise"),
     ("resnet_v1_50", 64, {"depth_multiplier": 0.125}, "resnet_v1_50/block4"),
 ])
 def test_nets_build_run_and_train(name, size, kwargs, end_point):
+  # No dropout and a fixed seed: the losses before and after are of the same computation.
+  tf.set_random_seed(3)
   network_fn = nets_factory.get_network_fn(name, num_classes=5, weight_decay=1e-4,
                                            is_training=True)
   assert network_fn.default_image_size in (28, 32, 224)

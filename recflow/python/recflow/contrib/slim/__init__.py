@@ -13,34 +13,10 @@ recflow.contrib.slim.nets (lenet, cifarnet, mobilenet_v1, resnet_v1 and nets_fac
 (model_deploy). docs/slim.md has the whole list and what differs from TensorFlow.
 """
 
-# pylint: disable=unused-import
-from recflow.contrib.framework.arg_scope import (add_arg_scope, arg_scope, arg_scope_func_key,
-                                                 arg_scoped_arguments, current_arg_scope,
-                                                 has_arg_scope)
-from recflow.contrib.framework.variables import (VariableDeviceChooser, add_model_variable,
-                                                 assert_global_step,
-                                                 assign_from_checkpoint_fn,
-                                                 create_global_step, filter_variables,
-                                                 get_global_step, get_local_variables,
-                                                 get_model_variables,
-                                                 get_or_create_global_step,
-                                                 get_trainable_variables, get_unique_variable,
-                                                 get_variables, get_variables_by_name,
-                                                 get_variables_by_suffix,
-                                                 get_variables_to_restore, local_variable,
-                                                 model_variable, variable)
+# pylint: disable=wildcard-import,unused-wildcard-import,unused-import
+from recflow.contrib.framework import *  # noqa: F401,F403
+from recflow.contrib.layers import *  # noqa: F401,F403
 from recflow.contrib.layers import utils
-from recflow.contrib.layers.initializers import (variance_scaling_initializer,
-                                                 xavier_initializer, xavier_initializer_conv2d)
-from recflow.contrib.layers.layers import (avg_pool2d, batch_norm, bias_add, conv2d,
-                                           convolution, convolution2d, dropout, flatten,
-                                           fully_connected, linear, max_pool2d,
-                                           one_hot_encoding, relu, relu6, repeat,
-                                           separable_conv2d, separable_convolution2d, softmax,
-                                           stack)
-from recflow.contrib.layers.regularizers import (apply_regularization, l1_l2_regularizer,
-                                                 l1_regularizer, l2_regularizer,
-                                                 sum_regularizer)
 from recflow.contrib.slim import evaluation
 from recflow.contrib.slim import learning
 from recflow.contrib.slim import losses
