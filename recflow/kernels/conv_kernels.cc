@@ -1,5 +1,6 @@
 // CPU kernels for Conv2D, Conv2DBackpropInput and Conv2DBackpropFilter
-// (float, double).
+// (float, double). float runs on oneDNN where Note [oneDNN convolutions]
+// (onednn_conv.cc) says it is faster; everything else, below.
 //
 // Note [Convolution as GEMM]
 // All three work in NHWC (an NCHW tensor is transposed in and out). With
@@ -28,6 +29,7 @@
 #include "recflow/framework/op_kernel.h"
 #include "recflow/kernels/blas_gemm.h"
 #include "recflow/kernels/conv_util.h"
+#include "recflow/kernels/onednn_conv.h"
 #include "recflow/kernels/parallel_range.h"
 
 namespace recflow {
@@ -71,6 +73,33 @@ struct ConvProblem : conv::FilterWindow {
     return std::clamp<int64_t>(std::max<int64_t>(fit, 16), 1, std::max<int64_t>(rows, 1));
   }
 };
+
+// Runs `pass` of a float convolution on oneDNN when the policy of Note
+// [oneDNN convolutions] (onednn_conv.cc) picks it and oneDNN covers it;
+// false when the im2col path is to compute it.
+template <typename T>
+bool ConvOnednn(OpKernelContext* ctx, onednn::ConvPass pass, const ConvProblem& p, const T* a,
+                const T* b, T* c) {
+  if constexpr (!std::is_same_v<T, float>) {
+    return false;
+  } else {
+    if (p.batch == 0 || p.in_c == 0 || p.out_c == 0) return false;
+    const conv::ConvImpl impl = conv::ConvImplOverride();
+    if (impl == conv::ConvImpl::kOwn) return false;
+    if (impl == conv::ConvImpl::kAuto) {
+      ThreadPool* pool = ctx->intra_op_pool();
+      const int64_t threads = pool == nullptr ? 1 : pool->NumThreads();
+      // A batch smaller than the pool would leave threads idle that the
+      // im2col path, which splits rows, keeps busy.
+      if (p.batch < threads) return false;
+      // oneDNN's input gradient for a few input channels (an RGB stem) ran
+      // 2x slower than im2col + col2im.
+      if (pass == onednn::ConvPass::kBackwardData && p.in_c < 16) return false;
+    }
+    return onednn::RunConv(ctx, pass, onednn::ConvSpec{p, p.out_c, /*depthwise=*/false}, a, b,
+                           c);
+  }
+}
 
 // Rows [r0, r1) of P into dst [r1 - r0, K].
 template <typename T>
@@ -121,6 +150,7 @@ template <typename T>
 void ConvForward(OpKernelContext* ctx, const ConvProblem& p, const T* in, const T* filter, T* out) {
   const int64_t M = p.M(), K = p.K(), N = p.out_c;
   if (M == 0 || N == 0) return;
+  if (ConvOnednn(ctx, onednn::ConvPass::kForward, p, in, filter, out)) return;
   if (K == 0) {
     std::fill(out, out + M * N, T(0));
     return;
@@ -150,6 +180,7 @@ void ConvBackpropInput(OpKernelContext* ctx, const ConvProblem& p, const T* filt
   const int64_t K = p.K(), N = p.out_c;
   const int64_t image_in = p.in_h * p.in_w * p.in_c, image_rows = p.out_h * p.out_w;
   if (p.InputSize() == 0) return;
+  if (ConvOnednn(ctx, onednn::ConvPass::kBackwardData, p, dy, filter, dx)) return;
   if (p.Direct()) {  // dX = dY x W^T, split by rows
     const int64_t M = p.M();
     if (N == 0) {
@@ -187,6 +218,7 @@ void ConvBackpropFilter(OpKernelContext* ctx, const ConvProblem& p, const T* in,
     std::fill(dw, dw + K * N, T(0));
     return;
   }
+  if (ConvOnednn(ctx, onednn::ConvPass::kBackwardWeights, p, in, dy, dw)) return;
   ThreadPool* pool = ctx->intra_op_pool();
   const double flops = 2.0 * static_cast<double>(M) * static_cast<double>(K) * N;
   const int64_t tasks =

@@ -1,5 +1,7 @@
 #include "recflow/kernels/conv_util.h"
 
+#include <cstdlib>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "recflow/kernels/parallel_range.h"
@@ -239,6 +241,17 @@ template void NchwToNhwc<double>(OpKernelContext*, const double*, int64_t, int64
 template void NhwcToNchw<float>(OpKernelContext*, const float*, int64_t, int64_t, int64_t, float*);
 template void NhwcToNchw<double>(OpKernelContext*, const double*, int64_t, int64_t, int64_t,
                                  double*);
+
+ConvImpl ConvImplOverride() {
+  static const ConvImpl impl = [] {
+    const char* v = std::getenv("RECFLOW_CONV_IMPL");
+    const std::string s = v == nullptr ? "" : v;
+    if (s == "im2col" || s == "own") return ConvImpl::kOwn;
+    if (s == "onednn") return ConvImpl::kOnednn;
+    return ConvImpl::kAuto;
+  }();
+  return impl;
+}
 
 absl::StatusOr<std::vector<int64_t>> ReadSizes(const Tensor& t, const char* what) {
   if (t.dims() != 1) {

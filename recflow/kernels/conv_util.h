@@ -172,6 +172,15 @@ void SumOverTasks(ThreadPool* pool, int64_t tasks, int64_t size, T* dst, F&& fn)
   }
 }
 
+// Which implementation computes a float convolution (Note [oneDNN
+// convolutions] in onednn_conv.cc): the kernel's own choice, or one forced
+// by the environment variable RECFLOW_CONV_IMPL=auto|im2col|onednn, read
+// once per process (for benchmarks and for comparing the two; "onednn"
+// still falls back where oneDNN has no implementation, "im2col" means the
+// kernel's own loops, for depthwise too).
+enum class ConvImpl { kAuto, kOwn, kOnednn };
+ConvImpl ConvImplOverride();
+
 // A shape tensor input (input_sizes, filter_sizes, orig_input_shape):
 // int32 (or int64) vector of non-negative sizes.
 absl::StatusOr<std::vector<int64_t>> ReadSizes(const Tensor& t, const char* what);
