@@ -40,6 +40,8 @@ int64_t NowMs() {
 
 // Writes all of `head` then `body` to the non-blocking socket, waiting up to
 // `timeout_ms` whenever the socket buffer is full. False on error/timeout.
+// Only for the server's own short answers on a connection it then closes
+// (never more than 10 ms); responses go through HttpServer::Flush.
 bool WriteAll(int fd, absl::string_view head, absl::string_view body,
               int64_t timeout_ms) {
   const int64_t deadline = NowMs() + timeout_ms;
@@ -74,6 +76,26 @@ bool WriteAll(int fd, absl::string_view head, absl::string_view body,
     body.remove_prefix(written - from_head);
   }
   return true;
+}
+
+// Lingering close, after a refusal: the client may still be sending (a
+// refused body); closing with unread bytes would reset the connection and
+// could destroy the response before the client reads it. Drains briefly
+// (at most 200 ms and 4 MiB).
+void Linger(int fd) {
+  shutdown(fd, SHUT_WR);
+  const int64_t deadline = NowMs() + 200;
+  char sink[16 << 10];
+  size_t drained = 0;
+  while (drained < (4u << 20)) {
+    int64_t left = deadline - NowMs();
+    if (left <= 0) break;
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left)) <= 0) break;
+    ssize_t r = recv(fd, sink, sizeof(sink), 0);
+    if (r <= 0) break;
+    drained += r;
+  }
 }
 
 std::string ResponseHead(const HttpResponse& r, size_t body_size,
@@ -151,7 +173,9 @@ const char* HttpReasonPhrase(int status) {
 // holds `busy` (set under the server's mu_) is the only one touching the
 // fields below `busy`.
 struct HttpServer::Connection {
-  explicit Connection(const HttpParserOptions& options) : parser(options) {}
+  Connection(const HttpParserOptions& options, std::atomic<int64_t>* unsent_total)
+      : parser(options), unsent_total(unsent_total) {}
+  ~Connection() { unsent_total->fetch_sub(charged); }
 
   int fd = -1;
   bool busy = false;  // guarded by the server's mu_
@@ -160,8 +184,25 @@ struct HttpServer::Connection {
   bool peer_closed = false;
   HttpRequestParser parser;  // holds the bytes received, not yet consumed
 
-  // Open, with no worker on it and no byte of a request buffered.
-  bool Idle() const { return !busy && request_start_ms == 0 && parser.idle(); }
+  // Pending output (Note [Writes]): one answer at a time, `out_head` then
+  // `out_body`, of which the first `out_sent` bytes are written.
+  std::string out_head;
+  std::string out_body;
+  size_t out_sent = 0;
+  AfterWrite after_write = AfterWrite::kRead;
+  int64_t write_deadline_ms = 0;  // closed if still unwritten then
+  bool write_waited = false;      // the answer waited for EPOLLOUT
+  // Bytes of the pending output counted in *unsent_total (HttpServer's
+  // unsent_): as many as were left when it last waited for EPOLLOUT.
+  int64_t charged = 0;
+  std::atomic<int64_t>* const unsent_total;  // Not owned.
+
+  size_t Unsent() const { return out_head.size() + out_body.size() - out_sent; }
+  // Open, with no worker on it, no byte of a request buffered and no answer
+  // to write.
+  bool Idle() const {
+    return !busy && request_start_ms == 0 && parser.idle() && Unsent() == 0;
+  }
 };
 
 HttpServer::HttpServer(const HttpServerOptions& options, Handler handler)
@@ -183,11 +224,12 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(
   if (options.max_connections < 1 || options.max_header_bytes < 64 ||
       options.max_body_bytes < 0 || options.idle_timeout_ms <= 0 ||
       options.request_timeout_ms <= 0 || options.max_buffered_body_bytes < 0 ||
-      options.max_queued_requests < -1 || options.max_queue_wait_ms <= 0) {
+      options.max_buffered_response_bytes < 0 || options.max_queued_requests < -1 ||
+      options.max_queue_wait_ms <= 0) {
     return errors::InvalidArgument(
         "HttpServerOptions: max_connections >= 1, max_header_bytes >= 64, "
-        "non-negative body limits, max_queued_requests >= -1, and positive "
-        "timeouts and max_queue_wait_ms are required");
+        "non-negative body and response limits, max_queued_requests >= -1, and "
+        "positive timeouts and max_queue_wait_ms are required");
   }
   if (!handler) return errors::InvalidArgument("HttpServer needs a handler");
   std::unique_ptr<HttpServer> server(new HttpServer(options, std::move(handler)));
@@ -360,7 +402,7 @@ void HttpServer::AcceptAll() {
     parser_options.max_header_bytes = options_.max_header_bytes;
     parser_options.max_body_bytes = options_.max_body_bytes;
     parser_options.budget = &body_budget_;
-    auto conn = std::make_shared<Connection>(parser_options);
+    auto conn = std::make_shared<Connection>(parser_options, &unsent_);
     conn->fd = fd;
     conn->last_active_ms = NowMs();
     uint64_t id = next_id_++;
@@ -424,7 +466,13 @@ void HttpServer::ReapExpired(std::vector<Resume>* resume) {
     Connection* c = it->second.get();
     bool expire = false;
     if (!c->busy) {
-      if (c->request_start_ms > 0) {
+      if (c->Unsent() > 0) {
+        // Waiting for its client to read (Note [Writes]).
+        if (now > c->write_deadline_ms) {
+          ++write_timeouts_;
+          expire = true;
+        }
+      } else if (c->request_start_ms > 0) {
         if (now - c->request_start_ms > options_.request_timeout_ms) {
           HttpResponse r = HttpResponse::JsonError(
               408, absl::StrCat("the request did not arrive completely within ",
@@ -448,57 +496,127 @@ void HttpServer::ReapExpired(std::vector<Resume>* resume) {
   }
 }
 
-void HttpServer::Refuse(uint64_t id, int fd, const HttpParseError& error) {
+void HttpServer::Refuse(Connection& c, const HttpParseError& error) {
   HttpResponse r = HttpResponse::JsonError(error.status, error.message);
   std::string head = ResponseHead(r, r.body.size(), false, 1);
-  if (WriteAll(fd, head, r.body, options_.request_timeout_ms)) {
-    // Lingering close: the client may still be sending (a refused body);
-    // closing with unread bytes would reset the connection and could
-    // destroy the response before the client reads it. Drain briefly.
-    shutdown(fd, SHUT_WR);
-    const int64_t deadline = NowMs() + 200;
-    char sink[16 << 10];
-    size_t drained = 0;
-    while (drained < (4u << 20)) {
-      int64_t left = deadline - NowMs();
-      if (left <= 0) break;
-      pollfd p{fd, POLLIN, 0};
-      if (poll(&p, 1, static_cast<int>(left)) <= 0) break;
-      ssize_t r = recv(fd, sink, sizeof(sink), 0);
-      if (r <= 0) break;
-      drained += r;
-    }
-  }
-  CloseConnection(id);
+  QueueOutput(c, std::move(head), std::move(r.body), AfterWrite::kLinger);
 }
 
-bool HttpServer::Respond(uint64_t id, Connection& c) {
-  // The parser gave back the body's budget; the body now lives in `req`
-  // for the handler's duration, which num_threads bounds.
-  HttpRequest req = c.parser.TakeRequest();
-  c.request_start_ms = c.parser.idle() ? 0 : NowMs();  // pipelined bytes
-  bool keep_alive = req.KeepAlive();
+bool HttpServer::Respond(Connection& c, std::vector<Resume>* resume) {
+  bool keep_alive;
+  bool head_only;
+  int version_minor;
   HttpResponse resp;
-  try {
-    resp = handler_(req);
-  } catch (const std::exception& e) {
-    resp = HttpResponse::JsonError(500, absl::StrCat("handler failed: ", e.what()));
-  } catch (...) {
-    resp = HttpResponse::JsonError(500, "handler failed");
+  {
+    // The parser gave back the body's budget; the body now lives in `req`
+    // for the handler's duration, which num_threads bounds.
+    HttpRequest req = c.parser.TakeRequest();
+    c.request_start_ms = c.parser.idle() ? 0 : NowMs();  // pipelined bytes
+    keep_alive = req.KeepAlive();
+    head_only = req.method == "HEAD";
+    version_minor = req.version_minor;
+    try {
+      resp = handler_(req);
+    } catch (const std::exception& e) {
+      resp = HttpResponse::JsonError(500, absl::StrCat("handler failed: ", e.what()));
+    } catch (...) {
+      resp = HttpResponse::JsonError(500, "handler failed");
+    }
   }
   ++requests_;
+  // The handler is done: its slot goes on before the answer is written
+  // (Note [Admission]).
+  const bool handed = ReleaseSlot(resume);
   if (stopping_.load()) keep_alive = false;
-  std::string head = ResponseHead(resp, resp.body.size(), keep_alive,
-                                  req.version_minor);
-  bool wrote = WriteAll(c.fd, head, req.method == "HEAD" ? "" : resp.body,
-                        options_.request_timeout_ms);
-  if (!wrote || !keep_alive) {
-    if (!keep_alive) shutdown(c.fd, SHUT_WR);
-    CloseConnection(id);
+  std::string head = ResponseHead(resp, resp.body.size(), keep_alive, version_minor);
+  QueueOutput(c, std::move(head), head_only ? std::string() : std::move(resp.body),
+              keep_alive ? AfterWrite::kRead : AfterWrite::kClose);
+  return handed;
+}
+
+void HttpServer::QueueOutput(Connection& c, std::string head, std::string body,
+                             AfterWrite after) {
+  DCHECK(c.Unsent() == 0);
+  c.out_head = std::move(head);
+  c.out_body = std::move(body);
+  c.out_sent = 0;
+  c.after_write = after;
+  c.write_deadline_ms = NowMs() + options_.request_timeout_ms;
+}
+
+bool HttpServer::Flush(uint64_t id, Connection& c) {
+  while (c.Unsent() > 0) {
+    iovec iov[2];
+    int n = 0;
+    size_t skip = c.out_sent;
+    if (skip < c.out_head.size()) {
+      iov[n].iov_base = c.out_head.data() + skip;
+      iov[n++].iov_len = c.out_head.size() - skip;
+      skip = 0;
+    } else {
+      skip -= c.out_head.size();
+    }
+    if (skip < c.out_body.size()) {
+      iov[n].iov_base = c.out_body.data() + skip;
+      iov[n++].iov_len = c.out_body.size() - skip;
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = n;
+    const ssize_t w = sendmsg(c.fd, &msg, MSG_NOSIGNAL);
+    if (w >= 0) {
+      c.out_sent += static_cast<size_t>(w);
+      continue;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      CloseConnection(id);  // EPIPE, ECONNRESET: the client is gone
+      return false;
+    }
+    if (NowMs() > c.write_deadline_ms) {
+      ++write_timeouts_;
+      CloseConnection(id);
+      return false;
+    }
+    // The socket is full: wait for the client to read, holding no thread.
+    const int64_t left = static_cast<int64_t>(c.Unsent());
+    unsent_.fetch_add(left - c.charged);
+    c.charged = left;
+    c.write_waited = true;
+    MutexLock lock(&mu_);
+    c.busy = false;
+    epoll_event ev{};
+    ev.events = EPOLLOUT | EPOLLONESHOT;
+    ev.data.u64 = id;
+    if (connections_.count(id) && !stopping_.load()) {
+      epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c.fd, &ev);
+    }
     return false;
   }
+  unsent_.fetch_sub(c.charged);
+  c.charged = 0;
+  c.out_head.clear();
+  std::string().swap(c.out_body);  // frees a large body now
+  c.out_sent = 0;
   c.last_active_ms = NowMs();
-  return true;
+  if (c.write_waited) {
+    // Nothing was read while the answer waited: a pipelined request's time
+    // (request_timeout_ms) runs from now.
+    c.write_waited = false;
+    if (c.request_start_ms > 0) c.request_start_ms = c.last_active_ms;
+  }
+  switch (c.after_write) {
+    case AfterWrite::kRead:
+      return true;
+    case AfterWrite::kClose:
+      shutdown(c.fd, SHUT_WR);
+      break;
+    case AfterWrite::kLinger:
+      Linger(c.fd);
+      break;
+  }
+  CloseConnection(id);
+  return false;
 }
 
 std::string HttpServer::MetricsText() {
@@ -527,6 +645,11 @@ std::string HttpServer::MetricsText() {
       shed_.load());
   add("recflow_serving_http_connections_evicted_total", "counter",
       "Idle REST connections closed to make room for a new one.", evicted_.load());
+  add("recflow_serving_http_unsent_response_bytes", "gauge",
+      "REST response bytes waiting for clients to read them.", unsent_.load());
+  add("recflow_serving_http_write_timeouts_total", "counter",
+      "REST connections closed because the client did not read a response in time.",
+      write_timeouts_.load());
   return text;
 }
 
@@ -535,18 +658,57 @@ std::string HttpServer::MetricsText() {
 // only in one of num_threads slots (running_). A request completed while
 // every slot is taken waits in queue_, its connection still busy (nobody
 // reads it, so its later requests stay behind it and TCP pushes back on
-// its client). A thread leaving a slot passes it straight to the oldest
-// queued request still in time (ReleaseSlot), and takes that connection up
-// itself once it is done with its own (`resume` in WorkerLoop), so the slot
-// never idles while requests wait and a request still costs no hand-off
-// when the server is not saturated. Requests past max_queue_wait_ms are
-// shed when a slot frees or by the periodic reap (within kReapIntervalMs),
-// whichever comes first: a handler stuck for seconds does not hold the
-// queue. With every slot taken, the two spare threads still accept, read
-// and parse, so a request finding the queue full gets its 503 in the time
-// it takes to parse it; the spares never run a handler unless a slot is
-// free. A shed request's body was held in its parser, within the body
-// budget, so the queue adds no memory beyond what the limits allow already.
+// its client). A thread gives up its slot as soon as its handler returns,
+// before the answer is written (Respond), so writing never holds a slot: a
+// client that does not read its answers costs a slot only for its
+// handler's time (Note [Writes]). The slot goes straight to the oldest
+// queued request still in time (ReleaseSlot), whose connection the thread
+// takes up itself (`resume` in WorkerLoop) once it has put its own answer
+// on the socket, or parked what the socket did not take, without waiting
+// for the client; if its own connection stays open it goes on `resume`
+// after the queued one, so the handed slot never idles behind this
+// connection's next request. The slot changes hands under queue_mu_ without
+// running_ moving, so it is counted once, and the request it went to is off
+// the queue, so it is taken up exactly once. A request still costs no
+// hand-off when the server is not saturated. Requests past
+// max_queue_wait_ms are shed when a slot frees or by the periodic reap
+// (within kReapIntervalMs), whichever comes first: a handler stuck for
+// seconds does not hold the queue. With every slot taken, the two spare
+// threads still accept, read, parse and write, so a request finding the
+// queue full gets its 503 in the time it takes to parse it; the spares
+// never run a handler unless a slot is free. A shed request's body was held
+// in its parser, within the body budget, so the queue adds no memory beyond
+// what the limits allow already.
+
+// Note [Writes]
+// No thread waits for a client to read. An answer (response, 503, refusal,
+// 100 Continue) is put on its connection (QueueOutput) and written with
+// non-blocking sends (Flush) by the thread that has the connection; what the
+// socket does not take stays on the connection, which is armed in epoll for
+// EPOLLOUT and left (busy false) like a connection waiting for bytes. Epoll
+// gives it to one worker once the client has read (EPOLLONESHOT, so one
+// thread at a time, as for reads), which writes on (Drive, first thing).
+// Until the whole answer is written, nothing more is read from the
+// connection: pipelined requests stay in the parser or the socket, so
+// answers leave in request order and a connection holds at most one
+// unwritten answer; TCP pushes back on a client that pipelines without
+// reading. When it is written, the connection is read again (keep-alive;
+// a pipelined request's request_timeout_ms runs from then), or shut and
+// closed (Connection: close, HTTP/1.0, a refusal after its lingering close).
+// Bounds: an answer not written within request_timeout_ms of being queued
+// closes its connection (Flush, or the reap within kReapIntervalMs),
+// dropping the answer; a connection waiting to write is not idle, so it is
+// never evicted for a new one. The bytes that waited for EPOLLOUT are
+// counted in unsent_ (given back as they go out or when the connection
+// closes); while unsent_ exceeds max_buffered_response_bytes every request
+// is answered 503 without running its handler (a queued one handed a slot
+// passes the slot on). As only a handler that started under the limit adds
+// to it, unsent_ stays below max_buffered_response_bytes plus num_threads
+// answers; the answers being written now, at most one per worker thread,
+// come on top. The server's own close-at-once answers (the 503 over
+// max_connections, a 408) are written best effort without waiting. One
+// wait remains on a worker: the lingering close after a refusal drains
+// what the client still sends for at most 200 ms (Linger).
 
 HttpServer::Admission HttpServer::Admit(uint64_t id,
                                         const std::shared_ptr<Connection>& conn) {
@@ -571,19 +733,20 @@ void HttpServer::ShedExpiredLocked(int64_t now_ms, std::vector<Resume>* resume) 
   }
 }
 
-void HttpServer::ReleaseSlot(std::vector<Resume>* resume) {
+bool HttpServer::ReleaseSlot(std::vector<Resume>* resume) {
   MutexLock lock(&queue_mu_);
   ShedExpiredLocked(NowMs(), resume);
   if (queue_.empty()) {
     --running_;
-    return;
+    return false;
   }
   Waiting& w = queue_.front();
   resume->push_back(Resume{w.id, std::move(w.conn), Admission::kRun});
   queue_.pop_front();
+  return true;
 }
 
-bool HttpServer::Shed(uint64_t id, Connection& c, absl::string_view why) {
+void HttpServer::Shed(Connection& c, absl::string_view why) {
   HttpRequest req = c.parser.TakeRequest();  // gives back the body's budget
   c.request_start_ms = c.parser.idle() ? 0 : NowMs();
   ++shed_;
@@ -591,15 +754,8 @@ bool HttpServer::Shed(uint64_t id, Connection& c, absl::string_view why) {
   HttpResponse r = HttpResponse::JsonError(
       503, absl::StrCat("the server is overloaded: ", why, "; retry later"));
   std::string head = ResponseHead(r, r.body.size(), keep_alive, req.version_minor);
-  bool wrote = WriteAll(c.fd, head, req.method == "HEAD" ? "" : r.body,
-                        options_.request_timeout_ms);
-  if (!wrote || !keep_alive) {
-    if (!keep_alive) shutdown(c.fd, SHUT_WR);
-    CloseConnection(id);
-    return false;
-  }
-  c.last_active_ms = NowMs();
-  return true;
+  QueueOutput(c, std::move(head), req.method == "HEAD" ? std::string() : std::move(r.body),
+              keep_alive ? AfterWrite::kRead : AfterWrite::kClose);
 }
 
 void HttpServer::ServeConnection(uint64_t id, std::vector<Resume>* resume) {
@@ -618,6 +774,9 @@ void HttpServer::Drive(uint64_t id, std::shared_ptr<Connection> conn,
                        Admission admitted, std::vector<Resume>* resume) {
   Connection& c = *conn;
   const int fd = c.fd;
+  // Epoll reported the socket writable: finish the answer first; nothing
+  // is read before it is written (Note [Writes]).
+  if (c.Unsent() > 0 && !Flush(id, c)) return;
   // A per-thread buffer: growing a string to receive into would zero-fill
   // 64 KiB per read.
   thread_local std::unique_ptr<char[]> chunk(new char[kReadChunk]);
@@ -625,29 +784,44 @@ void HttpServer::Drive(uint64_t id, std::shared_ptr<Connection> conn,
   while (!stopping_.load()) {
     switch (c.parser.Feed(received)) {
       case HttpRequestParser::kError:
-        Refuse(id, fd, c.parser.error());
+        Refuse(c, c.parser.error());
+        Flush(id, c);  // closes the connection, now or once written
         return;
       case HttpRequestParser::kComplete: {
         received = {};
         const bool waited = admitted != Admission::kNone;
-        const Admission a = waited ? admitted : Admit(id, conn);
+        // Too many answers wait for slow readers: no handler runs until
+        // they read or are closed (Note [Writes]).
+        const int64_t unsent = unsent_.load();
+        const bool over = unsent > options_.max_buffered_response_bytes;
+        const Admission a = waited ? admitted : over ? Admission::kShed : Admit(id, conn);
         admitted = Admission::kNone;
-        bool open;
-        if (a == Admission::kQueued) {
-          return;  // a thread leaving a slot takes it up (ReleaseSlot)
-        } else if (a == Admission::kRun) {
-          open = Respond(id, c);
-          ReleaseSlot(resume);
-        } else if (waited) {
-          open = Shed(id, c, absl::StrCat("the request waited ", options_.max_queue_wait_ms,
-                                          " ms for one of ", options_.num_threads,
-                                          " busy workers"));
+        if (a == Admission::kQueued) return;  // a thread leaving a slot takes it up
+        bool handed = false;  // this thread freed a slot for a queued request
+        if (a == Admission::kRun && !over) {
+          handed = Respond(c, resume);
         } else {
-          open = Shed(id, c, absl::StrCat(max_queued_,
-                                          " requests are waiting for ", options_.num_threads,
-                                          " busy workers"));
+          if (a == Admission::kRun) handed = ReleaseSlot(resume);
+          std::string why;
+          if (a == Admission::kShed && waited) {
+            why = absl::StrCat("the request waited ", options_.max_queue_wait_ms,
+                               " ms for one of ", options_.num_threads, " busy workers");
+          } else if (over) {
+            why = absl::StrCat(unsent, " bytes of responses are waiting for their clients"
+                               " to read them");
+          } else {
+            why = absl::StrCat(max_queued_, " requests are waiting for ",
+                               options_.num_threads, " busy workers");
+          }
+          Shed(c, why);
         }
-        if (!open) return;
+        if (!Flush(id, c)) return;
+        if (handed) {
+          // Take up the queued request the slot went to before this
+          // connection's next request, so that the slot does not idle.
+          resume->push_back(Resume{id, std::move(conn), Admission::kNone});
+          return;
+        }
         continue;  // a pipelined request may already be buffered
       }
       case HttpRequestParser::kNeedMore:
@@ -655,8 +829,8 @@ void HttpServer::Drive(uint64_t id, std::shared_ptr<Connection> conn,
         break;
     }
     if (c.parser.TakeContinue()) {
-      WriteAll(fd, "HTTP/1.1 100 Continue\r\n\r\n", "",
-               options_.request_timeout_ms);
+      QueueOutput(c, "HTTP/1.1 100 Continue\r\n\r\n", "", AfterWrite::kRead);
+      if (!Flush(id, c)) return;
     }
     if (c.peer_closed) {
       // A truncated request (or a clean close between requests): nobody is

@@ -14,15 +14,20 @@
 // connection registered EPOLLONESHOT): a worker that sees a connection
 // readable reads what is there and feeds it to the connection's
 // HttpRequestParser (http_parser.h); once a whole request is parsed it runs
-// the handler on the same thread and writes the response, so a request
-// costs no thread hand-off. Connections waiting for bytes (idle keep-alive
-// connections, slow or partial requests) hold no thread, so a slow client
-// never blocks the others. Memory is bounded by max_connections x
-// (max_header_bytes + max_body_bytes) and, for bodies, by the total budget
-// `max_buffered_body_bytes` across connections.
+// the handler on the same thread and starts writing the response, so a
+// request costs no thread hand-off. Connections waiting for bytes (idle
+// keep-alive connections, slow or partial requests) hold no thread, and
+// neither do those waiting for their client to read a response (the rest of
+// it waits on the connection until epoll reports the socket writable; Note
+// [Writes] in the .cc), so a slow client never blocks the others. Memory is
+// bounded by max_connections x (max_header_bytes + max_body_bytes) and, for
+// bodies, by the total budget `max_buffered_body_bytes` across connections;
+// responses waiting for slow readers by `max_buffered_response_bytes`.
 //
 // Admission control (see Note [Admission] in the .cc). Handlers may block
 // (the batch scheduler makes them wait): at most `num_threads` run at once.
+// A handler's slot is given up as soon as it returns, before its response
+// is written, so a client that does not read holds no slot.
 // A complete request that finds them all busy waits in a FIFO queue of at
 // most `max_queued_requests`; it gets 503 without its handler running when
 // it finds the queue full, or once it has waited `max_queue_wait_ms`. Two
@@ -40,7 +45,9 @@
 // The server itself answers, then closes the connection:
 //   408  a request not complete within request_timeout_ms
 //   503  over max_connections with no idle connection to close
-// and it answers 503 without closing for a request it sheds (above).
+// and it answers 503 without closing for a request it sheds (above, and
+// while over max_buffered_response_bytes). A connection whose client has
+// not taken a response within request_timeout_ms is closed.
 // Error bodies are JSON: {"error": "..."} (TF Serving's error shape).
 //
 // Thread-safety: the handler is called concurrently from the worker
@@ -48,8 +55,9 @@
 // handler). Stop() stops accepting, wakes the workers, waits for the
 // handlers in progress to return, joins every thread and closes every
 // connection and the listening socket (resetting connections not yet
-// accepted); requests not yet started, queued ones included, are dropped
-// with their connection.
+// accepted); requests not yet started, queued ones included, and the parts
+// of responses their clients have not read yet are dropped with their
+// connection.
 #ifndef RECFLOW_SERVING_HTTP_SERVER_H_
 #define RECFLOW_SERVING_HTTP_SERVER_H_
 
@@ -102,6 +110,11 @@ struct HttpServerOptions {
   int64_t max_body_bytes = 64LL << 20;
   // Sum of the bodies being received or handled across all connections.
   int64_t max_buffered_body_bytes = 1LL << 30;
+  // Sum of the response bytes waiting for clients that read slowly or not
+  // at all (the socket took no more), across all connections. While over
+  // it, a request is answered 503 instead of running its handler, so the
+  // total stays under this plus num_threads responses (Note [Writes]).
+  int64_t max_buffered_response_bytes = 1LL << 30;
   // A connection with no request in progress is closed after this long
   // without a byte (--rest_api_idle_timeout_in_ms). 15 s: long enough for a
   // client to reuse its connection between requests of a burst, short
@@ -109,7 +122,9 @@ struct HttpServerOptions {
   int64_t idle_timeout_ms = 15'000;
   // A request must arrive completely within this long after its first
   // byte (bounds slowloris clients); 408 and close otherwise. Also the
-  // limit for writing a response to a client that does not read.
+  // limit for writing a response: a connection whose client has not read
+  // one within this long after it was produced is closed, the response
+  // dropped.
   int64_t request_timeout_ms = 30'000;
   int listen_backlog = 1024;
 };
@@ -154,9 +169,15 @@ class HttpServer {
   // Idle connections closed to make room for a new one (max_connections).
   int64_t connections_evicted() const { return evicted_.load(); }
   int64_t requests_handled() const { return requests_.load(); }
-  // Requests answered 503 by admission control (queue full or waited too
-  // long); their handlers never ran.
+  // Requests answered 503 by admission control (queue full, waited too
+  // long, or too many response bytes waiting for slow readers); their
+  // handlers never ran.
   int64_t requests_shed() const { return shed_.load(); }
+  // Connections closed because their client did not read a response within
+  // request_timeout_ms.
+  int64_t write_timeouts() const { return write_timeouts_.load(); }
+  // Response bytes waiting for slow readers (max_buffered_response_bytes).
+  int64_t unsent_response_bytes() const { return unsent_.load(); }
   // The counters above and the open connections and queued requests, in
   // Prometheus' text format (recflow_serving_http_*), for a metrics page.
   std::string MetricsText();
@@ -177,7 +198,8 @@ class HttpServer {
     int64_t since_ms;
   };
   // A connection that a thread takes up again after its current one: a
-  // queued request handed a handler slot (kRun) or to be shed (kShed).
+  // queued request handed a handler slot (kRun) or to be shed (kShed), or
+  // the thread's own connection, set aside for those (kNone).
   struct Resume {
     uint64_t id;
     std::shared_ptr<Connection> conn;
@@ -188,33 +210,44 @@ class HttpServer {
   void AcceptAll();
   // A connection epoll reported readable: mark it busy and Drive it.
   void ServeConnection(uint64_t id, std::vector<Resume>* resume);
-  // Reads, parses and answers the connection's requests until it must wait
-  // for bytes (re-armed in epoll), is closed, or its request is queued.
-  // `admitted` is kRun or kShed for a connection resumed from the queue,
-  // kNone otherwise. Connections this thread is to take up next (a slot it
-  // freed went to a queued request, or requests to shed) go on `resume`.
+  // Writes the connection's pending output, then reads, parses and answers
+  // its requests until it must wait for bytes or for the client to read
+  // (re-armed in epoll), is closed, or its request is queued. `admitted` is
+  // kRun or kShed for a connection resumed from the queue, kNone otherwise.
+  // Connections this thread is to take up next (a slot it freed went to a
+  // queued request, or requests to shed) go on `resume`.
   void Drive(uint64_t id, std::shared_ptr<Connection> conn, Admission admitted,
              std::vector<Resume>* resume);
   // Takes a handler slot (kRun), queues the connection (kQueued) or refuses
   // (kShed).
   Admission Admit(uint64_t id, const std::shared_ptr<Connection>& conn);
   // Gives up a handler slot: to the oldest queued request still in time, if
-  // any, whose connection goes on `resume`; queued requests past their wait
-  // go there to be shed.
-  void ReleaseSlot(std::vector<Resume>* resume);
+  // any, whose connection goes on `resume` (then true); queued requests
+  // past their wait go there to be shed.
+  bool ReleaseSlot(std::vector<Resume>* resume);
   // Moves queued requests that have waited max_queue_wait_ms to `resume`
   // (to be shed).
   void ShedExpiredLocked(int64_t now_ms, std::vector<Resume>* resume)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(queue_mu_);
-  // Runs the handler on the request `c` has parsed and writes the answer;
-  // false when the connection was closed (not kept alive, or a failed
-  // write).
-  bool Respond(uint64_t id, Connection& c);
-  // Answers the request `c` has parsed with 503 (`why`) without running the
-  // handler; false when the connection was closed.
-  bool Shed(uint64_t id, Connection& c, absl::string_view why);
-  // Answers a request the parser refused, and closes the connection.
-  void Refuse(uint64_t id, int fd, const HttpParseError& error);
+  // What becomes of a connection once its pending output is written.
+  enum class AfterWrite { kRead, kClose, kLinger };
+  // Runs the handler on the request `c` has parsed, gives up the handler
+  // slot (ReleaseSlot; true when it went to a queued request) and puts the
+  // answer on `c` to be written (Flush).
+  bool Respond(Connection& c, std::vector<Resume>* resume);
+  // Puts a 503 (`why`) on `c` for the request it has parsed, without running
+  // the handler.
+  void Shed(Connection& c, absl::string_view why);
+  // Puts the answer to a request the parser refused on `c`; the connection
+  // closes once it is written.
+  void Refuse(Connection& c, const HttpParseError& error);
+  // Sets `head` and `body` as c's pending output (REQUIRES: none pending).
+  void QueueOutput(Connection& c, std::string head, std::string body, AfterWrite after);
+  // Writes c's pending output without waiting. True when all of it was
+  // written and the connection stays open to be read; false when it was
+  // closed or waits for its client to read (then armed for EPOLLOUT and no
+  // longer this thread's).
+  bool Flush(uint64_t id, Connection& c);
   void CloseConnection(uint64_t id);
   // Closes expired connections; queued requests past their wait go on
   // `resume`.
@@ -228,6 +261,9 @@ class HttpServer {
   // Shared by the connections' parsers (max_buffered_body_bytes); declared
   // before connections_, which hold parsers, so that it outlives them.
   HttpBodyBudget body_budget_;
+  // Response bytes on connections waiting for EPOLLOUT (Note [Writes]);
+  // connections give theirs back when closed, so it too precedes them.
+  std::atomic<int64_t> unsent_{0};
   int listen_fd_ = -1;
   int epoll_fd_ = -1;
   int wake_fd_ = -1;  // eventfd, readable once Stop() begins
@@ -237,6 +273,7 @@ class HttpServer {
   std::atomic<int64_t> evicted_{0};
   std::atomic<int64_t> requests_{0};
   std::atomic<int64_t> shed_{0};
+  std::atomic<int64_t> write_timeouts_{0};
   std::atomic<int64_t> last_reap_ms_{0};
   std::vector<std::thread> workers_;
 

@@ -1,5 +1,11 @@
 #include "recflow/serving/http_server.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -9,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "recflow/core/mutex.h"
 #include "recflow/core/testing/thread_creation_failure.h"
@@ -722,8 +730,9 @@ TEST(HttpServerAdmissionTest, NoQueueShedsWheneverEveryWorkerIsBusy) {
   EXPECT_EQ(server->requests_shed(), 2);
   gate.release.Notify();
   EXPECT_EQ(a.Read().status, 200);
-  // The slot frees just after the answer is written: with no queue, a
-  // request in that instant is shed too. Soon one is served.
+  // The slot frees just after the handler returns, before its answer is
+  // written: with no queue, a request in that instant is shed too. Soon one
+  // is served.
   int status = 0;
   for (int i = 0; i < 1000 && status != 200; ++i) {
     status = HttpCall(server->port(), "GET", "/free").status;
@@ -791,6 +800,258 @@ TEST(HttpServerAdmissionTest, BadAdmissionOptions) {
   options.max_queue_wait_ms = 0;
   EXPECT_EQ(HttpServer::Create(options, Echo).status().code(),
             absl::StatusCode::kInvalidArgument);
+  options = {};
+  options.max_buffered_response_bytes = -1;
+  EXPECT_EQ(HttpServer::Create(options, Echo).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// Slow readers (issue #29, Note [Writes]): clients that send requests and
+// do not read their (large) answers.
+
+// Larger than every socket buffer on the way (tcp_wmem's 4 MiB maximum on
+// the server's side; the client's receive buffer does not grow unread).
+constexpr size_t kHugeBody = 16 << 20;
+constexpr size_t kLargeBody = 4 << 20;
+
+// "/huge": kHugeBody bytes; "/large": kLargeBody bytes of a pattern; else Echo.
+HttpResponse LargeAnswers(const HttpRequest& r) {
+  if (r.path == "/huge") return HttpResponse::Text(200, std::string(kHugeBody, 'h'));
+  if (r.path == "/large") {
+    std::string body(kLargeBody, ' ');
+    for (size_t i = 0; i < body.size(); ++i) body[i] = static_cast<char>('a' + i % 26);
+    return HttpResponse::Text(200, std::move(body));
+  }
+  return Echo(r);
+}
+
+// Waits up to 10 s for `done()`; false if it never held.
+template <typename F>
+bool Eventually(F done) {
+  for (int i = 0; i < 10'000; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return done();
+}
+
+// A client socket whose receive buffer is fixed small (no autotuning), so
+// that a large answer fills the buffers while the client reads slowly.
+class SmallBufferClient {
+ public:
+  explicit SmallBufferClient(int port) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    int rcvbuf = 16 << 10;
+    setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    timeval tv{10, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0;
+  }
+  ~SmallBufferClient() { close(fd_); }
+  SmallBufferClient(const SmallBufferClient&) = delete;
+  SmallBufferClient& operator=(const SmallBufferClient&) = delete;
+
+  bool connected() const { return connected_; }
+  bool Send(const std::string& bytes) {
+    return send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+           static_cast<ssize_t>(bytes.size());
+  }
+  // Reads until the server closes, `chunk` bytes at a time, pausing 2 ms
+  // every `pause_every` reads; false on a timeout or an error.
+  bool ReadSlowlyToEof(size_t chunk, int pause_every, std::string* all) {
+    std::string buf(chunk, '\0');
+    for (int reads = 1;; ++reads) {
+      ssize_t n = recv(fd_, buf.data(), buf.size(), 0);
+      if (n == 0) return true;
+      if (n < 0) return false;
+      all->append(buf.data(), n);
+      if (reads % pause_every == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+};
+
+struct RawResponse {
+  int status = 0;
+  std::string head;  // status line and headers
+  std::string body;
+};
+
+// Splits a stream of responses; `head_only[i]`: the i-th answers a HEAD.
+// Stops at the first response that is not complete.
+std::vector<RawResponse> SplitResponses(absl::string_view stream,
+                                        const std::vector<bool>& head_only) {
+  std::vector<RawResponse> out;
+  while (out.size() < head_only.size()) {
+    size_t end = stream.find("\r\n\r\n");
+    if (end == absl::string_view::npos || !absl::StartsWith(stream, "HTTP/1.1 ")) break;
+    RawResponse r;
+    r.head = std::string(stream.substr(0, end + 2));
+    if (!absl::SimpleAtoi(stream.substr(9, 3), &r.status)) break;
+    size_t length = 0;
+    size_t at = r.head.find("\r\nContent-Length: ");
+    if (at == std::string::npos) break;
+    at += 18;
+    if (!absl::SimpleAtoi(r.head.substr(at, r.head.find('\r', at) - at), &length)) break;
+    if (head_only[out.size()]) length = 0;
+    stream.remove_prefix(end + 4);
+    if (stream.size() < length) break;
+    r.body = std::string(stream.substr(0, length));
+    stream.remove_prefix(length);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+// With one handler slot and three worker threads, four clients that never
+// read their 16 MiB answers hold neither: another client's requests, on a
+// kept-alive connection and on new ones, are all answered, none shed. The
+// slow readers get their whole answers when they read at last.
+TEST(HttpServerSlowReaderTest, ClientsThatDoNotReadStarveNobody) {
+  HttpServerOptions options;
+  options.num_threads = 1;
+  auto server = StartServer(options, LargeAnswers);
+  std::vector<std::unique_ptr<TestClient>> slow;
+  for (int i = 0; i < 4; ++i) {
+    slow.push_back(std::make_unique<TestClient>(server->port()));
+    ASSERT_TRUE(slow.back()->Send(Get("/huge")));
+  }
+  ASSERT_TRUE(Eventually([&] {
+    return server->requests_handled() == 4 && server->unsent_response_bytes() > 0;
+  })) << server->MetricsText();
+  TestClient fast(server->port());
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(fast.Send(Post("/fast", absl::StrCat(i))));
+    TestResponse r = fast.Read();
+    ASSERT_TRUE(r.ok) << i;
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.body, absl::StrCat("POST /fast  - ", i));
+  }
+  for (int i = 0; i < 5; ++i) {
+    TestResponse r = HttpCall(server->port(), "GET", absl::StrCat("/new", i));
+    ASSERT_TRUE(r.ok) << i;
+    EXPECT_EQ(r.status, 200);
+  }
+  EXPECT_EQ(server->requests_shed(), 0);
+  EXPECT_EQ(server->write_timeouts(), 0);
+  EXPECT_GT(server->unsent_response_bytes(), 0);  // still not read
+  const std::string huge(kHugeBody, 'h');
+  for (auto& c : slow) {
+    TestResponse r = c->Read();
+    ASSERT_TRUE(r.ok);
+    EXPECT_EQ(r.status, 200);
+    EXPECT_TRUE(r.body == huge) << r.body.size();
+  }
+  EXPECT_TRUE(Eventually([&] { return server->unsent_response_bytes() == 0; }));
+  // The slow connections are kept alive and work on.
+  ASSERT_TRUE(slow[0]->Send(Get("/again")));
+  EXPECT_EQ(slow[0]->Read().body, "GET /again  - ");
+}
+
+// A client that never reads its answer is closed request_timeout_ms after
+// the answer was produced, and the answer's memory is given back; the
+// server serves on.
+TEST(HttpServerSlowReaderTest, ClientThatNeverReadsIsClosedAfterTheRequestTimeout) {
+  HttpServerOptions options;
+  options.num_threads = 1;
+  options.request_timeout_ms = 300;
+  auto server = StartServer(options, LargeAnswers);
+  TestClient slow(server->port());
+  ASSERT_TRUE(slow.Send(Get("/huge")));
+  ASSERT_TRUE(Eventually([&] { return server->write_timeouts() == 1; }))
+      << server->MetricsText();
+  EXPECT_TRUE(Eventually([&] {
+    return absl::StrContains(server->MetricsText(), "recflow_serving_http_connections 0\n");
+  })) << server->MetricsText();
+  EXPECT_EQ(server->unsent_response_bytes(), 0);
+  EXPECT_THAT(server->MetricsText(),
+              ::testing::HasSubstr("recflow_serving_http_write_timeouts_total 1\n"));
+  EXPECT_THAT(server->MetricsText(),
+              ::testing::HasSubstr("recflow_serving_http_unsent_response_bytes 0\n"));
+  // What the client reads now is at most the part the sockets held, then
+  // the end.
+  TestResponse cut = slow.Read();
+  EXPECT_FALSE(cut.ok);
+  EXPECT_LT(cut.body.size(), kHugeBody);
+  TestResponse r = HttpCall(server->port(), "GET", "/later");
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "GET /later  - ");
+  EXPECT_EQ(server->requests_shed(), 0);
+}
+
+// Pipelined requests behind a large answer that the client reads in small
+// pieces come back complete and in order, HEAD without a body, HTTP/1.0
+// keep-alive marked, and the connection closes after "Connection: close".
+TEST(HttpServerSlowReaderTest, PipelinedAnswersStayInOrderForASlowReader) {
+  auto server = StartServer({}, LargeAnswers);
+  SmallBufferClient c(server->port());
+  ASSERT_TRUE(c.connected());
+  ASSERT_TRUE(c.Send(absl::StrCat(Get("/large"), Post("/p1", "one"), "HEAD /large HTTP/1.1\r\n\r\n",
+                                  "GET /old HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+                                  Get("/large"), Get("/last", "Connection: close\r\n"))));
+  // Read nothing until the first answer waits for the client.
+  ASSERT_TRUE(Eventually([&] { return server->unsent_response_bytes() > 0; }))
+      << server->MetricsText();
+  std::string stream;
+  ASSERT_TRUE(c.ReadSlowlyToEof(8 << 10, 32, &stream)) << stream.size();
+  std::vector<RawResponse> r =
+      SplitResponses(stream, {false, false, true, false, false, false});
+  ASSERT_EQ(r.size(), 6u) << stream.size();
+  std::string large(kLargeBody, ' ');
+  for (size_t i = 0; i < large.size(); ++i) large[i] = static_cast<char>('a' + i % 26);
+  EXPECT_EQ(r[0].status, 200);
+  EXPECT_TRUE(r[0].body == large);
+  EXPECT_EQ(r[1].body, "POST /p1  - one");
+  EXPECT_THAT(r[2].head, ::testing::HasSubstr(absl::StrCat("Content-Length: ", kLargeBody)));
+  EXPECT_EQ(r[2].body, "");
+  EXPECT_THAT(r[3].head, ::testing::HasSubstr("Connection: keep-alive"));
+  EXPECT_EQ(r[3].body, "GET /old  - ");
+  EXPECT_TRUE(r[4].body == large);
+  EXPECT_THAT(r[5].head, ::testing::HasSubstr("Connection: close"));
+  EXPECT_EQ(r[5].body, "GET /last  - ");
+  size_t total = 0;
+  for (const RawResponse& x : r) total += x.head.size() + 2 + x.body.size();
+  EXPECT_EQ(total, stream.size());  // nothing else was sent
+  EXPECT_EQ(server->requests_handled(), 6);
+  EXPECT_TRUE(Eventually([&] { return server->unsent_response_bytes() == 0; }));
+}
+
+// Answers waiting for slow readers count toward max_buffered_response_bytes:
+// over it, requests are answered 503 without running their handlers, on a
+// connection kept open, until the slow reader has read.
+TEST(HttpServerSlowReaderTest, UnreadAnswersOverTheirBudgetShedRequests) {
+  HttpServerOptions options;
+  options.num_threads = 1;
+  options.max_buffered_response_bytes = 1 << 20;
+  auto server = StartServer(options, LargeAnswers);
+  TestClient slow(server->port());
+  ASSERT_TRUE(slow.Send(Get("/huge")));
+  ASSERT_TRUE(Eventually([&] { return server->unsent_response_bytes() > (1 << 20); }))
+      << server->MetricsText();
+  TestClient other(server->port());
+  ASSERT_TRUE(other.Send(Get("/refused")));
+  TestResponse r = other.Read();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 503);
+  EXPECT_THAT(r.body, ::testing::HasSubstr("bytes of responses are waiting for their clients"));
+  EXPECT_EQ(r.headers.count("Connection"), 0u);  // kept alive
+  EXPECT_EQ(server->requests_shed(), 1);
+  EXPECT_EQ(server->requests_handled(), 1);
+  r = slow.Read();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.body.size(), kHugeBody);
+  ASSERT_TRUE(Eventually([&] { return server->unsent_response_bytes() == 0; }));
+  ASSERT_TRUE(other.Send(Get("/served")));
+  EXPECT_EQ(other.Read().body, "GET /served  - ");
 }
 
 }  // namespace
