@@ -123,6 +123,9 @@ TEST(ModelUpdaterTest, RequestsNeverSeeTwoUpdatesDenseVariables) {
       }
     });
   }
+  // The callers are running before the first update: on a loaded machine they
+  // could otherwise start only after the last one (seen in a fresh-clone run).
+  while (requests.load() == 0) std::this_thread::yield();
   for (int k = 1; k <= kUpdates; ++k) {
     auto applied = (*updater)->Apply(checkpoint::UpdatePrefix(log, k));
     ASSERT_TRUE(applied.ok()) << applied.status();
