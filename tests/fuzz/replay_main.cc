@@ -4,7 +4,9 @@
 //
 //   recflow_fuzz_replay --list
 //   recflow_fuzz_replay TARGET PATH...       PATH: a file, or a folder of them
-//   recflow_fuzz_replay --write_seeds DIR    DIR/<target>/<seed> for every target
+//   recflow_fuzz_replay --write_seeds DIR [TARGET...]
+//                                            DIR/<target>/<seed> for every target
+//                                            (or the named ones)
 //
 // Exit status: 0 when every input ran; 1 for a usage error, an unknown
 // target, a missing path or no input at all (an empty corpus tests
@@ -30,7 +32,7 @@ int Usage() {
   std::fprintf(stderr,
                "usage: recflow_fuzz_replay --list\n"
                "       recflow_fuzz_replay TARGET PATH...\n"
-               "       recflow_fuzz_replay --write_seeds DIR\n");
+               "       recflow_fuzz_replay --write_seeds DIR [TARGET...]\n");
   return 1;
 }
 
@@ -48,7 +50,16 @@ bool ReadFile(const fs::path& path, std::string* out) {
   return !in.bad();
 }
 
-int WriteSeeds(const fs::path& dir) {
+// Seeds are made by recflow's writers, some of which stamp times or draw
+// random bytes, so writing a target's seeds again may change its files: name
+// the targets whose seeds you changed (none: every target).
+int WriteSeeds(const fs::path& dir, const std::vector<std::string>& only) {
+  for (const std::string& name : only) {
+    if (Find(name) == nullptr) {
+      std::fprintf(stderr, "no fuzz target '%s' (--list shows them)\n", name.c_str());
+      return 1;
+    }
+  }
   int written = 0;
   for (const Target& t : Targets()) {
     if (t.fn == nullptr) {
@@ -56,6 +67,7 @@ int WriteSeeds(const fs::path& dir) {
       return 1;
     }
     if (t.seeds == nullptr) continue;
+    if (!only.empty() && std::find(only.begin(), only.end(), t.name) == only.end()) continue;
     const fs::path out = dir / t.name;
     std::error_code ec;
     fs::create_directories(out, ec);
@@ -92,8 +104,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (first == "--write_seeds") {
-    if (argc != 3) return Usage();
-    return WriteSeeds(argv[2]);
+    if (argc < 3) return Usage();
+    return WriteSeeds(argv[2], std::vector<std::string>(argv + 3, argv + argc));
   }
   if (argc < 3) return Usage();
   const Target* target = Find(first);
