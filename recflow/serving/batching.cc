@@ -396,7 +396,7 @@ void BatchScheduler::Process(Batch* batch) {
       if (out.ok()) {
         task->outputs = std::move(*out);
       } else {
-        task->status = out.status();
+        task->status = std::move(out).status();
       }
       task->done.Notify();
     }
@@ -422,8 +422,11 @@ void BatchScheduler::Process(Batch* batch) {
   }
   auto out = batch->tasks[0]->run(merged);
   if (!out.ok()) {
+    // Each caller gets a Status of its own: a shared one would be
+    // reference-counted across the callers' threads inside Debian's
+    // abseil, where ThreadSanitizer cannot see the counting.
     for (Task* task : batch->tasks) {
-      task->status = out.status();
+      task->status = absl::Status(out.status().code(), out.status().message());
       task->done.Notify();
     }
     return;
