@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "recflow/core/status.h"
+#include "recflow/kernels/onednn_util.h"
 #include "recflow/core/threadpool.h"
 
 // Note [oneDNN convolutions]
@@ -69,21 +70,6 @@ using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
 constexpr size_t kMaxCached = 512;
-
-const dnnl::engine& Engine() {
-  static const dnnl::engine* const engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
-  return *engine;
-}
-
-// oneDNN (OpenMP) runs a primitive on the calling thread's OpenMP thread
-// count; recflow's threads allow one (Note [oneDNN convolutions]).
-void OneThreadHere() {
-  thread_local const bool once = [] {
-    omp_set_num_threads(1);
-    return true;
-  }();
-  (void)once;
-}
 
 // One pass of one convolution at one batch size.
 using Key = std::array<int64_t, 17>;

@@ -7,26 +7,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "recflow/core/status.h"
+#include "recflow/kernels/onednn_util.h"
 
 namespace recflow::onednn {
 namespace {
 
 using dt = dnnl::memory::data_type;
-
-const dnnl::engine& Engine() {
-  static const dnnl::engine* const engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);
-  return *engine;
-}
-
-// oneDNN (Debian's build uses OpenMP) runs a primitive on as many threads as
-// the calling thread's OpenMP setting allows; recflow's threads allow one.
-void OneThreadHere() {
-  thread_local const bool once = [] {
-    omp_set_num_threads(1);
-    return true;
-  }();
-  (void)once;
-}
 
 absl::Status FromDnnl(const dnnl::error& e, const char* what) {
   return errors::Internal("oneDNN ", what, " failed: ", e.what(), " (status ",
