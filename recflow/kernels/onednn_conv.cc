@@ -14,7 +14,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "recflow/core/mutex.h"
 #include "recflow/core/status.h"
 #include "recflow/kernels/onednn_util.h"
 #include "recflow/core/threadpool.h"
@@ -180,17 +180,17 @@ std::shared_ptr<const Prim> MakePrim(ConvPass pass, const ConvSpec& s, int64_t b
 
 // The cached primitive of pass/spec at `batch` (made on a miss).
 std::shared_ptr<const Prim> GetPrim(ConvPass pass, const ConvSpec& s, int64_t batch) {
-  static absl::Mutex mu(absl::kConstInit);
+  static Mutex mu;  // recflow's: TSan sees it (core/mutex.h)
   static auto* cache = new absl::flat_hash_map<Key, std::shared_ptr<const Prim>>();
   const Key key = MakeKey(pass, s, batch);
   {
-    absl::MutexLock lock(&mu);
+    MutexLock lock(&mu);
     auto it = cache->find(key);
     if (it != cache->end()) return it->second;
   }
   OneThreadHere();
   std::shared_ptr<const Prim> made = MakePrim(pass, s, batch);  // outside the lock
-  absl::MutexLock lock(&mu);
+  MutexLock lock(&mu);
   if (cache->size() >= kMaxCached) cache->clear();
   return cache->emplace(key, std::move(made)).first->second;
 }
