@@ -15,7 +15,10 @@ RECFLOW_BUILD_DIR=$build "$tmp/venv/bin/pip" install -q --no-build-isolation --n
 cd "$tmp"
 env -u PYTHONPATH "$tmp/venv/bin/python" - <<'PY'
 import recflow, recflow.compat.v1 as tf
+import recflow.contrib.slim as slim  # subpackages are in the wheel too
+from recflow.contrib.slim.nets import nets_factory
 assert "/venv/" in recflow.__file__, recflow.__file__
+assert "lenet" in nets_factory.networks_map and tf.contrib.slim.conv2d is slim.conv2d
 x = tf.placeholder(tf.float32, [None])
 with tf.Session() as sess:
   assert sess.run(x * 2.0, {x: [1.5]}).tolist() == [3.0]
