@@ -193,7 +193,8 @@ def train(train_op, logdir, train_step_fn=train_step, train_step_kwargs=_USE_DEF
     if train_step_kwargs is _USE_DEFAULT:
       train_step_kwargs = {"number_of_steps": number_of_steps,
                            "log_every_n_steps": log_every_n_steps}
-    summary_op = _default(summary_op, summary_lib.merge_all())
+    if summary_op is _USE_DEFAULT:
+      summary_op = summary_lib.merge_all()
     scaffold = monitored_session.Scaffold(
         init_op=_default(init_op, None), init_feed_dict=init_feed_dict,
         init_fn=(lambda _, sess: init_fn(sess)) if init_fn else None,
