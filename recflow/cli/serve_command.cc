@@ -109,6 +109,18 @@ absl::StatusOr<int> ParseThreads(const std::string& flag, const std::string& val
   return static_cast<int>(n);
 }
 
+// A count flag that may be 'auto' (returned as -1): 0 .. 1000000.
+absl::StatusOr<int> ParseAutoCount(const std::string& flag, const std::string& value,
+                                   const char* zero_means) {
+  int64_t n = -1;
+  if (value != "auto" && (!absl::SimpleAtoi(value, &n) || n < 0 || n > 1'000'000)) {
+    return errors::InvalidArgument("--", flag,
+                                   " must be 'auto' or an integer between 0 and 1000000 (0: ",
+                                   zero_means, "), got '", value, "'");
+  }
+  return static_cast<int>(n);
+}
+
 // A time flag in milliseconds: 1 .. one day.
 absl::StatusOr<int64_t> ParseMillis(const std::string& flag, const std::string& value) {
   constexpr int64_t kDayMs = int64_t{24} * 3600 * 1000;
@@ -172,6 +184,8 @@ struct ServeFlags {
   std::string rest_threads = "0", rest_timeout_ms = "30000", grpc_threads = "0";
   std::string rest_idle_ms = "15000";
   std::string rest_max_queued = "auto", rest_max_queue_wait_ms = "500";
+  std::string grpc_max_concurrent = "auto", grpc_max_queued = "auto";
+  std::string grpc_max_queue_wait_ms = "500";
   std::string load_threads = "0", unload_threads = "0", load_retries = "0";
   std::string load_retry_interval = "60000000";
   std::string config_poll_wait = "0", saved_model_tags = "serve";
@@ -310,16 +324,19 @@ absl::Status Serve(const ServeFlags& f) {
                    ParseMillis("rest_api_timeout_in_ms", f.rest_timeout_ms));
   ASSIGN_OR_RETURN(int64_t rest_idle,
                    ParseMillis("rest_api_idle_timeout_in_ms", f.rest_idle_ms));
-  int64_t rest_max_queued = -1;  // auto: the HTTP server's default
-  if (f.rest_max_queued != "auto" &&
-      (!absl::SimpleAtoi(f.rest_max_queued, &rest_max_queued) || rest_max_queued < 0 ||
-       rest_max_queued > 1'000'000)) {
-    return errors::InvalidArgument(
-        "--rest_api_max_queued_requests must be 'auto' or an integer between 0 and 1000000, "
-        "got '", f.rest_max_queued, "'");
-  }
+  ASSIGN_OR_RETURN(int rest_max_queued,
+                   ParseAutoCount("rest_api_max_queued_requests", f.rest_max_queued,
+                                  "503 whenever every worker is busy"));
   ASSIGN_OR_RETURN(int64_t rest_max_queue_wait,
                    ParseMillis("rest_api_max_queue_wait_ms", f.rest_max_queue_wait_ms));
+  ASSIGN_OR_RETURN(int grpc_max_concurrent,
+                   ParseAutoCount("grpc_max_concurrent_requests", f.grpc_max_concurrent,
+                                  "no admission control"));
+  ASSIGN_OR_RETURN(int grpc_max_queued,
+                   ParseAutoCount("grpc_max_queued_requests", f.grpc_max_queued,
+                                  "UNAVAILABLE whenever every running slot is taken"));
+  ASSIGN_OR_RETURN(int64_t grpc_max_queue_wait,
+                   ParseMillis("grpc_max_queue_wait_ms", f.grpc_max_queue_wait_ms));
   const bool serve_grpc = grpc_port >= 0 || !f.grpc_socket_path.empty();
   if (!serve_grpc && rest_port < 0) {
     return errors::InvalidArgument("both --port and --rest_api_port are 0: nothing to listen on");
@@ -367,6 +384,16 @@ absl::Status Serve(const ServeFlags& f) {
     grpc_options.socket_path = f.grpc_socket_path;
     grpc_options.channel_arguments = channel_arguments;
     grpc_options.num_threads = grpc_threads;
+    // auto: the server's default; with batching, none: the batch queue
+    // holds the waiting calls, bounded by max_enqueued_batches (it answers
+    // UNAVAILABLE when full), and a running limit would cap the batch size.
+    if (grpc_max_concurrent >= 0) {
+      grpc_options.max_concurrent_requests = grpc_max_concurrent;
+    } else if (options.enable_batching) {
+      grpc_options.max_concurrent_requests = 0;
+    }
+    grpc_options.max_queued_requests = grpc_max_queued;
+    grpc_options.max_queue_wait_ms = grpc_max_queue_wait;
     grpc_options.limits = options.request_limits;  // as warm-up records
     serving::ServerCore* core_ptr = core.get();
     grpc_options.reload_config = [core_ptr](const tensorflow::serving::ModelServerConfig& c) {
@@ -384,9 +411,14 @@ absl::Status Serve(const ServeFlags& f) {
     if (rest_threads > 0) http.num_threads = rest_threads;
     http.request_timeout_ms = rest_timeout;
     http.idle_timeout_ms = rest_idle;
-    http.max_queued_requests = static_cast<int>(rest_max_queued);
+    http.max_queued_requests = rest_max_queued;
     http.max_queue_wait_ms = rest_max_queue_wait;
-    ASSIGN_OR_RETURN(rest, serving::RestServer::Create(core.get(), http));
+    serving::RestApiOptions rest_options;
+    if (grpc != nullptr) {
+      serving::GrpcServer* grpc_ptr = grpc.get();  // stopped after rest
+      rest_options.extra_metrics = [grpc_ptr] { return grpc_ptr->MetricsText(); };
+    }
+    ASSIGN_OR_RETURN(rest, serving::RestServer::Create(core.get(), http, rest_options));
     urls.push_back(absl::StrCat("http://", f.host, ":", rest->port()));
   }
   for (const std::string& name : core->ModelNames()) {
@@ -470,6 +502,15 @@ int ServeCommand(const Args& args) {
                "HTTP worker threads, at most 4096 (0: the server's default, 4)"},
               {"grpc_max_threads", &f.grpc_threads, nullptr,
                "most gRPC calls served at once, at most 4096 (0: gRPC's default)"},
+              {"grpc_max_concurrent_requests", &f.grpc_max_concurrent, nullptr,
+               "gRPC Predict/Classify/Regress/MultiInference calls running at once; more "
+               "wait in a queue (default auto: 4, or no limit with batching; 0: no limit)"},
+              {"grpc_max_queued_requests", &f.grpc_max_queued, nullptr,
+               "gRPC calls that may wait for a running one; more get UNAVAILABLE at once "
+               "(default auto: 4 per running call; 0: UNAVAILABLE whenever all run)"},
+              {"grpc_max_queue_wait_ms", &f.grpc_max_queue_wait_ms, nullptr,
+               "a queued gRPC call not started within this long gets UNAVAILABLE (default "
+               "500)"},
               {"rest_api_timeout_in_ms", &f.rest_timeout_ms, nullptr,
                "time allowed to receive a REST request (default 30000)"},
               {"rest_api_idle_timeout_in_ms", &f.rest_idle_ms, nullptr,

@@ -46,7 +46,7 @@ mkdir -p "$TMP/models/h2"
 cp -r "$HPT" "$TMP/models/h2/123"
 SERVE_H2=(--model_base_path="$TMP/models/h2" --rest_api_port=auto --port=0)
 "$RECFLOW" serve --model_name=half_plus_two --model_base_path="$TMP/models/h2" \
-  --rest_api_port=auto --port=0 --file_system_poll_wait_seconds=0.2 --num_load_threads=2 \
+  --rest_api_port=auto --port=auto --file_system_poll_wait_seconds=0.2 --num_load_threads=2 \
   >"$TMP/out" 2>"$TMP/err" &
 SERVER_PID=$!
 for _ in $(seq 100); do
@@ -83,6 +83,9 @@ for _ in $(seq 50); do
 done
 check new_version '"version": "124", "state": "AVAILABLE"' "$(http GET "$M")"
 check metrics 'recflow_serving_request_count\{model="half_plus_two",version="124"|recflow_serving_available_versions\{model="half_plus_two"\} 1' \
+  "$(http GET "$URL/monitoring/prometheus/metrics")"
+# The gRPC server's admission control reports on the same page.
+check grpc_metrics '^recflow_serving_grpc_requests_shed_total 0$' \
   "$(http GET "$URL/monitoring/prometheus/metrics")"
 
 kill -TERM "$SERVER_PID"
@@ -163,12 +166,18 @@ check no_threads_message "^error: .*cannot start thread" "$out"
 expect_fail idle_timeout "--rest_api_idle_timeout_in_ms is 0; must be between 1 and 86400000" \
   "${SERVE_H2[@]}" --rest_api_idle_timeout_in_ms=0
 # Admission control (docs/serving_rest.md#overload).
-expect_fail max_queued "--rest_api_max_queued_requests must be 'auto' or an integer between 0 and 1000000, got '-3'" \
+expect_fail max_queued "--rest_api_max_queued_requests must be 'auto' or an integer between 0 and 1000000 .*, got '-3'" \
   "${SERVE_H2[@]}" --rest_api_max_queued_requests=-3
 expect_fail max_queued_text "--rest_api_max_queued_requests must be .* got 'many'" \
   "${SERVE_H2[@]}" --rest_api_max_queued_requests=many
 expect_fail max_queue_wait "--rest_api_max_queue_wait_ms is 0; must be between 1 and 86400000" \
   "${SERVE_H2[@]}" --rest_api_max_queue_wait_ms=0
+expect_fail grpc_max_concurrent "--grpc_max_concurrent_requests must be 'auto' or an integer between 0 and 1000000 \(0: no admission control\), got 'x'" \
+  "${SERVE_H2[@]}" --grpc_max_concurrent_requests=x
+expect_fail grpc_max_queued "--grpc_max_queued_requests must be .* got '-1'" \
+  "${SERVE_H2[@]}" --grpc_max_queued_requests=-1
+expect_fail grpc_max_queue_wait "--grpc_max_queue_wait_ms is 0; must be between 1 and 86400000" \
+  "${SERVE_H2[@]}" --grpc_max_queue_wait_ms=0
 # Loading flags (TF Serving's names): bounded, naming the flag.
 expect_fail load_threads "--num_load_threads is 5000; must be between 0 and 4096" \
   "${SERVE_H2[@]}" --num_load_threads=5000

@@ -4,6 +4,7 @@
 #include <climits>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -16,6 +17,7 @@
 #include "recflow/core/mutex.h"
 #include "recflow/core/status.h"
 #include "recflow/core/threadpool.h"
+#include "recflow/serving/admission.h"
 #include "recflow/serving/model_service.grpc.pb.h"
 #include "recflow/serving/prediction_service.grpc.pb.h"
 
@@ -48,14 +50,17 @@ bool Abandoned(grpc::ServerContext* ctx, grpc::Status* status) {
 
 class PredictionServiceImpl final : public tfs::PredictionService::Service {
  public:
-  PredictionServiceImpl(PredictionApi* api, const GrpcServerOptions& options)
-      : api_(api), options_(options) {}
+  PredictionServiceImpl(PredictionApi* api, const GrpcServerOptions& options,
+                        AdmissionGate* gate)
+      : api_(api), options_(options), gate_(gate) {}
 
   grpc::Status Predict(grpc::ServerContext* ctx,
                        const tfs::PredictRequest* proto,
                        tfs::PredictResponse* out) override {
     grpc::Status abandoned;
     if (Abandoned(ctx, &abandoned)) return abandoned;
+    absl::StatusOr<std::optional<AdmissionGate::Ticket>> ticket = Admit(ctx);
+    if (!ticket.ok()) return ToGrpcStatus(ticket.status());
     PredictRequest request;
     absl::Status s = PredictRequestFromProto(*proto, options_.limits, &request);
     if (!s.ok()) return ToGrpcStatus(s);
@@ -71,6 +76,8 @@ class PredictionServiceImpl final : public tfs::PredictionService::Service {
                         tfs::ClassificationResponse* out) override {
     grpc::Status abandoned;
     if (Abandoned(ctx, &abandoned)) return abandoned;
+    absl::StatusOr<std::optional<AdmissionGate::Ticket>> ticket = Admit(ctx);
+    if (!ticket.ok()) return ToGrpcStatus(ticket.status());
     ClassifyRequest request;
     absl::Status s = ClassifyRequestFromProto(
         const_cast<tfs::ClassificationRequest*>(proto), &request);
@@ -87,6 +94,8 @@ class PredictionServiceImpl final : public tfs::PredictionService::Service {
                        tfs::RegressionResponse* out) override {
     grpc::Status abandoned;
     if (Abandoned(ctx, &abandoned)) return abandoned;
+    absl::StatusOr<std::optional<AdmissionGate::Ticket>> ticket = Admit(ctx);
+    if (!ticket.ok()) return ToGrpcStatus(ticket.status());
     RegressRequest request;
     absl::Status s = RegressRequestFromProto(
         const_cast<tfs::RegressionRequest*>(proto), &request);
@@ -103,6 +112,8 @@ class PredictionServiceImpl final : public tfs::PredictionService::Service {
                               tfs::MultiInferenceResponse* out) override {
     grpc::Status abandoned;
     if (Abandoned(ctx, &abandoned)) return abandoned;
+    absl::StatusOr<std::optional<AdmissionGate::Ticket>> ticket = Admit(ctx);
+    if (!ticket.ok()) return ToGrpcStatus(ticket.status());
     MultiInferenceRequest request;
     absl::Status s = MultiInferenceRequestFromProto(
         const_cast<tfs::MultiInferenceRequest*>(proto), &request);
@@ -130,8 +141,22 @@ class PredictionServiceImpl final : public tfs::PredictionService::Service {
   }
 
  private:
+  // A running slot for a call that runs a model; nullopt without admission
+  // control (max_concurrent_calls 0).
+  absl::StatusOr<std::optional<AdmissionGate::Ticket>> Admit(grpc::ServerContext* ctx) {
+    if (gate_ == nullptr) return std::nullopt;
+    const auto deadline = ctx->deadline();
+    const absl::Time caller_deadline =
+        deadline == std::chrono::system_clock::time_point::max()
+            ? absl::InfiniteFuture()
+            : absl::FromChrono(deadline);
+    ASSIGN_OR_RETURN(AdmissionGate::Ticket ticket, gate_->Enter(caller_deadline));
+    return std::optional<AdmissionGate::Ticket>(std::move(ticket));
+  }
+
   PredictionApi* const api_;  // Not owned.
   const GrpcServerOptions& options_;
+  AdmissionGate* const gate_;  // Not owned; null: no admission control.
 };
 
 class ModelServiceImpl final : public tfs::ModelService::Service {
@@ -184,6 +209,18 @@ int ClampToInt(int64_t v) {
   return v > INT_MAX ? INT_MAX : static_cast<int>(v);
 }
 
+AdmissionOptions AdmissionOptionsOf(const GrpcServerOptions& options) {
+  AdmissionOptions admission;
+  admission.max_running = options.max_concurrent_requests;
+  admission.max_queued =
+      options.max_queued_requests >= 0
+          ? options.max_queued_requests
+          : GrpcServerOptions::kQueuedPerRunning * options.max_concurrent_requests;
+  admission.max_queue_wait_ms = options.max_queue_wait_ms;
+  admission.what = "gRPC model calls";
+  return admission;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<GrpcChannelArgument>> ParseGrpcChannelArguments(
@@ -209,8 +246,35 @@ class GrpcServer::Impl {
  public:
   Impl(const GrpcServerOptions& options, PredictionApi* api)
       : options_(options),
-        prediction_service_(api, options_),
+        gate_(options_.max_concurrent_requests > 0
+                  ? std::make_unique<AdmissionGate>(AdmissionOptionsOf(options_))
+                  : nullptr),
+        prediction_service_(api, options_, gate_.get()),
         model_service_(api, options_) {}
+
+  std::string MetricsText() {
+    std::string text;
+    auto add = [&text](const char* name, const char* type, const char* help, int64_t value) {
+      absl::StrAppend(&text, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n",
+                      name, " ", value, "\n");
+    };
+    if (gate_ == nullptr) return text;
+    add("recflow_serving_grpc_running_requests", "gauge",
+        "gRPC model calls (Predict, Classify, Regress, MultiInference) running.",
+        gate_->running());
+    add("recflow_serving_grpc_queued_requests", "gauge",
+        "gRPC model calls waiting for a running one to finish.", gate_->queued());
+    add("recflow_serving_grpc_requests_admitted_total", "counter",
+        "gRPC model calls admitted by admission control.", gate_->admitted_total());
+    add("recflow_serving_grpc_requests_shed_total", "counter",
+        "gRPC model calls refused with UNAVAILABLE by admission control (queue full or "
+        "waited too long).",
+        gate_->shed_total());
+    add("recflow_serving_grpc_requests_expired_total", "counter",
+        "gRPC model calls whose deadline passed while they were queued.",
+        gate_->expired_total());
+    return text;
+  }
 
   absl::Status Start() {
     MutexLock lock(&mu_);
@@ -331,6 +395,9 @@ class GrpcServer::Impl {
 
  private:
   const GrpcServerOptions options_;
+  // Declared before the services that use it; null without admission
+  // control. Outlives every handler: Stop() returns once they have.
+  std::unique_ptr<AdmissionGate> gate_;
   PredictionServiceImpl prediction_service_;
   ModelServiceImpl model_service_;
 
@@ -381,6 +448,16 @@ absl::StatusOr<std::unique_ptr<GrpcServer>> GrpcServer::Create(
   }
   RETURN_IF_ERROR(ValidateThreadCount("GrpcServerOptions.num_threads",
                                       options.num_threads, /*min_threads=*/0));
+  if (options.max_concurrent_requests < 0 || options.max_queued_requests < -1 ||
+      options.max_queued_requests > GrpcServerOptions::kMaxQueuedRequests) {
+    return errors::InvalidArgument(
+        "GrpcServer: max_concurrent_requests ", options.max_concurrent_requests,
+        " must be >= 0 and max_queued_requests ", options.max_queued_requests,
+        " between -1 and ", GrpcServerOptions::kMaxQueuedRequests);
+  }
+  if (options.max_concurrent_requests > 0) {
+    RETURN_IF_ERROR(AdmissionGate::Validate(AdmissionOptionsOf(options)));
+  }
   if (options.limits.max_tensor_elements <= 0) {
     return errors::InvalidArgument("GrpcServer: max_tensor_elements ",
                                    options.limits.max_tensor_elements,
@@ -396,5 +473,6 @@ absl::Status GrpcServer::Start() { return impl_->Start(); }
 int GrpcServer::port() const { return impl_->port(); }
 void GrpcServer::Stop() { impl_->Stop(); }
 void GrpcServer::Wait() { impl_->Wait(); }
+std::string GrpcServer::MetricsText() { return impl_->MetricsText(); }
 
 }  // namespace recflow::serving

@@ -19,7 +19,9 @@
 // gRPC with RESOURCE_EXHAUSTED before it is parsed; an input tensor over
 // max_tensor_elements is refused with RESOURCE_EXHAUSTED before it is
 // allocated; with num_threads set, a call arriving when every thread is
-// busy is refused with RESOURCE_EXHAUSTED instead of queueing. A call whose
+// busy is refused with RESOURCE_EXHAUSTED instead of queueing; admission
+// control (max_concurrent_requests, below) refuses calls over capacity
+// with UNAVAILABLE before the model runs them. A call whose
 // caller already gave up (deadline passed, cancelled) by the time a thread
 // takes it is answered CANCELLED without running the model.
 // MultiInference runs classify / regress tasks over one Input on one version
@@ -97,6 +99,24 @@ struct GrpcServerOptions {
   // Most threads serving calls at once (--grpc_max_threads), 0..kMaxThreads
   // (threadpool.h); 0: gRPC's default (grows with load).
   int num_threads = 0;
+  // Admission control for the calls that run a model (Predict, Classify,
+  // Regress, MultiInference; admission.h): at most max_concurrent_requests
+  // run at once; a call arriving while they all run waits in a FIFO queue of
+  // at most max_queued_requests and is answered UNAVAILABLE ("server
+  // overloaded ...; retry later", which gRPC clients may retry) at once when
+  // the queue is full, or once it has waited max_queue_wait_ms;
+  // DEADLINE_EXCEEDED when the caller's deadline passes first. Metadata,
+  // status and reload calls are never queued, so health checks answer under
+  // any load. 4 running and 16 queued: as the REST server's defaults
+  // (bench/run overload measured why). 0: no admission control (every call
+  // runs as soon as gRPC gives it a thread; under overload they all slow
+  // down together and their memory piles up).
+  int max_concurrent_requests = 4;
+  // -1: kQueuedPerRunning per running call. At most kMaxQueuedRequests.
+  static constexpr int kQueuedPerRunning = 4;
+  static constexpr int kMaxQueuedRequests = 1'000'000;
+  int max_queued_requests = -1;
+  int64_t max_queue_wait_ms = 500;
   // Per-tensor element limit for Predict inputs.
   ProtoLimits limits;
   // How Predict encodes its output tensors (typed fields by default, as TF
@@ -143,6 +163,11 @@ class GrpcServer {
 
   // Blocks until Stop() completes (returns at once if never started).
   void Wait();
+
+  // Admission control's gauges and counters in Prometheus' text format
+  // (recflow_serving_grpc_*; empty without admission control), for the
+  // REST server's metrics page (RestApiOptions::extra_metrics).
+  std::string MetricsText();
 
  private:
   class Impl;

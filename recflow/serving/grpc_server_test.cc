@@ -13,6 +13,7 @@
 #include <random>
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "recflow/core/mutex.h"
@@ -62,6 +63,7 @@ class FakeApi : public PredictionApi {
       last_label_ = request.model_spec.version_label;
     }
     if (request.model_spec.name == "block") {
+      ++in_block_;
       entered_.Notify();
       release_.WaitForNotification();
     }
@@ -145,6 +147,8 @@ class FakeApi : public PredictionApi {
   }
 
   void WaitUntilEntered() { entered_.WaitForNotification(); }
+  // Calls that have entered "block" (and may still wait there).
+  int in_block() const { return in_block_.load(); }
   void Release() { release_.Notify(); }
   std::vector<std::string> last_output_filter() {
     MutexLock lock(&mu_);
@@ -183,6 +187,7 @@ class FakeApi : public PredictionApi {
   std::string last_label_ ABSL_GUARDED_BY(mu_);
   Notification entered_;
   Notification release_;
+  std::atomic<int> in_block_{0};
 };
 
 class GrpcServerTest : public ::testing::Test {
@@ -642,6 +647,163 @@ TEST_F(GrpcServerTest, ThreadLimitRefusesExtraCallers) {
   EXPECT_TRUE(after.ok()) << after.error_message();
 }
 
+// Admission control: over max_concurrent_requests running and
+// max_queued_requests queued, a model call is answered UNAVAILABLE at once,
+// a queued one once it has waited max_queue_wait_ms; metadata and status
+// calls are never held back; the metrics count all of it.
+TEST_F(GrpcServerTest, AdmissionControlShedsCallsOverCapacity) {
+  GrpcServerOptions options;
+  options.max_concurrent_requests = 1;
+  options.max_queued_requests = 1;
+  options.max_queue_wait_ms = 60'000;
+  StartServer(options);
+  EXPECT_THAT(server_->MetricsText(),
+              HasSubstr("recflow_serving_grpc_running_requests 0\n"));
+
+  grpc::Status blocked, queued;
+  std::thread blocker([&] {
+    tfs::PredictRequest request = HalfRequest({6});
+    request.mutable_model_spec()->set_name("block");
+    tfs::PredictResponse response;
+    blocked = Predict(request, &response);
+  });
+  api_.WaitUntilEntered();
+  tfs::PredictResponse queued_response;
+  std::thread waiter([&] { queued = Predict(HalfRequest({2}), &queued_response); });
+  for (int i = 0; i < 4000 && !absl::StrContains(server_->MetricsText(),
+                                                 "recflow_serving_grpc_queued_requests 1\n");
+       ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_THAT(server_->MetricsText(), HasSubstr("recflow_serving_grpc_queued_requests 1\n"));
+
+  // The queue is full: every model method is refused at once.
+  tfs::PredictResponse response;
+  grpc::Status shed = Predict(HalfRequest({1}), &response);
+  EXPECT_EQ(shed.error_code(), grpc::StatusCode::UNAVAILABLE) << shed.error_message();
+  EXPECT_THAT(shed.error_message(), HasSubstr("server overloaded: 1 gRPC model calls running"));
+  {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    tfs::RegressionRequest request;
+    request.mutable_model_spec()->set_name("half");
+    tfs::RegressionResponse out;
+    EXPECT_EQ(prediction_->Regress(&ctx, request, &out).error_code(),
+              grpc::StatusCode::UNAVAILABLE);
+  }
+  // Metadata and status still answer.
+  {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    tfs::GetModelMetadataRequest request;
+    request.mutable_model_spec()->set_name("half");
+    request.add_metadata_field("signature_def");
+    tfs::GetModelMetadataResponse out;
+    grpc::Status s = prediction_->GetModelMetadata(&ctx, request, &out);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+  }
+  {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    tfs::GetModelStatusRequest request;
+    request.mutable_model_spec()->set_name("half");
+    tfs::GetModelStatusResponse out;
+    grpc::Status s = model_->GetModelStatus(&ctx, request, &out);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+  }
+  api_.Release();
+  blocker.join();
+  waiter.join();
+  ASSERT_TRUE(blocked.ok()) << blocked.error_message();
+  ASSERT_TRUE(queued.ok()) << queued.error_message();
+  EXPECT_THAT(queued_response.outputs().at("y").float_val(), ElementsAre(3.f));
+  const std::string metrics = server_->MetricsText();
+  EXPECT_THAT(metrics, HasSubstr("recflow_serving_grpc_requests_admitted_total 2\n"));
+  EXPECT_THAT(metrics, HasSubstr("recflow_serving_grpc_requests_shed_total 2\n"));
+  EXPECT_THAT(metrics, HasSubstr("recflow_serving_grpc_queued_requests 0\n"));
+}
+
+TEST_F(GrpcServerTest, AdmissionControlQueueWaitAndCallerDeadline) {
+  GrpcServerOptions options;
+  options.max_concurrent_requests = 1;
+  options.max_queue_wait_ms = 100;  // queue: 4 per running call
+  StartServer(options);
+  std::thread blocker([&] {
+    tfs::PredictRequest request = HalfRequest({6});
+    request.mutable_model_spec()->set_name("block");
+    tfs::PredictResponse response;
+    EXPECT_TRUE(Predict(request, &response).ok());
+  });
+  api_.WaitUntilEntered();
+  tfs::PredictResponse response;
+  grpc::Status waited = Predict(HalfRequest({1}), &response);
+  EXPECT_EQ(waited.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(waited.error_message(), HasSubstr("waited 100 ms"));
+  // A caller whose deadline comes before the queue wait: DEADLINE_EXCEEDED
+  // on both sides, counted as expired by the server.
+  api_.Release();
+  blocker.join();
+  server_.reset();
+  options.max_queue_wait_ms = 60'000;
+  FakeApi api;
+  auto server = GrpcServer::Create(options, &api);
+  ASSERT_TRUE(server.ok());
+  ASSERT_TRUE((*server)->Start().ok());
+  auto channel = grpc::CreateChannel("127.0.0.1:" + std::to_string((*server)->port()),
+                                     grpc::InsecureChannelCredentials());
+  auto stub = tfs::PredictionService::NewStub(channel);
+  std::thread blocker2([&] {
+    grpc::ClientContext ctx;
+    SetDeadline(&ctx);
+    tfs::PredictRequest request = HalfRequest({6});
+    request.mutable_model_spec()->set_name("block");
+    tfs::PredictResponse out;
+    EXPECT_TRUE(stub->Predict(&ctx, request, &out).ok());
+  });
+  api.WaitUntilEntered();
+  {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+    grpc::Status s = stub->Predict(&ctx, HalfRequest({1}), &response);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  }
+  bool expired = false;
+  for (int i = 0; i < 4000 && !expired; ++i) {
+    expired = absl::StrContains((*server)->MetricsText(),
+                                "recflow_serving_grpc_requests_expired_total 1\n");
+    if (!expired) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(expired) << (*server)->MetricsText();
+  api.Release();
+  blocker2.join();
+}
+
+TEST_F(GrpcServerTest, NoAdmissionControlRunsEveryCall) {
+  GrpcServerOptions options;
+  options.max_concurrent_requests = 0;
+  StartServer(options);
+  EXPECT_EQ(server_->MetricsText(), "");
+  constexpr int kCallers = 6;  // more than the default 4 running
+  std::vector<std::thread> callers;
+  std::vector<grpc::Status> results(kCallers);
+  for (int i = 0; i < kCallers; ++i) {
+    callers.emplace_back([&, i] {
+      tfs::PredictRequest request = HalfRequest({6});
+      request.mutable_model_spec()->set_name("block");
+      tfs::PredictResponse response;
+      results[i] = Predict(request, &response);
+    });
+  }
+  // All of them are inside the model at once (a limit would hold some back).
+  for (int i = 0; i < 4000 && api_.in_block() < kCallers; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(api_.in_block(), kCallers);
+  api_.Release();
+  for (auto& th : callers) th.join();
+  for (const grpc::Status& s : results) EXPECT_TRUE(s.ok()) << s.error_message();
+}
+
 TEST_F(GrpcServerTest, StartAndOptionErrors) {
   StartServer();
   EXPECT_EQ(server_->Start().code(), absl::StatusCode::kFailedPrecondition);
@@ -663,6 +825,14 @@ TEST_F(GrpcServerTest, StartAndOptionErrors) {
   bad.max_receive_message_bytes = 0;
   EXPECT_EQ(GrpcServer::Create(bad, &api_).status().code(),
             absl::StatusCode::kInvalidArgument);
+  bad = {};
+  bad.max_concurrent_requests = -1;
+  EXPECT_THAT(GrpcServer::Create(bad, &api_).status().message(),
+              HasSubstr("max_concurrent_requests -1 must be >= 0"));
+  bad = {};
+  bad.max_queue_wait_ms = 0;
+  EXPECT_THAT(GrpcServer::Create(bad, &api_).status().message(),
+              HasSubstr("max_queue_wait_ms must be > 0"));
   bad = {};
   bad.num_threads = 100000;
   EXPECT_THAT(GrpcServer::Create(bad, &api_).status().message(),

@@ -162,6 +162,7 @@ HttpResponse RestApi::Handle(const HttpRequest& request) {
     }
     std::string text = api_->MetricsText();
     if (HttpServer* http = transport_.load()) text += http->MetricsText();
+    if (options_.extra_metrics) text += options_.extra_metrics();
     HttpResponse r = HttpResponse::Text(200, std::move(text));
     r.content_type = "text/plain; version=0.0.4";
     return r;

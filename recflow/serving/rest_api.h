@@ -40,6 +40,7 @@
 #define RECFLOW_SERVING_REST_API_H_
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -53,6 +54,10 @@ namespace recflow::serving {
 
 struct RestApiOptions {
   JsonLimits json;  // nesting depth, element count and string limits
+  // Appended to the metrics page after the HTTP server's own metrics (the
+  // model server passes GrpcServer::MetricsText). Called on each scrape,
+  // concurrently from handler threads; unset: nothing appended.
+  std::function<std::string()> extra_metrics;
 };
 
 class RestApi {
