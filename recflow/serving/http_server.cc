@@ -80,22 +80,29 @@ bool WriteAll(int fd, absl::string_view head, absl::string_view body,
 
 // Lingering close, after a refusal: the client may still be sending (a
 // refused body); closing with unread bytes would reset the connection and
-// could destroy the response before the client reads it. Drains briefly
-// (at most 200 ms and 4 MiB).
-void Linger(int fd) {
-  shutdown(fd, SHUT_WR);
-  const int64_t deadline = NowMs() + 200;
+// could destroy the response before the client reads it. So the server
+// shuts its side, then drains what the client sends for at most
+// HttpServerOptions::linger_ms and kLingerBytes before it closes. The drain
+// holds no thread: the connection waits in epoll between reads, and the
+// periodic reap closes it when its time is up.
+constexpr size_t kLingerBytes = 4u << 20;
+
+// Reads and drops what has arrived, without waiting. True when the
+// connection should go on lingering (nothing more to read now, budget
+// left); false when it is done (end of stream, an error, or the budget
+// spent).
+bool DrainLinger(int fd, size_t* drained) {
   char sink[16 << 10];
-  size_t drained = 0;
-  while (drained < (4u << 20)) {
-    int64_t left = deadline - NowMs();
-    if (left <= 0) break;
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, static_cast<int>(left)) <= 0) break;
-    ssize_t r = recv(fd, sink, sizeof(sink), 0);
-    if (r <= 0) break;
-    drained += r;
+  while (*drained < kLingerBytes) {
+    const ssize_t r = recv(fd, sink, sizeof(sink), MSG_DONTWAIT);
+    if (r > 0) {
+      *drained += static_cast<size_t>(r);
+      continue;
+    }
+    if (r < 0 && errno == EINTR) continue;
+    return r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
   }
+  return false;
 }
 
 std::string ResponseHead(const HttpResponse& r, size_t body_size,
@@ -182,6 +189,9 @@ struct HttpServer::Connection {
   int64_t last_active_ms = 0;
   int64_t request_start_ms = 0;  // 0: no partial request buffered
   bool peer_closed = false;
+  // Lingering close (DrainLinger): closed at this time; 0: not lingering.
+  int64_t linger_until_ms = 0;
+  size_t lingered_bytes = 0;  // drained so far
   HttpRequestParser parser;  // holds the bytes received, not yet consumed
 
   // Pending output (Note [Writes]): one answer at a time, `out_head` then
@@ -198,10 +208,11 @@ struct HttpServer::Connection {
   std::atomic<int64_t>* const unsent_total;  // Not owned.
 
   size_t Unsent() const { return out_head.size() + out_body.size() - out_sent; }
-  // Open, with no worker on it, no byte of a request buffered and no answer
-  // to write.
+  // Open, with no worker on it, and either no byte of a request buffered
+  // and no answer to write, or only lingering before its close.
   bool Idle() const {
-    return !busy && request_start_ms == 0 && parser.idle() && Unsent() == 0;
+    return !busy &&
+           (linger_until_ms > 0 || (request_start_ms == 0 && parser.idle() && Unsent() == 0));
   }
 };
 
@@ -225,11 +236,11 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Create(
       options.max_body_bytes < 0 || options.idle_timeout_ms <= 0 ||
       options.request_timeout_ms <= 0 || options.max_buffered_body_bytes < 0 ||
       options.max_buffered_response_bytes < 0 || options.max_queued_requests < -1 ||
-      options.max_queue_wait_ms <= 0) {
+      options.max_queue_wait_ms <= 0 || options.linger_ms < 0) {
     return errors::InvalidArgument(
         "HttpServerOptions: max_connections >= 1, max_header_bytes >= 64, "
-        "non-negative body and response limits, max_queued_requests >= -1, and "
-        "positive timeouts and max_queue_wait_ms are required");
+        "non-negative body and response limits and linger_ms, max_queued_requests >= -1, "
+        "and positive timeouts and max_queue_wait_ms are required");
   }
   if (!handler) return errors::InvalidArgument("HttpServer needs a handler");
   std::unique_ptr<HttpServer> server(new HttpServer(options, std::move(handler)));
@@ -466,7 +477,9 @@ void HttpServer::ReapExpired(std::vector<Resume>* resume) {
     Connection* c = it->second.get();
     bool expire = false;
     if (!c->busy) {
-      if (c->Unsent() > 0) {
+      if (c->linger_until_ms > 0) {
+        expire = now >= c->linger_until_ms;
+      } else if (c->Unsent() > 0) {
         // Waiting for its client to read (Note [Writes]).
         if (now > c->write_deadline_ms) {
           ++write_timeouts_;
@@ -612,10 +625,27 @@ bool HttpServer::Flush(uint64_t id, Connection& c) {
       shutdown(c.fd, SHUT_WR);
       break;
     case AfterWrite::kLinger:
-      Linger(c.fd);
-      break;
+      shutdown(c.fd, SHUT_WR);
+      c.linger_until_ms = NowMs() + options_.linger_ms;
+      return Linger(id, c);
   }
   CloseConnection(id);
+  return false;
+}
+
+bool HttpServer::Linger(uint64_t id, Connection& c) {
+  if (!DrainLinger(c.fd, &c.lingered_bytes) || NowMs() >= c.linger_until_ms) {
+    CloseConnection(id);
+    return false;
+  }
+  MutexLock lock(&mu_);
+  c.busy = false;
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+  ev.data.u64 = id;
+  if (connections_.count(id) && !stopping_.load()) {
+    epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c.fd, &ev);
+  }
   return false;
 }
 
@@ -706,9 +736,10 @@ std::string HttpServer::MetricsText() {
 // to it, unsent_ stays below max_buffered_response_bytes plus num_threads
 // answers; the answers being written now, at most one per worker thread,
 // come on top. The server's own close-at-once answers (the 503 over
-// max_connections, a 408) are written best effort without waiting. One
-// wait remains on a worker: the lingering close after a refusal drains
-// what the client still sends for at most 200 ms (Linger).
+// max_connections, a 408) are written best effort without waiting. The
+// lingering close after a refusal waits without a thread too: the
+// connection, shut for writing, drains what has arrived whenever epoll
+// reports it readable (Linger), and the reap closes it after linger_ms.
 
 HttpServer::Admission HttpServer::Admit(uint64_t id,
                                         const std::shared_ptr<Connection>& conn) {
@@ -774,6 +805,11 @@ void HttpServer::Drive(uint64_t id, std::shared_ptr<Connection> conn,
                        Admission admitted, std::vector<Resume>* resume) {
   Connection& c = *conn;
   const int fd = c.fd;
+  // Refused and answered: only draining until it closes.
+  if (c.linger_until_ms > 0) {
+    Linger(id, c);
+    return;
+  }
   // Epoll reported the socket writable: finish the answer first; nothing
   // is read before it is written (Note [Writes]).
   if (c.Unsent() > 0 && !Flush(id, c)) return;

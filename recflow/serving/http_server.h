@@ -127,6 +127,12 @@ struct HttpServerOptions {
   // dropped.
   int64_t request_timeout_ms = 30'000;
   int listen_backlog = 1024;
+  // After answering a request it refuses (400, 413, 431, ...), the server
+  // closes the connection, first draining for up to this long (and 4 MiB)
+  // what the client may still be sending, so that closing with unread bytes
+  // does not reset the connection before the client has read the answer. A
+  // lingering connection holds no thread.
+  int64_t linger_ms = 200;
 };
 
 struct HttpResponse {
@@ -248,6 +254,11 @@ class HttpServer {
   // closed or waits for its client to read (then armed for EPOLLOUT and no
   // longer this thread's).
   bool Flush(uint64_t id, Connection& c);
+  // A refused connection's lingering close: drains what has arrived
+  // (DrainLinger); closes the connection when done or past its time, else
+  // waits in epoll for more. Returns false (the connection is no longer
+  // this thread's).
+  bool Linger(uint64_t id, Connection& c);
   void CloseConnection(uint64_t id);
   // Closes expired connections; queued requests past their wait go on
   // `resume`.

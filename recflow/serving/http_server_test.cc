@@ -1056,3 +1056,76 @@ TEST(HttpServerSlowReaderTest, UnreadAnswersOverTheirBudgetShedRequests) {
 
 }  // namespace
 }  // namespace recflow::serving
+
+namespace recflow::serving {
+namespace {
+
+int64_t OpenConnections(HttpServer& server) {
+  const std::string text = server.MetricsText();
+  const std::string key = "\nrecflow_serving_http_connections ";
+  const size_t at = text.find(key);
+  int64_t n = -1;
+  if (at != std::string::npos) {
+    const size_t from = at + key.size();
+    (void)absl::SimpleAtoi(text.substr(from, text.find('\n', from) - from), &n);
+  }
+  return n;
+}
+
+// A refused request's connection lingers (its client may still be sending
+// the refused body) holding no thread: with 3 worker threads, 6 clients
+// refused at once all get their 413 and linger together while a seventh is
+// served. A lingering connection closes when its client closes, past 4 MiB
+// drained, or when linger_ms is up.
+TEST(HttpServerLingerTest, LingeringConnectionsHoldNoThread) {
+  HttpServerOptions options;
+  options.num_threads = 1;  // 3 worker threads
+  options.max_body_bytes = 100;
+  options.linger_ms = 60'000;
+  auto server = StartServer(options);
+  std::vector<std::unique_ptr<TestClient>> refused;
+  for (int i = 0; i < 6; ++i) {
+    refused.push_back(std::make_unique<TestClient>(server->port()));
+    ASSERT_TRUE(refused.back()->Send("POST /b HTTP/1.1\r\nContent-Length: 10000000\r\n\r\n" +
+                                     std::string(1000, 'x')));
+  }
+  for (auto& c : refused) {
+    TestResponse r = c->Read();
+    ASSERT_TRUE(r.ok);
+    EXPECT_EQ(r.status, 413);
+    EXPECT_TRUE(c->Send(std::string(1000, 'y')));  // still sending its body
+  }
+  EXPECT_EQ(HttpCall(server->port(), "GET", "/x").status, 200);
+  EXPECT_TRUE(Eventually([&] { return OpenConnections(*server) == 6; }))
+      << OpenConnections(*server);
+
+  // Clients that close: closed at once, not at the end of linger_ms.
+  for (int i = 0; i < 3; ++i) refused[i]->Close();
+  EXPECT_TRUE(Eventually([&] { return OpenConnections(*server) == 3; }))
+      << OpenConnections(*server);
+  // A client that sends more than 4 MiB: closed (its sends may then fail).
+  refused[3]->Send(std::string(5 << 20, 'z'));
+  EXPECT_TRUE(Eventually([&] { return OpenConnections(*server) == 2; }))
+      << OpenConnections(*server);
+}
+
+TEST(HttpServerLingerTest, LingeringEndsAfterLingerMs) {
+  HttpServerOptions options;
+  options.max_body_bytes = 100;
+  options.linger_ms = 50;
+  auto server = StartServer(options);
+  TestClient c(server->port());
+  ASSERT_TRUE(c.Send("POST /b HTTP/1.1\r\nContent-Length: 10000000\r\n\r\n"));
+  TestResponse r = c.Read();
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(r.status, 413);
+  // The client neither sends nor closes: the server closes its side.
+  EXPECT_TRUE(Eventually([&] { return OpenConnections(*server) == 0; }))
+      << OpenConnections(*server);
+  options.linger_ms = -1;
+  EXPECT_THAT(HttpServer::Create(options, Echo).status().message(),
+              ::testing::HasSubstr("linger_ms"));
+}
+
+}  // namespace
+}  // namespace recflow::serving
