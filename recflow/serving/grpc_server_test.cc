@@ -217,6 +217,13 @@ class GrpcServerTest : public ::testing::Test {
     return prediction_->Predict(&ctx, request, response);
   }
 
+  // Predict x = 6 on model "block": returns once the FakeApi is released.
+  grpc::Status PredictBlocking(tfs::PredictResponse* response) {
+    tfs::PredictRequest request = HalfRequest({6});
+    request.mutable_model_spec()->set_name("block");
+    return Predict(request, response);
+  }
+
   static tfs::PredictRequest HalfRequest(const std::vector<float>& xs) {
     tfs::PredictRequest request;
     request.mutable_model_spec()->set_name("half");
@@ -576,11 +583,7 @@ TEST_F(GrpcServerTest, StopLetsTheCallInFlightFinish) {
   StartServer();
   grpc::Status in_flight;
   tfs::PredictResponse response;
-  std::thread caller([&] {
-    tfs::PredictRequest request = HalfRequest({6});
-    request.mutable_model_spec()->set_name("block");
-    in_flight = Predict(request, &response);
-  });
+  std::thread caller([&] { in_flight = PredictBlocking(&response); });
   api_.WaitUntilEntered();
   std::atomic<bool> stopped{false};
   std::thread stopper([&] {
@@ -613,10 +616,8 @@ TEST_F(GrpcServerTest, ThreadLimitRefusesExtraCallers) {
   std::vector<std::thread> callers;
   for (int i = 0; i < kCallers; ++i) {
     callers.emplace_back([&, i] {
-      tfs::PredictRequest request = HalfRequest({6});
-      request.mutable_model_spec()->set_name("block");
       tfs::PredictResponse response;
-      results[i] = Predict(request, &response);
+      results[i] = PredictBlocking(&response);
     });
   }
   api_.WaitUntilEntered();
@@ -662,10 +663,8 @@ TEST_F(GrpcServerTest, AdmissionControlShedsCallsOverCapacity) {
 
   grpc::Status blocked, queued;
   std::thread blocker([&] {
-    tfs::PredictRequest request = HalfRequest({6});
-    request.mutable_model_spec()->set_name("block");
     tfs::PredictResponse response;
-    blocked = Predict(request, &response);
+    blocked = PredictBlocking(&response);
   });
   api_.WaitUntilEntered();
   tfs::PredictResponse queued_response;
@@ -729,10 +728,8 @@ TEST_F(GrpcServerTest, AdmissionControlQueueWaitAndCallerDeadline) {
   options.max_queue_wait_ms = 100;  // queue: 4 per running call
   StartServer(options);
   std::thread blocker([&] {
-    tfs::PredictRequest request = HalfRequest({6});
-    request.mutable_model_spec()->set_name("block");
     tfs::PredictResponse response;
-    EXPECT_TRUE(Predict(request, &response).ok());
+    EXPECT_TRUE(PredictBlocking(&response).ok());
   });
   api_.WaitUntilEntered();
   tfs::PredictResponse response;
@@ -788,10 +785,8 @@ TEST_F(GrpcServerTest, NoAdmissionControlRunsEveryCall) {
   std::vector<grpc::Status> results(kCallers);
   for (int i = 0; i < kCallers; ++i) {
     callers.emplace_back([&, i] {
-      tfs::PredictRequest request = HalfRequest({6});
-      request.mutable_model_spec()->set_name("block");
       tfs::PredictResponse response;
-      results[i] = Predict(request, &response);
+      results[i] = PredictBlocking(&response);
     });
   }
   // All of them are inside the model at once (a limit would hold some back).
