@@ -3,10 +3,12 @@
 //
 //   bench_serving --case=dump --export=DIR --out=FILE
 //   bench_serving --case=check --port=P --port2=Q [--model=M] [--candidates=N]
+//       [--protocol=rest|grpc] [--protocol2=rest|grpc]
 //   bench_serving --case=latency --port=P [--model=M] --candidates=N
-//       [--requests=1000] [--warmup=100]
+//       [--requests=1000] [--warmup=100] [--protocol=rest|grpc]
 //   bench_serving --case=qps --port=P [--model=M] --candidates=N
 //       [--levels=1,2,3,4,6,8,...] [--seconds=2] [--limit_ms=10]
+//       [--protocol=rest|grpc]
 //
 // dump:    reads every float variable of DIR/variables/variables (recflow's
 //          BundleReader) and writes them in bench_train_e2e's --init_out
@@ -38,7 +40,7 @@
 //          batching server mixing up requests).
 //   bench_serving --case=load --port=P [--model=M] --candidates=N --rate=R
 //       --seconds=S [--connections=4] [--phases=R1:S1,R2:S2,...]
-//       [--trace=FILE] [--grace_s=0]
+//       [--trace=FILE] [--grace_s=0] [--protocol=rest|grpc]
 // load:    a bounded open-loop load (bench/run freshness, overload): R
 //          requests per second for S seconds, spread over --connections
 //          keep-alive connections (request k on connection k mod C, all
@@ -83,10 +85,29 @@
 //          step, when its dense variables were last changed).
 // --body=FILE replaces the generated request body (JSON, the same format)
 // in every case but dump; --candidates must then say how many it scores.
+// --protocol=grpc (check, latency, qps, load; default rest): the same
+//          inputs as a TF Serving tensorflow.serving.PredictRequest
+//          (model_spec.name M, serving_default; every input a TensorProto
+//          with tensor_content, as tf.make_tensor_proto writes them), built
+//          once, sent with PredictionService.Predict to 127.0.0.1:P, a
+//          blocking call with a 30 s deadline. A "connection" is a gRPC
+//          channel of its own (its own HTTP/2 connection: a local subchannel
+//          pool per channel), connected before the clock starts. The answer's
+//          "probabilities" output (or, without one, any output) holds the
+//          scores. Statuses in HTTP's terms: OK is 200; UNAVAILABLE saying
+//          "server overloaded" (recflow's admission control) is 503, shed;
+//          any other status (a transport UNAVAILABLE too) is 0, failed. A
+//          channel is kept after a failure (gRPC reconnects it). check's
+//          --protocol2 (default: --protocol) is the protocol for --port2, so
+//          a REST and a gRPC answer of one server can be compared. --body
+//          is REST only.
 //
 // The client threads run on the same 2-core machine as the server (they are
 // cheap: a pre-serialized body, one write per request, a rapidjson parse of
 // the response), and the CPU time they use is printed (`client_cpu_s=`).
+// The gRPC client costs more: in bench/run overload --protocol=grpc about
+// 0.25 ms of CPU per call (serializing the message, gRPC's own threads and
+// wake-ups) against 0.1 ms per REST request.
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -118,15 +139,21 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "bench/bench_util.h"
+#include "grpcpp/grpcpp.h"
 #include "rapidjson/document.h"
 #include "recflow/checkpoint/bundle_reader.h"
 #include "recflow/checkpoint/update_log.h"
 #include "recflow/core/env.h"
 #include "recflow/core/status.h"
 #include "recflow/core/tensor.h"
+#include "recflow/framework/tensor_util.h"
+#include "recflow/proto/serving_predict.pb.h"
+#include "recflow/serving/prediction_service.grpc.pb.h"
 
 namespace recflow::bench {
 namespace {
+
+namespace tfs = tensorflow::serving;
 
 constexpr int kDense = 13;
 constexpr int kFields = 26;
@@ -138,6 +165,7 @@ struct Flags {
   double seconds = 2, limit_ms = 10, rate = 100, interval_ms = 5;
   int connections = 4;
   std::string body_file, updates, seen, latencies, phases, trace;
+  std::string protocol = "rest", protocol2;
   double grace_s = 0;
   int64_t from_sequence = 0;
   std::vector<int> levels = {1, 2, 3, 4, 6, 8, 12, 16, 24, 32};
@@ -151,33 +179,64 @@ std::string Num(double v) {
   return buf;
 }
 
-std::string RequestBody(int n) {
+// The request's values for n candidates (seeded by n), shared by the REST
+// body and the gRPC request: dense feature d of candidate i, and the id of
+// field f (one per field and candidate).
+float DenseValue(int n, int i, int d) {
   const uint64_t seed = 1000 + static_cast<uint64_t>(n);
+  // log1p-like magnitudes in [0, 4).
+  return 2.0f + 2.0f * Gen(seed, static_cast<uint64_t>(i * kDense + d));
+}
+
+int64_t IdValue(int n, int f, int i) {
+  const uint64_t seed = 1000 + static_cast<uint64_t>(n);
+  const float g = Gen(seed + 7, static_cast<uint64_t>(f * n + i));
+  // A raw id as recflow's Criteo parser makes them: (field << 32) | value.
+  const int64_t value = static_cast<int64_t>((g + 1.0f) * 8388608.0f);
+  return (static_cast<int64_t>(f) << 32) | value;
+}
+
+std::string RequestBody(int n) {
   std::string b = "{\"inputs\": {\"dense\": [";
   for (int i = 0; i < n; ++i) {
     b += i ? ", [" : "[";
-    for (int d = 0; d < kDense; ++d) {
-      // log1p-like magnitudes in [0, 4).
-      const float v = 2.0f + 2.0f * Gen(seed, static_cast<uint64_t>(i * kDense + d));
-      absl::StrAppend(&b, d ? ", " : "", Num(v));
-    }
+    for (int d = 0; d < kDense; ++d) absl::StrAppend(&b, d ? ", " : "", Num(DenseValue(n, i, d)));
     b += "]";
   }
   b += "]";
   for (int f = 0; f < kFields; ++f) {
     absl::StrAppend(&b, ", \"C", f + 1, "/ids\": [");
-    for (int i = 0; i < n; ++i) {
-      const float g = Gen(seed + 7, static_cast<uint64_t>(f * n + i));
-      // A raw id as recflow's Criteo parser makes them: (field << 32) | value.
-      const int64_t value = static_cast<int64_t>((g + 1.0f) * 8388608.0f);
-      absl::StrAppend(&b, i ? ", " : "", (static_cast<int64_t>(f) << 32) | value);
-    }
+    for (int i = 0; i < n; ++i) absl::StrAppend(&b, i ? ", " : "", IdValue(n, f, i));
     absl::StrAppend(&b, "], \"C", f + 1, "/row_splits\": [");
     for (int i = 0; i <= n; ++i) absl::StrAppend(&b, i ? ", " : "", i);
     b += "]";
   }
   b += "}}";
   return b;
+}
+
+// The same inputs as a gRPC PredictRequest.
+tfs::PredictRequest RequestProto(const std::string& model, int n) {
+  tfs::PredictRequest r;
+  r.mutable_model_spec()->set_name(model);
+  auto& inputs = *r.mutable_inputs();
+  Tensor dense(DT_FLOAT, TensorShape({n, kDense}));
+  float* dp = dense.data<float>();
+  for (int i = 0; i < n; ++i) {
+    for (int d = 0; d < kDense; ++d) dp[i * kDense + d] = DenseValue(n, i, d);
+  }
+  TensorToProto(dense, &inputs["dense"]);
+  Tensor ids(DT_INT64, TensorShape({n}));
+  Tensor splits(DT_INT64, TensorShape({n + 1}));
+  int64_t* sp = splits.data<int64_t>();
+  for (int i = 0; i <= n; ++i) sp[i] = i;
+  for (int f = 0; f < kFields; ++f) {
+    int64_t* ip = ids.data<int64_t>();
+    for (int i = 0; i < n; ++i) ip[i] = IdValue(n, f, i);
+    TensorToProto(ids, &inputs[absl::StrCat("C", f + 1, "/ids")]);
+    TensorToProto(splits, &inputs[absl::StrCat("C", f + 1, "/row_splits")]);
+  }
+  return r;
 }
 
 // --- a minimal HTTP/1.1 keep-alive client ---------------------------------------
@@ -339,6 +398,140 @@ absl::StatusOr<std::vector<double>> ParseScores(const std::string& body) {
   return out;
 }
 
+// --- one connection, REST or gRPC ---------------------------------------------------
+
+// The request of every case, built once: the HTTP request (headers and
+// body) and, when a case speaks gRPC, the PredictRequest with the same
+// inputs.
+struct Request {
+  std::string http;
+  tfs::PredictRequest proto;
+};
+
+Request MakeRequest(const Flags& f) {
+  Request r;
+  r.http = HttpRequest(f, Body(f));
+  if (f.protocol == "grpc" || f.protocol2 == "grpc") r.proto = RequestProto(f.model, f.candidates);
+  return r;
+}
+
+// One client connection sending the predict request, one call at a time.
+// Not thread-safe; one per client thread.
+class Conn {
+ public:
+  virtual ~Conn() = default;
+  // Sends the request and waits for the answer. Returns its status in
+  // HTTP's terms (see the top of the file; 0: the call failed); for
+  // anything but 200 *error says why.
+  virtual int Send(std::string* error) = 0;
+  // The scores of the last answer, a 200.
+  virtual absl::StatusOr<std::vector<double>> Scores() = 0;
+  // Whether the connection must be reopened after an answer of `status`.
+  virtual bool Reopen(int status) const = 0;
+  // The request's size on the wire (the whole HTTP request; the gRPC message).
+  virtual size_t RequestBytes() const = 0;
+};
+
+class RestConn : public Conn {
+ public:
+  explicit RestConn(const std::string* request) : request_(request) {}
+  absl::Status Connect(int port) { return client_.Connect(port); }
+  int Send(std::string* error) override {
+    if (absl::Status s = client_.Exchange(*request_, &r_); !s.ok()) {
+      *error = std::string(s.message());
+      return 0;
+    }
+    if (r_.status != 200) *error = absl::StrCat("HTTP status ", r_.status, ": ", r_.body);
+    return r_.status;
+  }
+  absl::StatusOr<std::vector<double>> Scores() override { return ParseScores(r_.body); }
+  // A shed request leaves a kept-alive connection usable.
+  bool Reopen(int status) const override {
+    return status != 200 && (status != 503 || r_.close);
+  }
+  size_t RequestBytes() const override { return request_->size(); }
+
+ private:
+  const std::string* request_;  // Not owned.
+  Client client_;
+  Client::Response r_;
+};
+
+class GrpcConn : public Conn {
+ public:
+  explicit GrpcConn(const tfs::PredictRequest* request) : request_(request) {}
+
+  // A channel of its own (`id` and the local subchannel pool keep channels
+  // from sharing one HTTP/2 connection), connected within 10 s.
+  absl::Status Connect(int port, int id) {
+    grpc::ChannelArguments args;
+    args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    args.SetInt("grpc.channel_id", id);
+    args.SetMaxReceiveMessageSize(-1);
+    const std::string target = absl::StrCat("127.0.0.1:", port);
+    channel_ = grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+    stub_ = tfs::PredictionService::NewStub(channel_);
+    if (!channel_->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10))) {
+      return errors::Unavailable("cannot connect a gRPC channel to ", target);
+    }
+    return absl::OkStatus();
+  }
+  int Send(std::string* error) override {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    response_.Clear();
+    const grpc::Status s = stub_->Predict(&ctx, *request_, &response_);
+    if (s.ok()) return 200;
+    *error = absl::StrCat("gRPC status ", s.error_code(), ": ", s.error_message());
+    // Admission control's refusal, not a transport failure (also UNAVAILABLE).
+    const bool shed = s.error_code() == grpc::StatusCode::UNAVAILABLE &&
+                      absl::StartsWith(s.error_message(), "server overloaded");
+    return shed ? 503 : 0;
+  }
+  absl::StatusOr<std::vector<double>> Scores() override {
+    const auto& outputs = response_.outputs();
+    auto it = outputs.find("probabilities");
+    if (it == outputs.end()) it = outputs.begin();
+    if (it == outputs.end()) return errors::Internal("no outputs in the PredictResponse");
+    ASSIGN_OR_RETURN(Tensor t, TensorFromProto(it->second));
+    if (t.dtype() != DT_FLOAT) {
+      return errors::Internal("output '", it->first, "' is ", DataTypeString(t.dtype()),
+                              ", not float");
+    }
+    const float* p = t.data<float>();
+    return std::vector<double>(p, p + t.NumElements());
+  }
+  // gRPC reconnects a channel by itself.
+  bool Reopen(int) const override { return false; }
+  size_t RequestBytes() const override { return request_->ByteSizeLong(); }
+
+ private:
+  const tfs::PredictRequest* request_;  // Not owned.
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<tfs::PredictionService::Stub> stub_;
+  tfs::PredictResponse response_;
+};
+
+// Connection `id` to 127.0.0.1:port speaking `protocol`.
+absl::StatusOr<std::unique_ptr<Conn>> Open(const Request& req, const std::string& protocol,
+                                           int port, int id) {
+  if (protocol == "grpc") {
+    auto c = std::make_unique<GrpcConn>(&req.proto);
+    RETURN_IF_ERROR(c->Connect(port, id));
+    return std::unique_ptr<Conn>(std::move(c));
+  }
+  auto c = std::make_unique<RestConn>(&req.http);
+  RETURN_IF_ERROR(c->Connect(port));
+  return std::unique_ptr<Conn>(std::move(c));
+}
+
+// One call on `conn`: its scores, or an error for anything but a 200.
+absl::StatusOr<std::vector<double>> Call(Conn* conn) {
+  std::string error;
+  if (conn->Send(&error) != 200) return errors::Internal(error);
+  return conn->Scores();
+}
+
 double Pct(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -393,18 +586,16 @@ absl::Status Dump(const Flags& f) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<double>> Score(const Flags& f, int port, const std::string& req) {
-  Client c;
-  RETURN_IF_ERROR(c.Connect(port));
-  std::string body;
-  RETURN_IF_ERROR(c.RoundTrip(req, &body));
-  return ParseScores(body);
+absl::StatusOr<std::vector<double>> Score(const Request& req, const std::string& protocol,
+                                          int port) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Conn> c, Open(req, protocol, port, 0));
+  return Call(c.get());
 }
 
 absl::Status Check(const Flags& f) {
-  const std::string req = HttpRequest(f, Body(f));
-  ASSIGN_OR_RETURN(auto a, Score(f, f.port, req));
-  ASSIGN_OR_RETURN(auto b, Score(f, f.port2, req));
+  const Request req = MakeRequest(f);
+  ASSIGN_OR_RETURN(auto a, Score(req, f.protocol, f.port));
+  ASSIGN_OR_RETURN(auto b, Score(req, f.protocol2, f.port2));
   if (a.size() != static_cast<size_t>(f.candidates) || b.size() != a.size()) {
     return errors::Internal("expected ", f.candidates, " scores, got ", a.size(), " (port ",
                             f.port, ") and ", b.size(), " (port ", f.port2, ")");
@@ -417,12 +608,13 @@ absl::Status Check(const Flags& f) {
 }
 
 absl::Status Latency(const Flags& f) {
-  const std::string req = HttpRequest(f, Body(f));
-  Client c;
-  RETURN_IF_ERROR(c.Connect(f.port));
-  std::string body;
-  for (int i = 0; i < f.warmup; ++i) RETURN_IF_ERROR(c.RoundTrip(req, &body));
-  ASSIGN_OR_RETURN(auto scores, ParseScores(body));
+  const Request req = MakeRequest(f);
+  ASSIGN_OR_RETURN(std::unique_ptr<Conn> c, Open(req, f.protocol, f.port, 0));
+  std::string error;
+  for (int i = 0; i < f.warmup; ++i) {
+    if (c->Send(&error) != 200) return errors::Internal(error);
+  }
+  ASSIGN_OR_RETURN(auto scores, Call(c.get()));
   if (scores.size() != static_cast<size_t>(f.candidates)) {
     return errors::Internal("expected ", f.candidates, " scores, got ", scores.size());
   }
@@ -431,7 +623,7 @@ absl::Status Latency(const Flags& f) {
   const double cpu0 = CpuSeconds();
   for (int i = 0; i < f.requests; ++i) {
     const auto t0 = Clock::now();
-    RETURN_IF_ERROR(c.RoundTrip(req, &body));
+    if (c->Send(&error) != 200) return errors::Internal(error);
     ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
   }
   double sum = 0;
@@ -439,15 +631,15 @@ absl::Status Latency(const Flags& f) {
   std::printf("latency candidates=%d requests=%d p50_ms=%.4f p99_ms=%.4f mean_ms=%.4f "
               "client_cpu_s=%.3f body_bytes=%zu\n",
               f.candidates, f.requests, Pct(ms, 0.5), Pct(ms, 0.99), sum / ms.size(),
-              CpuSeconds() - cpu0, req.size());
+              CpuSeconds() - cpu0, c->RequestBytes());
   return absl::OkStatus();
 }
 
 absl::Status Qps(const Flags& f) {
-  const std::string req = HttpRequest(f, Body(f));
+  const Request req = MakeRequest(f);
   // The answer of a lone request: every answer under load must match it
   // (a server that batches requests must not mix them up).
-  ASSIGN_OR_RETURN(const std::vector<double> expected, Score(f, f.port, req));
+  ASSIGN_OR_RETURN(const std::vector<double> expected, Score(req, f.protocol, f.port));
   if (expected.size() != static_cast<size_t>(f.candidates)) {
     return errors::Internal("expected ", f.candidates, " scores, got ", expected.size());
   }
@@ -456,10 +648,10 @@ absl::Status Qps(const Flags& f) {
   int misses = 0;
   int64_t total_wrong = 0;
   for (int conc : f.levels) {
-    std::vector<std::unique_ptr<Client>> clients;
+    std::vector<std::unique_ptr<Conn>> clients;
     for (int i = 0; i < conc; ++i) {
-      clients.push_back(std::make_unique<Client>());
-      RETURN_IF_ERROR(clients.back()->Connect(f.port));
+      ASSIGN_OR_RETURN(std::unique_ptr<Conn> c, Open(req, f.protocol, f.port, i));
+      clients.push_back(std::move(c));
     }
     std::atomic<int> phase{0};  // 0 warm-up, 1 measuring, 2 stop
     std::vector<std::vector<double>> lat(conc);
@@ -468,17 +660,16 @@ absl::Status Qps(const Flags& f) {
     std::vector<std::thread> threads;
     for (int i = 0; i < conc; ++i) {
       threads.emplace_back([&, i] {
-        std::string body;
+        std::string error;
         while (true) {
           const int ph = phase.load(std::memory_order_relaxed);
           if (ph == 2) break;
           const auto t0 = Clock::now();
-          absl::Status s = clients[i]->RoundTrip(req, &body);
-          if (!s.ok()) {
-            status[i] = s;
+          if (clients[i]->Send(&error) != 200) {
+            status[i] = errors::Internal(error);
             break;
           }
-          auto scores = ParseScores(body);
+          auto scores = clients[i]->Scores();
           bool same = scores.ok() && scores->size() == expected.size();
           for (size_t k = 0; same && k < expected.size(); ++k) {
             same = std::fabs((*scores)[k] - expected[k]) <= 1e-5;
@@ -549,7 +740,7 @@ absl::StatusOr<std::vector<Phase>> Phases(const Flags& f) {
 }
 
 absl::Status Load(const Flags& f) {
-  const std::string req = HttpRequest(f, Body(f));
+  const Request req = MakeRequest(f);
   ASSIGN_OR_RETURN(const std::vector<Phase> phases, Phases(f));
   // The schedule: request k is due at offset[k] seconds from the start.
   std::vector<double> offset;
@@ -567,19 +758,19 @@ absl::Status Load(const Flags& f) {
   const int64_t total = static_cast<int64_t>(offset.size());
   const int conns = f.connections;
   // Per request (each written by its connection's thread only): the HTTP
-  // status (0: connection error, 1: a 200 without the expected scores, -1:
-  // not sent) and the latency from its scheduled time.
+  // status (0: connection error or failed call, 1: a 200 without the
+  // expected scores, -1: not sent) and the latency from its scheduled time.
   std::vector<int> status(total, -1);
   std::vector<double> latency(total, -1);
   std::vector<std::vector<double>> lat(conns);
   std::vector<int64_t> failed(conns, 0), shed(conns, 0), unsent(conns, 0);
   std::vector<std::string> first_error(conns);
   // Connect first, so that the first requests are not late by the setup.
-  std::vector<std::unique_ptr<Client>> clients(conns);
-  std::vector<char> connected(conns);
+  // A null connection could not connect (its requests fail until it can).
+  std::vector<std::unique_ptr<Conn>> clients(conns);
   for (int c = 0; c < conns; ++c) {
-    clients[c] = std::make_unique<Client>();
-    connected[c] = clients[c]->Connect(f.port).ok();
+    auto conn = Open(req, f.protocol, f.port, c);
+    if (conn.ok()) clients[c] = std::move(*conn);
   }
   const double cpu0 = CpuSeconds();
   const auto start = Clock::now() + std::chrono::milliseconds(50);
@@ -588,7 +779,7 @@ absl::Status Load(const Flags& f) {
   std::vector<std::thread> threads;
   for (int c = 0; c < conns; ++c) {
     threads.emplace_back([&, c] {
-      Client::Response r;
+      std::string error;
       for (int64_t k = c; k < total; k += conns) {
         const auto due =
             start + std::chrono::duration_cast<Clock::duration>(
@@ -598,19 +789,22 @@ absl::Status Load(const Flags& f) {
           ++unsent[c];
           continue;
         }
-        absl::Status s = connected[c] ? clients[c]->Exchange(req, &r)
-                                      : errors::Unavailable("cannot connect");
-        int code = s.ok() ? r.status : 0;
+        Conn* conn = clients[c].get();
+        int code = 0;
+        if (conn == nullptr) {
+          error = "cannot connect";
+        } else {
+          code = conn->Send(&error);
+        }
         if (code == 200) {
-          auto scores = ParseScores(r.body);
+          auto scores = conn->Scores();
           if (!scores.ok()) {
-            s = scores.status();
+            error = std::string(scores.status().message());
+            code = 1;
           } else if (scores->size() != static_cast<size_t>(f.candidates)) {
-            s = errors::Internal("expected ", f.candidates, " scores, got ", scores->size());
+            error = absl::StrCat("expected ", f.candidates, " scores, got ", scores->size());
+            code = 1;
           }
-          if (!s.ok()) code = 1;
-        } else if (s.ok() && code != 503) {
-          s = errors::Internal("HTTP status ", code, ": ", r.body);
         }
         const double ms = std::chrono::duration<double, std::milli>(Clock::now() - due).count();
         status[k] = code;
@@ -620,12 +814,11 @@ absl::Status Load(const Flags& f) {
         } else if (code == 503) {
           ++shed[c];
         } else if (failed[c]++ == 0) {
-          first_error[c] = std::string(s.message()).substr(0, 200);
+          first_error[c] = error.substr(0, 200);
         }
-        // A shed request leaves a kept-alive connection usable.
-        if (code != 200 && (code != 503 || r.close)) {
-          clients[c] = std::make_unique<Client>();
-          connected[c] = clients[c]->Connect(f.port).ok();
+        if (conn == nullptr || conn->Reopen(code)) {
+          auto reopened = Open(req, f.protocol, f.port, c);
+          clients[c] = reopened.ok() ? std::move(*reopened) : nullptr;
         }
       }
     });
@@ -806,12 +999,25 @@ int Main(int argc, char** argv) {
       .String("latencies", &f.latencies)
       .String("phases", &f.phases)
       .String("trace", &f.trace)
+      .String("protocol", &f.protocol)
+      .String("protocol2", &f.protocol2)
       .Number("grace_s", &f.grace_s, FlagParser::NonNegative())
       .Number("from_sequence", &f.from_sequence, FlagParser::NonNegative())
       .List("levels", &f.levels, positive);
   if (absl::Status s = flags.Parse(argc, argv); !s.ok()) {
     std::fprintf(stderr, "%s (see the comment at the top of bench/serving.cc)\n",
                  std::string(s.message()).c_str());
+    return 2;
+  }
+  if (f.protocol2.empty()) f.protocol2 = f.protocol;
+  for (const std::string* p : {&f.protocol, &f.protocol2}) {
+    if (*p != "rest" && *p != "grpc") {
+      std::fprintf(stderr, "bad protocol '%s': rest or grpc\n", p->c_str());
+      return 2;
+    }
+  }
+  if (!f.body_file.empty() && (f.protocol == "grpc" || f.protocol2 == "grpc")) {
+    std::fprintf(stderr, "--body is REST only (the gRPC request is generated)\n");
     return 2;
   }
   absl::Status s;
