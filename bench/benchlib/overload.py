@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import tempfile
 import threading
-import time
 import urllib.request
 
 from .common import PEERS, VARIANT_VARS, die, variant_envs, cpu_model, snapshot, med
