@@ -62,7 +62,9 @@ within_a_step "$a" "$b" || fail "after catching up: $a; the export: $b"
 # 2. A second job from that checkpoint, applied live under load.
 start_load "$URL_live"
 source "$(dirname "$0")/cluster_test_tasks.sh"
-start_cluster m --steps 500 --publish_interval_secs 0.2
+# 1500 steps: while the chief is down the workers go on, at up to 150
+# steps/s on an idle machine; ps1's kill must still land before the end.
+start_cluster m --steps 1500 --publish_interval_secs 0.2
 kill_restart m chief0 200
 kill_restart m ps1 330
 wait_cluster m
@@ -98,7 +100,7 @@ got=$(predict "$URL_live")
 want=$(predict "$URL_fresh")
 [[ "$got" != "$a" ]] || fail "predictions did not change with job 2's updates"
 within_a_step "$got" "$want" || fail "served after job 2: $got; the final checkpoint: $want"
-launch job3 500 || fail "job 3: $(tail -5 "$TMP/job3.err")"
+launch job3 1500 || fail "job 3: $(tail -5 "$TMP/job3.err")"
 n3=$(newest_update)
 [[ "$n3" -gt "$n2" ]] || fail "job 3 published nothing ($n2 -> $n3)"
 for _ in $(seq 200); do

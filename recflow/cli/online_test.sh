@@ -162,41 +162,73 @@ stop_train() {
   local rc=$?
   [[ $rc -eq 0 ]] || fail "streaming trainer $1 exit $rc after SIG$2: $(tail -3 "$TMP/$1.err")"
 }
+# published_step DIR: the global step of the newest model update in
+# DIR/updates (the trainer logs only the first).
+published_step() {
+  local newest
+  newest=$(ls "$1"/updates/update-*.index 2>/dev/null | tail -1)
+  [[ -n $newest ]] || return 0
+  "$RECFLOW" ckpt inspect "${newest%.index}" --tensor _recflow/update_meta 2>/dev/null |
+    grep -oE "^step: [0-9]+" | grep -oE "[0-9]+"
+}
+# await_stream NAME DIR MIN_STEP: waits until the streaming trainer NAME
+# (model dir DIR, publishing every 0.1 s) has published an update at
+# MIN_STEP or later, then nothing newer for 2.5 s: its last short batch goes
+# out after 1 s without new input (and is published: more than 0.1 s after
+# the one before), and how the input's arrival splits into batches varies
+# by a step. Up to 300 s: a sanitizer build trains at a few hundred
+# examples a second.
+await_stream() {
+  local last="" step
+  local -i start=$SECONDS changed_ms=0 now_ms
+  while ((SECONDS - start < 300)); do
+    step=$(published_step "$2")
+    now_ms=$(date +%s%3N)
+    if [[ -n $step && $step -ge $3 ]]; then
+      if [[ $step != "$last" ]]; then
+        last=$step
+        changed_ms=$now_ms
+      elif ((now_ms - changed_ms >= 2500)); then
+        return 0
+      fi
+    fi
+    sleep 0.1
+  done
+  fail "streaming trainer $1 did not reach step $3 (newest update: step '$last'): $(tail -3 "$TMP/$1.err")"
+}
+# 3000 lines of batches of 256: at least 12 steps.
 stream_train stream1 --publish_interval_secs 0.1
 sleep 1
 sed -n '1001,2000p' "$train_file" >>"$TMP/stream/log-001.tsv"
 sed -n '2001,3000p' "$train_file" >"$TMP/stream/log-002.tsv"
-for _ in $(seq 100); do
-  ls "$TMP/s/updates" 2>/dev/null | grep -q "update-0*3\.index" && break
-  sleep 0.1
-done
-sleep 1.5  # the last short batch goes out after 1 s of silence
+await_stream stream1 "$TMP/s" 12
 stop_train stream1 TERM
 grep -q "trained [0-9]* steps (3000 examples)" "$TMP/stream1.out" ||
   fail "streaming trainer did not train on the 3000 lines: $(cat "$TMP/stream1.out")"
 grep -qE "progressive validation: AUC [0-9.]+ .* over the last 3000 examples" "$TMP/stream1.out" ||
   fail "no progressive validation: $(cat "$TMP/stream1.out")"
 ls "$TMP/s"/model.ckpt-*.index >/dev/null 2>&1 || fail "no checkpoint after SIGTERM"
-# Restarted with nothing new: nothing is read again.
-stream_train stream2
+# Restarted with nothing new: nothing is read again; then 500 new lines
+# (2 steps) are.
+step1=$(published_step "$TMP/s")
+stream_train stream2 --publish_interval_secs 0.1
 sleep 1.5
 sed -n '3001,3500p' "$train_file" >"$TMP/stream/log-003.tsv"
-# The last 244 lines go out after 1 s of silence; 4 s leave room for a
-# loaded machine (2 s once saw only the first full batch trained).
-sleep 4
+await_stream stream2 "$TMP/s" $((step1 + 2))
 stop_train stream2 INT
 grep -q "trained [0-9]* steps (500 examples)" "$TMP/stream2.out" ||
   fail "the restarted stream did not go on where it stopped: $(cat "$TMP/stream2.out")"
 
 # A model trained on files goes on online: its checkpoint's input position
-# is not a stream's, so the stream starts at its first file (with a warning).
+# is not a stream's, so the stream starts at its first file (with a warning):
+# its 3500 lines, all there, are 14 steps after the 3 on files.
 "$RECFLOW" train --config "$TMP/run.yaml" --model_dir "$TMP/f2s" --steps 3 >/dev/null 2>&1 ||
   fail "train on files before streaming"
 "$RECFLOW" train --config "$TMP/run.yaml" --model_dir "$TMP/f2s" --data "$TMP/stream/log-*.tsv" \
-  --stream >"$TMP/f2s.out" 2>"$TMP/f2s.err" &
+  --stream --publish_interval_secs 0.1 >"$TMP/f2s.out" 2>"$TMP/f2s.err" &
 trainer=$!
 PIDS+=($trainer)
-sleep 3
+await_stream f2s "$TMP/f2s" 17
 stop_train f2s TERM
 grep -q "resumed from .*model.ckpt-3" "$TMP/f2s.err" ||
   fail "the stream did not continue the file-trained model: $(tail -3 "$TMP/f2s.err")"
@@ -212,8 +244,8 @@ sed -e "s|data: {.*}|data: {format: tfrecord, train: $TMP/tstream/log-*.tfrecord
   "$TMP/run.yaml" >"$TMP/trun.yaml"
 mkdir -p "$TMP/tstream"
 cp "$TMP/tdata/train-00000-of-00003.tfrecord" "$TMP/tstream/log-001.tfrecord"
-"$RECFLOW" train --config "$TMP/trun.yaml" --model_dir "$TMP/ts" --stream >"$TMP/tstream.out" \
-  2>"$TMP/tstream.err" &
+"$RECFLOW" train --config "$TMP/trun.yaml" --model_dir "$TMP/ts" --stream \
+  --publish_interval_secs 0.1 >"$TMP/tstream.out" 2>"$TMP/tstream.err" &
 trainer=$!
 PIDS+=($trainer)
 sleep 1
@@ -222,7 +254,7 @@ head -c 1000 "$second" >>"$TMP/tstream/log-001.tfrecord"  # mid-record
 sleep 1.2
 tail -c +1001 "$second" >>"$TMP/tstream/log-001.tfrecord"
 cp "$TMP/tdata/train-00002-of-00003.tfrecord" "$TMP/tstream/log-002.tfrecord"
-sleep 2.5
+await_stream tstream "$TMP/ts" 6  # 1500 records: at least 6 steps
 stop_train tstream TERM
 grep -q "trained [0-9]* steps (1500 examples)" "$TMP/tstream.out" ||
   fail "the TFRecord stream did not train on its 1500 records: $(cat "$TMP/tstream.out" "$TMP/tstream.err" | tail -5)"
