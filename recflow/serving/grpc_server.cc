@@ -142,7 +142,7 @@ class PredictionServiceImpl final : public tfs::PredictionService::Service {
 
  private:
   // A running slot for a call that runs a model; nullopt without admission
-  // control (max_concurrent_calls 0).
+  // control (max_concurrent_requests 0).
   absl::StatusOr<std::optional<AdmissionGate::Ticket>> Admit(grpc::ServerContext* ctx) {
     if (gate_ == nullptr) return std::nullopt;
     const auto deadline = ctx->deadline();
