@@ -18,6 +18,7 @@
 #include "recflow/core/status.h"
 #include "recflow/core/threadpool.h"
 #include "recflow/serving/admission.h"
+#include "recflow/serving/metrics.h"
 #include "recflow/serving/model_service.grpc.pb.h"
 #include "recflow/serving/prediction_service.grpc.pb.h"
 
@@ -255,8 +256,7 @@ class GrpcServer::Impl {
   std::string MetricsText() {
     std::string text;
     auto add = [&text](const char* name, const char* type, const char* help, int64_t value) {
-      absl::StrAppend(&text, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n",
-                      name, " ", value, "\n");
+      AppendPlainMetric(&text, name, type, help, value);
     };
     if (gate_ == nullptr) return text;
     add("recflow_serving_grpc_running_requests", "gauge",

@@ -21,6 +21,7 @@
 #include "recflow/core/logging.h"
 #include "recflow/core/status.h"
 #include "recflow/core/threadpool.h"
+#include "recflow/serving/metrics.h"
 
 namespace recflow::serving {
 namespace {
@@ -661,8 +662,7 @@ std::string HttpServer::MetricsText() {
   }
   std::string text;
   auto add = [&text](const char* name, const char* type, const char* help, int64_t value) {
-    absl::StrAppend(&text, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n",
-                    name, " ", value, "\n");
+    AppendPlainMetric(&text, name, type, help, value);
   };
   add("recflow_serving_http_connections", "gauge", "Open REST connections.",
       static_cast<int64_t>(open));

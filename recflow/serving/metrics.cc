@@ -9,6 +9,12 @@
 
 namespace recflow::serving {
 
+void AppendPlainMetric(std::string* out, absl::string_view name, absl::string_view type,
+                       absl::string_view help, int64_t value) {
+  absl::StrAppend(out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n", name, " ",
+                  value, "\n");
+}
+
 std::string FormatMetricValue(double value) {
   if (std::isnan(value)) return "NaN";
   if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";

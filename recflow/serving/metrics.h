@@ -31,6 +31,7 @@
 #ifndef RECFLOW_SERVING_METRICS_H_
 #define RECFLOW_SERVING_METRICS_H_
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
@@ -153,6 +154,10 @@ class MetricsRegistry {
 std::string FormatMetricValue(double value);
 // Escapes a label value (\\, \", \n).
 std::string EscapeLabelValue(absl::string_view value);
+// Appends one unlabelled metric with its HELP and TYPE lines ("counter" or
+// "gauge"), for servers that report a few plain numbers of their own.
+void AppendPlainMetric(std::string* out, absl::string_view name, absl::string_view type,
+                       absl::string_view help, int64_t value);
 
 }  // namespace recflow::serving
 

@@ -94,3 +94,16 @@ TEST(ServingMetricsTest, ConcurrentUpdates) {
 
 }  // namespace
 }  // namespace recflow::serving
+
+namespace recflow::serving {
+namespace {
+
+TEST(AppendPlainMetricTest, HelpTypeAndOneSample) {
+  std::string text = "x\n";
+  AppendPlainMetric(&text, "recflow_a_total", "counter", "As counted.", 7);
+  EXPECT_EQ(text, "x\n# HELP recflow_a_total As counted.\n# TYPE recflow_a_total counter\n"
+                  "recflow_a_total 7\n");
+}
+
+}  // namespace
+}  // namespace recflow::serving
