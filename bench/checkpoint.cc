@@ -535,7 +535,10 @@ absl::Status RunOpen(const Flags& f) {
     const double open_first = SecondsSince(t0);
     double full_at = -1;
     double first_window_rate = -1;
-    while (SecondsSince(t0) < 120) {
+    // The smoke test only checks that the path runs: a machine where the
+    // opened table never reaches 90% of the imported rate must not stall it.
+    const double full_speed_cap_s = f.quick ? 5 : 120;
+    while (SecondsSince(t0) < full_speed_cap_s) {
       ASSIGN_OR_RETURN(const double rate, probe.Rate(0.1));
       if (first_window_rate < 0) first_window_rate = rate;
       if (rate >= 0.9 * full_rate) {

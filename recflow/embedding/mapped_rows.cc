@@ -278,12 +278,13 @@ void MappedRows::VerifyAll() {
     }
     regions_read_.fetch_add(1, std::memory_order_release);
   }
+  const bool failed = !status.ok();
   {
     MutexLock lock(&mu_);
     verify_status_ = std::move(status);  // the rep is not shared with this thread
   }
   warm_.store(true, std::memory_order_release);
-  if (!status.ok()) failed_.store(true, std::memory_order_release);
+  if (failed) failed_.store(true, std::memory_order_release);
   verified_.Notify();
 }
 

@@ -188,6 +188,7 @@ TEST(MappedRowsTest, FindsEveryRowOfTheSavedIndex) {
   auto base = MappedRows::Open(**reader, "emb", {.dim = kDim, .num_slots = 1, .slots = true});
   ASSERT_TRUE(base.ok()) << base.status();
   EXPECT_TRUE((*base)->WaitVerified().ok());
+  EXPECT_FALSE((*base)->verify_failed());
   ASSERT_EQ((*base)->size(), 3000);
   EXPECT_EQ((*base)->clock(), 1);
   for (const int64_t id : ids) {
@@ -370,6 +371,7 @@ TEST(MappedRowsTest, GarbageIndexNeverReadsOutsideTheMapping) {
   auto verified = MappedRows::Open(**reader, "emb", {.dim = kDim, .num_slots = 1});
   ASSERT_TRUE(verified.ok());
   EXPECT_EQ((*verified)->WaitVerified().code(), absl::StatusCode::kDataLoss);
+  EXPECT_TRUE((*verified)->verify_failed());
 }
 
 TEST(MappedRowsTest, UnusableBundlesFallBackToImporting) {
